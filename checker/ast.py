@@ -1,0 +1,374 @@
+"""The syntax tree of a spec: frozen dataclasses, each carrying its source span.
+
+This is what the parser produces and the resolver consumes. Names are still plain
+strings here; the resolver binds them to declarations and gives expressions types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import Span
+
+# ---- expressions ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Number(Expr):
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Name(Expr):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelfRef(Expr):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Index(Expr):
+    name: str
+    name_span: Span
+    index: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Unary(Expr):
+    op: str
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Conditional(Expr):
+    cond: Expr
+    then: Expr
+    orelse: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    name: str
+    name_span: Span
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AtLabel(Expr):
+    """`proc@label` or `proc[i]@label`: the process is at that label."""
+
+    process: str
+    process_span: Span
+    index: Expr | None
+    label: str
+    label_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Quantifier(Expr):
+    kind: str  # "exists" | "forall"
+    var: str
+    lo: Expr
+    hi: Expr
+    body: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class ListInit(Expr):
+    """`{a, b, c}`: an array's values or a bit set's members."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnyInit(Expr):
+    """`any`: every value of the type is an initial value."""
+
+
+# ---- types ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TypeExpr:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BoolType(TypeExpr):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class NamedType(TypeExpr):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RangeType(TypeExpr):
+    lo: Expr
+    hi: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class BitsetType(TypeExpr):
+    """`bitset(N)`, `bitset(lo..hi)` or `bitset(Enum)`."""
+
+    size: Expr | None
+    lo: Expr | None
+    hi: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Dim:
+    """An array dimension: a count `N`, a range `lo..hi`, or a process name."""
+
+    span: Span
+    count: Expr | None
+    lo: Expr | None
+    hi: Expr | None
+
+
+# ---- statements ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Stmt):
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LValue:
+    span: Span
+    name: str
+    index: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Assign(Stmt):
+    target: LValue
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+    orelse: Stmt | None
+
+
+@dataclass(frozen=True, slots=True)
+class While(Stmt):
+    cond: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Loop(Stmt):
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Labeled(Stmt):
+    label: str
+    label_span: Span
+    stmt: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Goto(Stmt):
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Await(Stmt):
+    cond: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Atomic(Stmt):
+    body: Block
+
+
+@dataclass(frozen=True, slots=True)
+class Choose(Stmt):
+    branches: tuple[Block, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Assert(Stmt):
+    name: str | None
+    cond: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Skip(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Return(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CallStmt(Stmt):
+    call: Call
+
+
+# ---- declarations --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Decl:
+    span: Span
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDecl(Decl):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDecl(Decl):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ConstDecl(Decl):
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class EnumDecl(Decl):
+    members: tuple[tuple[str, Span], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VarDecl(Decl):
+    dim: Dim | None
+    type: TypeExpr
+    init: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitQueueDecl(Decl):
+    dim: Dim | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessDecl(Decl):
+    unfair: bool
+    dim: Dim | None
+    locals: tuple[VarDecl, ...]
+    body: tuple[Stmt, ...]
+    end_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class InlineDecl(Decl):
+    params: tuple[str, ...]
+    body: Block
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    span: Span
+    name: str
+    type: TypeExpr | None
+
+
+@dataclass(frozen=True, slots=True)
+class FnDecl(Decl):
+    params: tuple[Param, ...]
+    result: TypeExpr | None
+    body: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class InvariantDecl(Decl):
+    cond: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyDecl(Decl):
+    """`always (P -> eventually Q)`, or `always eventually Q` (then `trigger` is None)."""
+
+    trigger: Expr | None
+    goal: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectDecl:
+    span: Span
+    violated: tuple[tuple[str, Span], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    span: Span
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class VariantDecl(Decl):
+    overrides: tuple[Override, ...]
+    expects: tuple[ExpectDecl, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LemmaDecl(Decl):
+    params: tuple[Param, ...]
+    body: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """A whole spec file: its declarations in source order."""
+
+    file: str
+    source: str
+    items: tuple[Decl | ExpectDecl, ...] = field(default=())
+
+    def of(self, kind):
+        return [d for d in self.items if isinstance(d, kind)]
+
+    @property
+    def name(self) -> str:
+        models = self.of(ModelDecl)
+        return models[0].name if models else "model"

@@ -1,0 +1,69 @@
+"""Source spans and the errors that point at them.
+
+Every stage reports bad input by raising `SpecError` with the span of the offending
+text; the CLI renders it as `file:line:col: error: ...`, the source line, a caret and a
+hint, and exits 2. Nothing else in the checker formats input errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of one source file (1-based line and column)."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+NOWHERE = Span("<command line>", 0, 0, 0, 0)
+
+
+class SpecError(Exception):
+    """Bad input: the text, a name, a type or a command-line value is wrong."""
+
+    def __init__(self, span: Span, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.span = span
+        self.message = message
+        self.hint = hint
+
+    def render(self, source: str | None) -> str:
+        """`file:line:col: error: message`, the line, a caret, and the hint."""
+        out = [f"{self.span}: error: {self.message}" if self.span.line else f"error: {self.message}"]
+        if source is not None and self.span.line > 0:
+            lines = source.splitlines()
+            if self.span.line <= len(lines):
+                text = lines[self.span.line - 1].expandtabs(1)
+                out.append(f"  {text}")
+                width = 1
+                if self.span.end_line == self.span.line and self.span.end_col > self.span.col:
+                    width = self.span.end_col - self.span.col
+                out.append("  " + " " * (self.span.col - 1) + "^" * max(1, min(width, 60)))
+        if self.hint:
+            out.append(f"  hint: {self.hint}")
+        return "\n".join(out)
+
+
+def closest(name: str, candidates) -> str | None:
+    """The known name a misspelt one most likely meant, for 'did you mean' hints."""
+    found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(name: str, candidates) -> str | None:
+    best = closest(name, candidates)
+    return f"did you mean '{best}'?" if best else None

@@ -1,0 +1,362 @@
+"""The resolved model: names bound, types checked, constants folded, inlines expanded.
+
+This is the resolver's output and the IR builder's input. One `Model` per variant:
+constants (and so ranges, array sizes and process counts) may differ between variants.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .errors import Span
+
+# ---- types ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class BoolT(Type):
+    def describe(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class IntT(Type):
+    """An integer: `lo..hi` when declared, unbounded (lo = hi = None) for arithmetic."""
+
+    lo: int | None = None
+    hi: int | None = None
+
+    def describe(self) -> str:
+        return "int" if self.lo is None else f"{self.lo}..{self.hi}"
+
+
+@dataclass(frozen=True, slots=True)
+class EnumT(Type):
+    name: str
+    members: tuple[str, ...]
+
+    def describe(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class BitsetT(Type):
+    """A set of bit numbers 0..size-1 (or of enum members), stored as a mask."""
+
+    size: int
+    elem: EnumT | None = None
+
+    def describe(self) -> str:
+        return f"bitset({self.elem.name if self.elem else self.size})"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitQueueT(Type):
+    def describe(self) -> str:
+        return "waitqueue"
+
+
+@dataclass(frozen=True, slots=True)
+class VoidT(Type):
+    def describe(self) -> str:
+        return "nothing (a statement)"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayT(Type):
+    elem: Type
+    lo: int
+    hi: int
+    by_process: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.elem.describe()}[{self.by_process or f'{self.lo}..{self.hi}'}]"
+
+    @property
+    def length(self) -> int:
+        return self.hi - self.lo + 1
+
+
+BOOL = BoolT()
+INT = IntT()
+VOID = VoidT()
+
+
+def is_intlike(t: Type) -> bool:
+    return isinstance(t, IntT)
+
+
+# ---- symbols -------------------------------------------------------------------
+
+
+class Scope(enum.Enum):
+    GLOBAL = "global"
+    LOCAL = "local"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class VarSym:
+    """A declared variable (global or process-local; scalar or array)."""
+
+    name: str
+    type: Type
+    scope: Scope
+    span: Span
+    init: tuple[tuple[int, ...], ...]  # per element: the allowed initial values
+    process: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    name: str
+    span: Span
+
+
+# ---- typed expressions ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TExpr:
+    span: Span
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class Const(TExpr):
+    value: int  # bools are 0/1, enum members their index
+
+
+@dataclass(frozen=True, slots=True)
+class Var(TExpr):
+    sym: VarSym
+
+
+@dataclass(frozen=True, slots=True)
+class Elem(TExpr):
+    sym: VarSym
+    index: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class SelfE(TExpr):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Bound(TExpr):
+    """A quantifier's variable."""
+
+    name: str
+    uid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Un(TExpr):
+    op: str
+    operand: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class Bin(TExpr):
+    op: str
+    left: TExpr
+    right: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class Ite(TExpr):
+    cond: TExpr
+    then: TExpr
+    orelse: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class At(TExpr):
+    """Process `process` (instance `index` of an array) is at `label`."""
+
+    process: str
+    index: TExpr | None
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Quant(TExpr):
+    kind: str
+    bound: Bound
+    lo: int
+    hi: int
+    body: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin(TExpr):
+    """A kernel primitive: atomics, bit ops, xchg/cmpxchg, barriers, wait queues."""
+
+    name: str
+    args: tuple[TExpr, ...]
+
+
+LValueE = Var | Elem
+
+# ---- resolved statements -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RStmt:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class SAssign(RStmt):
+    target: TExpr  # Var or Elem
+    value: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class SEval(RStmt):
+    """A statement that is a call: a side-effecting builtin, a barrier, a wait-queue op."""
+
+    call: Builtin
+
+
+@dataclass(frozen=True, slots=True)
+class SIf(RStmt):
+    cond: TExpr
+    then: tuple[RStmt, ...]
+    orelse: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SWhile(RStmt):
+    cond: TExpr
+    body: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SLoop(RStmt):
+    body: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SBreak(RStmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SContinue(RStmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SLabeled(RStmt):
+    label: str
+    stmt: RStmt
+
+
+@dataclass(frozen=True, slots=True)
+class SGoto(RStmt):
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class SAwait(RStmt):
+    cond: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class SAtomic(RStmt):
+    body: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SChoose(RStmt):
+    branches: tuple[tuple[RStmt, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SAssert(RStmt):
+    property: str
+    cond: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class SSkip(RStmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SInlined(RStmt):
+    """An inline procedure expanded at its call site; `return` leaves it."""
+
+    name: str
+    body: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SReturn(RStmt):
+    pass
+
+
+# ---- the model -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Process:
+    name: str
+    span: Span
+    count: int | None  # None: a single process; N: `process name[N]`
+    unfair: bool
+    locals: tuple[VarSym, ...]
+    body: tuple[RStmt, ...]
+    labels: frozenset[str]
+    end_span: Span
+
+    @property
+    def instances(self) -> int:
+        return 1 if self.count is None else self.count
+
+    def instance_name(self, i: int) -> str:
+        return self.name if self.count is None else f"{self.name}[{i}]"
+
+
+class PropertyKind(enum.Enum):
+    INVARIANT = "invariant"
+    ASSERT = "assert"
+    DEADLOCK = "deadlock"
+    LIVENESS = "liveness"
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    name: str
+    kind: PropertyKind
+    span: Span
+    cond: TExpr | None = None  # invariant
+    trigger: TExpr | None = None  # liveness: always (trigger -> eventually goal)
+    goal: TExpr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    name: str
+    file: str
+    source: str
+    variant: str  # "base" or a variant's name
+    constants: dict[str, int | bool | str]
+    memory: str
+    globals: tuple[VarSym, ...]
+    processes: tuple[Process, ...]
+    properties: tuple[Property, ...]
+    expected_violations: frozenset[str]
+    header: str = ""
+    lemmas: tuple = field(default=())
+
+    def property(self, name: str) -> Property:
+        return next(p for p in self.properties if p.name == name)

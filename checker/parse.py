@@ -1,0 +1,328 @@
+"""Text -> syntax tree: the lark grammar (shipped as checker.spec) and a transformer.
+
+Lark's exceptions never escape this module: they become `SpecError`s that say what was
+expected, in words a kernel developer reads, at the spot where the text went wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import lark
+from lark import Lark, Token, Transformer, v_args
+
+from . import ast
+from .errors import Span, SpecError
+
+_TOKEN_WORDS = {
+    "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
+    "RSQB": "']'", "LSQB": "'['", "COLON": "':'", "COMMA": "','", "EQUAL": "'='",
+    "NAME": "a name", "NUMBER": "a number", "__ANON_0": "'->'", "DOT": "'.'",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def grammar_text() -> str:
+    return resources.files("checker.spec").joinpath("grammar.lark").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse(source: str, file: str = "<spec>") -> ast.Spec:
+    """Parse a whole spec; raise SpecError with a position on any syntax error."""
+    try:
+        tree = _parser().parse(source)
+    except lark.exceptions.UnexpectedInput as e:
+        raise _syntax_error(e, source, file) from None
+    items = _Builder(file).transform(tree)
+    return ast.Spec(file=file, source=source, items=tuple(items.children))
+
+
+def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) -> SpecError:
+    expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
+    words = sorted({_TOKEN_WORDS.get(t, _describe_terminal(t)) for t in expected})
+    if isinstance(e, lark.exceptions.UnexpectedEOF) or (
+        isinstance(e, lark.exceptions.UnexpectedToken) and e.token.type == "$END"
+    ):
+        line = source.count("\n") + 1
+        col = len(source.rsplit("\n", 1)[-1]) + 1
+        if source.endswith("\n"):
+            line, col = line - 1, len(source.rstrip("\n").rsplit("\n", 1)[-1]) + 1
+        span = Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1))
+        hint = "a block or declaration is not closed" + (
+            f"; expected {_join(words)}" if words else "")
+        if "'}'" in words:
+            hint = "a '{' is never closed: add the missing '}'"
+        return SpecError(span, "unexpected end of file", hint)
+    line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
+    if isinstance(e, lark.exceptions.UnexpectedCharacters):
+        ch = source[e.pos_in_stream] if e.pos_in_stream < len(source) else "?"
+        span = Span(file, line, col, line, col + 1)
+        return SpecError(span, f"unexpected character {ch!r}",
+                         "names are letters, digits and '_'; comments are // or /* */")
+    tok = e.token
+    width = max(1, len(str(tok)))
+    span = Span(file, line, col, line, col + width)
+    hint = f"expected {_join(words)}" if words else None
+    if "';'" in words and len(words) <= 12:
+        hint = "missing ';' at the end of the previous statement?"
+    shown = str(tok)
+    return SpecError(span, f"unexpected {shown!r}" if shown else "unexpected input", hint)
+
+
+def _describe_terminal(name: str) -> str:
+    pattern = _parser().get_terminal(name).pattern if name in _terminal_names() else None
+    if pattern is not None and pattern.type == "str":
+        return repr(pattern.value)
+    return name.lower()
+
+
+@functools.lru_cache(maxsize=1)
+def _terminal_names() -> frozenset[str]:
+    return frozenset(t.name for t in _parser().terminals)
+
+
+def _join(words: list[str]) -> str:
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return ", ".join(words)
+
+
+def _span(file: str, meta) -> Span:
+    return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _tok_span(file: str, tok: Token) -> Span:
+    return Span(file, tok.line, tok.column, tok.end_line or tok.line,
+                tok.end_column or tok.column + len(tok))
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    """Builds ast nodes bottom-up; one method per named grammar rule."""
+
+    def __init__(self, file: str):
+        super().__init__()
+        self.file = file
+
+    def sp(self, meta) -> Span:
+        return _span(self.file, meta)
+
+    def ts(self, tok) -> Span:
+        return _tok_span(self.file, tok)
+
+    # -- declarations
+    def model_decl(self, m, c):
+        return ast.ModelDecl(self.sp(m), str(c[0]))
+
+    def memory_decl(self, m, c):
+        return ast.MemoryDecl(self.sp(m), str(c[0]))
+
+    def const_decl(self, m, c):
+        return ast.ConstDecl(self.sp(m), str(c[0]), c[1])
+
+    def enum_decl(self, m, c):
+        return ast.EnumDecl(self.sp(m), str(c[0]), tuple((str(t), self.ts(t)) for t in c[1:]))
+
+    def var_decl(self, m, c):
+        name, rest = c[0], c[1:]
+        dim = rest.pop(0) if rest and isinstance(rest[0], ast.Dim) else None
+        typ = rest.pop(0)
+        init = rest.pop(0) if rest else None
+        return ast.VarDecl(self.ts(name), str(name), dim, typ, init)
+
+    local_decl = var_decl
+
+    def waitqueue_decl(self, m, c):
+        return ast.WaitQueueDecl(self.ts(c[0]), str(c[0]), c[1] if len(c) > 1 else None)
+
+    def dims(self, m, c):
+        d = c[0]
+        if isinstance(d, tuple):
+            return ast.Dim(self.sp(m), None, d[0], d[1])
+        return ast.Dim(self.sp(m), d, None, None)
+
+    def range(self, m, c):
+        return (c[0], c[1])
+
+    def bool_type(self, m, c):
+        return ast.BoolType(self.sp(m))
+
+    def named_type(self, m, c):
+        return ast.NamedType(self.sp(m), str(c[0]))
+
+    def range_type(self, m, c):
+        lo, hi = c[0]
+        return ast.RangeType(self.sp(m), lo, hi)
+
+    def bitset_type(self, m, c):
+        d = c[0]
+        if isinstance(d, tuple):
+            return ast.BitsetType(self.sp(m), None, d[0], d[1])
+        return ast.BitsetType(self.sp(m), d, None, None)
+
+    def list_init(self, m, c):
+        return ast.ListInit(self.sp(m), tuple(x for x in c if x is not None))
+
+    def any_init(self, m, c):
+        return ast.AnyInit(self.sp(m))
+
+    def process_decl(self, m, c):
+        c = list(c)
+        unfair = False
+        if isinstance(c[0], Token) and c[0].type == "UNFAIR":
+            unfair = True
+            c.pop(0)
+        elif c[0] is None:
+            c.pop(0)
+        name = c.pop(0)
+        dim = c.pop(0) if c and (isinstance(c[0], ast.Dim) or c[0] is None) else None
+        locals_ = tuple(x for x in c if isinstance(x, ast.VarDecl))
+        body = tuple(x for x in c if isinstance(x, ast.Stmt))
+        end = Span(self.file, m.end_line, max(1, m.end_column - 1), m.end_line, m.end_column)
+        return ast.ProcessDecl(self.ts(name), str(name), unfair, dim, locals_, body, end)
+
+    def inline_decl(self, m, c):
+        params = tuple(str(p) for p in c[1:-1] if p is not None)
+        return ast.InlineDecl(self.ts(c[0]), str(c[0]), params, c[-1])
+
+    def fn_decl(self, m, c):
+        name, rest = c[0], list(c[1:])
+        body = rest.pop()
+        result = rest.pop() if rest and isinstance(rest[-1], ast.TypeExpr) or (rest and rest[-1] is None) else None
+        params = tuple(p for p in rest if isinstance(p, ast.Param))
+        return ast.FnDecl(self.ts(name), str(name), params, result, body)
+
+    def param(self, m, c):
+        return ast.Param(self.sp(m), str(c[0]), c[1] if len(c) > 1 else None)
+
+    def invariant_decl(self, m, c):
+        return ast.InvariantDecl(self.ts(c[0]), str(c[0]), c[1])
+
+    def property_decl(self, m, c):
+        trigger, goal = c[1]
+        return ast.PropertyDecl(self.ts(c[0]), str(c[0]), trigger, goal)
+
+    def leads_to(self, m, c):
+        return (c[0], c[1])
+
+    def always_eventually(self, m, c):
+        return (None, c[0])
+
+    def variant_decl(self, m, c):
+        overrides = tuple(x for x in c[1:] if isinstance(x, ast.Override))
+        expects = tuple(x for x in c[1:] if isinstance(x, ast.ExpectDecl))
+        return ast.VariantDecl(self.ts(c[0]), str(c[0]), overrides, expects)
+
+    def override(self, m, c):
+        return ast.Override(self.ts(c[0]), str(c[0]), c[1])
+
+    def expect_decl(self, m, c):
+        return ast.ExpectDecl(self.sp(m), tuple((str(t), self.ts(t)) for t in c))
+
+    def lemma_decl(self, m, c):
+        params = tuple(x for x in c[1:-1] if isinstance(x, ast.Param))
+        return ast.LemmaDecl(self.ts(c[0]), str(c[0]), params, c[-1])
+
+    # -- statements
+    def block(self, m, c):
+        return ast.Block(self.sp(m), tuple(c))
+
+    def lvalue(self, m, c):
+        return ast.LValue(self.sp(m), str(c[0]), c[1] if len(c) > 1 else None)
+
+    def assign_stmt(self, m, c):
+        return ast.Assign(self.sp(m), c[0], c[1])
+
+    def if_stmt(self, m, c):
+        return ast.If(self.sp(m), c[0], c[1], c[2] if len(c) > 2 else None)
+
+    def while_stmt(self, m, c):
+        return ast.While(self.sp(m), c[0], c[1])
+
+    def loop_stmt(self, m, c):
+        return ast.Loop(self.sp(m), c[0])
+
+    def break_stmt(self, m, c):
+        return ast.Break(self.sp(m))
+
+    def continue_stmt(self, m, c):
+        return ast.Continue(self.sp(m))
+
+    def labeled_stmt(self, m, c):
+        return ast.Labeled(self.sp(m), str(c[0]), self.ts(c[0]), c[1])
+
+    def goto_stmt(self, m, c):
+        return ast.Goto(self.sp(m), str(c[0]))
+
+    def await_stmt(self, m, c):
+        return ast.Await(self.sp(m), c[0])
+
+    def atomic_stmt(self, m, c):
+        return ast.Atomic(self.sp(m), c[0])
+
+    def choose_stmt(self, m, c):
+        return ast.Choose(self.sp(m), tuple(c))
+
+    def assert_stmt(self, m, c):
+        if len(c) == 2:
+            return ast.Assert(self.sp(m), str(c[0]) if c[0] is not None else None, c[1])
+        return ast.Assert(self.sp(m), None, c[0])
+
+    def skip_stmt(self, m, c):
+        return ast.Skip(self.sp(m))
+
+    def return_stmt(self, m, c):
+        return ast.Return(self.sp(m))
+
+    def call_stmt(self, m, c):
+        return ast.CallStmt(self.sp(m), c[0])
+
+    # -- expressions
+    def implies_expr(self, m, c):
+        return ast.Binary(self.sp(m), "->", c[0], c[1])
+
+    def cond_expr(self, m, c):
+        return ast.Conditional(self.sp(m), c[0], c[1], c[2])
+
+    def binop(self, m, c):
+        return ast.Binary(self.sp(m), str(c[1]), c[0], c[2])
+
+    def unop(self, m, c):
+        return ast.Unary(self.sp(m), str(c[0]), c[1])
+
+    def index(self, m, c):
+        return ast.Index(self.sp(m), str(c[0]), self.ts(c[0]), c[1])
+
+    def at_label(self, m, c):
+        name, idx = c[0]
+        return ast.AtLabel(self.sp(m), str(name), self.ts(name), idx, str(c[1]), self.ts(c[1]))
+
+    def proc_ref(self, m, c):
+        return (c[0], c[1] if len(c) > 1 else None)
+
+    def call(self, m, c):
+        args = tuple(a for a in c[1:] if a is not None)
+        return ast.Call(self.sp(m), str(c[0]), self.ts(c[0]), args)
+
+    def number(self, m, c):
+        return ast.Number(self.sp(m), int(str(c[0]), 0))
+
+    def true(self, m, c):
+        return ast.BoolLit(self.sp(m), True)
+
+    def false(self, m, c):
+        return ast.BoolLit(self.sp(m), False)
+
+    def self_ref(self, m, c):
+        return ast.SelfRef(self.sp(m))
+
+    def name(self, m, c):
+        return ast.Name(self.sp(m), str(c[0]))
+
+    def quant(self, m, c):
+        return ast.Quantifier(self.sp(m), str(c[0]), str(c[1]), c[2], c[3], c[4])

@@ -1,0 +1,1 @@
+"""The language: grammar, reference and schemas, shipped as checker.spec."""
