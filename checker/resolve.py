@@ -970,7 +970,7 @@ class _Resolver:
         labels = self.process_labels.get(e.process)
         if labels is None:
             labels = _labels_of(self.process_decls[e.process], self.inlines)
-        if e.label not in labels:
+        if e.label not in labels and e.label != "end":  # `end`: at any valid end state
             raise SpecError(e.label_span, f"process '{e.process}' has no label '{e.label}'",
                             did_you_mean(e.label, labels) or
                             (f"its labels: {', '.join(sorted(labels))}" if labels else "it has no labels"))

@@ -1,0 +1,130 @@
+"""The `check` command: arguments, exit codes, and which exporters run.
+
+Exit codes (as SPIN/TLC users expect, and scripts can test):
+  0  every outcome is as expected (with --no-expect: every property holds)
+  1  an outcome differs from its expectation (with --no-expect: a violation), or a
+     model error was found during the search
+  2  bad input: syntax, types, unknown names, bad -D, unknown variant, missing file
+  3  cut short by a limit or an interrupt, with no unexpected outcome found
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from . import __version__
+from .engines.explicit import Limits
+from .errors import SpecError
+from .run import Options, check_spec, compile_variant, load, selected_variants
+from .trace import RunResult, Verdict
+
+EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors are bad input: exit 2, no traceback
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"check: error: {message}\n")
+        raise SystemExit(EXIT_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="check", description="Model-check a timerace spec: the base model and every variant.")
+    p.add_argument("file", help="the .spec file")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a constant (applies to every variant, on top of its own settings)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME",
+                   help="check only this variant (repeatable; 'base' is the model without overrides)")
+    p.add_argument("--no-expect", action="store_true",
+                   help="ignore `expect` clauses: every property must hold")
+    p.add_argument("--max-states", type=_positive, metavar="N", help="stop after N distinct states")
+    p.add_argument("--max-depth", type=_nonneg, metavar="N", help="do not explore beyond depth N")
+    p.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks / invalid end states")
+    p.add_argument("--memory-model", choices=("sc", "tso"), help="override the model's `memory` declaration")
+    p.add_argument("--json", metavar="OUT", help="write results and traces as JSON (spec/trace-schema.json)")
+    p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
+    p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
+    p.add_argument("--progress", action="store_true", default=None,
+                   help="show progress even when stderr is not a terminal")
+    p.add_argument("--version", action="version", version=f"timerace {__version__}")
+    return p
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {n}")
+    return n
+
+
+def _nonneg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
+    return n
+
+
+def exit_code(result: RunResult) -> int:
+    outcomes = [o for v in result.variants for o in v.outcomes]
+    if any(v.model_error is not None for v in result.variants):
+        return EXIT_VIOLATION
+    decided = [o for o in outcomes if o.verdict is not Verdict.INCOMPLETE]
+    if any(not o.as_expected for o in decided):
+        return EXIT_VIOLATION
+    if len(decided) < len(outcomes) or any(not v.stats.complete for v in result.variants):
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    source = None
+    try:
+        from .resolve import parse_define
+
+        defines = dict(parse_define(d) for d in args.defines)
+        spec = load(args.file)
+        source = spec.source
+        opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
+                       limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
+                       memory=args.memory_model, progress=args.progress,
+                       command="check " + " ".join(shlex.quote(a) for a in argv))
+        if args.dump_python:
+            for v in selected_variants(spec, opts.variants):
+                print(compile_variant(spec, v, opts).source)
+            return EXIT_OK
+        result = check_spec(spec, opts)
+    except SpecError as e:
+        sys.stderr.write(e.render(source) + "\n")
+        return EXIT_INPUT
+    except RecursionError:
+        sys.stderr.write(f"{args.file}: error: the spec nests too deeply to check\n")
+        return EXIT_INPUT
+    from .export.text import format_run
+
+    print(format_run(result, show_traces=not args.brief))
+    if args.json:
+        from .export.json import write_json
+
+        try:
+            write_json(result, args.json)
+        except OSError as e:
+            sys.stderr.write(f"check: error: cannot write {args.json}: {e.strerror}\n")
+            return EXIT_INPUT
+    if any(v.stats.limit == "interrupted" for v in result.variants):
+        sys.stderr.write("interrupted: the results above cover what was explored so far\n")
+        return EXIT_INCOMPLETE
+    return exit_code(result)
+
+
+def entry() -> None:  # pragma: no cover
+    raise SystemExit(main())

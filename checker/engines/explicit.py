@@ -1,0 +1,185 @@
+"""The explicit engine: breadth-first search over the product of all processes.
+
+States are tuples of small ints, stored once in insertion order; because the search is
+breadth-first, that order is the queue, and the parent links give a shortest trace to
+every state. All invariants, assertions and the deadlock check are evaluated in one
+pass; each property keeps the first (hence shortest) counterexample found for it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .. import model as m
+from ..compile import AssertionViolation, CompiledModel, CompiledStep, ModelError
+from ..progress import Progress
+from ..trace import Action, Counterexample, StateDecoder, Stats, Trace, changes
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_states: int | None = None
+    max_depth: int | None = None
+    check_deadlock: bool = True
+
+
+@dataclass
+class Exploration:
+    """What a search found: statistics, and per property the shortest counterexample."""
+
+    stats: Stats
+    counterexamples: dict[str, Counterexample] = field(default_factory=dict)
+    model_error: Counterexample | None = None
+
+
+def decoder_for(cm: CompiledModel) -> StateDecoder:
+    return StateDecoder(cm.layout, {inst.name: inst.process.pc_names for inst in cm.instances})
+
+
+class TraceBuilder:
+    """Rebuilds decoded traces from state tuples and the compiled steps between them."""
+
+    def __init__(self, cm: CompiledModel):
+        self.cm = cm
+        self.decoder = decoder_for(cm)
+        self.by_gid = {inst.gid: inst for inst in cm.instances}
+
+    def action(self, step: CompiledStep, before, after, kind: str = "step") -> Action:
+        inst = self.by_gid[step.gid]
+        pcs = inst.process.pc_names
+        b = self.decoder.decode(before)
+        pc_to = pcs[after[inst.pc_slot]] if after is not None else pcs[before[inst.pc_slot]]
+        ch = changes(b, self.decoder.decode(after)) if after is not None else ()
+        return Action(inst.name, step.step.span, step.step.text, pcs[before[inst.pc_slot]], pc_to,
+                      ch, kind, step.step.inline)
+
+    def trace(self, states: list[tuple], steps: list[CompiledStep], loop_start: int | None = None,
+              failure: tuple[CompiledStep, tuple] | None = None) -> Trace:
+        decoded = tuple(self.decoder.decode(s) for s in states)
+        actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
+        fail = self.action(failure[0], failure[1], None, "failed") if failure else None
+        return Trace(decoded, actions, loop_start, fail)
+
+
+def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None) -> Exploration:
+    start = time.monotonic()
+    instances = cm.instances
+    invariants = list(cm.invariants)
+    active = list(invariants)
+    states: list[tuple] = []
+    index: dict[tuple, int] = {}
+    parent: list[int] = []
+    via: list[CompiledStep | None] = []
+    depth: list[int] = []
+    found: dict[str, tuple[int, CompiledStep | None, str, str]] = {}
+    model_error: tuple[int, CompiledStep, str] | None = None
+    for s in cm.program.initial_states:
+        if s not in index:
+            index[s] = len(states)
+            states.append(s)
+            parent.append(-1)
+            via.append(None)
+            depth.append(0)
+    transitions = 0
+    limit: str | None = None
+    max_depth_seen = 0
+    deadlock_wanted = limits.check_deadlock
+    end_sets = [(inst.pc_slot, inst.end_pcs) for inst in instances]
+    tables = [(inst.pc_slot, inst.steps_at) for inst in instances]
+    i = 0
+    try:
+        while i < len(states):
+            s = states[i]
+            d = depth[i]
+            if d > max_depth_seen:
+                max_depth_seen = d
+            for inv in list(active):
+                try:
+                    ok = inv.fn(s)
+                except ModelError as e:
+                    model_error = (i, None, f"evaluating invariant {inv.property.name}: {e}")
+                    raise _Stop from None
+                if not ok:
+                    found[inv.property.name] = (i, None, m.PropertyKind.INVARIANT.value,
+                                                f"invariant {inv.property.name} is violated")
+                    active.remove(inv)
+            at_limit = limits.max_depth is not None and d >= limits.max_depth
+            moved = False
+            for pc_slot, steps_at in tables:
+                for cs in steps_at[s[pc_slot]]:
+                    try:
+                        r = cs.fn(s)
+                    except AssertionViolation as a:
+                        moved = True
+                        if a.property not in found:
+                            found[a.property] = (i, cs, m.PropertyKind.ASSERT.value,
+                                                 f"assertion {a.property} failed")
+                        continue
+                    except ModelError as e:
+                        model_error = (i, cs, str(e))
+                        raise _Stop from None
+                    if r is None:
+                        continue
+                    moved = True
+                    transitions += 1
+                    t = tuple(r)
+                    if t in index:
+                        continue
+                    if at_limit:
+                        limit = "max-depth"
+                        continue
+                    index[t] = len(states)
+                    states.append(t)
+                    parent.append(i)
+                    via.append(cs)
+                    depth.append(d + 1)
+            if not moved and deadlock_wanted and "deadlock" not in found:
+                if not all(s[slot] in ends for slot, ends in end_sets):
+                    found["deadlock"] = (i, None, m.PropertyKind.DEADLOCK.value, _stuck_message(cm, s))
+            i += 1
+            if progress is not None and i & 1023 == 0:
+                progress.tick(len(states), len(states) - i, d)
+            if limits.max_states is not None and len(states) >= limits.max_states and i < len(states):
+                limit = "max-states"
+                break
+    except _Stop:
+        limit = "model error"
+    except KeyboardInterrupt:
+        limit = "interrupted"
+    if progress is not None:
+        progress.done()
+    seconds = time.monotonic() - start
+    builder = TraceBuilder(cm)
+
+    def path(k: int) -> tuple[list[tuple], list[CompiledStep]]:
+        ss, st = [], []
+        while k >= 0:
+            ss.append(states[k])
+            if via[k] is not None:
+                st.append(via[k])
+            k = parent[k]
+        return ss[::-1], st[::-1]
+
+    result = Exploration(Stats(len(states), transitions, max_depth_seen, seconds, limit is None, limit))
+    for name, (k, cs, kind, msg) in found.items():
+        ss, st = path(k)
+        failure = (cs, states[k]) if cs is not None else None
+        result.counterexamples[name] = Counterexample(name, kind, msg, builder.trace(ss, st, failure=failure))
+    if model_error is not None:
+        k, cs, msg = model_error
+        ss, st = path(k)
+        failure = (cs, states[k]) if cs is not None else None
+        result.model_error = Counterexample("model error", "model error", msg,
+                                            builder.trace(ss, st, failure=failure))
+    return result
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stuck_message(cm: CompiledModel, s: tuple) -> str:
+    stuck = [f"{inst.name} at {inst.process.pc_names[s[inst.pc_slot]]}"
+             for inst in cm.instances if s[inst.pc_slot] not in inst.end_pcs]
+    return "deadlock: no process can move; not at a valid end: " + ", ".join(stuck)

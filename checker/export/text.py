@@ -1,0 +1,188 @@
+"""Plain-text output: the summary table, numbered traces, and race diagrams drawn the
+way kernel commit messages draw races (one column per CPU, time going down).
+
+Everything here formats result objects; nothing re-runs a model.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from ..trace import Counterexample, RunResult, Trace, Verdict, VariantResult, show_value
+
+
+def verdict_word(o) -> str:
+    return o.verdict.value
+
+
+def summary_table(result: RunResult) -> str:
+    rows = [("variant", "property", "verdict", "expected", "", "states", "depth", "time")]
+    for v in result.variants:
+        first = True
+        for o in v.outcomes:
+            exp = ("violated" if o.expected_violation else "holds") if result.use_expectations else "holds"
+            mark = "ok" if o.as_expected else "UNEXPECTED"
+            if o.verdict is Verdict.INCOMPLETE:
+                mark = "INCOMPLETE"
+            rows.append((v.variant if first else "", o.property, verdict_word(o), exp, mark,
+                         f"{v.stats.states:,}" if first else "", str(v.stats.depth) if first else "",
+                         f"{v.stats.seconds:.2f}s" if first else ""))
+            first = False
+        if v.model_error is not None:
+            rows.append((v.variant if first else "", "(model error)", "error", "-", "UNEXPECTED",
+                         f"{v.stats.states:,}" if first else "", "", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right = {5, 6, 7}
+    lines = []
+    for k, r in enumerate(rows):
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def header(result: RunResult) -> str:
+    v0 = result.variants[0] if result.variants else None
+    mem = {"sc": "sequential consistency", "tso": "x86-TSO"}.get(v0.memory, v0.memory) if v0 else "?"
+    n = len(result.variants)
+    return (f"{result.model} ({result.file}): {n} variant{'s' if n != 1 else ''}, "
+            f"explicit-state breadth-first search, memory model {mem}")
+
+
+def footer(result: RunResult) -> str:
+    lines = []
+    incomplete = [v for v in result.variants if not v.stats.complete]
+    for v in incomplete:
+        lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
+                     "properties without a counterexample are not verified")
+    fair = sorted({f for v in result.variants for f in v.fairness
+                   if any(o.kind == "liveness" for o in v.outcomes)})
+    if fair:
+        lines.append("liveness verdicts assume: " + "; ".join(fair))
+    bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes if not o.as_expected]
+    if result.all_as_expected:
+        lines.append("every outcome is as expected" if result.use_expectations else "every property holds")
+    elif bad:
+        lines.append(f"{len(bad)} outcome(s) differ from expectations: "
+                     + ", ".join(f"{v}/{p}" for v, p in bad[:8]) + (" ..." if len(bad) > 8 else ""))
+    return "\n".join(lines)
+
+
+def format_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
+    t = cx.trace
+    title = f"Counterexample: variant {variant}, {cx.kind} {cx.property}"
+    lines = [title, "=" * min(len(title), width), cx.message,
+             f"{t.length} step{'s' if t.length != 1 else ''}"
+             + (f", then a loop back to state {t.loop_start}" if t.loop_start is not None else ""), ""]
+    lines.append(format_trace(t, width))
+    lines.append("")
+    lines.append(race_diagram(t, width))
+    return "\n".join(lines)
+
+
+def format_trace(t: Trace, width: int = 100) -> str:
+    lines = ["Trace:"]
+    init = t.states[0]
+    lines.append("  initial state:")
+    for chunk in _wrap_assignments([(k, v) for k, v in init.values], width - 6):
+        lines.append("      " + chunk)
+    pcs = ", ".join(f"{p}@{l}" for p, l in init.pcs)
+    for chunk in textwrap.wrap(pcs, width - 6) or [""]:
+        lines.append("      " + chunk)
+    numw = len(str(max(t.length, 1)))
+    for i, a in enumerate(t.actions, 1):
+        if t.loop_start is not None and i - 1 == t.loop_start:
+            lines.append(f"  {'-' * 8} loop starts here (state {t.loop_start}); the steps below repeat forever {'-' * 8}")
+        lines.append(_action_line(i, numw, a, width))
+        for chunk in _wrap_assignments(list(a.changes), width - 8 - numw):
+            lines.append(" " * (6 + numw) + chunk)
+    if t.loop_start is not None:
+        lines.append(f"  {'-' * 8} back to state {t.loop_start} {'-' * 8}")
+    if t.failure is not None:
+        a = t.failure
+        lines.append(_action_line(t.length + 1, numw, a, width) + "   <-- fails here")
+    return "\n".join(lines)
+
+
+def _action_line(i: int, numw: int, a, width: int) -> str:
+    where = f"{a.span.file}:{a.span.line}" if a.span else ""
+    ctx = f" [{a.inline}]" if a.inline else ""
+    head = f"  {str(i).rjust(numw)}. {a.process:<10} {where}{ctx}  "
+    room = max(20, width - len(head))
+    text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."
+    return head + text
+
+
+def _wrap_assignments(pairs, width: int) -> list[str]:
+    parts = [f"{k} = {show_value(v)}" for k, v in pairs]
+    out, line = [], ""
+    for p in parts:
+        if line and len(line) + 2 + len(p) > width:
+            out.append(line)
+            line = p
+        else:
+            line = f"{line}, {p}" if line else p
+    if line:
+        out.append(line)
+    return out
+
+
+def race_diagram(t: Trace, width: int = 100) -> str:
+    """One column per process, time going down; each step shows the statement and,
+    below it, what it changed. Stores made visible by a TSO flush sit in `memory`."""
+    procs: list[str] = [p for p, _ in t.states[0].pcs]
+    if any(a.process not in procs for a in t.actions):
+        procs += sorted({a.process for a in t.actions if a.process not in procs})
+    numw = len(str(max(t.length + (1 if t.failure else 0), 1))) + 1
+    ncol = max(1, len(procs))
+    colw = max(16, (width - numw - 3 * (ncol - 1)) // ncol)
+    sep = " | "
+
+    def row(num: str, col: int, text_lines: list[str]) -> list[str]:
+        out = []
+        for k, tl in enumerate(text_lines or [""]):
+            cells = [""] * ncol
+            cells[col] = tl
+            n = num if k == 0 else ""
+            out.append(n.rjust(numw) + " " + sep.join(c.ljust(colw) for c in cells).rstrip())
+        return out
+
+    lines = [" " * numw + " " + sep.join(p.center(colw) for p in procs).rstrip(),
+             " " * numw + " " + "-+-".join("-" * colw for _ in procs)]
+    for i, a in enumerate(t.actions):
+        if t.loop_start is not None and i == t.loop_start:
+            lines.append(" " * numw + " " + f"~~~ loop: the steps below repeat forever ~~~".center(colw * ncol))
+        col = procs.index(a.process)
+        body = textwrap.wrap(a.text, colw) or [""]
+        effects = ", ".join(f"{k}={show_value(v)}" for k, v in a.changes)
+        if effects:
+            body += textwrap.wrap(f"  -> {effects}", colw, subsequent_indent="     ")
+        lines += row(f"{i + 1}", col, body)
+    if t.failure is not None:
+        a = t.failure
+        col = procs.index(a.process) if a.process in procs else 0
+        body = (textwrap.wrap(a.text, colw) or [""]) + ["  ** FAILS **"]
+        lines += row(f"{t.length + 1}", col, body)
+    if t.loop_start is not None:
+        lines.append(" " * numw + " " + f"~~~ back to step {t.loop_start + 1} ~~~".center(colw * ncol))
+    return "\n".join(lines)
+
+
+def format_run(result: RunResult, show_traces: bool = True, width: int = 100) -> str:
+    parts = [header(result), "", summary_table(result)]
+    if show_traces:
+        for v in result.variants:
+            cxs = [o.counterexample for o in v.outcomes if o.counterexample is not None]
+            if v.model_error is not None:
+                cxs.append(v.model_error)
+            for cx in cxs:
+                parts += ["", format_counterexample(cx, v.variant, width)]
+    foot = footer(result)
+    if foot:
+        parts += ["", foot]
+    return "\n".join(parts)
+
+
+def variant_label(v: VariantResult) -> str:
+    return v.variant

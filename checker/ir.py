@@ -1,0 +1,587 @@
+"""Resolved model -> IR: the flat state layout and, per process, its atomic steps.
+
+A process's body becomes a control-flow graph whose nodes are program counters (pcs).
+Each simple statement is one `Step`; `if`/`while` conditions are steps that pick the
+next pc; `goto`, `break`, `continue`, `return` and the ends of blocks are not steps
+(they only decide where a step leads); `choose` is a pc whose steps are the first
+steps of its branches; an `atomic` block is one step with a straight-line body.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass, field
+
+from . import model as m
+from .errors import Span, SpecError
+
+# ---- state layout --------------------------------------------------------------
+
+
+class SlotKind(enum.Enum):
+    VAR = "var"
+    PC = "pc"
+    TASK = "task"  # a sleeping-capable process's task state: 0 RUNNING, 1 INTERRUPTIBLE
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One small integer of the state vector."""
+
+    name: str  # as shown in traces: `mode`, `pending[1]`, `vcpu[0].x`, `pc vcpu`
+    kind: SlotKind
+    type: m.Type
+    var: str | None = None  # the variable's display name (without an element index)
+    element: int | None = None  # index within an array variable
+    process: str | None = None  # instance name, for PC/TASK/local slots
+
+
+@dataclass(frozen=True, slots=True)
+class StateLayout:
+    """Where every variable, program counter and task state lives in the state tuple."""
+
+    slots: tuple[Slot, ...]
+    var_base: dict  # (VarSym, instance or None) -> first slot
+    pc_base: dict[str, int]  # process name -> slot of instance 0 (instances are contiguous)
+    task_slot: dict[int, int]  # gid -> slot, for processes that can sleep on a wait queue
+    gid_base: dict[str, int]  # process name -> gid of instance 0
+    instance_names: tuple[str, ...]  # by gid
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def slot_of(self, sym: m.VarSym, instance: int | None) -> int:
+        key = (sym, instance if sym.scope is m.Scope.LOCAL else None)
+        return self.var_base[key]
+
+
+TASK_STATES = ("RUNNING", "INTERRUPTIBLE")
+
+# ---- steps ---------------------------------------------------------------------
+
+
+class StepKind(enum.Enum):
+    ASSIGN = "assign"
+    CALL = "call"
+    BRANCH = "branch"  # if/while condition
+    AWAIT = "await"
+    ATOMIC = "atomic"
+    ASSERT = "assert"
+    SKIP = "skip"
+    BARRIER = "barrier"
+    SCHEDULE = "schedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operation of a step's body; bodies run to completion in one atomic step."""
+
+
+@dataclass(frozen=True, slots=True)
+class OAssign(Op):
+    target: m.TExpr
+    value: m.TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class OEval(Op):
+    call: m.Builtin
+
+
+@dataclass(frozen=True, slots=True)
+class OIf(Op):
+    cond: m.TExpr
+    then: tuple[Op, ...]
+    orelse: tuple[Op, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OWhile(Op):
+    cond: m.TExpr
+    body: tuple[Op, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OBreak(Op):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class OContinue(Op):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class OAssert(Op):
+    property: str
+    cond: m.TExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class OBarrier(Op):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class OInline(Op):
+    """An inline procedure's body inside an atomic step; `return` leaves it."""
+
+    name: str
+    body: tuple[Op, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OReturn(Op):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class OGoto(Op):
+    """Set this process's pc: every path through a step's body ends in one."""
+
+    pc: int
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    uid: int  # unique within its process
+    process: str
+    kind: StepKind
+    guard: m.TExpr | None  # pure; the step is enabled when it holds
+    body: tuple[Op, ...]
+    span: Span
+    text: str  # the statement as written, for traces
+    inline: str | None  # innermost inline procedure it was expanded from
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessIR:
+    name: str
+    count: int | None
+    unfair: bool
+    pc_names: tuple[str, ...]
+    steps_at: tuple[tuple[Step, ...], ...]  # by pc
+    steps: tuple[Step, ...]
+    end_pcs: frozenset[int]
+    label_pcs: dict[str, frozenset[int]]
+    sleeps: bool  # calls prepare_to_wait / schedule
+
+    @property
+    def instances(self) -> int:
+        return 1 if self.count is None else self.count
+
+    def instance_name(self, i: int) -> str:
+        return self.name if self.count is None else f"{self.name}[{i}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The whole IR: the model it came from, its layout, processes and initial states."""
+
+    model: m.Model
+    layout: StateLayout
+    processes: tuple[ProcessIR, ...]
+    initial_states: tuple[tuple[int, ...], ...]
+    properties: tuple[m.Property, ...] = field(default=())
+
+
+def build(model: m.Model) -> Program:
+    procs = tuple(_ProcessBuilder(model, p).build() for p in model.processes)
+    layout = _layout(model, procs)
+    init = _initial_states(model, layout, procs)
+    return Program(model, layout, procs, init, model.properties)
+
+
+# ---- layout --------------------------------------------------------------------
+
+
+def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
+    slots: list[Slot] = []
+    var_base: dict = {}
+
+    def add_var(sym: m.VarSym, instance: int | None, prefix: str):
+        var_base[(sym, instance)] = len(slots)
+        name = prefix + sym.name
+        if isinstance(sym.type, m.ArrayT):
+            for k in range(sym.type.length):
+                slots.append(Slot(f"{name}[{sym.type.lo + k}]", SlotKind.VAR, sym.type.elem, name, k,
+                                  prefix.rstrip(".") or None))
+        else:
+            slots.append(Slot(name, SlotKind.VAR, sym.type, name, None, prefix.rstrip(".") or None))
+
+    for sym in model.globals:
+        add_var(sym, None, "")
+    for p, ir in zip(model.processes, procs):
+        for i in range(p.instances):
+            for sym in p.locals:
+                add_var(sym, i, p.instance_name(i) + ".")
+    pc_base: dict[str, int] = {}
+    gid_base: dict[str, int] = {}
+    names: list[str] = []
+    for p in procs:
+        pc_base[p.name] = len(slots)
+        gid_base[p.name] = len(names)
+        for i in range(p.instances):
+            slots.append(Slot(f"pc {p.instance_name(i)}", SlotKind.PC, m.IntT(0, len(p.pc_names) - 1),
+                              None, None, p.instance_name(i)))
+            names.append(p.instance_name(i))
+    task_slot: dict[int, int] = {}
+    for p in procs:
+        if p.sleeps:
+            for i in range(p.instances):
+                task_slot[gid_base[p.name] + i] = len(slots)
+                slots.append(Slot(f"{p.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
+                                  None, None, p.instance_name(i)))
+    if len(names) > 62:
+        raise SpecError(model.processes[0].span, "more than 62 processes in one model")
+    return StateLayout(tuple(slots), var_base, pc_base, task_slot, gid_base, tuple(names))
+
+
+def _initial_states(model: m.Model, layout: StateLayout, procs) -> tuple[tuple[int, ...], ...]:
+    choices: list[tuple[int, ...]] = [(0,)] * len(layout.slots)
+    for (sym, _inst), base in layout.var_base.items():
+        for k, allowed in enumerate(sym.init):
+            choices[base + k] = allowed
+    count = 1
+    for c in choices:
+        count *= len(c)
+    if count > 1_000_000:
+        raise SpecError(model.processes[0].span, f"`any` gives {count} initial states; at most 1,000,000")
+    return tuple(itertools.product(*choices))
+
+
+# ---- lowering one process ------------------------------------------------------
+
+
+class _Node:
+    __slots__ = ("kind", "target", "targets", "step", "gotos", "pc", "uid")
+
+    def __init__(self, kind: str):
+        self.kind = kind  # "step" | "jump" | "choice" | "end"
+        self.target: _Node | None = None  # jump
+        self.targets: list[_Node] = []  # choice
+        self.step: dict | None = None  # step fields before pcs are known
+        self.pc: int | None = None
+
+
+@dataclass
+class _Scope:
+    labels: dict[str, _Node] = field(default_factory=dict)
+    parent: "_Scope | None" = None
+
+    def find(self, name: str) -> _Node | None:
+        s: _Scope | None = self
+        while s is not None:
+            if name in s.labels:
+                return s.labels[name]
+            s = s.parent
+        return None
+
+
+@dataclass
+class _Ctx:
+    brk: _Node | None = None
+    cont: _Node | None = None
+    ret: _Node | None = None
+    scope: _Scope = field(default_factory=_Scope)
+    inline: str | None = None
+
+
+class _ProcessBuilder:
+    def __init__(self, model: m.Model, proc: m.Process):
+        self.model = model
+        self.proc = proc
+        self.nodes: list[_Node] = []
+        self.gotos: list[tuple[_Node, str, _Scope, Span]] = []
+        self.labelled: list[tuple[str, _Node]] = []
+        self.sleeps = False
+
+    def node(self, kind: str) -> _Node:
+        n = _Node(kind)
+        self.nodes.append(n)
+        return n
+
+    def text(self, span: Span) -> str:
+        return source_text(self.model.source, span)
+
+    def build(self) -> ProcessIR:
+        end = self.node("end")
+        root = _Ctx()
+        entry = self.lower_block(self.proc.body, end, root)
+        for jump, label, scope, span in self.gotos:
+            target = scope.find(label)
+            if target is None:
+                raise SpecError(span, f"goto to an unknown label '{label}'")
+            jump.target = target
+        return self.finish(entry, end)
+
+    # -- statements to nodes (built back to front: each returns its entry node)
+    def lower_block(self, body, nxt: _Node, ctx: _Ctx) -> _Node:
+        entry = nxt
+        for s in reversed(body):
+            entry = self.lower(s, entry, ctx)
+        return entry
+
+    def step(self, kind: StepKind, s: m.RStmt, body: list[Op], nxt: _Node | None, ctx: _Ctx,
+             guard: m.TExpr | None = None, text: str | None = None) -> _Node:
+        n = self.node("step")
+        n.step = dict(kind=kind, guard=guard, body=body, span=s.span,
+                      text=text if text is not None else self.text(s.span), inline=ctx.inline)
+        n.targets = [nxt] if nxt is not None else []
+        return n
+
+    def lower(self, s: m.RStmt, nxt: _Node, ctx: _Ctx) -> _Node:
+        if isinstance(s, m.SInlined):
+            if s.name == "":
+                return self.lower_block(s.body, nxt, ctx)
+            inner = _Ctx(ctx.brk, ctx.cont, nxt, _Scope(parent=ctx.scope), s.name)
+            return self.lower_block(s.body, nxt, inner)
+        if isinstance(s, m.SAssign):
+            return self.step(StepKind.ASSIGN, s, [OAssign(s.target, s.value)], nxt, ctx)
+        if isinstance(s, m.SEval):
+            name = s.call.name
+            if name == "schedule":
+                self.sleeps = True
+                return self.step(StepKind.SCHEDULE, s, [], nxt, ctx)
+            if name == "prepare_to_wait":
+                self.sleeps = True
+            from .resolve import BUILTINS
+            if BUILTINS[name].kind == "barrier":
+                return self.step(StepKind.BARRIER, s, [OBarrier(name)], nxt, ctx)
+            return self.step(StepKind.CALL, s, [OEval(s.call)], nxt, ctx)
+        if isinstance(s, m.SAssert):
+            return self.step(StepKind.ASSERT, s, [OAssert(s.property, s.cond, s.span)], nxt, ctx)
+        if isinstance(s, m.SSkip):
+            return self.step(StepKind.SKIP, s, [], nxt, ctx)
+        if isinstance(s, m.SAwait):
+            return self.step(StepKind.AWAIT, s, [], nxt, ctx, guard=s.cond)
+        if isinstance(s, m.SIf):
+            if isinstance(s.cond, m.Const):
+                return self.lower_block(s.then if s.cond.value else s.orelse, nxt, ctx)
+            then = self.lower_block(s.then, nxt, ctx)
+            orelse = self.lower_block(s.orelse, nxt, ctx)
+            n = self.step(StepKind.BRANCH, s, [], None, ctx, text=f"if ({self.text(s.cond.span)})")
+            n.targets = [then, orelse]
+            n.step["branch"] = s.cond
+            return n
+        if isinstance(s, (m.SWhile, m.SLoop)):
+            head = self.node("jump")
+            inner = _Ctx(nxt, head, ctx.ret, ctx.scope, ctx.inline)
+            body = self.lower_block(s.body, head, inner)
+            if isinstance(s, m.SLoop) or (isinstance(s.cond, m.Const) and s.cond.value):
+                head.target = body
+                return head
+            if isinstance(s.cond, m.Const):
+                return nxt
+            n = self.step(StepKind.BRANCH, s, [], None, ctx, text=f"while ({self.text(s.cond.span)})")
+            n.targets = [body, nxt]
+            n.step["branch"] = s.cond
+            head.target = n
+            return n
+        if isinstance(s, m.SBreak):
+            return self.jump(ctx.brk)
+        if isinstance(s, m.SContinue):
+            return self.jump(ctx.cont)
+        if isinstance(s, m.SReturn):
+            return self.jump(ctx.ret)
+        if isinstance(s, m.SGoto):
+            j = self.node("jump")
+            self.gotos.append((j, s.label, ctx.scope, s.span))
+            return j
+        if isinstance(s, m.SLabeled):
+            entry = self.lower(s.stmt, nxt, ctx)
+            if s.label in ctx.scope.labels:
+                raise SpecError(s.span, f"duplicate label '{s.label}'")
+            ctx.scope.labels[s.label] = entry
+            self.labelled.append((s.label, entry))
+            return entry
+        if isinstance(s, m.SChoose):
+            n = self.node("choice")
+            n.targets = [self.lower_block(b, nxt, ctx) for b in s.branches]
+            n.step = dict(span=s.span)
+            return n
+        if isinstance(s, m.SAtomic):
+            body = list(s.body)
+            guard = None
+            if body and isinstance(body[0], m.SAwait):
+                guard = body.pop(0).cond
+            ops = self.ops(body)
+            first = self.text(s.span).split("{", 1)
+            return self.step(StepKind.ATOMIC, s, ops, nxt, ctx, guard=guard,
+                             text=self.text(s.span))
+        raise SpecError(s.span, f"unsupported statement {type(s).__name__}")
+
+    def jump(self, target: _Node | None) -> _Node:
+        j = self.node("jump")
+        j.target = target
+        return j
+
+    # -- an atomic block's body as straight-line operations
+    def ops(self, body) -> list[Op]:
+        out: list[Op] = []
+        for s in body:
+            if isinstance(s, m.SAssign):
+                out.append(OAssign(s.target, s.value))
+            elif isinstance(s, m.SEval):
+                from .resolve import BUILTINS
+                if BUILTINS[s.call.name].kind == "barrier":
+                    out.append(OBarrier(s.call.name))
+                else:
+                    if s.call.name == "prepare_to_wait":
+                        self.sleeps = True
+                    out.append(OEval(s.call))
+            elif isinstance(s, m.SAssert):
+                out.append(OAssert(s.property, s.cond, s.span))
+            elif isinstance(s, m.SSkip):
+                pass
+            elif isinstance(s, m.SIf):
+                out.append(OIf(s.cond, tuple(self.ops(s.then)), tuple(self.ops(s.orelse))))
+            elif isinstance(s, m.SWhile):
+                out.append(OWhile(s.cond, tuple(self.ops(s.body))))
+            elif isinstance(s, m.SBreak):
+                out.append(OBreak())
+            elif isinstance(s, m.SContinue):
+                out.append(OContinue())
+            elif isinstance(s, m.SInlined):
+                inner = tuple(self.ops(s.body))
+                out.append(OInline(s.name, inner) if s.name else OInline("", inner))
+            elif isinstance(s, m.SReturn):
+                out.append(OReturn())
+            else:
+                raise SpecError(s.span, f"{type(s).__name__[1:].lower()} is not allowed inside `atomic`")
+        return out
+
+    # -- nodes to pcs and steps
+    def resolve(self, n: _Node) -> _Node:
+        seen = []
+        while n.kind == "jump":
+            if n in seen or n.target is None:
+                raise SpecError(self.proc.span, f"process '{self.proc.name}' has a loop that takes no step",
+                                "a `loop` or `goto` cycle must contain at least one statement; add `skip;` or `await`")
+            seen.append(n)
+            n = n.target
+        return n
+
+    def finish(self, entry: _Node, end: _Node) -> ProcessIR:
+        order: list[_Node] = []
+        pcs: dict[int, int] = {}
+
+        def visit(n: _Node) -> int:
+            n = self.resolve(n)
+            if id(n) not in pcs:
+                pcs[id(n)] = len(order)
+                order.append(n)
+            return pcs[id(n)]
+
+        # breadth-first from the entry, so pcs are numbered in a stable, readable order
+        visit(entry)
+        i = 0
+        step_nodes: list[_Node] = []
+        while i < len(order):
+            n = order[i]
+            i += 1
+            if n.kind == "step":
+                for t in n.targets:
+                    visit(t)
+            elif n.kind == "choice":
+                for s in self.closure(n):
+                    for t in s.targets:
+                        visit(t)
+        uid = itertools.count()
+        made: dict[int, Step] = {}
+        labels_of: dict[int, str] = {}
+        for label, node in self.labelled:
+            labels_of.setdefault(id(self.resolve(node)), label)
+
+        def make(n: _Node) -> Step:
+            if id(n) not in made:
+                d = n.step
+                targets = [pcs[id(self.resolve(t))] for t in n.targets]
+                if "branch" in d:
+                    body = (OIf(d["branch"], (OGoto(targets[0]),), (OGoto(targets[1]),)),)
+                else:
+                    body = tuple(d["body"]) + (OGoto(targets[0]),)
+                made[id(n)] = Step(next(uid), self.proc.name, d["kind"], d["guard"], body, d["span"],
+                                   d["text"], d["inline"], labels_of.get(id(n)))
+            return made[id(n)]
+
+        steps_at: list[tuple[Step, ...]] = []
+        for n in order:
+            if n.kind == "step":
+                steps_at.append((make(n),))
+            elif n.kind == "choice":
+                steps_at.append(tuple(make(s) for s in self.closure(n)))
+            else:
+                steps_at.append(())
+        names: list[str] = []
+        used: set[str] = set()
+        for n in order:
+            if id(n) in labels_of:
+                name = labels_of[id(n)]
+            elif n.kind == "end":
+                name = "end"
+            else:
+                name = f"line{n.step['span'].line}"
+            base, k = name, 2
+            while name in used:
+                name, k = f"{base}_{k}", k + 1
+            used.add(name)
+            names.append(name)
+        label_pcs: dict[str, set[int]] = {}
+        for label, node in self.labelled:
+            r = self.resolve(node)
+            if id(r) in pcs:
+                label_pcs.setdefault(label, set()).add(pcs[id(r)])
+            elif r.kind == "step" and id(r) in made:
+                label_pcs.setdefault(label, set()).update(
+                    pc for pc, st in enumerate(steps_at) if made[id(r)] in st)
+            else:
+                label_pcs.setdefault(label, set())
+        end_pcs = {pcs[id(end)]} if id(end) in pcs else set()
+        for label, pcset in label_pcs.items():
+            if label.startswith("end"):
+                end_pcs |= pcset
+        # `proc@end`: the process is at a valid end (terminated, or at a label end...)
+        label_pcs["end"] = set(end_pcs) | label_pcs.get("end", set())
+        all_steps = tuple(sorted(made.values(), key=lambda s: s.uid))
+        return ProcessIR(self.proc.name, self.proc.count, self.proc.unfair, tuple(names),
+                         tuple(steps_at), all_steps, frozenset(end_pcs),
+                         {k: frozenset(v) for k, v in label_pcs.items()}, self.sleeps)
+
+    def closure(self, n: _Node, seen=None) -> list[_Node]:
+        """The step nodes a process at choice node `n` may take first."""
+        seen = seen if seen is not None else set()
+        out: list[_Node] = []
+        for t in n.targets:
+            r = self.resolve(t)
+            if id(r) in seen:
+                continue
+            seen.add(id(r))
+            if r.kind == "step":
+                out.append(r)
+            elif r.kind == "choice":
+                out.extend(self.closure(r, seen))
+            else:
+                raise SpecError(n.step["span"], "a `choose` branch must start with a statement",
+                                "a branch that only leaves (break, return, goto) needs a `skip;` first")
+        return out
+
+
+def source_text(source: str, span: Span, limit: int = 200) -> str:
+    """The statement as written, on one line, printable characters only."""
+    lines = source.splitlines()
+    if span.line < 1 or span.line > len(lines):
+        return ""
+    if span.end_line == span.line:
+        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
+    else:
+        part = [lines[span.line - 1][span.col - 1:]]
+        part += lines[span.line:span.end_line - 1]
+        part.append(lines[span.end_line - 1][:span.end_col - 1] if span.end_line <= len(lines) else "")
+        text = " ".join(p.strip() for p in part)
+    text = " ".join(text.split())
+    text = "".join(ch for ch in text if ch.isprintable())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

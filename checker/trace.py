@@ -1,0 +1,216 @@
+"""The trace and result types every engine returns and every exporter reads.
+
+Values in a trace are plain Python data, already decoded from the state vector:
+bools, ints, enum member names (str), bit sets and wait queues as sorted tuples of
+members, arrays as tuples, program counters as label names. Exporters never need the
+model or the layout to print them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from . import model as m
+from .errors import Span
+from .ir import SlotKind, StateLayout, TASK_STATES
+
+Value = object  # bool | int | str | tuple (an array) | Members (a bit set / wait queue)
+
+
+class Members(tuple):
+    """The members of a bit set or a wait queue, in order; a set, unlike an array's tuple."""
+
+    __slots__ = ()
+
+
+class Verdict(enum.Enum):
+    HOLDS = "holds"
+    VIOLATED = "violated"
+    INCOMPLETE = "incomplete"  # no violation found, but the search was cut short
+    ERROR = "model error"  # the model went wrong (range, index, division) during the search
+    PROVED = "proved"  # lemmas and k-induction: holds for all values / depths
+    UNKNOWN = "unknown"  # the solver gave up (timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One step of a trace: who moved, from which statement, and what changed."""
+
+    process: str  # instance name, e.g. `vcpu` or `cpu[1]`; `memory` for a TSO flush
+    span: Span | None
+    text: str
+    pc_from: str
+    pc_to: str
+    changes: tuple[tuple[str, Value], ...]
+    kind: str = "step"  # "step" | "flush" | "failed" (the step that failed an assert / erred)
+    inline: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceState:
+    values: tuple[tuple[str, Value], ...]  # variables in layout order
+    pcs: tuple[tuple[str, str], ...]  # process instance -> label name
+
+    def get(self, name: str) -> Value:
+        for k, v in self.values:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """states[0] is initial; actions[i] leads from states[i] to states[i+1].
+
+    A lasso (liveness) has `loop_start`: the run goes on from the last state back to
+    states[loop_start] forever. A trace that ends in a failed step has `failure`: the
+    step that failed (an assert, a model error) from the last state.
+    """
+
+    states: tuple[TraceState, ...]
+    actions: tuple[Action, ...]
+    loop_start: int | None = None
+    failure: Action | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.actions)
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    property: str
+    kind: str  # PropertyKind value, or "model error"
+    message: str
+    trace: Trace
+    engine: str = "explicit"
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    complete: bool = True
+    limit: str | None = None  # why not complete: "max-states", "max-depth", "interrupted", ...
+    engine: str = "explicit"
+    bytes_per_state: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyOutcome:
+    property: str
+    kind: str
+    verdict: Verdict
+    expected_violation: bool
+    counterexample: Counterexample | None = None
+    span: Span | None = None
+    note: str = ""
+
+    @property
+    def as_expected(self) -> bool:
+        if self.verdict in (Verdict.ERROR, Verdict.UNKNOWN):
+            return False
+        if self.verdict is Verdict.INCOMPLETE:
+            return False
+        return (self.verdict is Verdict.VIOLATED) == self.expected_violation
+
+
+@dataclass(frozen=True, slots=True)
+class VariantResult:
+    variant: str
+    constants: tuple[tuple[str, Value], ...]
+    outcomes: tuple[PropertyOutcome, ...]
+    stats: Stats
+    memory: str = "sc"
+    fairness: tuple[str, ...] = ()
+    model_error: Counterexample | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    model: str
+    file: str
+    header: str
+    variants: tuple[VariantResult, ...]
+    command: str = ""
+    use_expectations: bool = True
+    lemmas: tuple = field(default=())
+
+    @property
+    def all_as_expected(self) -> bool:
+        return all(o.as_expected for v in self.variants for o in v.outcomes) and \
+            all(v.model_error is None for v in self.variants)
+
+
+# ---- decoding states -----------------------------------------------------------
+
+
+class StateDecoder:
+    """Turns state tuples into trace values, using the layout and the processes' pc names."""
+
+    def __init__(self, layout: StateLayout, pc_names: dict[str, tuple[str, ...]]):
+        self.layout = layout
+        self.pc_names = pc_names  # instance name -> pc names
+        self.members: dict[int, tuple[str, ...]] = {}
+        groups: dict[str, list[int]] = {}
+        order: list[str] = []
+        for i, sl in enumerate(layout.slots):
+            if sl.kind is SlotKind.PC:
+                continue
+            key = sl.var if sl.kind is SlotKind.VAR else sl.name
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            groups[key].append(i)
+        self.groups = [(k, tuple(groups[k])) for k in order]
+        self.pc_slots = [(sl.process, i) for i, sl in enumerate(layout.slots) if sl.kind is SlotKind.PC]
+
+    def value(self, slot: int, raw: int) -> Value:
+        sl = self.layout.slots[slot]
+        t = sl.type
+        if sl.kind is SlotKind.TASK:
+            return TASK_STATES[raw]
+        if isinstance(t, m.BoolT):
+            return bool(raw)
+        if isinstance(t, m.EnumT):
+            return t.members[raw] if 0 <= raw < len(t.members) else raw
+        if isinstance(t, m.BitsetT):
+            bits = [b for b in range(t.size) if raw >> b & 1]
+            return Members(t.elem.members[b] for b in bits) if t.elem else Members(bits)
+        if isinstance(t, m.WaitQueueT):
+            return Members(self.layout.instance_names[g] for g in range(len(self.layout.instance_names))
+                         if raw >> g & 1)
+        return int(raw)
+
+    def decode(self, state: tuple[int, ...]) -> TraceState:
+        values = []
+        for name, slots in self.groups:
+            sl = self.layout.slots[slots[0]]
+            if sl.element is None:
+                values.append((name, self.value(slots[0], state[slots[0]])))
+            else:
+                values.append((name, tuple(self.value(i, state[i]) for i in slots)))
+        pcs = tuple((proc, self.pc_names[proc][state[i]]) for proc, i in self.pc_slots)
+        return TraceState(tuple(values), pcs)
+
+
+def changes(before: TraceState, after: TraceState) -> tuple[tuple[str, Value], ...]:
+    out = []
+    for (k, a), (_, b) in zip(before.values, after.values):
+        if a != b:
+            out.append((k, b))
+    return tuple(out)
+
+
+def show_value(v: Value) -> str:
+    """A value as a kernel developer writes it: true/false, 0x-free ints, {A, B} sets."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, Members):
+        return "{" + ", ".join(show_value(x) for x in v) + "}"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(show_value(x) for x in v) + "]"
+    return str(v)
