@@ -104,8 +104,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         result = check_spec(spec, opts)
     except SpecError as e:
+        if source is None and e.span.line:
+            source = _read_quietly(e.span.file)
         sys.stderr.write(e.render(source) + "\n")
         return EXIT_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted before the search started\n")
+        return EXIT_INCOMPLETE
     except RecursionError:
         sys.stderr.write(f"{args.file}: error: the spec nests too deeply to check\n")
         return EXIT_INPUT
@@ -124,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
     return exit_code(result)
+
+
+def _read_quietly(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def entry() -> None:  # pragma: no cover

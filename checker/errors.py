@@ -43,7 +43,12 @@ class SpecError(Exception):
 
     def render(self, source: str | None) -> str:
         """`file:line:col: error: message`, the line, a caret, and the hint."""
-        out = [f"{self.span}: error: {self.message}" if self.span.line else f"error: {self.message}"]
+        if self.span.line:
+            out = [f"{self.span}: error: {self.message}"]
+        elif self.span.file == NOWHERE.file:
+            out = [f"check: error: {self.message}"]
+        else:
+            out = [f"{self.span.file}: error: {self.message}"]
         if source is not None and self.span.line > 0:
             lines = source.splitlines()
             if self.span.line <= len(lines):

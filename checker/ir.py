@@ -369,6 +369,7 @@ class _ProcessBuilder:
             return n
         if isinstance(s, (m.SWhile, m.SLoop)):
             head = self.node("jump")
+            head.step = dict(span=s.span)  # where to point if the loop takes no step
             inner = _Ctx(nxt, head, ctx.ret, ctx.scope, ctx.inline)
             body = self.lower_block(s.body, head, inner)
             if isinstance(s, m.SLoop) or (isinstance(s.cond, m.Const) and s.cond.value):
@@ -389,6 +390,7 @@ class _ProcessBuilder:
             return self.jump(ctx.ret)
         if isinstance(s, m.SGoto):
             j = self.node("jump")
+            j.step = dict(span=s.span)
             self.gotos.append((j, s.label, ctx.scope, s.span))
             return j
         if isinstance(s, m.SLabeled):
@@ -459,7 +461,8 @@ class _ProcessBuilder:
         seen = []
         while n.kind == "jump":
             if n in seen or n.target is None:
-                raise SpecError(self.proc.span, f"process '{self.proc.name}' has a loop that takes no step",
+                where = next((j.step["span"] for j in seen if j.step), self.proc.span)
+                raise SpecError(where, f"process '{self.proc.name}' has a loop that takes no step",
                                 "a `loop` or `goto` cycle must contain at least one statement; add `skip;` or `await`")
             seen.append(n)
             n = n.target

@@ -68,8 +68,10 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
     width = max(1, len(str(tok)))
     span = Span(file, line, col, line, col + width)
     hint = f"expected {_join(words)}" if words else None
-    if "';'" in words and len(words) <= 12:
-        hint = "missing ';' at the end of the previous statement?"
+    line_text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+    first_on_line = line_text[: col - 1].strip() == ""
+    if "';'" in words and (first_on_line or len(words) <= 3):
+        hint = "missing ';' at the end of the previous line?" if first_on_line else "missing ';'?"
     shown = str(tok)
     return SpecError(span, f"unexpected {shown!r}" if shown else "unexpected input", hint)
 

@@ -321,8 +321,8 @@ class _Resolver:
                 raise
             if type(value.type) is not type(default.type) or (
                     isinstance(default.type, m.EnumT) and value.type != default.type):
-                msg = (f"{origin} gives '{d.name}' a {value.type.describe()}, "
-                       f"but it is declared as a {default.type.describe()}")
+                msg = (f"{origin}: '{d.name}' is a {default.type.describe()} constant, "
+                       f"not {_article(value.type.describe())}")
                 span = NOWHERE if origin.startswith("-D") else expr.span
                 raise SpecError(span, msg, f"its default is {self._show(default)}")
             self.consts[d.name] = m.Const(d.span, value.type, value.value)
@@ -1135,6 +1135,10 @@ def _binop_value(op: str, a: int, b: int):
     if op == ">": return a > b
     if op == ">=": return a >= b
     raise ValueError(op)
+
+
+def _article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 def c_div(a: int, b: int) -> int:
