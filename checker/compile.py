@@ -83,6 +83,12 @@ def _index_error(name: str, index: int, lo: int, hi: int):
     raise ModelError(f"index {index} is outside {name} ({lo}..{hi})")
 
 
+def _ix(i: int, lo: int, hi: int, name: str) -> int:
+    if i < lo or i > hi:
+        _index_error(name, i, lo, hi)
+    return i
+
+
 def _div(a: int, b: int) -> int:
     if b == 0:
         raise ModelError("division by zero")
@@ -113,7 +119,7 @@ def _assert_failed(prop: str):
 _RUNTIME = {
     "__builtins__": {"min": min, "max": max, "any": any, "all": all, "range": range,
                      "list": list, "len": len, "bool": bool},
-    "_range_error": _range_error, "_index_error": _index_error, "_div": _div, "_mod": _mod,
+    "_range_error": _range_error, "_index_error": _index_error, "_ix": _ix, "_div": _div, "_mod": _mod,
     "_shl": _shl, "_shr": _shr, "_assert_failed": _assert_failed,
 }
 
@@ -305,8 +311,11 @@ class _Compiler:
             code = tmp
         e.emit(f"v[{slot}] = {code}")
 
-    def address(self, target: m.TExpr, e: _Emitter, src: str) -> tuple[str, str, None]:
-        """The slot of a variable or array element, as code; bounds-checked when dynamic."""
+    def address(self, target: m.TExpr, e: _Emitter, src: str, inline: bool = False) -> tuple[str, str, None]:
+        """The slot of a variable or array element, as code; bounds-checked when dynamic.
+
+        `inline` gives a single expression (no temporaries): reads may sit inside a
+        quantifier's generator, where a hoisted temporary would not see its variable."""
         if isinstance(target, m.Var):
             base = self.layout.slot_of(target.sym, self.inst)
             return str(base), self.var_name(target.sym), None
@@ -321,12 +330,17 @@ class _Compiler:
         if isinstance(idx, m.SelfE) and self.inst is not None:
             return str(base + self.inst - t.lo), f"{name}[{self.inst}]", None
         code = self.expr(idx, e, src)
+        off = base - t.lo
+        if inline:
+            checked = code
+            if not (isinstance(idx.type, m.IntT) and idx.type.lo is not None and t.lo <= idx.type.lo and idx.type.hi <= t.hi):
+                checked = f"_ix({code}, {t.lo}, {t.hi}, {name!r})"
+            return (f"{off} + {checked}" if off else checked), f"{name}[...]", None
         tmp = e.fresh()
         e.emit(f"{tmp} = {code}")
         if not (isinstance(idx.type, m.IntT) and idx.type.lo is not None and t.lo <= idx.type.lo and idx.type.hi <= t.hi):
             e.emit(f"if {tmp} < {t.lo} or {tmp} > {t.hi}:")
             e.emit(f"    _index_error({name!r}, {tmp}, {t.lo}, {t.hi})")
-        off = base - t.lo
         return (f"{off} + {tmp}" if off else tmp), f"{name}[...]", None
 
     def var_name(self, sym: m.VarSym) -> str:
@@ -341,7 +355,7 @@ class _Compiler:
         if isinstance(x, (m.Var, m.Elem)):
             if isinstance(x, m.Var) and x.sym.scope is m.Scope.LOCAL and self.inst is None:
                 raise TypeError("a process-local variable outside its process")
-            slot, _, _ = self.address(x, e, src)
+            slot, _, _ = self.address(x, e, src, inline=True)
             return f"{src}[{slot}]"
         if isinstance(x, m.SelfE):
             return str(self.inst)
