@@ -23,7 +23,7 @@ process exec[2] {
   __import__x = open;
   __class__ = eval;
 }
-invariant __globals__: exec[0]@__init__ -> __class__ != exec;
+invariant __globals__: exec[0]@__init__ -> __class__ != eval;
 expect violated __globals__;
 """
 
