@@ -39,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check only this variant (repeatable; 'base' is the model without overrides)")
     p.add_argument("--no-expect", action="store_true",
                    help="ignore `expect` clauses: every property must hold")
-    p.add_argument("--max-states", type=_positive, metavar="N", help="stop after N distinct states")
-    p.add_argument("--max-depth", type=_nonneg, metavar="N", help="do not explore beyond depth N")
+    p.add_argument("--max-states", type=_whole_number(1), metavar="N", help="stop after N distinct states")
+    p.add_argument("--max-depth", type=_whole_number(0), metavar="N", help="do not explore beyond depth N")
     p.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks / invalid end states")
     p.add_argument("--memory-model", choices=("sc", "tso"), help="override the model's `memory` declaration")
     p.add_argument("--json", metavar="OUT", help="write results and traces as JSON (spec/trace-schema.json)")
@@ -52,24 +52,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {n}")
-    return n
+def _whole_number(least: int):
+    """An argparse type: a whole number >= least (a bad value is a usage error, exit 2)."""
 
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"expected a number >= {least}, got {n}")
+        return n
 
-def _nonneg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
-    return n
+    return parse
 
 
 def exit_code(result: RunResult) -> int:

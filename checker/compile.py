@@ -112,6 +112,14 @@ def _shr(a: int, b: int) -> int:
     return a >> b
 
 
+# How each operator of the language reads in the generated Python (C semantics where
+# Python's differ: division truncates toward zero, shifts refuse negative counts).
+_PY_BINOP = {
+    "&&": "({a} and {b})", "||": "({a} or {b})", "->": "((not {a}) or {b})",
+    "/": "_div({a}, {b})", "%": "_mod({a}, {b})", "<<": "_shl({a}, {b})", ">>": "_shr({a}, {b})",
+}
+
+
 def _assert_failed(prop: str):
     raise AssertionViolation(prop)
 
@@ -367,22 +375,7 @@ class _Compiler:
         if isinstance(x, m.Bin):
             a = self.expr(x.left, e, src)
             b = self.expr(x.right, e, src)
-            op = x.op
-            if op == "&&":
-                return f"({a} and {b})"
-            if op == "||":
-                return f"({a} or {b})"
-            if op == "->":
-                return f"((not {a}) or {b})"
-            if op == "/":
-                return f"_div({a}, {b})"
-            if op == "%":
-                return f"_mod({a}, {b})"
-            if op == "<<":
-                return f"_shl({a}, {b})"
-            if op == ">>":
-                return f"_shr({a}, {b})"
-            return f"({a} {op} {b})"
+            return _PY_BINOP.get(x.op, "({a} " + x.op + " {b})").format(a=a, b=b)
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, e, src)
             return f"({self.expr(x.then, e, src)} if {c} else {self.expr(x.orelse, e, src)})"

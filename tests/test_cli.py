@@ -10,27 +10,7 @@ import pytest
 from checker import run as run_module
 from checker.cli import main
 
-COUNTER = """// Two increments; without atomic one is lost.
-model counter;
-const ATOMIC = false;
-var x: 0..2 = 0;
-process inc[2] {
-  var r: 0..2 = 0;
-  if (ATOMIC) { atomic { x = x + 1; } }
-  else { r = x; x = r + 1; }
-}
-invariant both_counted: (inc[0]@end && inc[1]@end) -> x == 2;
-expect violated both_counted;
-variant atomic_inc { ATOMIC = true; }
-"""
-
-
-@pytest.fixture
-def counter(tmp_path):
-    p = tmp_path / "counter.spec"
-    p.write_text(COUNTER)
-    return str(p)
-
+from conftest import COUNTER  # noqa: F401  (the `counter` fixture writes it)
 
 def test_exit_0_when_every_expectation_is_met(counter, capsys):
     assert main([counter]) == 0

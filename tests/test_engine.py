@@ -14,24 +14,12 @@ from checker.compile import compile_program
 from checker.engines.explicit import Limits, explore
 from checker.parse import parse
 from checker.resolve import resolve
+from conftest import COUNTER
 
 
 def run(text, variant="base", limits=Limits(), defines=None):
     cm = compile_program(ir.build(resolve(parse(text, "t.spec"), variant, defines or {})))
     return cm, explore(cm, limits)
-
-
-COUNTER = """
-model counter;
-const ATOMIC = false;
-var x: 0..2 = 0;
-process inc[2] {
-  var r: 0..2 = 0;
-  if (ATOMIC) { atomic { x = x + 1; } }
-  else { r = x; x = r + 1; }
-}
-invariant both_counted: (inc[0]@end && inc[1]@end) -> x == 2;
-"""
 
 
 def test_nonatomic_increment_loses_an_update():
