@@ -4,11 +4,16 @@ States are tuples of small ints, stored once in insertion order; because the sea
 breadth-first, that order is the queue, and the parent links give a shortest trace to
 every state. All invariants, assertions and the deadlock check are evaluated in one
 pass; each property keeps the first (hence shortest) counterexample found for it.
+
+On request (`graph=True`) the search also keeps every transition with the process
+instance that took it, and which instances could move in each state: the liveness
+engine (engines/liveness.py) works on that graph instead of searching a second time.
 """
 
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field
 
 from .. import model as m
@@ -24,6 +29,30 @@ class Limits:
     check_deadlock: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class StateGraph:
+    """The explored state graph, in compact arrays (states are numbered in BFS order).
+
+    Only states[:expanded] had every step tried: their `enabled` masks are exact and
+    their edges complete, except that a state at the depth limit has no edges to the
+    new states it would have reached. Edges of state i are dst/step[first[i]:first[i+1]].
+    """
+
+    states: list[tuple]
+    initial: int  # states[:initial] are the initial states
+    expanded: int
+    first: array  # len expanded + 1
+    dst: array  # target state of each edge
+    step: array  # index into `steps` of each edge
+    steps: tuple[CompiledStep, ...]
+    enabled: array  # per expanded state: bit `gid` set iff that instance has an enabled step
+
+    def edges(self, i: int):
+        """(target, CompiledStep) for each transition out of expanded state i."""
+        dst, step, steps = self.dst, self.step, self.steps
+        return [(dst[k], steps[step[k]]) for k in range(self.first[i], self.first[i + 1])]
+
+
 @dataclass
 class Exploration:
     """What a search found: statistics, and per property the shortest counterexample."""
@@ -31,6 +60,7 @@ class Exploration:
     stats: Stats
     counterexamples: dict[str, Counterexample] = field(default_factory=dict)
     model_error: Counterexample | None = None
+    graph: StateGraph | None = None
 
 
 def decoder_for(cm: CompiledModel) -> StateDecoder:
@@ -62,7 +92,8 @@ class TraceBuilder:
         return Trace(decoded, actions, loop_start, fail)
 
 
-def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None) -> Exploration:
+def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
+            graph: bool = False) -> Exploration:
     start = time.monotonic()
     instances = cm.instances
     invariants = list(cm.invariants)
@@ -87,6 +118,11 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
     deadlock_wanted = limits.check_deadlock
     end_sets = [(inst.pc_slot, inst.end_pcs) for inst in instances]
     tables = [(inst.pc_slot, inst.steps_at) for inst in instances]
+    # the graph, when kept: edges grouped by source state, in the order states are expanded
+    all_steps = tuple({id(cs): cs for inst in instances for at in inst.steps_at for cs in at}.values())
+    step_no = {id(cs): k for k, cs in enumerate(all_steps)}
+    first, dst, step, enabled = array("l", [0]), array("l"), array("l"), array("q")
+    n_initial = len(states)
     i = 0
     try:
         while i < len(states):
@@ -106,12 +142,14 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
                     active.remove(inv)
             at_limit = limits.max_depth is not None and d >= limits.max_depth
             moved = False
+            can_move = 0
             for pc_slot, steps_at in tables:
                 for cs in steps_at[s[pc_slot]]:
                     try:
                         r = cs.fn(s)
                     except AssertionViolation as a:
                         moved = True
+                        can_move |= 1 << cs.gid
                         if a.property not in found:
                             found[a.property] = (i, cs, m.PropertyKind.ASSERT.value,
                                                  f"assertion {a.property} failed")
@@ -122,21 +160,28 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
                     if r is None:
                         continue
                     moved = True
+                    can_move |= 1 << cs.gid
                     transitions += 1
                     t = tuple(r)
-                    if t in index:
-                        continue
-                    if at_limit:
-                        limit = "max-depth"
-                        continue
-                    index[t] = len(states)
-                    states.append(t)
-                    parent.append(i)
-                    via.append(cs)
-                    depth.append(d + 1)
+                    j = index.get(t)
+                    if j is None:
+                        if at_limit:
+                            limit = "max-depth"
+                            continue
+                        j = index[t] = len(states)
+                        states.append(t)
+                        parent.append(i)
+                        via.append(cs)
+                        depth.append(d + 1)
+                    if graph:
+                        dst.append(j)
+                        step.append(step_no[id(cs)])
             if not moved and deadlock_wanted and "deadlock" not in found:
                 if not all(s[slot] in ends for slot, ends in end_sets):
                     found["deadlock"] = (i, None, m.PropertyKind.DEADLOCK.value, _stuck_message(cm, s))
+            if graph:
+                first.append(len(dst))
+                enabled.append(can_move)
             i += 1
             if progress is not None and i & 1023 == 0:
                 progress.tick(len(states), len(states) - i, d)
@@ -162,6 +207,11 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
         return ss[::-1], st[::-1]
 
     result = Exploration(Stats(len(states), transitions, max_depth_seen, seconds, limit is None, limit))
+    if graph:
+        # a search stopped inside state i (model error, interrupt) left it half expanded
+        expanded = len(enabled)
+        del dst[first[expanded]:], step[first[expanded]:]
+        result.graph = StateGraph(states, n_initial, expanded, first, dst, step, all_steps, enabled)
     for name, (k, cs, kind, msg) in found.items():
         ss, st = path(k)
         failure = (cs, states[k]) if cs is not None else None
