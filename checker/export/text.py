@@ -28,6 +28,10 @@ def summary_table(result: RunResult) -> str:
                          f"{v.stats.states:,}" if first else "", str(v.stats.depth) if first else "",
                          f"{v.stats.seconds:.2f}s" if first else ""))
             first = False
+        if not v.outcomes and v.model_error is None:
+            done = "explored" if v.stats.complete else "incomplete"
+            rows.append((v.variant, "(no properties)", done, "-", "", f"{v.stats.states:,}",
+                         str(v.stats.depth), f"{v.stats.seconds:.2f}s"))
         if v.model_error is not None:
             rows.append((v.variant if first else "", "(model error)", "error", "-", "UNEXPECTED",
                          f"{v.stats.states:,}" if first else "", "", ""))
