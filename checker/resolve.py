@@ -150,6 +150,7 @@ class _Ctx:
     in_atomic: bool = False
     in_loop: bool = False
     in_inline: bool = False
+    inline_in_atomic: bool = False  # the innermost inline was expanded inside this atomic step
     inline_stack: tuple[str, ...] = ()
     labels: set[str] | None = None
     what: str = "expression"
@@ -606,6 +607,10 @@ class _Resolver:
             if not ctx.in_inline:
                 raise SpecError(s.span, "`return` outside an inline procedure",
                                 "a process ends when it reaches the end of its body")
+            if ctx.in_atomic and not ctx.inline_in_atomic:
+                raise SpecError(s.span, "`return` inside `atomic` cannot leave the inline procedure around it",
+                                "an atomic block is one step and ends at its closing brace; "
+                                "use `if`/`else` inside it, or put the `return` outside it")
             return m.SReturn(s.span)
         if isinstance(s, ast.CallStmt):
             return self._call_stmt(s, ctx)
@@ -622,7 +627,7 @@ class _Resolver:
         if isinstance(body[0], ast.Await):
             guard = m.SAwait(body[0].span, self.cond(body[0].cond, ctx, "an `await` condition"))
             body = body[1:]
-        inner = _Ctx(**{**ctx.__dict__, "in_atomic": True, "in_loop": False})
+        inner = _Ctx(**{**ctx.__dict__, "in_atomic": True, "in_loop": False, "inline_in_atomic": False})
         rest = self.stmts(body, inner)
         for st in _walk(rest):
             if isinstance(st, m.SEval) and BUILTINS[st.call.name].kind == "blocking":
@@ -658,6 +663,7 @@ class _Resolver:
             params[p] = self._argument(a, ctx)
         inner = _Ctx(**{**ctx.__dict__, "params": params, "in_inline": True,
                         "in_loop": False if not ctx.in_atomic else ctx.in_loop,
+                        "inline_in_atomic": ctx.in_atomic,
                         "inline_stack": ctx.inline_stack + (c.name,)})
         body = self.stmts(d.body.body, inner)
         if ctx.in_atomic:
