@@ -452,6 +452,8 @@ class _ProcessBuilder:
                 out.append(OInline(s.name, inner) if s.name else OInline("", inner))
             elif isinstance(s, m.SReturn):
                 out.append(OReturn())
+            elif isinstance(s, m.SAtomic):  # nested: already part of this step
+                out.extend(self.ops(s.body))
             else:
                 raise SpecError(s.span, f"{type(s).__name__[1:].lower()} is not allowed inside `atomic`")
         return out

@@ -625,9 +625,16 @@ class _Resolver:
             raise SpecError(s.span, "an empty `atomic` block", "write `skip;`")
         guard = None
         if isinstance(body[0], ast.Await):
+            if ctx.in_atomic:
+                raise SpecError(body[0].span, "an `atomic` inside another one cannot start with `await`",
+                                "a nested atomic block is part of the outer step, which cannot wait halfway")
             guard = m.SAwait(body[0].span, self.cond(body[0].cond, ctx, "an `await` condition"))
             body = body[1:]
-        inner = _Ctx(**{**ctx.__dict__, "in_atomic": True, "in_loop": False, "inline_in_atomic": False})
+        # A nested atomic block (typically from an inline procedure called inside an
+        # atomic block) is simply part of the outer step.
+        nested = ctx.in_atomic
+        inner = _Ctx(**{**ctx.__dict__, "in_atomic": True, "in_loop": ctx.in_loop if nested else False,
+                        "inline_in_atomic": ctx.inline_in_atomic if nested else False})
         rest = self.stmts(body, inner)
         for st in _walk(rest):
             if isinstance(st, m.SEval) and BUILTINS[st.call.name].kind == "blocking":

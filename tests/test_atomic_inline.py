@@ -37,3 +37,27 @@ process p { atomic { f(); x = x + 1; } }
 invariant one: p@end -> x == 1;
 """)
     assert code == 0, err
+
+
+def test_atomic_nested_through_an_inline_is_part_of_the_outer_step(tmp_path, capsys):
+    # g() is one step on its own and a part of the outer step inside `atomic`.
+    # By hand: p takes 2 steps (x: 0 -> 2 -> 5), q waits for x == 2 then for x == 5.
+    # States: (x, pc p, pc q) = (0,0,0) (2,1,0) (2,1,1) (5,2,0) (5,2,1) (5,2,2): 6.
+    text = """model n; var x: 0..5 = 0;
+inline g() { atomic { x = x + 1; x = x + 1; } }
+process p { g(); atomic { g(); x = x + 1; } }
+process q { await x >= 2; end_wait: atomic { await x == 5; skip; } }
+invariant never_odd: x != 1 && x != 3 && x != 4;
+"""
+    code, out, err = run(tmp_path, capsys, text)
+    assert code == 0, err
+    result = check_spec(parse(text, "n.spec"), Options())
+    assert result.variants[0].stats.states == 6
+
+
+def test_nested_atomic_cannot_wait(tmp_path, capsys):
+    code, out, err = run(tmp_path, capsys, """model n; var x: 0..5 = 0;
+process p { atomic { x = 1; atomic { await x == 1; x = 2; } } }
+""")
+    assert code == 2
+    assert "an `atomic` inside another one cannot start with `await`" in err
