@@ -669,7 +669,7 @@ class _Resolver:
         for p, a in zip(d.params, c.args):
             params[p] = self._argument(a, ctx)
         inner = _Ctx(**{**ctx.__dict__, "params": params, "in_inline": True,
-                        "in_loop": False if not ctx.in_atomic else ctx.in_loop,
+                        "in_loop": False,  # like C: break/continue never leave a procedure
                         "inline_in_atomic": ctx.in_atomic,
                         "inline_stack": ctx.inline_stack + (c.name,)})
         body = self.stmts(d.body.body, inner)

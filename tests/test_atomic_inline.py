@@ -61,3 +61,14 @@ process p { atomic { x = 1; atomic { await x == 1; x = 2; } } }
 """)
     assert code == 2
     assert "an `atomic` inside another one cannot start with `await`" in err
+
+
+def test_break_cannot_leave_an_inline_called_inside_an_atomic_loop(tmp_path, capsys):
+    # As in C, `break` never leaves a procedure. Inside `atomic` it used to be accepted
+    # and then silently acted as `return` (x reached 4 instead of stopping at 2).
+    code, out, err = run(tmp_path, capsys, """model b; var x: 0..5 = 0;
+inline f() { if (x == 2) break; }
+process p { atomic { while (x < 4) { x = x + 1; f(); } } }
+""")
+    assert code == 2
+    assert "t.spec:2:26: error: `break` outside a loop" in err
