@@ -1,0 +1,171 @@
+"""The shipped models check themselves, and the pi_timer model keeps telling its story.
+
+Every `models/*.spec` must pass `check` (every outcome as its `expect` clauses say).
+For pi_timer the state count of each variant is pinned (a changed count is a
+reviewable event), each expected counterexample is checked against the race it
+stands for (SEED-BUGS entry 1), and breaking one of the orderings of
+KVM-SEMANTICS.md section 9 in the base model must produce a lost interrupt, so the
+model cannot quietly become too coarse to see those races.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checker.cli import main
+from checker.parse import parse
+from checker.run import Options, check_spec, load
+from checker.trace import Verdict
+
+MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.spec"))
+PI_TIMER = Path(__file__).resolve().parent.parent / "models" / "pi_timer.spec"
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+def test_model_checks_itself(path, capsys):
+    assert main([str(path), "--brief"]) == 0, capsys.readouterr().out
+
+
+def test_there_is_a_model():
+    assert PI_TIMER in MODELS
+
+
+# variant -> distinct states (explicit engine, defaults of the model)
+PI_TIMER_STATES = {
+    "base": 3568,
+    "hlt_exits": 6284,
+    "kick_without_wake": 5167,
+    "no_kick_hlt_exits": 3740,
+    "unpinned_no_kick": 2040,
+    "stale_expired_deadline": 4654,
+    "posted_without_wait": 3796,
+    "no_kick_no_wake": 3039,
+    "post_any_mode": 1409,
+    "post_any_mode_timer_fn": 1430,
+    "post_any_mode_timer_fn_hlt_exits": 2306,
+}
+
+
+@pytest.fixture(scope="module")
+def pi_timer():
+    return check_spec(load(str(PI_TIMER)), Options())
+
+
+def by_variant(result):
+    return {v.variant: v for v in result.variants}
+
+
+def test_pi_timer_state_counts(pi_timer):
+    got = {v.variant: v.stats.states for v in pi_timer.variants}
+    assert got == PI_TIMER_STATES
+    assert all(v.stats.complete for v in pi_timer.variants)
+    assert pi_timer.all_as_expected
+
+
+def test_pi_timer_base_holds_everything(pi_timer):
+    base = by_variant(pi_timer)["base"]
+    assert {o.property: o.verdict for o in base.outcomes} == {
+        "no_early_timer_irq": Verdict.HOLDS, "posted_after_deadline": Verdict.HOLDS,
+        "expired_timer_not_posted": Verdict.HOLDS, "timer_irq_once": Verdict.HOLDS,
+        "deadlock": Verdict.HOLDS}
+
+
+def violations(variant) -> set[str]:
+    return {o.property for o in variant.outcomes if o.verdict is Verdict.VIOLATED}
+
+
+def test_pi_timer_each_variant_violates_exactly_its_bug(pi_timer):
+    v = by_variant(pi_timer)
+    assert {name: violations(x) for name, x in v.items() if violations(x)} == {
+        "unpinned_no_kick": {"deadlock"},
+        "stale_expired_deadline": {"no_early_timer_irq", "posted_after_deadline"},
+        "posted_without_wait": {"no_early_timer_irq", "posted_after_deadline"},
+        "no_kick_no_wake": {"deadlock"},
+        "post_any_mode": {"expired_timer_not_posted"},
+    }
+
+
+def counterexample(result, variant, prop):
+    o = next(o for o in by_variant(result)[variant].outcomes if o.property == prop)
+    return o.counterexample.trace
+
+
+def test_story_a_vcpu_halted_in_the_guest_misses_the_request(pi_timer):
+    t = counterexample(pi_timer, "unpinned_no_kick", "deadlock")
+    last = t.states[-1]
+    assert dict(last.pcs)["vcpu"] == "guest"
+    assert last.get("guest_hlt") is True and last.get("mode") == "IN_GUEST_MODE"
+    assert last.get("pending") == 1 and "KVM_REQ_PENDING_TIMER" in last.get("requests")
+    # the hrtimer saw the vCPU outside guest mode, then the vCPU passed its E8 check
+    # before the request was made
+    texts = [(a.process, a.text) for a in t.actions]
+    e8 = [i for i, (p, x) in enumerate(texts) if p == "vcpu" and x.startswith("if (mode == EXITING_GUEST_MODE")]
+    request = next(i for i, (p, x) in enumerate(texts) if p == "hrtimer" and x.startswith("set_bit(KVM_REQ_PENDING_TIMER"))
+    assert e8 and e8[-1] < request
+    assert not any("cmpxchg" in x for _, x in texts)  # no kick
+
+
+def test_story_b_the_posted_path_reads_a_stale_expired_tscdeadline(pi_timer):
+    t = counterexample(pi_timer, "stale_expired_deadline", "posted_after_deadline")
+    last = t.states[-1]
+    assert dict(last.pcs)["hrtimer"] == "post"
+    assert last.get("guest_tsc") < last.get("programmed_deadline")
+    assert not any("expired_tscdeadline = tscdeadline" in a.text for a in t.actions)
+    early = counterexample(pi_timer, "stale_expired_deadline", "no_early_timer_irq").states[-1]
+    assert dict(early.pcs)["vcpu"] == "timer_irq"
+    assert early.get("guest_tsc") < early.get("programmed_deadline")
+
+
+def test_story_c_a_blocked_vcpu_sleeps_for_ever(pi_timer):
+    t = counterexample(pi_timer, "no_kick_no_wake", "deadlock")
+    last = t.states[-1]
+    assert dict(last.pcs)["vcpu"] == "blocked"
+    assert last.get("vcpu.state") == "INTERRUPTIBLE" and last.get("wq") == ("vcpu",)
+    assert last.get("pending") == 1
+
+
+# Each mutation breaks one rule of KVM-SEMANTICS.md section 9 in the base model.
+SECTION_9_BREAKAGES = {
+    # D2 / item 3: mode = IN_GUEST_MODE after the PIR sync
+    "mode_after_pir_sync": (
+        "      atomic { kick_ipi = false; pi_ipi = false; mode = IN_GUEST_MODE; }\n"
+        "      smp_mb();                                               // E6 srcu_read_unlock\n"
+        "      vmx_sync_pir_to_irr();                                  // E7\n",
+        "      atomic { kick_ipi = false; pi_ipi = false; }\n"
+        "      vmx_sync_pir_to_irr();\n"
+        "      mode = IN_GUEST_MODE;\n"),
+    # item 4: interrupts disabled only after the last check
+    "irq_off_after_checks": (
+        "      atomic { kick_ipi = false; pi_ipi = false; mode = IN_GUEST_MODE; }\n",
+        "      mode = IN_GUEST_MODE;\n"),
+    # D1: the entry does not look at vcpu->requests
+    "no_request_check": (
+        "if (mode == EXITING_GUEST_MODE || !bitmap_empty(requests)) {",
+        "if (mode == EXITING_GUEST_MODE) {"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECTION_9_BREAKAGES))
+def test_breaking_a_section_9_rule_loses_the_interrupt(name):
+    old, new = SECTION_9_BREAKAGES[name]
+    text = PI_TIMER.read_text()
+    assert old in text, "the model changed: update this mutation"
+    text = text.replace(old, new, 1)
+    if name == "irq_off_after_checks":  # the latched IPIs are now dropped after E8
+        anchor = "        // vmx_vcpu_run: V2 kvm_wait_lapic_expire"
+        assert anchor in text
+        text = text.replace(anchor, "        atomic { kick_ipi = false; pi_ipi = false; }\n" + anchor, 1)
+    result = check_spec(parse(text, "mutant.spec"), Options(variants=("base",)))
+    assert violations(result.variants[0]) == {"deadlock"}
+
+
+def test_setting_mode_before_irq_off_is_harmless():
+    # KVM-SEMANTICS.md 9, item 4: harmless as long as every check follows IRQ-off.
+    old = "      atomic { kick_ipi = false; pi_ipi = false; mode = IN_GUEST_MODE; }\n"
+    text = PI_TIMER.read_text()
+    assert old in text
+    text = text.replace(old, "      mode = IN_GUEST_MODE;\n      atomic { kick_ipi = false; pi_ipi = false; }\n", 1)
+    result = check_spec(parse(text, "mutant.spec"), Options(variants=("base", "hlt_exits")))
+    assert all(not violations(v) for v in result.variants)
