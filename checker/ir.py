@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import re
 from dataclasses import dataclass, field
 
 from . import model as m
@@ -575,6 +576,9 @@ class _ProcessBuilder:
         return out
 
 
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
 def source_text(source: str, span: Span, limit: int = 200) -> str:
     """The statement as written, on one line, printable characters only."""
     lines = source.splitlines()
@@ -586,7 +590,8 @@ def source_text(source: str, span: Span, limit: int = 200) -> str:
         part = [lines[span.line - 1][span.col - 1:]]
         part += lines[span.line:span.end_line - 1]
         part.append(lines[span.end_line - 1][:span.end_col - 1] if span.end_line <= len(lines) else "")
-        text = " ".join(p.strip() for p in part)
+        text = "\n".join(part)
+    text = _COMMENT.sub(" ", text)  # comments inside a multi-line step are not code
     text = " ".join(text.split())
     text = "".join(ch for ch in text if ch.isprintable())
     return text if len(text) <= limit else text[: limit - 3] + "..."
