@@ -111,7 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     from .export.text import format_run
 
-    print(format_run(result, show_traces=not args.brief))
+    try:
+        print(format_run(result, show_traces=not args.brief), flush=True)
+    except BrokenPipeError:  # `check ... | head`: the reader left; that is not an error
+        _silence_stdout()
+        return exit_code(result)
     if args.json:
         from .export.json import write_json
 
@@ -124,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
     return exit_code(result)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _read_quietly(path: str) -> str | None:

@@ -410,8 +410,11 @@ class _Compiler:
         n, a = c.name, c.args
         if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
             return self.expr(a[0], e, src)
-        if n in ("test_bit",):
-            return f"(({self.expr(a[1], e, src)} >> {self.expr(a[0], e, src)}) & 1)"
+        if n == "test_bit":
+            nr = self.expr(a[0], e, src)
+            if not isinstance(a[0], m.Const):  # a computed bit number must name a bit of the set
+                nr = f"_ix({nr}, 0, {a[1].type.size - 1}, {self.var_name(a[1].sym) + ' bit'!r})"
+            return f"(({self.expr(a[1], e, src)} >> {nr}) & 1)"
         if n == "bitmap_empty":
             return f"({self.expr(a[0], e, src)} == 0)"
         if n in ("min", "max"):

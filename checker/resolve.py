@@ -817,6 +817,14 @@ class _Resolver:
                 if op == "||":
                     return m.Const(e.span, m.BOOL, 1) if a.value else b
                 return b if a.value else m.Const(e.span, m.BOOL, 1)
+            if isinstance(b, m.Const):
+                # a knob on the right folds too, so a dead test takes no step; the left
+                # operand is dropped only when evaluating it changes nothing
+                keep_a = {"&&": bool(b.value), "||": not b.value, "->": not b.value}[op]
+                if keep_a:
+                    return a if op != "->" else m.Un(e.span, m.BOOL, "!", a)
+                if not _has_effects(a):
+                    return m.Const(e.span, m.BOOL, 0 if op == "&&" else 1)
             return m.Bin(e.span, m.BOOL, op, a, b)
         a, b = self.expr(e.left, ctx), self.expr(e.right, ctx)
         if op in ("==", "!="):
@@ -1110,6 +1118,22 @@ def _labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
     for s in d.body:
         walk(s)
     return out
+
+
+def _has_effects(e: m.TExpr) -> bool:
+    """Whether evaluating the expression changes state (a side-effecting builtin inside)."""
+    if isinstance(e, m.Builtin) and BUILTINS[e.name].effect:
+        return True
+    return any(_has_effects(x) for x in _children(e))
+
+
+def _children(e: m.TExpr):
+    for attr in ("operand", "left", "right", "cond", "then", "orelse", "index", "body"):
+        x = getattr(e, attr, None)
+        if isinstance(x, m.TExpr):
+            yield x
+    if isinstance(e, m.Builtin):
+        yield from e.args
 
 
 def _respan(e: m.TExpr, span: Span) -> m.TExpr:

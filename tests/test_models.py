@@ -42,9 +42,9 @@ PI_TIMER_STATES = {
     "stale_expired_deadline": 4654,
     "posted_without_wait": 3796,
     "no_kick_no_wake": 3039,
-    "post_any_mode": 1409,
-    "post_any_mode_timer_fn": 1430,
-    "post_any_mode_timer_fn_hlt_exits": 2306,
+    "post_any_mode": 1350,
+    "post_any_mode_timer_fn": 1380,
+    "post_any_mode_timer_fn_hlt_exits": 2221,
 }
 
 
