@@ -224,7 +224,10 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     if pending and t.loop_start is None:
         body = ["still buffered, not yet visible:"]
         for k, v in pending:
-            body += textwrap.wrap(f"{k}={show_value(v)}", colw, initial_indent="  ", subsequent_indent="    ")
+            cpu = k[3:-1] if k.startswith("sb(") and k.endswith(")") else k
+            for loc, x in v:
+                body += textwrap.wrap(f"{cpu}: {loc} = {show_value(x)}", colw, initial_indent="  ",
+                                      subsequent_indent="    ")
         lines += row("", memory_col, body)
     return "\n".join(lines)
 
