@@ -48,3 +48,13 @@ def test_each_file_checks_itself(name, capsys):
     """Every litmus file carries its tso expectation and an sc variant."""
     assert main([str(LITMUS / f"{name}.spec"), "--brief"]) == 0
     assert "every outcome is as expected" in capsys.readouterr().out
+
+
+def test_readme_table_matches():
+    """tests/litmus/README.md quotes the verdicts and counts; keep it honest."""
+    rows = {}
+    for line in (LITMUS / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0] in EXPECTED:
+            rows[cells[0]] = (cells[2], int(cells[3]), cells[4], int(cells[5]))
+    assert rows == EXPECTED
