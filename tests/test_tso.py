@@ -10,9 +10,9 @@ from checker.cli import main
 from checker.export.text import race_diagram
 from checker.parse import parse
 from checker.resolve import DEFAULT_STORE_BUFFER, resolve
+from checker.ir import SlotKind
 from checker.run import Options, check_spec, compile_variant
 from checker.trace import Buffered, Verdict
-from checker.ir import SlotKind
 
 
 def run(text: str, **opts):
@@ -157,7 +157,7 @@ def test_bad_memory_and_local_references(tmp_path, capsys, text, message):
     assert message in capsys.readouterr().err
 
 
-def test_trace_shows_buffered_stores_and_flushes(tmp_path):
+def test_trace_shows_buffered_stores_and_flushes():
     result = run(sb())
     cx = next(o for o in result.variants[0].outcomes if o.property == "forbidden").counterexample
     kinds = [(a.process, a.kind) for a in cx.trace.actions]
@@ -167,15 +167,19 @@ def test_trace_shows_buffered_stores_and_flushes(tmp_path):
     diagram = race_diagram(cx.trace)
     assert diagram.splitlines()[0].split() == ["p0", "|", "p1", "|", "memory"]
     assert "x=1 (buffered)" in diagram and "flush p0: x = 1" in diagram
+
+
+def test_json_encodes_store_buffers():
     from checker.export.json import to_dict
-    data = to_dict(result)
+
+    data = to_dict(run(sb()))
     actions = data["variants"][0]["outcomes"][0]["counterexample"]["trace"]["actions"]
     assert actions[0]["changes"]["sb(p0)"] == {"buffer": [{"location": "x", "value": 1}]}
     json.dumps(data)
 
 
 def test_a_trace_that_ends_with_stores_still_buffered_says_so():
-    text = """model late; memory tso; var x: 0..1; var seen: bool;
+    text = """model late; memory tso; var x: 0..1;
 process p { x = 1; }
 process q { var r: 0..1; r = x; }
 invariant caught: !(p@end && q@end && q.r == 0);"""
@@ -207,3 +211,16 @@ def test_dump_python_shows_buffers_and_flushes(capsys, tmp_path):
     src = capsys.readouterr().out
     assert "# Memory model x86-TSO" in src and "def p0_flush(s):" in src
     assert "goes into sb(p0)" in src and "_store_buffer_full()" in src
+
+
+def test_state_graph_records_flushes_as_their_own_actors():
+    """The liveness engine reads the explored graph: a flush edge is taken by the
+    buffer's own actor id, after the process instances', never by its CPU."""
+    from checker.engines.explicit import explore
+
+    cm = compile_variant(parse(sb(), "t.spec"), "base", Options())
+    g = explore(cm, graph=True).graph
+    n = len(cm.layout.instance_names)
+    assert sorted(f.gid for f in cm.flushes) == [n, n + 1]
+    flush_edges = [(i, cs) for i in range(g.expanded) for _, cs in g.edges(i) if cs in cm.flushes]
+    assert flush_edges and all(g.enabled[i] >> cs.gid & 1 for i, cs in flush_edges)
