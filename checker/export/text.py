@@ -85,8 +85,9 @@ def store_buffer_notes(result: RunResult) -> list[str]:
     for v in tso:
         if v.stats.buffer_full_states:
             lines.append(f"x86-TSO: in {v.variant} a store waited for a full store buffer in "
-                         f"{v.stats.buffer_full_states:,} states: its verdicts hold for store buffers of at most "
-                         f"{v.store_buffer} stores (raise the bound with --store-buffer N or `memory tso(N)`)")
+                         f"{v.stats.buffer_full_states:,} states: what holds there holds for store buffers of "
+                         f"at most {v.store_buffer} stores (a violation stands for any size; raise the bound "
+                         "with --store-buffer N or `memory tso(N)`)")
     return lines
 
 
