@@ -84,6 +84,17 @@ class AtLabel(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class LocalRef(Expr):
+    """`proc.name` or `proc[i].name`: a process-local variable, read by a property."""
+
+    process: str
+    process_span: Span
+    index: Expr | None
+    name: str
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Quantifier(Expr):
     kind: str  # "exists" | "forall"
     var: str
@@ -265,7 +276,9 @@ class ModelDecl(Decl):
 
 @dataclass(frozen=True, slots=True)
 class MemoryDecl(Decl):
-    pass
+    """`memory sc;` or `memory tso;`, optionally with a store-buffer bound: `memory tso(3);`."""
+
+    bound: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +338,14 @@ class InvariantDecl(Decl):
 
 
 @dataclass(frozen=True, slots=True)
+class FinalDecl(Decl):
+    """`final NAME: cond;`: cond holds in every final state (all processes at a valid end,
+    every store buffer empty). Litmus tests state their outcome this way."""
+
+    cond: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class PropertyDecl(Decl):
     """`always (P -> eventually Q)`, or `always eventually Q` (then `trigger` is None)."""
 
@@ -349,6 +370,7 @@ class Override:
 class VariantDecl(Decl):
     overrides: tuple[Override, ...]
     expects: tuple[ExpectDecl, ...]
+    memory: tuple[MemoryDecl, ...] = ()  # `memory tso;` inside the braces (at most one)
 
 
 @dataclass(frozen=True, slots=True)

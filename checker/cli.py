@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-states", type=_whole_number(1), metavar="N", help="stop after N distinct states")
     p.add_argument("--max-depth", type=_whole_number(0), metavar="N", help="do not explore beyond depth N")
     p.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks / invalid end states")
-    p.add_argument("--memory-model", choices=("sc", "tso"), help="override the model's `memory` declaration")
+    p.add_argument("--memory-model", choices=("sc", "tso"),
+                   help="override the `memory` declarations of the model and its variants")
+    p.add_argument("--store-buffer", type=_whole_number(1), metavar="N",
+                   help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`)")
     p.add_argument("--json", metavar="OUT", help="write results and traces as JSON (spec/trace-schema.json)")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         source = spec.source
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
-                       memory=args.memory_model, progress=args.progress,
+                       memory=args.memory_model, store_buffer=args.store_buffer, progress=args.progress,
                        command="check " + " ".join(shlex.quote(a) for a in argv))
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):

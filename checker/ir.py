@@ -5,6 +5,11 @@ Each simple statement is one `Step`; `if`/`while` conditions are steps that pick
 next pc; `goto`, `break`, `continue`, `return` and the ends of blocks are not steps
 (they only decide where a step leads); `choose` is a pc whose steps are the first
 steps of its branches; an `atomic` block is one step with a straight-line body.
+
+Under `memory tso` the layout also holds, per CPU (process instance) that makes plain
+stores to shared variables, a bounded FIFO store buffer, and each step records whether
+it is a fence (smp_mb, a LOCK-prefixed RMW, an atomic block that writes shared memory):
+the compiler turns that into "enabled only when this CPU's buffer is empty".
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import enum
 import itertools
 import re
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from . import model as m
 from .errors import Span, SpecError
@@ -24,6 +30,7 @@ class SlotKind(enum.Enum):
     VAR = "var"
     PC = "pc"
     TASK = "task"  # a sleeping-capable process's task state: 0 RUNNING, 1 INTERRUPTIBLE
+    BUFFER = "buffer"  # half of a store-buffer entry (tso): its address or its value
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +45,32 @@ class Slot:
     process: str | None = None  # instance name, for PC/TASK/local slots
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class StoreBuffer:
+    """One CPU's x86-TSO store buffer: `capacity` entries, oldest first, packed from the
+    front. Entry k is two slots: `base + 2k` holds the address (the stored variable's
+    slot + 1; 0 marks an empty entry) and `base + 2k + 1` the value. Keeping unused
+    entries at (0, 0) makes equal buffers equal tuples."""
+
+    cpu: str  # process instance name
+    gid: int
+    base: int
+    capacity: int
+    locations: frozenset  # the global VarSyms this CPU stores plainly: the only ones buffered
+
+    @property
+    def name(self) -> str:
+        return f"sb({self.cpu})"
+
+    def entry(self, k: int) -> tuple[int, int]:
+        """The (address slot, value slot) of entry k."""
+        return self.base + 2 * k, self.base + 2 * k + 1
+
+
 @dataclass(frozen=True, slots=True)
 class StateLayout:
-    """Where every variable, program counter and task state lives in the state tuple."""
+    """Where every variable, program counter, task state and store buffer lives in the
+    state tuple."""
 
     slots: tuple[Slot, ...]
     var_base: dict  # (VarSym, instance or None) -> first slot
@@ -48,9 +78,13 @@ class StateLayout:
     task_slot: dict[int, int]  # gid -> slot, for processes that can sleep on a wait queue
     gid_base: dict[str, int]  # process name -> gid of instance 0
     instance_names: tuple[str, ...]  # by gid
+    buffers: tuple[StoreBuffer, ...] = ()  # tso only, by gid order
 
     def __len__(self) -> int:
         return len(self.slots)
+
+    def buffer_of(self, gid: int) -> StoreBuffer | None:
+        return next((b for b in self.buffers if b.gid == gid), None)
 
     def slot_of(self, sym: m.VarSym, instance: int | None) -> int:
         key = (sym, instance if sym.scope is m.Scope.LOCAL else None)
@@ -156,6 +190,7 @@ class Step:
     text: str  # the statement as written, for traces
     inline: str | None  # innermost inline procedure it was expanded from
     label: str | None
+    fence: bool = False  # tso: runs only with an empty store buffer (see `is_fence`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +204,7 @@ class ProcessIR:
     end_pcs: frozenset[int]
     label_pcs: dict[str, frozenset[int]]
     sleeps: bool  # calls prepare_to_wait / schedule
+    plain_stores: frozenset = frozenset()  # global VarSyms it writes with plain stores
 
     @property
     def instances(self) -> int:
@@ -238,7 +274,22 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
                                   None, None, p.instance_name(i)))
     if len(names) > 62:
         raise SpecError(model.processes[0].span, "more than 62 processes in one model")
-    return StateLayout(tuple(slots), var_base, pc_base, task_slot, gid_base, tuple(names))
+    buffers: list[StoreBuffer] = []
+    if model.memory == "tso":
+        addresses = m.IntT(0, len(slots))
+        for p in procs:
+            if not p.plain_stores:
+                continue  # a CPU that never stores plainly never has anything buffered
+            for i in range(p.instances):
+                cpu = p.instance_name(i)
+                b = StoreBuffer(cpu, gid_base[p.name] + i, len(slots), model.store_buffer, p.plain_stores)
+                for k in range(b.capacity):
+                    slots.append(Slot(f"{b.name}[{k}] address", SlotKind.BUFFER, addresses, b.name, 2 * k, cpu))
+                    slots.append(Slot(f"{b.name}[{k}] value", SlotKind.BUFFER, m.INT, b.name, 2 * k + 1, cpu))
+                buffers.append(b)
+        if len(names) + len(buffers) > 62:
+            raise SpecError(model.processes[0].span, "under tso a model has at most 62 processes and store buffers together")
+    return StateLayout(tuple(slots), var_base, pc_base, task_slot, gid_base, tuple(names), tuple(buffers))
 
 
 def _initial_states(model: m.Model, layout: StateLayout, procs) -> tuple[tuple[int, ...], ...]:
@@ -511,7 +562,7 @@ class _ProcessBuilder:
                 else:
                     body = tuple(d["body"]) + (OGoto(targets[0]),)
                 made[id(n)] = Step(next(uid), self.proc.name, d["kind"], d["guard"], body, d["span"],
-                                   d["text"], d["inline"], labels_of.get(id(n)))
+                                   d["text"], d["inline"], labels_of.get(id(n)), is_fence(d["kind"], body))
             return made[id(n)]
 
         steps_at: list[tuple[Step, ...]] = []
@@ -553,9 +604,10 @@ class _ProcessBuilder:
         # `proc@end`: the process is at a valid end (terminated, or at a label end...)
         label_pcs["end"] = set(end_pcs) | label_pcs.get("end", set())
         all_steps = tuple(sorted(made.values(), key=lambda s: s.uid))
+        stores = frozenset(sym for st in all_steps for sym in plain_stores(st))
         return ProcessIR(self.proc.name, self.proc.count, self.proc.unfair, tuple(names),
                          tuple(steps_at), all_steps, frozenset(end_pcs),
-                         {k: frozenset(v) for k, v in label_pcs.items()}, self.sleeps)
+                         {k: frozenset(v) for k, v in label_pcs.items()}, self.sleeps, stores)
 
     def closure(self, n: _Node, seen=None) -> list[_Node]:
         """The step nodes a process at choice node `n` may take first."""
@@ -577,6 +629,95 @@ class _ProcessBuilder:
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+# ---- memory accesses (what tso needs to know about a step) ----------------------
+
+
+def walk_ops(ops) -> Iterator[Op]:
+    for op in ops:
+        yield op
+        if isinstance(op, OIf):
+            yield from walk_ops(op.then)
+            yield from walk_ops(op.orelse)
+        elif isinstance(op, (OWhile, OInline)):
+            yield from walk_ops(op.body)
+
+
+def builtins_in(x: m.TExpr | None) -> Iterator[m.Builtin]:
+    """Every kernel primitive called inside an expression, innermost last."""
+    if x is None:
+        return
+    if isinstance(x, m.Builtin):
+        yield x
+        for a in x.args:
+            yield from builtins_in(a)
+    elif isinstance(x, m.Bin):
+        yield from builtins_in(x.left)
+        yield from builtins_in(x.right)
+    elif isinstance(x, m.Un):
+        yield from builtins_in(x.operand)
+    elif isinstance(x, m.Ite):
+        for sub in (x.cond, x.then, x.orelse):
+            yield from builtins_in(sub)
+    elif isinstance(x, (m.Elem, m.At, m.LocalOf)):
+        yield from builtins_in(x.index)
+    elif isinstance(x, m.Quant):
+        yield from builtins_in(x.body)
+
+
+def _exprs(op: Op) -> tuple:
+    if isinstance(op, OAssign):
+        return (op.target, op.value)
+    if isinstance(op, OEval):
+        return (op.call,)
+    if isinstance(op, (OIf, OWhile, OAssert)):
+        return (op.cond,)
+    return ()
+
+
+def _is_global(target: m.TExpr) -> bool:
+    return isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.GLOBAL
+
+
+def is_fence(kind: StepKind, body) -> bool:
+    """Whether x86 runs this step as a full fence: it contains smp_mb, a LOCK-prefixed
+    read-modify-write or a lock-taking primitive, or it is an `atomic` block that writes
+    shared memory (on x86 only a locked instruction makes a read-modify-write atomic)."""
+    from .resolve import BUILTINS, FENCE, LOCKED
+
+    if kind is StepKind.SCHEDULE:
+        return BUILTINS["schedule"].tso == LOCKED
+    for op in walk_ops(body):
+        if isinstance(op, OBarrier) and BUILTINS[op.name].tso == FENCE:
+            return True
+        for x in _exprs(op):
+            if any(BUILTINS[b.name].tso in (LOCKED, FENCE) for b in builtins_in(x)):
+                return True
+        if kind is StepKind.ATOMIC and _plain_store_target(op) is not None:
+            return True
+    return False
+
+
+def _plain_store_target(op: Op) -> m.VarSym | None:
+    from .resolve import BUILTINS, STORE
+
+    if isinstance(op, OAssign) and _is_global(op.target):
+        return op.target.sym
+    if isinstance(op, OEval) and BUILTINS[op.call.name].tso == STORE and _is_global(op.call.args[0]):
+        return op.call.args[0].sym
+    return None
+
+
+def plain_stores(step: Step) -> Iterator[m.VarSym]:
+    """The global variables a step writes with plain stores, which tso buffers: an
+    assignment or WRITE_ONCE-like primitive, outside a locked `atomic` block."""
+    if step.kind is StepKind.ATOMIC and step.fence:
+        return
+    for op in walk_ops(step.body):
+        sym = _plain_store_target(op)
+        if sym is not None:
+            yield sym
 
 
 def source_text(source: str, span: Span, limit: int = 200) -> str:

@@ -187,6 +187,16 @@ class At(TExpr):
 
 
 @dataclass(frozen=True, slots=True)
+class LocalOf(TExpr):
+    """A process-local variable of a named process (instance `index` of an array), read
+    by a property: `p0.r0`, `cpu[1].r`."""
+
+    sym: VarSym
+    process: str
+    index: TExpr | None
+
+
+@dataclass(frozen=True, slots=True)
 class Quant(TExpr):
     kind: str
     bound: Bound
@@ -328,6 +338,7 @@ class Process:
 
 class PropertyKind(enum.Enum):
     INVARIANT = "invariant"
+    FINAL = "final"  # an invariant of final states: every process at a valid end, buffers empty
     ASSERT = "assert"
     DEADLOCK = "deadlock"
     LIVENESS = "liveness"
@@ -338,7 +349,7 @@ class Property:
     name: str
     kind: PropertyKind
     span: Span
-    cond: TExpr | None = None  # invariant
+    cond: TExpr | None = None  # invariant, final
     trigger: TExpr | None = None  # liveness: always (trigger -> eventually goal)
     goal: TExpr | None = None
 
@@ -350,13 +361,14 @@ class Model:
     source: str
     variant: str  # "base" or a variant's name
     constants: dict[str, int | bool | str]
-    memory: str
+    memory: str  # "sc" | "tso"
     globals: tuple[VarSym, ...]
     processes: tuple[Process, ...]
     properties: tuple[Property, ...]
     expected_violations: frozenset[str]
     header: str = ""
     lemmas: tuple = field(default=())
+    store_buffer: int | None = None  # tso: the most stores a CPU's store buffer holds
 
     def property(self, name: str) -> Property:
         return next(p for p in self.properties if p.name == name)

@@ -122,7 +122,7 @@ class _Builder(Transformer):
         return ast.ModelDecl(self.sp(m), str(c[0]))
 
     def memory_decl(self, m, c):
-        return ast.MemoryDecl(self.sp(m), str(c[0]))
+        return ast.MemoryDecl(self.sp(m), str(c[0]), c[1] if len(c) > 1 else None)
 
     def const_decl(self, m, c):
         return ast.ConstDecl(self.sp(m), str(c[0]), c[1])
@@ -205,6 +205,9 @@ class _Builder(Transformer):
     def invariant_decl(self, m, c):
         return ast.InvariantDecl(self.ts(c[0]), str(c[0]), c[1])
 
+    def final_decl(self, m, c):
+        return ast.FinalDecl(self.ts(c[0]), str(c[0]), c[1])
+
     def property_decl(self, m, c):
         trigger, goal = c[1]
         return ast.PropertyDecl(self.ts(c[0]), str(c[0]), trigger, goal)
@@ -218,7 +221,8 @@ class _Builder(Transformer):
     def variant_decl(self, m, c):
         overrides = tuple(x for x in c[1:] if isinstance(x, ast.Override))
         expects = tuple(x for x in c[1:] if isinstance(x, ast.ExpectDecl))
-        return ast.VariantDecl(self.ts(c[0]), str(c[0]), overrides, expects)
+        memory = tuple(x for x in c[1:] if isinstance(x, ast.MemoryDecl))
+        return ast.VariantDecl(self.ts(c[0]), str(c[0]), overrides, expects, memory)
 
     def override(self, m, c):
         return ast.Override(self.ts(c[0]), str(c[0]), c[1])
@@ -303,6 +307,10 @@ class _Builder(Transformer):
     def at_label(self, m, c):
         name, idx = c[0]
         return ast.AtLabel(self.sp(m), str(name), self.ts(name), idx, str(c[1]), self.ts(c[1]))
+
+    def local_ref(self, m, c):
+        name, idx = c[0]
+        return ast.LocalRef(self.sp(m), str(name), self.ts(name), idx, str(c[1]), self.ts(c[1]))
 
     def proc_ref(self, m, c):
         return (c[0], c[1] if len(c) > 1 else None)

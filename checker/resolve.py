@@ -18,11 +18,24 @@ BASE = "base"
 DEADLOCK = "deadlock"
 ASSERTIONS = "assertions"
 MEMORY_MODELS = ("sc", "tso")
+# Stores a CPU's store buffer holds under tso unless `memory tso(N)` or --store-buffer
+# says otherwise. Two is what the classic litmus tests (n6) need.
+DEFAULT_STORE_BUFFER = 2
+MAX_STORE_BUFFER = 8
 
 
 # ---- the kernel primitives -----------------------------------------------------
 # Argument kinds: "lv" an assignable int/bool/enum location, "bits" an assignable
 # bit set, "nr" a bit number of that set, "val" any value, "wq" a wait queue.
+#
+# `tso` says what the primitive is on x86, which is what `memory tso` executes:
+#   ""        a plain load, or no memory access at all (smp_wmb, smp_rmb and
+#             smp_mb__before/after_atomic are compiler barriers only on x86)
+#   "store"   a plain store (mov): it goes into the CPU's store buffer
+#   "locked"  a LOCK-prefixed read-modify-write, or an operation that takes a lock:
+#             it drains the store buffer and acts on memory atomically (a full fence)
+#   "fence"   a full barrier (mfence or a locked no-op): it waits for an empty buffer
+LOCKED, STORE, FENCE = "locked", "store", "fence"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,47 +44,51 @@ class BuiltinSig:
     result: str  # "void" | "bool" | "int" | "lv" (the type of the first argument)
     effect: bool  # writes state
     kind: str = "op"  # "op" | "barrier" | "blocking"
+    tso: str = ""  # "" | STORE | LOCKED | FENCE, see above
 
 
 BUILTINS: dict[str, BuiltinSig] = {
     "atomic_read": BuiltinSig(("lv",), "lv", False),
-    "atomic_set": BuiltinSig(("lv", "val"), "void", True),
-    "atomic_inc": BuiltinSig(("lv",), "void", True),
-    "atomic_dec": BuiltinSig(("lv",), "void", True),
-    "atomic_add": BuiltinSig(("val", "lv"), "void", True),
-    "atomic_sub": BuiltinSig(("val", "lv"), "void", True),
-    "atomic_inc_return": BuiltinSig(("lv",), "int", True),
-    "atomic_dec_return": BuiltinSig(("lv",), "int", True),
-    "atomic_dec_and_test": BuiltinSig(("lv",), "bool", True),
-    "test_and_set_bit": BuiltinSig(("nr", "bits"), "bool", True),
-    "test_and_clear_bit": BuiltinSig(("nr", "bits"), "bool", True),
-    "set_bit": BuiltinSig(("nr", "bits"), "void", True),
-    "clear_bit": BuiltinSig(("nr", "bits"), "void", True),
+    "atomic_set": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
+    "atomic_inc": BuiltinSig(("lv",), "void", True, tso=LOCKED),
+    "atomic_dec": BuiltinSig(("lv",), "void", True, tso=LOCKED),
+    "atomic_add": BuiltinSig(("val", "lv"), "void", True, tso=LOCKED),
+    "atomic_sub": BuiltinSig(("val", "lv"), "void", True, tso=LOCKED),
+    "atomic_inc_return": BuiltinSig(("lv",), "int", True, tso=LOCKED),
+    "atomic_dec_return": BuiltinSig(("lv",), "int", True, tso=LOCKED),
+    "atomic_dec_and_test": BuiltinSig(("lv",), "bool", True, tso=LOCKED),
+    "test_and_set_bit": BuiltinSig(("nr", "bits"), "bool", True, tso=LOCKED),
+    "test_and_clear_bit": BuiltinSig(("nr", "bits"), "bool", True, tso=LOCKED),
+    "set_bit": BuiltinSig(("nr", "bits"), "void", True, tso=LOCKED),
+    "clear_bit": BuiltinSig(("nr", "bits"), "void", True, tso=LOCKED),
     "test_bit": BuiltinSig(("nr", "bits"), "bool", False),
     "bitmap_empty": BuiltinSig(("bits",), "bool", False),
-    "xchg": BuiltinSig(("lv", "val"), "lv", True),
-    "cmpxchg": BuiltinSig(("lv", "val", "val"), "lv", True),
+    "xchg": BuiltinSig(("lv", "val"), "lv", True, tso=LOCKED),
+    "cmpxchg": BuiltinSig(("lv", "val", "val"), "lv", True, tso=LOCKED),  # locked even when it fails
     "READ_ONCE": BuiltinSig(("lv",), "lv", False),
-    "WRITE_ONCE": BuiltinSig(("lv", "val"), "void", True),
+    "WRITE_ONCE": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
     "smp_load_acquire": BuiltinSig(("lv",), "lv", False),
-    "smp_store_release": BuiltinSig(("lv", "val"), "void", True),
-    "smp_store_mb": BuiltinSig(("lv", "val"), "void", True),
+    "smp_store_release": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
+    "smp_store_mb": BuiltinSig(("lv", "val"), "void", True, tso=LOCKED),  # xchg on x86
     "min": BuiltinSig(("val", "val"), "int", False),
     "max": BuiltinSig(("val", "val"), "int", False),
-    "smp_mb": BuiltinSig((), "void", False, "barrier"),
+    "smp_mb": BuiltinSig((), "void", False, "barrier", tso=FENCE),
     "smp_wmb": BuiltinSig((), "void", False, "barrier"),
     "smp_rmb": BuiltinSig((), "void", False, "barrier"),
     "smp_mb__before_atomic": BuiltinSig((), "void", False, "barrier"),
     "smp_mb__after_atomic": BuiltinSig((), "void", False, "barrier"),
-    "smp_mb__after_srcu_read_unlock": BuiltinSig((), "void", False, "barrier"),
+    # stands for the smp_mb() inside the srcu_read_unlock() it follows
+    "smp_mb__after_srcu_read_unlock": BuiltinSig((), "void", False, "barrier", tso=FENCE),
     "barrier": BuiltinSig((), "void", False, "barrier"),
-    "prepare_to_wait": BuiltinSig(("wq",), "void", True),
-    "finish_wait": BuiltinSig(("wq",), "void", True),
-    "schedule": BuiltinSig((), "void", True, "blocking"),
+    # the wait-queue operations take the queue lock (swait) or contain a full barrier
+    # (set_current_state, rcuwait_wake_up); schedule() takes the runqueue lock
+    "prepare_to_wait": BuiltinSig(("wq",), "void", True, tso=LOCKED),
+    "finish_wait": BuiltinSig(("wq",), "void", True, tso=LOCKED),
+    "schedule": BuiltinSig((), "void", True, "blocking", tso=LOCKED),
     "waitqueue_active": BuiltinSig(("wq",), "bool", False),
     "swait_active": BuiltinSig(("wq",), "bool", False),
-    "wake_up": BuiltinSig(("wq",), "void", True),
-    "swake_up_one": BuiltinSig(("wq",), "void", True),
+    "wake_up": BuiltinSig(("wq",), "void", True, tso=LOCKED),
+    "swake_up_one": BuiltinSig(("wq",), "void", True, tso=LOCKED),
 }
 # Kernel spellings of the same operations.
 ALIASES = {
@@ -130,8 +147,9 @@ def parse_define(text: str) -> tuple[str, str]:
 
 
 def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
-            memory: str | None = None) -> m.Model:
-    return _Resolver(spec, variant, defines or {}, memory).run()
+            memory: str | None = None, store_buffer: int | None = None) -> m.Model:
+    """`memory` and `store_buffer` come from the command line and override the spec."""
+    return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
 
 
 # ---- the resolver --------------------------------------------------------------
@@ -158,11 +176,12 @@ class _Ctx:
 
 class _Resolver:
     def __init__(self, spec: ast.Spec, variant: str, defines: dict[str, str],
-                 memory: str | None):
+                 memory: str | None, store_buffer: int | None = None):
         self.spec = spec
         self.variant = variant
         self.defines = defines
         self.memory_override = memory
+        self.store_buffer_override = store_buffer
         self.consts: dict[str, m.Const] = {}
         self.enums: dict[str, m.EnumT] = {}
         self.members: dict[str, tuple[m.EnumT, int]] = {}
@@ -172,6 +191,7 @@ class _Resolver:
         self.process_decls: dict[str, ast.ProcessDecl] = {}
         self.process_counts: dict[str, int | None] = {}
         self.process_labels: dict[str, set[str]] = {}
+        self.processes: dict[str, m.Process] = {}  # filled once every body is resolved
         self.assert_names: dict[str, Span] = {}
         self.uid = itertools.count()
 
@@ -186,7 +206,7 @@ class _Resolver:
         self._check_duplicates()
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
-        memory = self._memory()
+        memory, store_buffer = self._memory(variants.get(self.variant))
         for d in spec.of(ast.EnumDecl):
             t = m.EnumT(d.name, tuple(n for n, _ in d.members))
             self.enums[d.name] = t
@@ -217,7 +237,8 @@ class _Resolver:
             name=spec.name, file=spec.file, source=spec.source, variant=self.variant,
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
-            header=header_comment(spec.source), lemmas=tuple(spec.of(ast.LemmaDecl)))
+            header=header_comment(spec.source), lemmas=tuple(spec.of(ast.LemmaDecl)),
+            store_buffer=store_buffer)
 
     def _const_value(self, c: m.Const):
         if isinstance(c.type, m.BoolT):
@@ -226,20 +247,48 @@ class _Resolver:
             return c.type.members[c.value]
         return c.value
 
-    def _memory(self) -> str:
-        decls = self.spec.of(ast.MemoryDecl)
-        if len(decls) > 1:
-            raise SpecError(decls[1].span, "`memory` is declared twice")
+    def _memory(self, variant: ast.VariantDecl | None) -> tuple[str, int | None]:
+        """The memory model and, under tso, the store-buffer bound. The command line wins
+        over the variant's `memory` line, which wins over the model's."""
+        model_decls = self.spec.of(ast.MemoryDecl)
+        if len(model_decls) > 1:
+            raise SpecError(model_decls[1].span, "`memory` is declared twice")
+        decls = list(model_decls)
+        for v in self.spec.of(ast.VariantDecl):
+            if len(v.memory) > 1:
+                raise SpecError(v.memory[1].span, f"variant '{v.name}' declares `memory` twice")
+            decls += v.memory
         for d in decls:
-            if d.name not in MEMORY_MODELS:
-                raise SpecError(d.span, f"unknown memory model '{d.name}'",
-                                f"use one of: {', '.join(MEMORY_MODELS)}")
-        if self.memory_override:
-            if self.memory_override not in MEMORY_MODELS:
-                raise SpecError(NOWHERE, f"unknown memory model '{self.memory_override}'",
-                                f"use one of: {', '.join(MEMORY_MODELS)}")
-            return self.memory_override
-        return decls[0].name if decls else "sc"
+            self._check_memory_decl(d)
+        top = model_decls[0] if model_decls else None
+        own = variant.memory[0] if variant is not None and variant.memory else None
+        chosen = own or top
+        memory = self.memory_override or (chosen.name if chosen else "sc")
+        if self.memory_override and self.memory_override not in MEMORY_MODELS:
+            raise SpecError(NOWHERE, f"unknown memory model '{self.memory_override}'",
+                            f"use one of: {', '.join(MEMORY_MODELS)}")
+        if memory != "tso":
+            return memory, None
+        if self.store_buffer_override is not None:
+            bound = self.store_buffer_override
+            if not 1 <= bound <= MAX_STORE_BUFFER:
+                raise SpecError(NOWHERE, f"a store buffer holds 1 to {MAX_STORE_BUFFER} stores, not {bound}")
+            return memory, bound
+        for d in (own, top):  # the nearest `memory tso(N)` gives the bound
+            if d is not None and d.bound is not None:
+                return memory, self.const_int(d.bound, "a store buffer's size")
+        return memory, DEFAULT_STORE_BUFFER
+
+    def _check_memory_decl(self, d: ast.MemoryDecl):
+        if d.name not in MEMORY_MODELS:
+            raise SpecError(d.span, f"unknown memory model '{d.name}'",
+                            f"use one of: {', '.join(MEMORY_MODELS)}")
+        if d.bound is not None:
+            if d.name != "tso":
+                raise SpecError(d.bound.span, f"only tso has store buffers; `memory {d.name}` takes no size")
+            n = self.const_int(d.bound, "a store buffer's size")
+            if not 1 <= n <= MAX_STORE_BUFFER:
+                raise SpecError(d.bound.span, f"a store buffer holds 1 to {MAX_STORE_BUFFER} stores, not {n}")
 
     def _check_duplicates(self):
         seen: dict[str, tuple[str, Span]] = {}
@@ -270,7 +319,7 @@ class _Resolver:
                 add(d.name, "inline procedure", d.span)
             elif isinstance(d, ast.FnDecl):
                 add(d.name, "function", d.span)
-            elif isinstance(d, (ast.InvariantDecl, ast.PropertyDecl)):
+            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl)):
                 if d.name in props or d.name in (DEADLOCK, ASSERTIONS):
                     raise SpecError(d.span, f"duplicate property name '{d.name}'",
                                     "deadlock and assertions are built-in property names"
@@ -740,6 +789,8 @@ class _Resolver:
             return self._call(e, ctx)
         if isinstance(e, ast.AtLabel):
             return self._at(e, ctx)
+        if isinstance(e, ast.LocalRef):
+            return self._local_ref(e, ctx)
         if isinstance(e, ast.Quantifier):
             return self._quant(e, ctx)
         if isinstance(e, (ast.ListInit, ast.AnyInit)):
@@ -997,6 +1048,42 @@ class _Resolver:
                             (f"its labels: {', '.join(sorted(labels))}" if labels else "it has no labels"))
         return m.At(e.span, m.BOOL, e.process, idx, e.label)
 
+    def _local_ref(self, e: ast.LocalRef, ctx: _Ctx) -> m.TExpr:
+        """`p.r`: another process's register, visible to properties only (a process reads
+        its own locals by name and cannot see another's)."""
+        if e.process not in self.process_decls:
+            raise SpecError(e.process_span, f"unknown process '{e.process}'",
+                            did_you_mean(e.process, self.process_decls))
+        if ctx.process is not None:
+            raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
+                            "processes share only global variables; properties may read locals as proc.name")
+        count = self.process_counts[e.process]
+        idx = None
+        if count is not None:
+            if e.index is None:
+                raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
+                                f"name one: {e.process}[i].{e.name}")
+            idx = self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False}))
+            if not m.is_intlike(idx.type):
+                raise SpecError(e.index.span, "a process index must be an integer")
+            if isinstance(idx, m.Const) and not 0 <= idx.value < count:
+                raise SpecError(e.index.span, f"process index {idx.value} is outside 0..{count - 1}")
+        elif e.index is not None:
+            raise SpecError(e.index.span, f"'{e.process}' is a single process, not an array")
+        proc = self.processes.get(e.process)
+        if proc is None:
+            raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties")
+        sym = next((v for v in proc.locals if v.name == e.name), None)
+        if sym is None:
+            names = [v.name for v in proc.locals]
+            raise SpecError(e.name_span, f"process '{e.process}' has no local variable '{e.name}'",
+                            did_you_mean(e.name, names) or
+                            (f"its locals: {', '.join(names)}" if names else "it declares no locals"))
+        if isinstance(sym.type, m.ArrayT):
+            raise SpecError(e.name_span, f"'{e.process}.{e.name}' is an array; properties read scalar locals",
+                            "copy the element you need into a scalar local")
+        return m.LocalOf(e.span, sym.type, sym, e.process, idx)
+
     def _quant(self, e: ast.Quantifier, ctx: _Ctx) -> m.TExpr:
         lo = self.const_int(e.lo, "a quantifier bound")
         hi = self.const_int(e.hi, "a quantifier bound")
@@ -1030,6 +1117,10 @@ class _Resolver:
             if isinstance(d, ast.InvariantDecl):
                 props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
                                         cond=self.cond(d.cond, _Ctx(what=f"invariant '{d.name}'"), "an invariant")))
+            elif isinstance(d, ast.FinalDecl):
+                props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
+                                        cond=self.cond(d.cond, _Ctx(what=f"final condition '{d.name}'"),
+                                                       "a final condition")))
             elif isinstance(d, ast.PropertyDecl):
                 ctx = _Ctx(what=f"property '{d.name}'")
                 trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None

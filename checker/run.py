@@ -27,6 +27,7 @@ class Options:
     use_expectations: bool = True
     limits: Limits = Limits()
     memory: str | None = None
+    store_buffer: int | None = None  # tso: overrides `memory tso(N)`
     progress: bool | None = None
     command: str = ""
 
@@ -67,7 +68,7 @@ def selected_variants(spec: Spec, wanted: tuple[str, ...]) -> list[str]:
 
 def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     """Resolve, lower and compile one variant (every error is a SpecError)."""
-    model = resolve(spec, variant, opts.defines, opts.memory)
+    model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
     return compile_program(ir.build(model))
 
 
@@ -109,10 +110,12 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
             note = f"search cut short ({stats.limit})"
         else:
             verdict = Verdict.HOLDS
+            if prop.kind is m.PropertyKind.FINAL and stats.final_states == 0:
+                note = "no final state is reachable: the condition holds vacuously"
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error)
+                         exploration.model_error, model.store_buffer)
 
 
 def check_spec(spec: Spec, opts: Options) -> RunResult:

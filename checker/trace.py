@@ -15,11 +15,19 @@ from . import model as m
 from .errors import Span
 from .ir import SlotKind, StateLayout, TASK_STATES
 
-Value = object  # bool | int | str | tuple (an array) | Members (a bit set / wait queue)
+Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
+
+MEMORY = "memory"  # the process an Action names when a store-buffer flush makes a store visible
 
 
 class Members(tuple):
     """The members of a bit set or a wait queue, in order; a set, unlike an array's tuple."""
+
+    __slots__ = ()
+
+
+class Buffered(tuple):
+    """A CPU's store buffer (tso): (location, value) pairs, oldest first."""
 
     __slots__ = ()
 
@@ -97,6 +105,8 @@ class Stats:
     limit: str | None = None  # why not complete: "max-states", "max-depth", "interrupted", ...
     engine: str = "explicit"
     bytes_per_state: float | None = None
+    final_states: int | None = None  # with `final` conditions: states where every process ended
+    buffer_full_states: int = 0  # tso: states in which a store waited for a full store buffer
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,7 @@ class VariantResult:
     memory: str = "sc"
     fairness: tuple[str, ...] = ()
     model_error: Counterexample | None = None
+    store_buffer: int | None = None  # tso: the most stores a store buffer held
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +171,7 @@ class StateDecoder:
         for i, sl in enumerate(layout.slots):
             if sl.kind is SlotKind.PC:
                 continue
-            key = sl.var if sl.kind is SlotKind.VAR else sl.name
+            key = sl.var if sl.kind in (SlotKind.VAR, SlotKind.BUFFER) else sl.name
             if key not in groups:
                 groups[key] = []
                 order.append(key)
@@ -185,11 +196,22 @@ class StateDecoder:
                          if raw >> g & 1)
         return int(raw)
 
+    def buffered(self, slots: tuple[int, ...], state: tuple[int, ...]) -> Buffered:
+        entries = []
+        for a in slots[::2]:
+            address = state[a]
+            if address == 0:
+                break
+            entries.append((self.layout.slots[address - 1].name, self.value(address - 1, state[a + 1])))
+        return Buffered(entries)
+
     def decode(self, state: tuple[int, ...]) -> TraceState:
         values = []
         for name, slots in self.groups:
             sl = self.layout.slots[slots[0]]
-            if sl.element is None:
+            if sl.kind is SlotKind.BUFFER:
+                values.append((name, self.buffered(slots, state)))
+            elif sl.element is None:
                 values.append((name, self.value(slots[0], state[slots[0]])))
             else:
                 values.append((name, tuple(self.value(i, state[i]) for i in slots)))
@@ -211,6 +233,8 @@ def show_value(v: Value) -> str:
         return "true" if v else "false"
     if isinstance(v, Members):
         return "{" + ", ".join(show_value(x) for x in v) + "}"
+    if isinstance(v, Buffered):
+        return "[" + ", ".join(f"{loc}={show_value(x)}" for loc, x in v) + "]"
     if isinstance(v, tuple):
         return "[" + ", ".join(show_value(x) for x in v) + "]"
     return str(v)

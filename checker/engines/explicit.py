@@ -8,6 +8,10 @@ pass; each property keeps the first (hence shortest) counterexample found for it
 On request (`graph=True`) the search also keeps every transition with the process
 instance that took it, and which instances could move in each state: the liveness
 engine (engines/liveness.py) works on that graph instead of searching a second time.
+
+Under tso, store-buffer flushes are steps like any other: their table is indexed by the
+buffer's oldest address slot instead of a pc. `final` conditions are checked in final
+states (every process at a valid end, every buffer empty), which are also counted.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from array import array
 from dataclasses import dataclass, field
 
 from .. import model as m
-from ..compile import AssertionViolation, CompiledModel, CompiledStep, ModelError
+from ..compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ..progress import Progress
-from ..trace import Action, Counterexample, StateDecoder, Stats, Trace, changes
+from ..trace import MEMORY, Action, Counterexample, StateDecoder, Stats, Trace, changes, show_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,9 @@ class TraceBuilder:
         self.decoder = decoder_for(cm)
         self.by_gid = {inst.gid: inst for inst in cm.instances}
 
-    def action(self, step: CompiledStep, before, after, kind: str = "step") -> Action:
+    def action(self, step: CompiledStep | CompiledFlush, before, after, kind: str = "step") -> Action:
+        if isinstance(step, CompiledFlush):
+            return self.flush_action(step, before, after)
         inst = self.by_gid[step.gid]
         pcs = inst.process.pc_names
         b = self.decoder.decode(before)
@@ -83,6 +89,14 @@ class TraceBuilder:
         ch = changes(b, self.decoder.decode(after)) if after is not None else ()
         return Action(inst.name, step.step.span, step.step.text, pcs[before[inst.pc_slot]], pc_to,
                       ch, kind, step.step.inline)
+
+    def flush_action(self, flush: CompiledFlush, before, after) -> Action:
+        """A flush is shown as the `memory` moving: which CPU's store became visible."""
+        b = self.decoder.decode(before)
+        location, value = b.get(flush.buffer.name)[0]
+        ch = changes(b, self.decoder.decode(after))
+        text = f"flush {flush.buffer.cpu}: {location} = {show_value(value)}"
+        return Action(MEMORY, None, text, "", "", ch, "flush", None)
 
     def trace(self, states: list[tuple], steps: list[CompiledStep], loop_start: int | None = None,
               failure: tuple[CompiledStep, tuple] | None = None) -> Trace:
@@ -119,10 +133,17 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
     end_sets = [(inst.pc_slot, inst.end_pcs) for inst in instances]
     tables = [(inst.pc_slot, inst.steps_at) for inst in instances]
     # the graph, when kept: edges grouped by source state, in the order states are expanded
-    all_steps = tuple({id(cs): cs for inst in instances for at in inst.steps_at for cs in at}.values())
+    # a flush is its own actor for fairness: its gid follows the instances' (CompiledFlush)
+    all_steps = tuple({id(cs): cs for inst in instances for at in inst.steps_at for cs in at}.values()) \
+        + tuple(cm.flushes)
     step_no = {id(cs): k for k, cs in enumerate(all_steps)}
     first, dst, step, enabled = array("l", [0]), array("l"), array("l"), array("q")
     n_initial = len(states)
+    tables += [(f.slot, f.steps_at) for f in cm.flushes]
+    final_state = cm.final_state
+    finals = list(cm.finals)
+    final_count = 0
+    buffer_full = 0  # states in which a store waited for a full store buffer
     i = 0
     try:
         while i < len(states):
@@ -140,9 +161,22 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
                     found[inv.property.name] = (i, None, m.PropertyKind.INVARIANT.value,
                                                 f"invariant {inv.property.name} is violated")
                     active.remove(inv)
+            if final_state is not None and final_state(s):
+                final_count += 1
+                for fin in list(finals):
+                    try:
+                        ok = fin.fn(s)
+                    except ModelError as e:
+                        model_error = (i, None, f"evaluating final condition {fin.property.name}: {e}")
+                        raise _Stop from None
+                    if not ok:
+                        found[fin.property.name] = (i, None, m.PropertyKind.FINAL.value,
+                                                    f"final condition {fin.property.name} is violated in a final state")
+                        finals.remove(fin)
             at_limit = limits.max_depth is not None and d >= limits.max_depth
             moved = False
             can_move = 0
+            full = False
             for pc_slot, steps_at in tables:
                 for cs in steps_at[s[pc_slot]]:
                     try:
@@ -153,6 +187,9 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
                         if a.property not in found:
                             found[a.property] = (i, cs, m.PropertyKind.ASSERT.value,
                                                  f"assertion {a.property} failed")
+                        continue
+                    except StoreBufferFull:
+                        full = True  # disabled until a flush makes room
                         continue
                     except ModelError as e:
                         model_error = (i, cs, str(e))
@@ -176,6 +213,8 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
                     if graph:
                         dst.append(j)
                         step.append(step_no[id(cs)])
+            if full:
+                buffer_full += 1
             if not moved and deadlock_wanted and "deadlock" not in found:
                 if not all(s[slot] in ends for slot, ends in end_sets):
                     found["deadlock"] = (i, None, m.PropertyKind.DEADLOCK.value, _stuck_message(cm, s))
@@ -206,7 +245,9 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
             k = parent[k]
         return ss[::-1], st[::-1]
 
-    result = Exploration(Stats(len(states), transitions, max_depth_seen, seconds, limit is None, limit))
+    result = Exploration(Stats(len(states), transitions, max_depth_seen, seconds, limit is None, limit,
+                               final_states=final_count if final_state is not None else None,
+                               buffer_full_states=buffer_full))
     if graph:
         # a search stopped inside state i (model error, interrupt) left it half expanded
         expanded = len(enabled)

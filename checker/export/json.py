@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..trace import Action, Counterexample, Members, RunResult, Trace, TraceState, Value
+from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
 
 SCHEMA_VERSION = 1
 
@@ -12,6 +12,8 @@ SCHEMA_VERSION = 1
 def value(v: Value):
     if isinstance(v, Members):
         return {"set": [value(x) for x in v]}
+    if isinstance(v, Buffered):  # a tso store buffer, oldest store first
+        return {"buffer": [{"location": loc, "value": value(x)} for loc, x in v]}
     if isinstance(v, tuple):
         return [value(x) for x in v]
     return v
@@ -63,6 +65,7 @@ def to_dict(result: RunResult) -> dict:
                 "name": v.variant,
                 "constants": {k: c for k, c in v.constants},
                 "memory_model": v.memory,
+                "store_buffer": v.store_buffer,
                 "fairness": list(v.fairness),
                 "stats": {
                     "engine": v.stats.engine,
@@ -72,6 +75,8 @@ def to_dict(result: RunResult) -> dict:
                     "seconds": round(v.stats.seconds, 3),
                     "complete": v.stats.complete,
                     "limit": v.stats.limit,
+                    "final_states": v.stats.final_states,
+                    "buffer_full_states": v.stats.buffer_full_states,
                 },
                 "outcomes": [
                     {

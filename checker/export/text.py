@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import textwrap
 
-from ..trace import Counterexample, RunResult, Trace, Verdict, VariantResult, show_value
+from ..trace import MEMORY, Buffered, Counterexample, RunResult, Trace, Verdict, VariantResult, show_value
+
+MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
 
 def verdict_word(o) -> str:
     return o.verdict.value
 
 
+def _mixed_memory(result: RunResult) -> bool:
+    return len({v.memory for v in result.variants}) > 1
+
+
 def summary_table(result: RunResult) -> str:
+    mixed = _mixed_memory(result)
     rows = [("variant", "property", "verdict", "expected", "", "states", "depth", "time")]
     for v in result.variants:
         first = True
@@ -35,8 +42,12 @@ def summary_table(result: RunResult) -> str:
         if v.model_error is not None:
             rows.append((v.variant if first else "", "(model error)", "error", "-", "UNEXPECTED",
                          f"{v.stats.states:,}" if first else "", "", ""))
+    if mixed:  # say which memory model each variant ran under
+        memory = ["memory"] + [v.memory if k == 0 else "" for v in result.variants
+                               for k in range(len(v.outcomes) + (v.model_error is not None))]
+        rows = [r[:1] + (mem,) + r[1:] for r, mem in zip(rows, memory)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = {5, 6, 7}
+    right = {6, 7, 8} if mixed else {5, 6, 7}
     lines = []
     for k, r in enumerate(rows):
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
@@ -47,15 +58,49 @@ def summary_table(result: RunResult) -> str:
 
 
 def header(result: RunResult) -> str:
-    v0 = result.variants[0] if result.variants else None
-    mem = {"sc": "sequential consistency", "tso": "x86-TSO"}.get(v0.memory, v0.memory) if v0 else "?"
     n = len(result.variants)
+    if _mixed_memory(result):
+        mem = "memory model per variant (see the table)"
+    elif result.variants:
+        v0 = result.variants[0]
+        mem = "memory model " + MEMORY_NAMES.get(v0.memory, v0.memory)
+        bounds = sorted({v.store_buffer for v in result.variants if v.store_buffer})
+        if bounds:
+            mem += f" (store buffers of at most {'/'.join(map(str, bounds))} stores)"
+    else:
+        mem = "memory model ?"
     return (f"{result.model} ({result.file}): {n} variant{'s' if n != 1 else ''}, "
-            f"explicit-state breadth-first search, memory model {mem}")
+            f"explicit-state breadth-first search, {mem}")
+
+
+def store_buffer_notes(result: RunResult) -> list[str]:
+    """What a tso verdict rests on: the store-buffer bound, and whether it ever bit."""
+    lines = []
+    tso = [v for v in result.variants if v.memory == "tso" and v.stats.complete]
+    free = [v.variant for v in tso if v.stats.buffer_full_states == 0]
+    if free:
+        bound = max(v.store_buffer or 0 for v in tso if v.variant in free)
+        lines.append(f"x86-TSO: no store ever found its store buffer full (at most {bound} stores) in "
+                     + ", ".join(free) + ": those verdicts hold for store buffers of any size")
+    for v in tso:
+        if v.stats.buffer_full_states:
+            lines.append(f"x86-TSO: in {v.variant} a store waited for a full store buffer in "
+                         f"{v.stats.buffer_full_states:,} states: what holds there holds for store buffers of "
+                         f"at most {v.store_buffer} stores (a violation stands for any size; raise the bound "
+                         "with --store-buffer N or `memory tso(N)`)")
+    return lines
+
+
+def final_state_notes(result: RunResult) -> list[str]:
+    counted = [v for v in result.variants if v.stats.final_states is not None]
+    if not counted:
+        return []
+    return ["distinct final states (every process at a valid end, store buffers empty): "
+            + ", ".join(f"{v.variant} {v.stats.final_states:,}" for v in counted)]
 
 
 def footer(result: RunResult) -> str:
-    lines = []
+    lines = final_state_notes(result) + store_buffer_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
@@ -112,7 +157,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
 def _action_line(i: int, numw: int, a, width: int) -> str:
     where = f"{a.span.file}:{a.span.line}" if a.span else ""
     ctx = f" [{a.inline}]" if a.inline else ""
-    head = f"  {str(i).rjust(numw)}. {a.process:<10} {where}{ctx}  "
+    head = f"  {str(i).rjust(numw)}. {a.process:<10} " + (f"{where}{ctx}  " if where or ctx else "")
     room = max(20, width - len(head))
     text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."
     return head + text
@@ -134,10 +179,17 @@ def _wrap_assignments(pairs, width: int) -> list[str]:
 
 def race_diagram(t: Trace, width: int = 100) -> str:
     """One column per process, time going down; each step shows the statement and,
-    below it, what it changed. Stores made visible by a TSO flush sit in `memory`."""
+    below it, what it changed. Under tso a plain store shows as buffered in its CPU's
+    column, and the flush that makes it visible sits in the `memory` column, so the
+    delay between the two is on the page."""
     procs: list[str] = [p for p, _ in t.states[0].pcs]
-    if any(a.process not in procs for a in t.actions):
-        procs += sorted({a.process for a in t.actions if a.process not in procs})
+    if any(a.process not in procs and a.kind != "flush" for a in t.actions):
+        procs += sorted({a.process for a in t.actions if a.process not in procs and a.kind != "flush"})
+    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
+    memory_col = None
+    if pending or any(a.kind == "flush" for a in t.actions):
+        memory_col = len(procs)
+        procs = procs + [MEMORY]
     numw = len(str(max(t.length + (1 if t.failure else 0), 1))) + 1
     ncol = max(1, len(procs))
     colw = max(16, (width - numw - 3 * (ncol - 1)) // ncol)
@@ -157,9 +209,9 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     for i, a in enumerate(t.actions):
         if t.loop_start is not None and i == t.loop_start:
             lines.append(" " * numw + " " + f"~~~ loop: the steps below repeat forever ~~~".center(colw * ncol))
-        col = procs.index(a.process)
+        col = memory_col if a.kind == "flush" else procs.index(a.process)
         body = textwrap.wrap(a.text, colw) or [""]
-        effects = ", ".join(f"{k}={show_value(v)}" for k, v in a.changes)
+        effects = "" if a.kind == "flush" else ", ".join(_effect(k, v) for k, v in a.changes)
         if effects:
             body += textwrap.wrap(f"  -> {effects}", colw, subsequent_indent="     ")
         lines += row(f"{i + 1}", col, body)
@@ -170,7 +222,23 @@ def race_diagram(t: Trace, width: int = 100) -> str:
         lines += row(f"{t.length + 1}", col, body)
     if t.loop_start is not None:
         lines.append(" " * numw + " " + f"~~~ back to step {t.loop_start + 1} ~~~".center(colw * ncol))
+    if pending and t.loop_start is None:
+        body = ["still buffered, not yet visible:"]
+        for k, v in pending:
+            cpu = k[3:-1] if k.startswith("sb(") and k.endswith(")") else k
+            for loc, x in v:
+                body += textwrap.wrap(f"{cpu}: {loc} = {show_value(x)}", colw, initial_indent="  ",
+                                      subsequent_indent="    ")
+        lines += row("", memory_col, body)
     return "\n".join(lines)
+
+
+def _effect(name: str, value) -> str:
+    """A change as the race diagram shows it; a store that went into a store buffer
+    reads `x=1 (buffered)` rather than as the whole buffer."""
+    if isinstance(value, Buffered):
+        return f"{value[-1][0]}={show_value(value[-1][1])} (buffered)" if value else f"{name} empty"
+    return f"{name}={show_value(value)}"
 
 
 def format_run(result: RunResult, show_traces: bool = True, width: int = 100) -> str:
