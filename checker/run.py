@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from . import ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
-from .engines.explicit import Limits, explore
+from .engines.explicit import Limits, explore, state_space
 from .errors import SpecError
 from .parse import parse
 from .progress import Progress
@@ -30,6 +30,7 @@ class Options:
     store_buffer: int | None = None  # tso: overrides `memory tso(N)`
     progress: bool | None = None
     command: str = ""
+    graph_limit: int | None = None  # hand exporters the state graph of variants with at most this many states
 
 
 def load(path: str) -> Spec:
@@ -88,8 +89,11 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
     model = cm.program.model
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
-    exploration = explore(cm, opts.limits, progress)
+    exploration = explore(cm, opts.limits, progress, graph=opts.graph_limit is not None)
     stats = exploration.stats
+    space = None
+    if exploration.graph is not None and len(exploration.graph.states) <= opts.graph_limit:
+        space = state_space(cm, exploration.graph, stats.complete)
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -115,7 +119,7 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error, model.store_buffer)
+                         exploration.model_error, model.store_buffer, space)
 
 
 def check_spec(spec: Spec, opts: Options) -> RunResult:

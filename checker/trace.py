@@ -96,6 +96,22 @@ class Counterexample:
 
 
 @dataclass(frozen=True, slots=True)
+class StateSpace:
+    """The reachable state graph, decoded for exporters (`--dot-graph` draws it): the
+    engine keeps the graph when asked (engines/explicit.py, graph=True) and run.py
+    decodes it for models under the size limit, so nothing searches twice.
+
+    `edges` are (source index, target index, the step taken); `complete` is False when
+    the search was cut short, so some states' successors are missing.
+    """
+
+    states: tuple[TraceState, ...]
+    initial: tuple[int, ...]
+    edges: tuple[tuple[int, int, Action], ...]
+    complete: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     states: int = 0
     transitions: int = 0
@@ -138,6 +154,7 @@ class VariantResult:
     fairness: tuple[str, ...] = ()
     model_error: Counterexample | None = None
     store_buffer: int | None = None  # tso: the most stores a store buffer held
+    graph: StateSpace | None = None  # only when asked for and under the size limit
 
 
 @dataclass(frozen=True, slots=True)

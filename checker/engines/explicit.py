@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from .. import model as m
 from ..compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ..progress import Progress
-from ..trace import MEMORY, Action, Counterexample, StateDecoder, Stats, Trace, changes, show_value
+from ..trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
+                     show_value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,16 @@ class TraceBuilder:
         actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
         fail = self.action(failure[0], failure[1], None, "failed") if failure else None
         return Trace(decoded, actions, loop_start, fail)
+
+
+def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> StateSpace:
+    """The kept graph decoded for exporters (DOT's whole-graph drawing): every state and
+    every transition with the step that took it. `complete`: the search was not cut short."""
+    builder = TraceBuilder(cm)
+    edges = tuple((i, j, builder.action(cs, graph.states[i], graph.states[j]))
+                  for i in range(graph.expanded) for j, cs in graph.edges(i))
+    return StateSpace(tuple(builder.decoder.decode(st) for st in graph.states), tuple(range(graph.initial)),
+                      edges, complete and graph.expanded == len(graph.states))
 
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
