@@ -6,6 +6,14 @@ Exit codes (as SPIN/TLC users expect, and scripts can test):
      model error was found during the search
   2  bad input: syntax, types, unknown names, bad -D, unknown variant, missing file
   3  cut short by a limit or an interrupt, with no unexpected outcome found
+
+With --replay TRACE (re-run a saved counterexample against the model, default the base
+variant, so a reviewer can check that a new patch version closes the race):
+  0  the trace no longer applies (it diverges, or no longer ends in the violation), or
+     it reproduces a violation the variant expects
+  1  the violation still reproduces and the variant does not expect it: the race is there
+  2  bad input: the trace file is unreadable or ambiguous (see --replay-pick), bad spec
+  3  inconclusive: too many model states match the trace to follow them all
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ import sys
 from . import __version__
 from .engines.explicit import Limits
 from .errors import SpecError
-from .run import Options, check_spec, compile_variant, load, selected_variants
-from .trace import RunResult, Verdict
+from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, write_outputs
+from .run import Options, check_spec, compile_variant, load, replay_trace, selected_variants
+from .trace import ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -46,7 +55,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the `memory` declarations of the model and its variants")
     p.add_argument("--store-buffer", type=_whole_number(1), metavar="N",
                    help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`)")
-    p.add_argument("--json", metavar="OUT", help="write results and traces as JSON (spec/trace-schema.json)")
+    out = p.add_argument_group("output files (byte-for-byte reproducible unless --with-timing)")
+    out.add_argument("--json", metavar="OUT", help="the whole run as JSON, schema spec/trace-schema.json ('-': stdout)")
+    out.add_argument("--itf", metavar="DIR",
+                     help="each counterexample as ITF (Apalache ADR-015): DIR/<model>.<variant>.<property>.itf.json")
+    out.add_argument("--mermaid", metavar="DIR", help="each counterexample as a Mermaid sequence diagram (.mmd)")
+    out.add_argument("--dot", metavar="DIR", help="each counterexample as a Graphviz DOT graph (.dot)")
+    out.add_argument("--dot-graph", action="store_true",
+                     help="with --dot: also the whole state graph of each variant (<model>.<variant>.state-graph.dot)")
+    out.add_argument("--graph-max-states", type=_whole_number(1), metavar="N", default=DEFAULT_GRAPH_LIMIT,
+                     help=f"--dot-graph draws variants with at most N states (default {DEFAULT_GRAPH_LIMIT})")
+    out.add_argument("--svg", action="store_true", help="with --dot: render every .dot file to .svg with Graphviz")
+    out.add_argument("--report", metavar="OUT.md", help="a Markdown review report for a pull request or review")
+    out.add_argument("--sarif", metavar="OUT.sarif", help="SARIF 2.1.0: one result per unexpected outcome")
+    out.add_argument("--junit", metavar="OUT.xml", help="JUnit XML: one test case per variant and property")
+    out.add_argument("--with-timing", action="store_true", help="put wall-clock times into the files")
+    rep = p.add_argument_group("replay")
+    rep.add_argument("--replay", metavar="TRACE",
+                     help="re-run a saved counterexample (a --json file or an .itf.json) against the model "
+                          "(the base variant unless --variant) and say where it diverges or that it reproduces")
+    rep.add_argument("--replay-pick", metavar="VARIANT/PROPERTY",
+                     help="which counterexample of a --json file with several to replay")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--progress", action="store_true", default=None,
@@ -82,9 +111,32 @@ def exit_code(result: RunResult) -> int:
     return EXIT_OK
 
 
+def replay_exit_code(results: list[ReplayResult]) -> int:
+    if any(r.reproduced and not r.expected_violation for r in results):
+        return EXIT_VIOLATION
+    if any(r.inconclusive for r in results):
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _outputs(args, parser) -> OutputRequest:
+    req = OutputRequest(json=args.json, itf=args.itf, mermaid=args.mermaid, dot=args.dot, dot_graph=args.dot_graph,
+                        svg=args.svg, report=args.report, sarif=args.sarif, junit=args.junit,
+                        timing=args.with_timing)
+    if (args.dot_graph or args.svg) and not args.dot:
+        parser.error("--dot-graph and --svg need --dot DIR (where the .dot files go)")
+    if args.replay and req.any:
+        parser.error("--replay re-runs one saved trace; it writes no output files")
+    if args.replay_pick and not args.replay:
+        parser.error("--replay-pick needs --replay TRACE")
+    return req
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    req = _outputs(args, parser)
     source = None
     try:
         from .resolve import parse_define
@@ -95,15 +147,22 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
                        memory=args.memory_model, store_buffer=args.store_buffer, progress=args.progress,
-                       command="check " + " ".join(shlex.quote(a) for a in argv))
+                       command="check " + " ".join(shlex.quote(a) for a in argv),
+                       graph_limit=args.graph_max_states if args.dot_graph else None)
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
                 print(compile_variant(spec, v, opts).source)
             return EXIT_OK
+        if args.replay:
+            from .export.text import format_replay
+
+            results = replay_trace(spec, args.replay, args.replay_pick, opts)
+            print("\n\n".join(format_replay(r, spec.file) for r in results))
+            return replay_exit_code(results)
         result = check_spec(spec, opts)
     except SpecError as e:
-        if source is None and e.span.line:
-            source = _read_quietly(e.span.file)
+        if e.span.line and (source is None or e.span.file != args.file):
+            source = _read_quietly(e.span.file)  # the error is in another file than the spec
         sys.stderr.write(e.render(source) + "\n")
         return EXIT_INPUT
     except KeyboardInterrupt:
@@ -119,14 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `check ... | head`: the reader left; that is not an error
         _silence_stdout()
         return exit_code(result)
-    if args.json:
-        from .export.json import write_json
-
-        try:
-            write_json(result, args.json)
-        except OSError as e:
-            sys.stderr.write(f"check: error: cannot write {args.json}: {e.strerror}\n")
-            return EXIT_INPUT
+    try:
+        written, warnings = write_outputs(result, req)
+    except OSError as e:
+        sys.stderr.write(f"check: error: cannot write {e.filename or 'an output file'}: {e.strerror}\n")
+        return EXIT_INPUT
+    for w in warnings:
+        sys.stderr.write(f"check: warning: {w}\n")
+    if written:
+        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
+                         + ", ".join(written) + "\n")
     if any(v.stats.limit == "interrupted" for v in result.variants):
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE

@@ -17,7 +17,7 @@ from .errors import SpecError
 from .parse import parse
 from .progress import Progress
 from .resolve import BASE, resolve, variant_names
-from .trace import PropertyOutcome, RunResult, VariantResult, Verdict
+from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, VariantResult, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,4 +134,60 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
                      opts.use_expectations)
 
 
-__all__ = ["Options", "load", "check_spec", "check_variant", "compile_variant", "BASE"]
+# ---- replaying a saved trace ---------------------------------------------------
+
+
+def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]:
+    """(recorded variant, counterexample) from a `--json` result file or an `--itf` trace.
+    A result file with several counterexamples needs `pick`: `VARIANT/PROPERTY` or
+    `PROPERTY`."""
+    import json
+
+    from .export.itf import TraceFormatError, read_itf
+    from .export.json import read_json
+
+    where = _nowhere(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise SpecError(where, f"no such trace file: {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(where, f"cannot read {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise SpecError(where, f"{path} is not JSON: {e}") from None
+    try:
+        if isinstance(doc, dict) and doc.get("schema") == "timerace-result":
+            found = read_json(doc)
+        elif isinstance(doc, dict) and "states" in doc and "vars" in doc:
+            found = [read_itf(doc)]
+        else:
+            raise SpecError(where, f"{path} is neither a `check --json` result nor an ITF trace")
+    except (TraceFormatError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise SpecError(where, f"{path} is not a trace this checker can read: {e}") from None
+    names = [f"{v}/{cx.property}" for v, cx in found]
+    if pick:
+        found = [(v, cx) for v, cx in found if pick in (f"{v}/{cx.property}", cx.property)]
+    if len(found) != 1:
+        what = "no counterexample" if not found else f"{len(found)} counterexamples"
+        raise SpecError(where, f"{path} has {what}" + (f" matching '{pick}'" if pick else ""),
+                        ("choose one with --replay-pick VARIANT/PROPERTY: " + ", ".join(names)) if names
+                        else "only a trace of a violation can be replayed")
+    return found[0]
+
+
+def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:
+    """Replays a saved counterexample against each selected variant (default: base)."""
+    from .engines.replay import replay
+
+    recorded_variant, cx = load_trace(path, pick)
+    results = []
+    for v in selected_variants(spec, opts.variants or (BASE,)):
+        cm = compile_variant(spec, v, opts)
+        expected = opts.use_expectations and cx.property in cm.program.model.expected_violations
+        results.append(replay(cm, cx, path, recorded_variant, expected))
+    return results
+
+
+__all__ = ["Options", "load", "check_spec", "check_variant", "compile_variant", "load_trace", "replay_trace",
+           "BASE"]

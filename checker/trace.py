@@ -255,3 +255,42 @@ def show_value(v: Value) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(show_value(x) for x in v) + "]"
     return str(v)
+
+
+# ---- replaying a saved trace ---------------------------------------------------
+
+
+class ReplayStatus(enum.Enum):
+    OK = "ok"  # the step ran as recorded
+    CHANGED = "changed"  # it ran, but the model now needs other or extra steps of the process for it
+    SKIPPED = "skipped"  # it changed nothing the trace records and has no counterpart any more
+    DIVERGED = "diverged"  # no step of the process leads to the recorded state
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStep:
+    number: int  # 1-based step of the recorded trace
+    recorded: Action
+    status: ReplayStatus
+    ran: tuple[Action, ...] = ()  # what the model ran for it (extra steps first), when not exactly the recorded one
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """A saved trace re-executed against a (possibly edited) model: whether every step is
+    still enabled and still reaches the violation, or where and why it diverges."""
+
+    trace_file: str
+    recorded_variant: str
+    property: str
+    kind: str
+    recorded_steps: int
+    variant: str  # the variant replayed against
+    steps: tuple[ReplayStep, ...]
+    reproduced: bool
+    reason: str  # why it reproduces, or where and why it diverges
+    diverged_at: int | None = None  # 0: initial state, 1..n: a step, n + 1: the final check
+    expected_violation: bool = False  # the variant expects this property to be violated
+    inconclusive: bool = False  # the replay hit a limit and cannot say
+    notes: tuple[str, ...] = ()

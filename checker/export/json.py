@@ -1,12 +1,31 @@
-"""The JSON result file (`--json OUT`), schema `spec/trace-schema.json`, version 1."""
+"""The JSON result file (`--json OUT`): the whole run, for scripts and other tools.
+
+The format is defined by the JSON Schema `spec/trace-schema.json` (shipped in the
+package as `checker.spec`), versioned by the top-level `version`: a change that can
+break a reader bumps it. Wall-clock seconds appear only with `--with-timing`, so the
+same model and flags give the same bytes.
+
+`read_json` turns a counterexample in such a file back into trace objects, for
+`check --replay`.
+"""
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 
+from .. import __version__
+from ..errors import Span
 from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
+from .files import dump_json, write_text
 
 SCHEMA_VERSION = 1
+SCHEMA_FILE = "trace-schema.json"
+
+
+def schema() -> dict:
+    """The JSON Schema of this format, as shipped in the package."""
+    return json.loads(resources.files("checker.spec").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def value(v: Value):
@@ -29,9 +48,12 @@ def action(a: Action) -> dict:
         "kind": a.kind,
         "file": a.span.file if a.span else None,
         "line": a.span.line if a.span else None,
+        "column": a.span.col if a.span else None,
+        "end_line": a.span.end_line if a.span else None,
+        "end_column": a.span.end_col if a.span else None,
         "text": a.text,
-        "from": a.pc_from,
-        "to": a.pc_to,
+        "label": a.pc_from,
+        "next_label": a.pc_to,
         "inline": a.inline,
         "changes": {k: value(v) for k, v in a.changes},
     }
@@ -39,6 +61,7 @@ def action(a: Action) -> dict:
 
 def trace(t: Trace) -> dict:
     return {
+        "length": t.length,
         "states": [state(s) for s in t.states],
         "actions": [action(a) for a in t.actions],
         "loop_start": t.loop_start,
@@ -51,15 +74,43 @@ def counterexample(cx: Counterexample) -> dict:
             "trace": trace(cx.trace)}
 
 
-def to_dict(result: RunResult) -> dict:
+def properties(result: RunResult) -> list[dict]:
+    """Every property checked in some variant, in declaration order."""
+    seen: dict[str, dict] = {}
+    for v in result.variants:
+        for o in v.outcomes:
+            seen.setdefault(o.property, {"name": o.property, "kind": o.kind,
+                                         "line": o.span.line if o.span else None})
+    return list(seen.values())
+
+
+def to_dict(result: RunResult, timing: bool = False) -> dict:
+    def stats(v) -> dict:
+        out = {
+            "engine": v.stats.engine,
+            "states": v.stats.states,
+            "transitions": v.stats.transitions,
+            "depth": v.stats.depth,
+            "complete": v.stats.complete,
+            "limit": v.stats.limit,
+            "final_states": v.stats.final_states,
+            "buffer_full_states": v.stats.buffer_full_states,
+        }
+        if timing:
+            out["seconds"] = round(v.stats.seconds, 3)
+        return out
+
     return {
         "schema": "timerace-result",
         "version": SCHEMA_VERSION,
+        "tool": {"name": "timerace", "version": __version__},
         "model": result.model,
         "file": result.file,
+        "header": result.header,
         "command": result.command,
         "use_expectations": result.use_expectations,
         "all_as_expected": result.all_as_expected,
+        "properties": properties(result),
         "variants": [
             {
                 "name": v.variant,
@@ -67,17 +118,7 @@ def to_dict(result: RunResult) -> dict:
                 "memory_model": v.memory,
                 "store_buffer": v.store_buffer,
                 "fairness": list(v.fairness),
-                "stats": {
-                    "engine": v.stats.engine,
-                    "states": v.stats.states,
-                    "transitions": v.stats.transitions,
-                    "depth": v.stats.depth,
-                    "seconds": round(v.stats.seconds, 3),
-                    "complete": v.stats.complete,
-                    "limit": v.stats.limit,
-                    "final_states": v.stats.final_states,
-                    "buffer_full_states": v.stats.buffer_full_states,
-                },
+                "stats": stats(v),
                 "outcomes": [
                     {
                         "property": o.property,
@@ -98,12 +139,51 @@ def to_dict(result: RunResult) -> dict:
     }
 
 
-def write_json(result: RunResult, path: str) -> None:
-    text = json.dumps(to_dict(result), indent=2, sort_keys=False) + "\n"
+def write_json(result: RunResult, path: str, timing: bool = False) -> None:
+    text = dump_json(to_dict(result, timing))
     if path == "-":
         import sys
 
         sys.stdout.write(text)
         return
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_text(path, text)
+
+
+# ---- reading back (for --replay) ----------------------------------------------
+
+
+def from_value(x) -> Value:
+    if isinstance(x, list):
+        return tuple(from_value(e) for e in x)
+    if isinstance(x, dict) and "set" in x:
+        return Members(from_value(e) for e in x["set"])
+    if isinstance(x, dict) and "buffer" in x:
+        return Buffered((e["location"], from_value(e["value"])) for e in x["buffer"])
+    return x
+
+
+def _action(d: dict) -> Action:
+    span = Span(d["file"], d["line"], d["column"], d["end_line"], d["end_column"]) if d["line"] is not None else None
+    return Action(d["process"], span, d["text"], d["label"], d["next_label"],
+                  tuple((k, from_value(v)) for k, v in d["changes"].items()), d["kind"], d.get("inline"))
+
+
+def read_counterexample(d: dict) -> Counterexample:
+    t = d["trace"]
+    states = tuple(TraceState(tuple((k, from_value(v)) for k, v in s["vars"].items()), tuple(s["pcs"].items()))
+                   for s in t["states"])
+    trace_ = Trace(states, tuple(_action(a) for a in t["actions"]), t["loop_start"],
+                   _action(t["failure"]) if t["failure"] else None)
+    return Counterexample(d["property"], d["kind"], d["message"], trace_, d["engine"])
+
+
+def read_json(doc: dict) -> list[tuple[str, Counterexample]]:
+    """Every counterexample in a result file: (variant, counterexample)."""
+    out = []
+    for v in doc["variants"]:
+        for o in v["outcomes"]:
+            if o["counterexample"] is not None:
+                out.append((v["name"], read_counterexample(o["counterexample"])))
+        if v["model_error"] is not None:
+            out.append((v["name"], read_counterexample(v["model_error"])))
+    return out

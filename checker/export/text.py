@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import textwrap
 
-from ..trace import MEMORY, Buffered, Counterexample, RunResult, Trace, Verdict, VariantResult, show_value
+from .files import counterexamples
+from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
+                     VariantResult, show_value)
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
@@ -178,59 +180,84 @@ def _wrap_assignments(pairs, width: int) -> list[str]:
 
 
 def race_diagram(t: Trace, width: int = 100) -> str:
-    """One column per process, time going down; each step shows the statement and,
-    below it, what it changed. Under tso a plain store shows as buffered in its CPU's
-    column, and the flush that makes it visible sits in the `memory` column, so the
-    delay between the two is on the page."""
-    procs: list[str] = [p for p, _ in t.states[0].pcs]
-    if any(a.process not in procs and a.kind != "flush" for a in t.actions):
-        procs += sorted({a.process for a in t.actions if a.process not in procs and a.kind != "flush"})
-    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
-    memory_col = None
-    if pending or any(a.kind == "flush" for a in t.actions):
-        memory_col = len(procs)
-        procs = procs + [MEMORY]
-    numw = len(str(max(t.length + (1 if t.failure else 0), 1))) + 1
-    ncol = max(1, len(procs))
-    colw = max(16, (width - numw - 3 * (ncol - 1)) // ncol)
+    """One column per process that takes a step, time going down; each step shows the
+    statement and, below it, what it changed. Stores made visible by a TSO flush sit in
+    `memory`. Long statements wrap inside their column (at spaces, else after
+    punctuation), so the diagram stays within `width` for up to four processes."""
+    acting = [a.process for a in t.actions] + ([t.failure.process] if t.failure else [])
+    declared = [p for p, _ in t.states[0].pcs]
+    procs = [p for p in declared if p in acting]
+    procs += sorted({p for p in acting if p not in declared})
+    idle = [p for p in declared if p not in procs]
+    if not procs:  # nothing moved (a violation in the initial state): show everyone
+        procs, idle = declared or ["-"], []
+    last = t.length + (1 if t.failure else 0)
+    numw = len(str(max(last, 1)))
+    ncol = len(procs)
     sep = " | "
+    colw = max(12, (width - numw - 1 - len(sep) * (ncol - 1)) // ncol)
+    lead = " " * (numw + 1)
 
     def row(num: str, col: int, text_lines: list[str]) -> list[str]:
         out = []
         for k, tl in enumerate(text_lines or [""]):
             cells = [""] * ncol
             cells[col] = tl
-            n = num if k == 0 else ""
-            out.append(n.rjust(numw) + " " + sep.join(c.ljust(colw) for c in cells).rstrip())
+            out.append((num if k == 0 else "").rjust(numw) + " " + sep.join(c.ljust(colw) for c in cells).rstrip())
         return out
 
-    lines = [" " * numw + " " + sep.join(p.center(colw) for p in procs).rstrip(),
-             " " * numw + " " + "-+-".join("-" * colw for _ in procs)]
+    def banner(text: str) -> str:
+        return (lead + text.center(colw * ncol + len(sep) * (ncol - 1))).rstrip()
+
+    lines = [(lead + sep.join(p.center(colw) for p in procs)).rstrip(),
+             lead + "-+-".join("-" * colw for _ in procs)]
     for i, a in enumerate(t.actions):
         if t.loop_start is not None and i == t.loop_start:
-            lines.append(" " * numw + " " + f"~~~ loop: the steps below repeat forever ~~~".center(colw * ncol))
-        col = memory_col if a.kind == "flush" else procs.index(a.process)
-        body = textwrap.wrap(a.text, colw) or [""]
-        effects = "" if a.kind == "flush" else ", ".join(_effect(k, v) for k, v in a.changes)
+            lines.append(banner("~~~ loop: the steps below repeat forever ~~~"))
+        body = wrap_cell(a.text, colw, rest="  ")
+        effects = ", ".join(f"{k}={show_value(v)}" for k, v in a.changes)
         if effects:
-            body += textwrap.wrap(f"  -> {effects}", colw, subsequent_indent="     ")
-        lines += row(f"{i + 1}", col, body)
+            body += wrap_cell(effects, colw, first="  -> ", rest="     ")
+        lines += row(f"{i + 1}", procs.index(a.process), body)
     if t.failure is not None:
         a = t.failure
-        col = procs.index(a.process) if a.process in procs else 0
-        body = (textwrap.wrap(a.text, colw) or [""]) + ["  ** FAILS **"]
-        lines += row(f"{t.length + 1}", col, body)
+        body = wrap_cell(a.text, colw, rest="  ") + ["  ** FAILS **"]
+        lines += row(f"{t.length + 1}", procs.index(a.process), body)
     if t.loop_start is not None:
-        lines.append(" " * numw + " " + f"~~~ back to step {t.loop_start + 1} ~~~".center(colw * ncol))
-    if pending and t.loop_start is None:
-        body = ["still buffered, not yet visible:"]
-        for k, v in pending:
-            cpu = k[3:-1] if k.startswith("sb(") and k.endswith(")") else k
-            for loc, x in v:
-                body += textwrap.wrap(f"{cpu}: {loc} = {show_value(x)}", colw, initial_indent="  ",
-                                      subsequent_indent="    ")
-        lines += row("", memory_col, body)
+        lines.append(banner(f"~~~ back to step {t.loop_start + 1} ~~~"))
+    if idle:
+        lines.append(f"{lead}(no step taken by: {', '.join(idle)})")
     return "\n".join(lines)
+
+
+_SOFT_BREAKS = ",;.([{=&|+-"
+
+
+def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """Wrap text to `width` columns: at spaces where possible, inside a long token after
+    punctuation (`.`, `,`, `(` ...), and only as a last resort in the middle of a name."""
+    out: list[str] = []
+    line = first
+    prefix_len = len(first)
+    for word in text.split():
+        while True:
+            room = width - len(line) - (1 if len(line) > prefix_len else 0)
+            if len(word) <= room:
+                line = f"{line} {word}" if len(line) > prefix_len else line + word
+                break
+            if len(line) > prefix_len:  # start a new line, then try again
+                out.append(line)
+                line, prefix_len = rest, len(rest)
+                continue
+            cut = max((word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS), default=0)
+            if cut <= 0:
+                cut = max(room, 1)
+            out.append(line + word[:cut])
+            line, prefix_len = rest, len(rest)
+            word = word[cut:]
+    if len(line) > prefix_len or not out:
+        out.append(line)
+    return out
 
 
 def _effect(name: str, value) -> str:
@@ -244,12 +271,8 @@ def _effect(name: str, value) -> str:
 def format_run(result: RunResult, show_traces: bool = True, width: int = 100) -> str:
     parts = [header(result), "", summary_table(result)]
     if show_traces:
-        for v in result.variants:
-            cxs = [o.counterexample for o in v.outcomes if o.counterexample is not None]
-            if v.model_error is not None:
-                cxs.append(v.model_error)
-            for cx in cxs:
-                parts += ["", format_counterexample(cx, v.variant, width)]
+        for v, cx in counterexamples(result):
+            parts += ["", format_counterexample(cx, v.variant, width)]
     foot = footer(result)
     if foot:
         parts += ["", foot]
@@ -258,3 +281,42 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100) ->
 
 def variant_label(v: VariantResult) -> str:
     return v.variant
+
+
+def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
+    """A replay, step by step, then where it diverges or what it still shows."""
+    lines = [f"Replay of {r.trace_file}: {r.kind} {r.property}, recorded on variant {r.recorded_variant} "
+             f"({r.recorded_steps} step{'s' if r.recorded_steps != 1 else ''})",
+             f"against {spec_file}, variant {r.variant}", ""]
+    numw = len(str(max(r.recorded_steps, 1)))
+    marks = {ReplayStatus.OK: "ok", ReplayStatus.CHANGED: "ok, changed", ReplayStatus.SKIPPED: "skipped",
+             ReplayStatus.DIVERGED: "DIVERGES"}
+    for st in r.steps:
+        a = st.recorded
+        where = f"line {a.span.line}" if a.span else ""
+        head = f"  {str(st.number).rjust(numw)}. {a.process:<10} {where:<8} "
+        mark = f"  [{marks[st.status]}]"
+        room = max(20, width - len(head) - len(mark))
+        text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."
+        lines.append(head + text.ljust(room) + mark)
+        if st.note and st.status is not ReplayStatus.DIVERGED:
+            for chunk in wrap_cell(st.note, width - 8 - numw):
+                lines.append(" " * (6 + numw) + chunk)
+    for note in r.notes:
+        lines.append(f"  note: {note}")
+    lines.append("")
+    lines += textwrap.wrap(r.reason, width)
+    lines.append("")
+    if r.inconclusive:
+        lines.append("Result: inconclusive; the replay cannot decide whether this trace still applies.")
+    elif r.reproduced:
+        verdict = ("as expected: the variant expects this violation" if r.expected_violation
+                   else "unexpected: the race is still there")
+        lines.append(f"Result: the violation still reproduces ({verdict}).")
+    else:
+        where = "the initial state" if r.diverged_at == 0 else (
+            f"step {r.diverged_at}" if r.diverged_at and r.diverged_at <= r.recorded_steps else "the last state")
+        lines += textwrap.wrap(f"Result: this trace no longer applies (from {where} on): this version closes the "
+                               "race it shows. Other interleavings may still break "
+                               f"{r.property}: `check {spec_file} --variant {r.variant}` searches them all.", width)
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Which files a run writes: the CLI fills an OutputRequest from its flags, and this
+module calls each exporter asked for. Every exporter takes the finished RunResult."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..trace import RunResult
+
+DEFAULT_GRAPH_LIMIT = 2000  # --dot-graph draws variants with at most this many states
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRequest:
+    json: str | None = None  # file, or "-" for stdout
+    itf: str | None = None  # folder
+    mermaid: str | None = None  # folder
+    dot: str | None = None  # folder
+    dot_graph: bool = False  # also the whole state graph (needs the engine to record it)
+    svg: bool = False  # render every DOT file with Graphviz
+    report: str | None = None  # Markdown file
+    sarif: str | None = None
+    junit: str | None = None
+    timing: bool = False  # include wall-clock seconds (files are otherwise byte-for-byte reproducible)
+
+    @property
+    def any(self) -> bool:
+        return any((self.json, self.itf, self.mermaid, self.dot, self.report, self.sarif, self.junit))
+
+
+def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], list[str]]:
+    """Writes every requested file; returns (paths written, warnings). OSError propagates."""
+    written: list[str] = []
+    warnings: list[str] = []
+    if req.json:
+        from .json import write_json
+
+        write_json(result, req.json, req.timing)
+        if req.json != "-":
+            written.append(req.json)
+    if req.itf:
+        from .itf import write_itf
+
+        written += write_itf(result, req.itf)
+    if req.mermaid:
+        from .mermaid import write_mermaid
+
+        written += write_mermaid(result, req.mermaid)
+    if req.dot:
+        from .dot import GraphvizMissing, render_svg, write_dot
+
+        dots = write_dot(result, req.dot, req.dot_graph)
+        written += dots
+        if req.dot_graph:
+            for v in result.variants:
+                if v.graph is None:
+                    warnings.append(f"{v.variant}: no state graph drawn: more than the limit of states "
+                                    f"({v.stats.states:,} reached); raise it with --graph-max-states")
+        if req.svg:
+            try:
+                written += render_svg(dots)
+            except (GraphvizMissing, RuntimeError) as e:
+                warnings.append(f"--svg: {e}; wrote the .dot files only")
+    if req.report:
+        from .markdown import write_report
+
+        write_report(result, req.report, req.timing)
+        written.append(req.report)
+    if req.sarif:
+        from .sarif import write_sarif
+
+        write_sarif(result, req.sarif)
+        written.append(req.sarif)
+    if req.junit:
+        from .junit import write_junit
+
+        write_junit(result, req.junit, req.timing)
+        written.append(req.junit)
+    return written, warnings
