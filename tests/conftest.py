@@ -1,4 +1,12 @@
+"""Shared fixtures: the counter model as a file, and every tiny exporter test model
+(tests/models) exported once per session."""
+
+from __future__ import annotations
+
 import pytest
+
+from checker.run import Options, check_spec, load
+from helpers import EXPORT_MODELS, export_all, lasso_result, workdir
 
 # Two processes increment a shared counter; without `atomic` one update is lost.
 COUNTER = """// Two increments; without atomic one is lost.
@@ -21,3 +29,26 @@ def counter(tmp_path):
     p = tmp_path / "counter.spec"
     p.write_text(COUNTER)
     return str(p)
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """model -> (folder with out/, exit code, RunResult) for every model in EXPORT_MODELS,
+    plus "spin-lasso" written through write_outputs."""
+    out = {}
+    for model in EXPORT_MODELS:
+        folder = tmp_path_factory.mktemp(model)
+        rc, _, _ = export_all(folder, model)
+        with workdir(folder):
+            result = check_spec(load(f"models/{model}.spec"), Options())
+        out[model] = (folder, rc, result)
+    from checker.export.outputs import OutputRequest, write_outputs
+
+    folder = tmp_path_factory.mktemp("spin-lasso")
+    result = lasso_result(folder)
+    with workdir(folder):
+        write_outputs(result, OutputRequest(json="out/spin.json", itf="out/itf", mermaid="out/mermaid",
+                                            dot="out/dot", report="out/spin.md", sarif="out/spin.sarif",
+                                            junit="out/spin.xml"))
+    out["spin-lasso"] = (folder, None, result)
+    return out

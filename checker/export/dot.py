@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 from ..trace import Action, RunResult, StateGraph, Trace, TraceState, show_value
-from .files import counterexamples, file_stem, variant_stem, write_text
+from .files import counterexamples, describe, file_stem, variant_stem, write_text
 
 
 def quote(text: str) -> str:
@@ -114,7 +114,7 @@ def write_dot(result: RunResult, folder: str, whole_graph: bool = False) -> list
     for v, cx in counterexamples(result):
         stem = file_stem(result, v.variant, cx.property)
         path = f"{folder}/{stem}.dot"
-        title = f"{result.model}: variant {v.variant}, {cx.kind} {cx.property}"
+        title = f"{result.model}: variant {v.variant}, {describe(cx)}"
         write_text(path, trace_graph(cx.trace, stem, title, cx.message))
         written.append(path)
     if whole_graph:

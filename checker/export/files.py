@@ -71,3 +71,8 @@ def _dump(x, indent: int, width: int, used: int = 0) -> str:
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     items = [pad + _dump(v, indent + 2, width, len(pad)) for v in x]
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+
+
+def describe(cx: Counterexample) -> str:
+    """`invariant both_counted`, `assert seen`, `deadlock`, `model error`."""
+    return cx.kind if cx.property == cx.kind else f"{cx.kind} {cx.property}"

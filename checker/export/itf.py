@@ -160,6 +160,8 @@ def read_itf(doc: dict) -> tuple[str, Counterexample]:
     try:
         meta = doc.get("#meta", {})
         pc = meta.get("pcVariable", "pc")
+        if not doc["states"] or not isinstance(doc["vars"], list):
+            raise TraceFormatError("an ITF trace needs `vars` (a list) and at least one state")
         states = []
         for raw in doc["states"]:
             values = tuple((k, from_value(raw[k])) for k in doc["vars"] if k != pc)

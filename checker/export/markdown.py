@@ -132,7 +132,8 @@ def _counterexample(result: RunResult, v: VariantResult, cx) -> list[str]:
     steps = f"{t.length} step{'s' if t.length != 1 else ''}"
     if t.loop_start is not None:
         steps += f", then a loop back to state {t.loop_start} that repeats forever"
-    out = [f"### `{v.variant}`: {cx.kind} `{cx.property}`", "",
+    what = cx.kind if cx.kind == cx.property else f"{cx.kind} `{cx.property}`"
+    out = [f"### `{v.variant}`: {what}", "",
            f"{cx.message} ({steps}; found by the {cx.engine} engine).", "",
            "Race diagram (one column per process, time going down):", ""]
     out += _fence(race_diagram(t), "text")

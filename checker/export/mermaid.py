@@ -11,7 +11,7 @@ Mermaid `loop` block; the violation is the closing note.
 from __future__ import annotations
 
 from ..trace import Action, Counterexample, RunResult, Trace, show_value
-from .files import counterexamples, file_stem, write_text
+from .files import counterexamples, describe, file_stem, write_text
 from .text import wrap_cell
 
 MEMORY = "mem"
@@ -91,7 +91,7 @@ def _step(n: int, a: Action, ids: dict[str, str], declared: list[str], fails: bo
 
 
 def diagram_for(result: RunResult, variant: str, cx: Counterexample) -> str:
-    title = f"{result.model}: variant {variant}, {cx.kind} {cx.property}"
+    title = f"{result.model}: variant {variant}, {describe(cx)}"
     return sequence_diagram(cx.trace, title, cx.message)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .files import counterexamples
+from .files import counterexamples, describe
 from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_value)
 
@@ -111,18 +111,28 @@ def footer(result: RunResult) -> str:
                    if any(o.kind == "liveness" for o in v.outcomes)})
     if fair:
         lines.append("liveness verdicts assume: " + "; ".join(fair))
-    bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes if not o.as_expected]
+    bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
+           if not o.as_expected and o.verdict is not Verdict.INCOMPLETE]
     if result.all_as_expected:
         lines.append("every outcome is as expected" if result.use_expectations else "every property holds")
     elif bad:
         lines.append(f"{len(bad)} outcome(s) differ from expectations: "
                      + ", ".join(f"{v}/{p}" for v, p in bad[:8]) + (" ..." if len(bad) > 8 else ""))
+    errors = [v.variant for v in result.variants if v.model_error is not None]
+    if errors:
+        lines.append("model error in " + ", ".join(errors) + ": see the trace above")
+    unknown = [(v.variant, o.property, o.note) for v in result.variants for o in v.outcomes
+               if o.verdict is Verdict.INCOMPLETE]
+    if unknown:
+        lines.append(f"{len(unknown)} verdict(s) incomplete, not verified: "
+                     + ", ".join(f"{v}/{p}" + (f" ({n})" if n else "") for v, p, n in unknown[:8])
+                     + (" ..." if len(unknown) > 8 else ""))
     return "\n".join(lines)
 
 
 def format_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
     t = cx.trace
-    title = f"Counterexample: variant {variant}, {cx.kind} {cx.property}"
+    title = f"Counterexample: variant {variant}, {describe(cx)}"
     lines = [title, "=" * min(len(title), width), cx.message,
              f"{t.length} step{'s' if t.length != 1 else ''}"
              + (f", then a loop back to state {t.loop_start}" if t.loop_start is not None else ""), ""]
@@ -230,12 +240,14 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     return "\n".join(lines)
 
 
-_SOFT_BREAKS = ",;.([{=&|+-"
+_SOFT_BREAKS = ",;.([{=&|"  # break after these inside a long token ...
+_LAST_RESORT = "_>"  # ... or inside a name (`lapic_timer_` / `->mode`) before cutting letters
 
 
 def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     """Wrap text to `width` columns: at spaces where possible, inside a long token after
-    punctuation (`.`, `,`, `(` ...), and only as a last resort in the middle of a name."""
+    punctuation (`.`, `,`, `(` ...), then after `_`, and only as a last resort in the
+    middle of a name."""
     out: list[str] = []
     line = first
     prefix_len = len(first)
@@ -249,7 +261,9 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
                 out.append(line)
                 line, prefix_len = rest, len(rest)
                 continue
-            cut = max((word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS), default=0)
+            cut = max(word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS)
+            if cut <= room // 3:
+                cut = max([cut] + [word.rfind(ch, 0, room) + 1 for ch in _LAST_RESORT])
             if cut <= 0:
                 cut = max(room, 1)
             out.append(line + word[:cut])
@@ -289,6 +303,7 @@ def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
              f"({r.recorded_steps} step{'s' if r.recorded_steps != 1 else ''})",
              f"against {spec_file}, variant {r.variant}", ""]
     numw = len(str(max(r.recorded_steps, 1)))
+    longest = max((len(st.recorded.text) for st in r.steps), default=0)
     marks = {ReplayStatus.OK: "ok", ReplayStatus.CHANGED: "ok, changed", ReplayStatus.SKIPPED: "skipped",
              ReplayStatus.DIVERGED: "DIVERGES"}
     for st in r.steps:
@@ -298,7 +313,7 @@ def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
         mark = f"  [{marks[st.status]}]"
         room = max(20, width - len(head) - len(mark))
         text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."
-        lines.append(head + text.ljust(room) + mark)
+        lines.append(head + text.ljust(min(room, longest)) + mark)
         if st.note and st.status is not ReplayStatus.DIVERGED:
             for chunk in wrap_cell(st.note, width - 8 - numw):
                 lines.append(" " * (6 + numw) + chunk)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the outside tools that some exporter tests use, only where missing:
+#   - Graphviz (`dot`), which renders the DOT exports to SVG;
+#   - the real Mermaid parser (npm packages in tests/mermaid, run by Node.js).
+# As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
+# it says what is missing, and the tests that need it skip locally (under CI they fail).
+set -euo pipefail
+cd "$(dirname "$0")"
+missing=()
+command -v dot >/dev/null || missing+=(graphviz)
+{ command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "install-tools: apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "install-tools: missing ${missing[*]}; install them to run every test" >&2
+  fi
+fi
+if command -v npm >/dev/null; then
+  if [ ! -d mermaid/node_modules/mermaid ] || [ mermaid/package-lock.json -nt mermaid/node_modules/.package-lock.json ]; then
+    echo "install-tools: npm ci in tests/mermaid"
+    (cd mermaid && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi

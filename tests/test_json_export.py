@@ -1,0 +1,83 @@
+"""The JSON result file: every output validates against the shipped, versioned JSON
+Schema (spec/trace-schema.json), and its counterexamples read back unchanged."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from checker.export import json as jx
+from checker.export.files import counterexamples
+from helpers import run_check
+
+VALIDATOR = jsonschema.Draft202012Validator
+
+
+def validate(doc):
+    VALIDATOR(jx.schema()).validate(doc)
+
+
+def test_the_schema_is_a_valid_versioned_json_schema_shipped_in_the_package():
+    text = resources.files("checker.spec").joinpath("trace-schema.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    VALIDATOR.check_schema(schema)
+    assert schema["properties"]["version"]["const"] == jx.SCHEMA_VERSION
+    assert schema["$id"].endswith(f":{jx.SCHEMA_VERSION}") and schema["description"]
+    assert jx.schema() == schema
+
+
+def test_every_output_validates_against_the_schema(exported):
+    for name, (folder, _, _) in exported.items():
+        files = list((folder / "out").glob("*.json"))
+        assert files, name
+        for f in files:
+            validate(json.loads(f.read_text()))
+
+
+def test_the_schema_rejects_what_it_should(exported):
+    doc = json.loads((exported["counter"][0] / "out/counter.json").read_text())
+    validate(doc)
+    broken = json.loads(json.dumps(doc))
+    broken["variants"][0]["outcomes"][0]["verdict"] = "maybe"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(broken)
+    broken = json.loads(json.dumps(doc))
+    del broken["variants"][0]["outcomes"][0]["counterexample"]["trace"]["actions"][0]["line"]
+    with pytest.raises(jsonschema.ValidationError):
+        validate(broken)
+
+
+def test_the_file_holds_the_run_model_properties_verdicts_stats_and_actions(exported):
+    doc = json.loads((exported["four"][0] / "out/four.json").read_text())
+    assert doc["model"] == "four" and doc["file"] == "models/four.spec"
+    assert doc["command"].startswith("check models/four.spec --json out/four.json")
+    assert doc["header"].startswith("Four CPUs race")
+    assert [p["name"] for p in doc["properties"]] == ["calm", "seen", "deadlock"]
+    base = doc["variants"][0]
+    assert base["stats"] == {"engine": "explicit", "states": 240, "transitions": 523, "depth": 12,
+                             "complete": True, "limit": None}
+    seen = next(o for o in base["outcomes"] if o["property"] == "seen")
+    assert (seen["verdict"], seen["expected"], seen["as_expected"]) == ("violated", "holds", False)
+    step = seen["counterexample"]["trace"]["actions"][2]
+    assert (step["process"], step["line"], step["label"], step["text"]) == \
+        ("timer[0]", 20, "line20", "set_bit(TIMER, requests);")
+    assert step["changes"] == {"requests": {"set": ["TIMER"]}}
+    assert seen["counterexample"]["trace"]["failure"]["kind"] == "failed"
+
+
+def test_timing_only_when_asked(tmp_path):
+    run_check(tmp_path, "counter", "--json", "a.json")
+    run_check(tmp_path, "counter", "--json", "b.json", "--with-timing")
+    a = json.loads((tmp_path / "a.json").read_text())
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert "seconds" not in a["variants"][0]["stats"] and "seconds" in b["variants"][0]["stats"]
+    validate(b)
+
+
+def test_counterexamples_read_back_unchanged(exported):
+    for name, (folder, _, result) in exported.items():
+        doc = json.loads(next((folder / "out").glob("*.json")).read_text())
+        assert jx.read_json(doc) == [(v.variant, cx) for v, cx in counterexamples(result)], name
