@@ -7,9 +7,9 @@ import re
 import subprocess
 import xml.etree.ElementTree as ET
 
-from checker.engines.explicit import explore
+from checker.engines.explicit import explore, state_space
 from checker.export.dot import quote
-from checker.run import Options, compile_variant, load
+from checker.run import Options, check_spec, compile_variant, load
 from helpers import GOLDEN, MODELS, run_check
 from tools import graphviz_dot
 
@@ -51,13 +51,16 @@ def test_the_state_graph_is_the_engines_graph(exported):
     assert len(red) == 1  # the counterexample's last state
 
 
-def test_the_engine_records_a_graph_only_under_the_limit():
-    cm = compile_variant(load(str(MODELS / "counter.spec")), "base", Options())
-    assert explore(cm).graph is None
-    g = explore(cm, graph_limit=28).graph
-    assert g is not None and len(g.states) == 28 and g.initial == (0,) and g.complete
-    assert all(0 <= a < 28 and 0 <= b < 28 for a, b, _ in g.edges)
-    assert explore(cm, graph_limit=27).graph is None
+def test_exporters_get_the_graph_only_when_asked_and_under_the_limit():
+    spec = load(str(MODELS / "counter.spec"))
+    assert check_spec(spec, Options()).variants[0].graph is None
+    g = check_spec(spec, Options(graph_limit=28)).variants[0].graph
+    assert g is not None and len(g.states) == 28 and g.initial == (0,) and g.complete and len(g.edges) == 38
+    assert all(0 <= a < 28 and 0 <= b < 28 and act.process in ("inc[0]", "inc[1]") for a, b, act in g.edges)
+    assert check_spec(spec, Options(graph_limit=27)).variants[0].graph is None
+    cm = compile_variant(spec, "base", Options())
+    kept = explore(cm, graph=True).graph
+    assert state_space(cm, kept) == g  # the decoded view of the engine's own graph
 
 
 def test_a_model_over_the_limit_says_so(tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from ..trace import Action, RunResult, StateGraph, Trace, TraceState, show_value
+from ..trace import Action, RunResult, StateSpace, Trace, TraceState, show_value
 from .files import counterexamples, describe, file_stem, variant_stem, write_text
 
 
@@ -74,7 +74,7 @@ def trace_graph(t: Trace, name: str, title: str, message: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def state_graph(g: StateGraph, name: str, title: str, highlights: list[tuple[str, Trace]]) -> str:
+def state_graph(g: StateSpace, name: str, title: str, highlights: list[tuple[str, Trace]]) -> str:
     """The whole graph; each counterexample's states and steps in red, its last state
     labelled with the property."""
     index: dict[TraceState, int] = {}
