@@ -244,6 +244,14 @@ _SOFT_BREAKS = ",;.([{=&|"  # break after these inside a long token ...
 _LAST_RESORT = "_>"  # ... or inside a name (`lapic_timer_` / `->mode`) before cutting letters
 
 
+def _cut(word: str, room: int) -> int:
+    """Where to break a long token to fit `room`: after punctuation, else after `_`."""
+    cut = max(word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS)
+    if cut <= room // 3:
+        cut = max([cut] + [word.rfind(ch, 0, room) + 1 for ch in _LAST_RESORT])
+    return cut
+
+
 def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     """Wrap text to `width` columns: at spaces where possible, inside a long token after
     punctuation (`.`, `,`, `(` ...), then after `_`, and only as a last resort in the
@@ -257,13 +265,17 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
             if len(word) <= room:
                 line = f"{line} {word}" if len(line) > prefix_len else line + word
                 break
-            if len(line) > prefix_len:  # start a new line, then try again
+            cut = _cut(word, room)
+            if len(line) > prefix_len:
+                # a word too long for any line is split here if it breaks well; else start a new line
+                if len(word) > width - len(rest) and cut > 3:
+                    out.append(f"{line} {word[:cut]}")
+                    line, prefix_len = rest, len(rest)
+                    word = word[cut:]
+                    continue
                 out.append(line)
                 line, prefix_len = rest, len(rest)
                 continue
-            cut = max(word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS)
-            if cut <= room // 3:
-                cut = max([cut] + [word.rfind(ch, 0, room) + 1 for ch in _LAST_RESORT])
             if cut <= 0:
                 cut = max(room, 1)
             out.append(line + word[:cut])
