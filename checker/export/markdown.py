@@ -16,6 +16,7 @@ from .mermaid import diagram_for
 from .text import format_trace, race_diagram
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO (per-CPU store buffers)"}
+ENGINE_NAMES = {"explicit": "explicit-state breadth-first search (every counterexample is a shortest one)"}
 
 
 def _cell(text: str) -> str:
@@ -150,7 +151,8 @@ def review_report(result: RunResult, timing: bool = False) -> str:
     lines = [f"# timerace review: model `{result.model}`", "",
              f"- **Spec**: `{result.file}`",
              f"- **Result**: {_summary(result)}",
-             "- **Engine**: explicit-state breadth-first search (every counterexample is a shortest one)",
+             "- **Engine**: " + "; ".join(ENGINE_NAMES.get(e, e) for e in
+                                          dict.fromkeys(v.stats.engine for v in result.variants)),
              f"- **Reproduce**: `{result.command}`" if result.command else "- **Reproduce**: `check " + result.file + "`",
              ""]
     if result.header:
