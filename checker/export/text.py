@@ -205,7 +205,10 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     numw = len(str(max(last, 1)))
     ncol = len(procs)
     sep = " | "
-    colw = max(12, (width - numw - 1 - len(sep) * (ncol - 1)) // ncol)
+    steps = list(t.actions) + ([t.failure] if t.failure else [])
+    wants = [max([len(p)] + [max(len(a.text), 5 + len(_effects(a))) for a in steps if a.process == p])
+             for p in procs]
+    colws = _share(wants, width - numw - 1 - len(sep) * (ncol - 1), 16)
     lead = " " * (numw + 1)
 
     def row(num: str, col: int, text_lines: list[str]) -> list[str]:
@@ -213,31 +216,49 @@ def race_diagram(t: Trace, width: int = 100) -> str:
         for k, tl in enumerate(text_lines or [""]):
             cells = [""] * ncol
             cells[col] = tl
-            out.append((num if k == 0 else "").rjust(numw) + " " + sep.join(c.ljust(colw) for c in cells).rstrip())
+            out.append((num if k == 0 else "").rjust(numw) + " "
+                       + sep.join(c.ljust(w) for c, w in zip(cells, colws)).rstrip())
         return out
 
     def banner(text: str) -> str:
-        return (lead + text.center(colw * ncol + len(sep) * (ncol - 1))).rstrip()
+        return (lead + text.center(sum(colws) + len(sep) * (ncol - 1))).rstrip()
 
-    lines = [(lead + sep.join(p.center(colw) for p in procs)).rstrip(),
-             lead + "-+-".join("-" * colw for _ in procs)]
+    lines = [(lead + sep.join(p.center(w) for p, w in zip(procs, colws))).rstrip(),
+             lead + "-+-".join("-" * w for w in colws)]
     for i, a in enumerate(t.actions):
         if t.loop_start is not None and i == t.loop_start:
             lines.append(banner("~~~ loop: the steps below repeat forever ~~~"))
+        colw = colws[procs.index(a.process)]
         body = wrap_cell(a.text, colw, rest="  ")
-        effects = ", ".join(f"{k}={show_value(v)}" for k, v in a.changes)
-        if effects:
-            body += wrap_cell(effects, colw, first="  -> ", rest="     ")
+        if a.changes:
+            body += wrap_cell(_effects(a), colw, first="  -> ", rest="     ")
         lines += row(f"{i + 1}", procs.index(a.process), body)
     if t.failure is not None:
         a = t.failure
-        body = wrap_cell(a.text, colw, rest="  ") + ["  ** FAILS **"]
+        body = wrap_cell(a.text, colws[procs.index(a.process)], rest="  ") + ["  ** FAILS **"]
         lines += row(f"{t.length + 1}", procs.index(a.process), body)
     if t.loop_start is not None:
         lines.append(banner(f"~~~ back to step {t.loop_start + 1} ~~~"))
     if idle:
         lines.append(f"{lead}(no step taken by: {', '.join(idle)})")
     return "\n".join(lines)
+
+
+def _effects(a) -> str:
+    return ", ".join(f"{k}={show_value(v)}" for k, v in a.changes)
+
+
+def _share(wants: list[int], room: int, least: int) -> list[int]:
+    """Column widths: each column gets what its longest text wants, if the room allows;
+    otherwise narrow columns keep their width and the wide ones share the rest evenly."""
+    wants = [max(least, w) for w in wants]
+    widths = [0] * len(wants)
+    left = room
+    order = sorted(range(len(wants)), key=lambda i: wants[i])
+    for k, i in enumerate(order):
+        widths[i] = max(least, min(wants[i], left // (len(wants) - k)))
+        left -= widths[i]
+    return widths
 
 
 _SOFT_BREAKS = ",;.([{=&|"  # break after these inside a long token ...
@@ -267,8 +288,9 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
                 break
             cut = _cut(word, room)
             if len(line) > prefix_len:
-                # a word too long for any line is split here if it breaks well; else start a new line
-                if len(word) > width - len(rest) and cut > 3:
+                # a word too long for any line, or one that would leave this line nearly
+                # empty, is split here if it breaks well; else it starts a new line
+                if (len(word) > width - len(rest) or len(line.strip()) <= width // 4) and cut > 3:
                     out.append(f"{line} {word[:cut]}")
                     line, prefix_len = rest, len(rest)
                     word = word[cut:]
