@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..compile import AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError
+from ..compile import AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep, ModelError
 from ..ir import StepKind
-from ..trace import (Action, Counterexample, Members, ReplayResult, ReplayStatus, ReplayStep, TraceState, Value,
-                     show_value)
+from ..trace import (MEMORY, Action, Counterexample, Members, ReplayResult, ReplayStatus, ReplayStep, TraceState,
+                     Value, show_value)
 from .explicit import TraceBuilder
 
 MAX_EXTRA = 8
@@ -43,6 +43,26 @@ def _norm(v: Value):
     return v
 
 
+@dataclass(frozen=True)
+class _Memory:
+    """Under tso, the `memory` actor of a trace: its steps are the store-buffer flushes."""
+
+    name: str
+    flushes: tuple[CompiledFlush, ...]
+
+
+def _what(cs) -> tuple[str, int | None]:
+    """A step's statement and line (a flush has no line of its own)."""
+    if isinstance(cs, CompiledFlush):
+        return f"flush {cs.buffer.cpu}", None
+    return cs.step.text, cs.step.span.line
+
+
+def _where(cs) -> str:
+    text, line = _what(cs)
+    return f"`{text}`" + (f" (line {line})" if line else "")
+
+
 @dataclass
 class _Path:
     state: tuple  # the model state now
@@ -55,7 +75,9 @@ class Replayer:
         self.cx = cx
         self.builder = TraceBuilder(cm)
         self.decoder = self.builder.decoder
-        self.by_name: dict[str, CompiledInstance] = {inst.name: inst for inst in cm.instances}
+        self.by_name: dict = {inst.name: inst for inst in cm.instances}
+        if cm.flushes:
+            self.by_name[MEMORY] = _Memory(MEMORY, tuple(cm.flushes))
         recorded = cx.trace.states[0]
         model_vars = [name for name, _ in self.decoder.groups]
         rec_vars = [k for k, _ in recorded.values]
@@ -76,7 +98,7 @@ class Replayer:
     def labels_ok(self, state: tuple, rec: TraceState) -> bool:
         for inst_name, label in rec.pcs:
             inst = self.by_name.get(inst_name)
-            if inst is None or _UNNAMED.fullmatch(label):
+            if not isinstance(inst, CompiledInstance) or _UNNAMED.fullmatch(label):
                 continue
             pcs = inst.process.label_pcs.get(label)
             if pcs is not None and state[inst.pc_slot] not in pcs:
@@ -90,8 +112,13 @@ class Replayer:
         return self.view(self.decoder.decode(a)) == self.view(self.decoder.decode(b))
 
     # -- running one process
-    def steps_of(self, inst: CompiledInstance, state: tuple) -> tuple[CompiledStep, ...]:
+    def steps_of(self, inst, state: tuple) -> tuple:
+        if isinstance(inst, _Memory):
+            return tuple(f for cf in inst.flushes for f in cf.steps_at[state[cf.slot]])
         return inst.steps_at[state[inst.pc_slot]]
+
+    def actors(self) -> list:
+        return list(self.by_name.values())
 
     def advance(self, inst: CompiledInstance, state: tuple, target: TraceState):
         """Runs of `inst` from `state` reaching `target`: (new state, extra steps, step),
@@ -162,29 +189,29 @@ class Replayer:
         if inst is None:
             return head + f"this model has no process {a.process}"
         steps = self.steps_of(inst, state)
-        pc = inst.process.pc_names[state[inst.pc_slot]]
         if not steps:
-            return head + f"{a.process} has already finished here (at {pc})"
+            if isinstance(inst, _Memory):
+                return head + "no store is buffered here, so there is nothing to flush"
+            return head + f"{a.process} has already finished here (at {inst.process.pc_names[state[inst.pc_slot]]})"
         wanted = ", ".join(f"{k} = {show_value(v)}" for k, v in a.changes if k in self.common)
         options = []
         for cs in steps:
-            st = cs.step
-            line = f"line {st.span.line}"
+            where = _where(cs)
             try:
                 r = cs.fn(state)
             except AssertionViolation as e:
-                options.append(f"`{st.text}` ({line}) fails assert {e.property}")
+                options.append(f"{where} fails assert {e.property}")
                 continue
             except ModelError as e:
-                options.append(f"`{st.text}` ({line}) stops with a model error: {e}")
+                options.append(f"{where} stops with a model error: {e}")
                 continue
             if r is None:
-                why = "is asleep in" if st.kind is StepKind.SCHEDULE else "waits at"
-                options.append(f"{a.process} {why} `{st.text}` ({line}), which is not enabled")
+                asleep = isinstance(cs, CompiledStep) and cs.step.kind is StepKind.SCHEDULE
+                options.append(f"{a.process} {'is asleep in' if asleep else 'waits at'} {where}, which is not enabled")
                 continue
             got = self.builder.action(cs, state, tuple(r)).changes
             shown = ", ".join(f"{k} = {show_value(v)}" for k, v in got if k in self.common) or "no recorded variable"
-            options.append(f"{a.process} can only run `{st.text}` ({line}), which changes {shown}")
+            options.append(f"{a.process} can only run {where}, which changes {shown}")
         return (head + f"no enabled step of {a.process} leads to the recorded state"
                 + (f" (the trace's step set {wanted})" if wanted else "") + "; here " + "; or ".join(options))
 
@@ -283,6 +310,17 @@ def _final_check(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
                 return True, f"every step replays and evaluating invariant {prop} now stops with a model error: {e}"
         return False, (f"every step replays, but invariant {prop} holds in the last state: "
                        "this run no longer breaks it")
+    if cx.kind == "final":
+        fin = next((c for c in cm.finals if c.property.name == prop), None)
+        if fin is None or cm.final_state is None:
+            return False, f"every step replays, but this model has no final condition {prop}"
+        for p in frontier:
+            if cm.final_state(p.state) and not fin.fn(p.state):
+                return True, f"every step replays and final condition {prop} is still violated in the last state"
+        if not any(cm.final_state(p.state) for p in frontier):
+            return False, "every step replays, but the last state is not final here (a process or a store buffer " \
+                          "has more to do)"
+        return False, f"every step replays, but final condition {prop} holds in the last state"
     if cx.kind in ("assert", "model error"):
         a = t.failure
         if a is None:
@@ -301,8 +339,7 @@ def _final_check(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
             if found is not None:
                 extra, (s, cs), e = found
                 what = f"assert {prop} still fails" if cx.kind == "assert" else f"the model error recurs: {e}"
-                return True, (f"every step replays and step {n + 1} (`{cs.step.text}`, line {cs.step.span.line}) "
-                              f"{what}")
+                return True, f"every step replays and step {n + 1}, {_where(cs)}, {what}"
         reason = rp.explain(n + 1, a, frontier[0].state, t.states[-1])
         if cx.kind == "assert":
             return False, f"every step replays, but assert {prop} no longer fails: " + reason.split(": ", 1)[-1]
@@ -320,7 +357,7 @@ def _final_check(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
         if moving:
             inst, cs = moving[0]
             return False, (f"every step replays, but the last state is no deadlock any more: {inst.name} can run "
-                           f"`{cs.step.text}` (line {cs.step.span.line})")
+                           f"{_where(cs)}")
         return False, "every step replays, but every process is at a valid end: this is no deadlock any more"
     if cx.kind == "liveness":
         return _check_lasso(rp, cx, frontier)
@@ -329,7 +366,7 @@ def _final_check(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
 
 def _enabled(rp: Replayer, state: tuple) -> list[tuple[CompiledInstance, CompiledStep]]:
     out = []
-    for inst in rp.cm.instances:
+    for inst in rp.actors():
         for cs in rp.steps_of(inst, state):
             try:
                 if cs.fn(state) is not None:
@@ -354,7 +391,7 @@ def _check_lasso(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
         loop_head = p.history[t.loop_start]
         states = list(p.history)
         if p.state != loop_head:
-            back = [cs for inst in rp.cm.instances for cs in rp.steps_of(inst, p.state)
+            back = [cs for inst in rp.actors() for cs in rp.steps_of(inst, p.state)
                     if _safe_step(cs, p.state) == loop_head]
             if not back:
                 continue

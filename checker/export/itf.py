@@ -17,7 +17,7 @@ import json
 import re
 
 from ..errors import Span
-from ..trace import Action, Counterexample, Members, RunResult, Trace, TraceState, Value, changes
+from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value, changes
 from .files import counterexamples, dump_json, file_stem, write_text
 
 SPEC_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -31,6 +31,8 @@ def value(v: Value):
         return {"#bigint": str(v)}
     if isinstance(v, Members):
         return {"#set": [value(x) for x in sorted(v, key=_order)]}
+    if isinstance(v, Buffered):  # tso: a store buffer, oldest store first, as a list of records
+        return [{"location": loc, "value": value(x)} for loc, x in v]
     if isinstance(v, tuple):
         return [value(x) for x in v]
     return str(v)
@@ -126,6 +128,8 @@ def from_value(x) -> Value:
     if isinstance(x, (bool, int, str)):
         return x
     if isinstance(x, list):
+        if x and all(isinstance(e, dict) and set(e) == {"location", "value"} for e in x):
+            return Buffered((e["location"], from_value(e["value"])) for e in x)
         return tuple(from_value(e) for e in x)
     if isinstance(x, dict):
         if "#bigint" in x:

@@ -10,9 +10,9 @@ Mermaid `loop` block; the violation is the closing note.
 
 from __future__ import annotations
 
-from ..trace import Action, Counterexample, RunResult, Trace, show_value
+from ..trace import MEMORY, Action, Counterexample, RunResult, Trace, show_value
 from .files import counterexamples, describe, file_stem, write_text
-from .text import wrap_cell
+from .text import effect_text, wrap_cell
 
 MEMORY = "mem"
 WRAP = 48  # characters per line inside a message or note
@@ -34,7 +34,10 @@ def _lines(text: str, first: str = "", rest: str = "") -> list[str]:
 
 
 def _owner(var: str, instances: list[str]) -> str | None:
-    """The process a variable belongs to (`vcpu.x`, `timer[1].state`), or None if shared."""
+    """The process a variable belongs to (`vcpu.x`, `timer[1].state`, its tso store
+    buffer `sb(vcpu)`), or None if shared."""
+    if var.startswith("sb(") and var.endswith(")") and var[3:-1] in instances:
+        return var[3:-1]
     for inst in instances:
         if var.startswith(inst + "."):
             return inst
@@ -43,12 +46,12 @@ def _owner(var: str, instances: list[str]) -> str | None:
 
 def sequence_diagram(t: Trace, title: str, closing: str) -> str:
     declared = [p for p, _ in t.states[0].pcs]
-    acting = [a.process for a in t.actions] + ([t.failure.process] if t.failure else [])
+    acting = [a.process for a in t.actions if a.kind != "flush"] + ([t.failure.process] if t.failure else [])
     procs = [p for p in declared if p in acting] + sorted({p for p in acting if p not in declared})
     if not procs:
         procs = declared[:1] or ["-"]
     ids = {p: f"P{i}" for i, p in enumerate(procs)}
-    shared_writes = any(_owner(k, declared) is None for a in t.actions for k, _ in a.changes)
+    shared_writes = any(a.kind == "flush" or _owner(k, declared) is None for a in t.actions for k, _ in a.changes)
     out = ["sequenceDiagram", f"    title {escape(title)}"]
     for p in procs:
         out.append(f"    participant {ids[p]} as {escape(p)}")
@@ -75,12 +78,14 @@ def sequence_diagram(t: Trace, title: str, closing: str) -> str:
 def _step(n: int, a: Action, ids: dict[str, str], declared: list[str], fails: bool = False) -> str:
     where = f"line {a.span.line}: " if a.span else ""
     body = _lines(f"{n}. {where}{a.text}", rest="  ")
-    effects = ", ".join(f"{k} = {show_value(v)}" for k, v in a.changes)
+    effects = "" if a.kind == "flush" else ", ".join(effect_text(k, v) for k, v in a.changes)
     if effects:
         body += _lines(effects, first="→ ", rest="  ")
     if fails:
         body.append("FAILS")
     text = "<br/>".join(escape(x) for x in body)
+    if a.kind == "flush":  # tso: a buffered store becomes visible
+        return f"Note over {MEMORY}: {text}"
     me = ids[a.process]
     woken = [o for k, _ in a.changes if (o := _owner(k, declared)) and o != a.process and o in ids]
     if woken:

@@ -197,8 +197,15 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     acting = [a.process for a in t.actions] + ([t.failure.process] if t.failure else [])
     declared = [p for p, _ in t.states[0].pcs]
     procs = [p for p in declared if p in acting]
-    procs += sorted({p for p in acting if p not in declared})
+    procs += sorted({p for p in acting if p not in declared and p != MEMORY})
     idle = [p for p in declared if p not in procs]
+    # tso: flushes, and stores still buffered at the end, sit in the `memory` column
+    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
+    pending_lines = [] if not pending or t.loop_start is not None else ["still buffered, not yet visible:"] + [
+        f"{k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
+        for k, v in pending for loc, x in v]
+    if MEMORY in acting or pending_lines:
+        procs.append(MEMORY)
     if not procs:  # nothing moved (a violation in the initial state): show everyone
         procs, idle = declared or ["-"], []
     last = t.length + (1 if t.failure else 0)
@@ -206,8 +213,8 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     ncol = len(procs)
     sep = " | "
     steps = list(t.actions) + ([t.failure] if t.failure else [])
-    wants = [max([len(p)] + [max(len(a.text), 5 + len(_effects(a))) for a in steps if a.process == p])
-             for p in procs]
+    wants = [max([len(p)] + [max(len(a.text), 5 + len(_effects(a))) for a in steps if a.process == p]
+                 + ([len(x) + 2 for x in pending_lines] if p == MEMORY else [])) for p in procs]
     colws = _share(wants, width - numw - 1 - len(sep) * (ncol - 1), 16)
     lead = " " * (numw + 1)
 
@@ -230,7 +237,7 @@ def race_diagram(t: Trace, width: int = 100) -> str:
             lines.append(banner("~~~ loop: the steps below repeat forever ~~~"))
         colw = colws[procs.index(a.process)]
         body = wrap_cell(a.text, colw, rest="  ")
-        if a.changes:
+        if _effects(a):
             body += wrap_cell(_effects(a), colw, first="  -> ", rest="     ")
         lines += row(f"{i + 1}", procs.index(a.process), body)
     if t.failure is not None:
@@ -239,13 +246,20 @@ def race_diagram(t: Trace, width: int = 100) -> str:
         lines += row(f"{t.length + 1}", procs.index(a.process), body)
     if t.loop_start is not None:
         lines.append(banner(f"~~~ back to step {t.loop_start + 1} ~~~"))
+    if pending_lines:
+        colw = colws[procs.index(MEMORY)]
+        body = [pending_lines[0]] + [x for pl in pending_lines[1:] for x in wrap_cell(pl, colw, "  ", "    ")]
+        lines += row("", procs.index(MEMORY), body)
     if idle:
         lines.append(f"{lead}(no step taken by: {', '.join(idle)})")
     return "\n".join(lines)
 
 
 def _effects(a) -> str:
-    return ", ".join(f"{k}={show_value(v)}" for k, v in a.changes)
+    """What a step changed, as the race diagram shows it (a flush's text says it all)."""
+    if a.kind == "flush":
+        return ""
+    return ", ".join(effect_text(k, v) for k, v in a.changes)
 
 
 def _share(wants: list[int], room: int, least: int) -> list[int]:
@@ -308,7 +322,7 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
     return out
 
 
-def _effect(name: str, value) -> str:
+def effect_text(name: str, value) -> str:
     """A change as the race diagram shows it; a store that went into a store buffer
     reads `x=1 (buffered)` rather than as the whole buffer."""
     if isinstance(value, Buffered):
