@@ -579,7 +579,8 @@ class _ProcessBuilder:
             if id(n) in labels_of:
                 name = labels_of[id(n)]
             elif n.kind == "end":
-                name = "end"
+                # a finished process; "terminated" when the model has its own `end:` label
+                name = "terminated" if any(l == "end" for l, _ in self.labelled) else "end"
             else:
                 name = f"line{n.step['span'].line}"
             base, k = name, 2
