@@ -8,6 +8,7 @@ recomputed by running the step functions).
 """
 
 import json
+import os
 
 import pytest
 
@@ -339,3 +340,62 @@ def test_liveness_engine_does_not_change_the_safety_results(unfair):
     assert plain.stats.states == with_graph.stats.states
     assert plain.stats.transitions == with_graph.stats.transitions == len(with_graph.graph.dst)
     assert with_graph.graph.expanded == plain.stats.states
+
+
+# ---- the models that need liveness: pinned state counts, and every lasso validated ----
+
+MODELS_DIR = os.path.join(os.path.dirname(__file__), "..", "models")
+
+# variant -> (states, liveness verdict); a changed count is a reviewable event
+HALT_POLL = {
+    "base": (399, Verdict.HOLDS),
+    "posted": (303, Verdict.HOLDS),
+    "posted_poll_ignores_pi": (234, Verdict.HOLDS),
+    "posted_check_ignores_pi": (83, Verdict.VIOLATED),
+    "final_check_ignores_timer": (328, Verdict.VIOLATED),
+    "check_before_prepare": (386, Verdict.VIOLATED),
+    "no_wake_on_expiry": (306, Verdict.VIOLATED),
+}
+IPI_FASTPATH = {
+    "base": (310, Verdict.HOLDS),
+    "v5_kick": (943, Verdict.HOLDS),
+    "legacy_apic": (656, Verdict.HOLDS),
+    "no_notification": (160, Verdict.VIOLATED),
+    "no_wakeup": (249, Verdict.VIOLATED),
+    "sync_before_mode": (332, Verdict.VIOLATED),
+}
+
+
+@pytest.mark.parametrize("model,prop,variant,expected", [
+    ("halt_poll", "timer_wakes_vcpu", v, e) for v, e in HALT_POLL.items()] + [
+    ("ipi_fastpath", "ipi_taken", v, e) for v, e in IPI_FASTPATH.items()])
+def test_model_variants(model, prop, variant, expected):
+    with open(f"{MODELS_DIR}/{model}.spec") as f:
+        text = f.read()
+    cm, ex, out = check(text, variant)  # validates every lasso
+    states, verdict = expected
+    assert ex.stats.states == states
+    assert out[prop].verdict is verdict
+    if verdict is Verdict.VIOLATED:
+        assert not any(x.startswith("deadlock") for x in ex.counterexamples), \
+            "a lost wake-up here is an infinite run, not a stuck state"
+
+
+def test_ipi_lost_to_a_missing_notification_keeps_the_target_in_the_guest():
+    with open(f"{MODELS_DIR}/ipi_fastpath.spec") as f:
+        text = f.read()
+    cm, ex, out = check(text, "no_notification")
+    t = out["ipi_taken"].counterexample.trace
+    loop = t.states[t.loop_start:]
+    assert all(s.get("cpu") == "NON_ROOT" and s.get("pir") and s.get("on") for s in loop)
+    assert {a.process for a in t.actions[t.loop_start:]} == {"sender", "target"}
+
+
+def test_halt_poll_lost_wakeup_leaves_the_vcpu_asleep_while_the_timer_keeps_firing():
+    with open(f"{MODELS_DIR}/halt_poll.spec") as f:
+        text = f.read()
+    cm, ex, out = check(text, "check_before_prepare")
+    t = out["timer_wakes_vcpu"].counterexample.trace
+    loop = t.states[t.loop_start:]
+    assert all(s.get("vcpu.state") == "INTERRUPTIBLE" and s.get("pending") == 1 for s in loop)
+    assert {a.process for a in t.actions[t.loop_start:]} == {"hrtimer"}
