@@ -27,9 +27,8 @@ def check(text, variant="base", limits=Limits(), defines=None):
     ex = explore(cm, limits, graph=True)
     out, _ = liveness.check(cm, ex)
     for prop, trig, goal in cm.liveness:
-        cx = out[prop.name].counterexample
-        if cx is not None:
-            validate_lasso(cm, ex, cx, trig, goal)
+        if out[prop.name].verdict is Verdict.VIOLATED:
+            validate_lasso(cm, ex, out[prop.name].counterexample, trig, goal)
     return cm, ex, out
 
 
@@ -261,6 +260,15 @@ def test_weak_fairness_is_per_instance():
     cm, ex, out = check(text)
     assert out["zero_done"].verdict is Verdict.HOLDS
     assert out["one_done"].verdict is Verdict.VIOLATED
+
+
+def test_a_property_that_goes_wrong_is_a_model_error_with_the_trace_there():
+    cm, ex, out = check("model m; var a[2]: bool = false; var i: 0..3 = 0; process p { i = 1; i = 2; }\n"
+                        "property bad: always eventually a[i];")
+    o = out["bad"]
+    assert o.verdict is Verdict.ERROR
+    assert "index 2 is outside a (0..1)" in o.note
+    assert [a.text for a in o.counterexample.trace.actions] == ["i = 1;", "i = 2;"]
 
 
 def test_incomplete_search_gives_no_holds():

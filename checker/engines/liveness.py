@@ -103,11 +103,19 @@ class _Graph:
     def check(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
         g, n = self.g, self.n
         states, dst = g.states, g.dst
-        try:
-            bad = bytearray(1 if not goal(states[u]) else 0 for u in range(n))
-            seeds = [u for u in range(n) if bad[u] and (trigger is None or trigger(states[u]))]
-        except ModelError as e:
-            return LivenessOutcome(Verdict.ERROR, None, f"evaluating the property went wrong: {e}")
+        bad = bytearray(n)
+        seeds = []
+        for u in range(n):
+            try:
+                bad[u] = not goal(states[u])
+                if bad[u] and (trigger is None or trigger(states[u])):
+                    seeds.append(u)
+            except ModelError as e:
+                msg = f"evaluating property {prop.name} went wrong: {e}"
+                path_states, path_steps = self.path_to(u)
+                trace = self.builder.trace([states[k] for k in path_states], path_steps)
+                return LivenessOutcome(Verdict.ERROR, Counterexample(prop.name, "model error", msg, trace,
+                                                                     engine="liveness"), msg)
         # R: reachable from a P && !Q state through !Q states (whose steps were all tried)
         in_r = bytearray(n)
         for u in seeds:
@@ -244,6 +252,25 @@ class _Graph:
                 path_states.append(u)
                 path_steps.append(cs)
         return path_states, path_steps, trigger_at
+
+    def path_to(self, target: int) -> tuple[list[int], list[CompiledStep]]:
+        """A shortest path from an initial state to `target`."""
+        n, dst, step, steps = self.n, self.g.dst, self.g.step, self.g.steps
+        parent: dict[int, tuple[int, CompiledStep] | None] = {u: None for u in range(min(self.g.initial, n))}
+        q = deque(parent)
+        while q and target not in parent:
+            u = q.popleft()
+            for k in self.out(u):
+                v = dst[k]
+                if v < n and v not in parent:
+                    parent[v] = (u, steps[step[k]])
+                    q.append(v)
+        path_states, path_steps = [target], []
+        while parent[path_states[-1]] is not None:
+            u, cs = parent[path_states[-1]]
+            path_states.append(u)
+            path_steps.append(cs)
+        return path_states[::-1], path_steps[::-1]
 
     def loop(self, entry: int, comp: frozenset) -> tuple[list[int], list[CompiledStep]]:
         """A cycle from `entry` inside `comp` that satisfies every fair instance.
