@@ -141,7 +141,7 @@ class _Graph:
             else:
                 note = "holds without any fairness assumption"
             return LivenessOutcome(Verdict.HOLDS, None, note, names)
-        cx = self.lasso(prop, seeds, in_r, comp_of, comps)
+        cx = self.lasso(prop, seeds, bad, in_r, comp_of, comps)
         note = (f"fair lasso: stem {cx.trace.loop_start} step(s), "
                 f"loop {cx.trace.length - cx.trace.loop_start} step(s)")
         if not complete:
@@ -185,9 +185,15 @@ class _Graph:
         return tuple(self.names[gid] for gid in sorted(self.names) if mask >> gid & 1)
 
     # -- the counterexample
-    def lasso(self, prop: m.Property, seeds: list[int], in_r: bytearray, comp_of: dict[int, int],
-              comps: list) -> Counterexample:
+    def lasso(self, prop: m.Property, seeds: list[int], bad: bytearray, in_r: bytearray,
+              comp_of: dict[int, int], comps: list) -> Counterexample:
         stem_states, stem_steps, trigger_at = self.stem(seeds, in_r, comp_of, comps)
+        # name the earliest P-state of the stem after which Q never holds
+        first_bad = trigger_at
+        while first_bad > 0 and bad[stem_states[first_bad - 1]]:
+            first_bad -= 1
+        is_seed = set(seeds)
+        trigger_at = next(i for i in range(first_bad, trigger_at + 1) if stem_states[i] in is_seed)
         entry = stem_states[-1]
         comp = comps[comp_of[entry]]
         loop_states, loop_steps = self.loop(entry, comp)
