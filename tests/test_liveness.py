@@ -407,3 +407,12 @@ def test_halt_poll_lost_wakeup_leaves_the_vcpu_asleep_while_the_timer_keeps_firi
     loop = t.states[t.loop_start:]
     assert all(s.get("vcpu.state") == "INTERRUPTIBLE" and s.get("pending") == 1 for s in loop)
     assert {a.process for a in t.actions[t.loop_start:]} == {"hrtimer"}
+
+
+@pytest.mark.parametrize("variant", ["unpinned_no_kick", "no_kick_hlt_exits", "no_kick_no_wake",
+                                     "post_any_mode_timer_fn_hlt_exits_no_p3_kick"])
+def test_pi_timer_lassos_are_fair_runs(variant):
+    with open(f"{MODELS_DIR}/pi_timer.spec") as f:
+        text = f.read()
+    cm, ex, out = check(text, variant)  # validates the lasso independently of the engine
+    assert out["timer_wakes_vcpu"].verdict is Verdict.VIOLATED
