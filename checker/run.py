@@ -83,6 +83,8 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
         out.append("weak fairness for " + ", ".join(fair))
     if unfair:
         out.append("none for " + ", ".join(unfair))
+    if model.memory == "tso":
+        out.append("every store buffer drains (weak fairness of its flushes)")
     return tuple(out)
 
 

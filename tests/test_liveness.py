@@ -14,7 +14,7 @@ import pytest
 
 from checker import ir
 from checker.cli import main
-from checker.compile import AssertionViolation, compile_program
+from checker.compile import AssertionViolation, StoreBufferFull, compile_program
 from checker.engines import liveness
 from checker.engines.explicit import Limits, decoder_for, explore
 from checker.parse import parse
@@ -39,10 +39,16 @@ def validate_lasso(cm, ex, cx, trig, goal):
     raw = {decoder.decode(s): s for s in ex.graph.states}
     states = [raw[s] for s in t.states]
     assert t.loop_start is not None and 0 <= t.loop_start <= t.length
-    # every step is a real transition of the process it names
-    for i, a in enumerate(t.actions):
+    # every step is a real transition of the process (or store buffer) it names
+    def steps_of(a, s):
+        if a.kind == "flush":
+            f = next(f for f in cm.flushes if a.text.startswith(f"flush {f.buffer.cpu}:"))
+            return f.steps_at[s[f.slot]]
         inst = next(x for x in cm.instances if x.name == a.process)
-        succs = [tuple(r) for at in inst.steps_at[states[i][inst.pc_slot]] for r in [at.fn(states[i])] if r]
+        return inst.steps_at[s[inst.pc_slot]]
+
+    for i, a in enumerate(t.actions):
+        succs = [tuple(r) for st in steps_of(a, states[i]) for r in [st.fn(states[i])] if r]
         assert states[i + 1] in succs, f"step {i + 1} is not a transition of {a.process}"
     assert states[-1] == states[t.loop_start], "the loop closes"
     # P held somewhere, and Q never holds from there on (the loop included)
@@ -50,22 +56,29 @@ def validate_lasso(cm, ex, cx, trig, goal):
     assert loop_avoids_q and any((trig is None or trig(states[i])) and not any(goal(x) for x in states[i:])
                                  for i in range(len(states)))
 
-    def enabled(inst, s):
-        for st in inst.steps_at[s[inst.pc_slot]]:
+    def enabled(steps_at, slot, s):
+        for st in steps_at[s[slot]]:
             try:
                 if st.fn(s) is not None:
                     return True
             except AssertionViolation:
                 return True
+            except StoreBufferFull:  # waits for a flush: not enabled
+                continue
         return False
 
     loop = states[t.loop_start:]
-    movers = {a.process for a in t.actions[t.loop_start:]}
+    loop_actions = t.actions[t.loop_start:]
+    movers = {a.process for a in loop_actions if a.kind != "flush"}
     for inst in cm.instances:
         if inst.process.unfair:
             continue
-        assert inst.name in movers or any(not enabled(inst, s) for s in loop), \
+        assert inst.name in movers or any(not enabled(inst.steps_at, inst.pc_slot, s) for s in loop), \
             f"{inst.name} is enabled throughout the loop and never moves: not a fair run"
+    for f in cm.flushes:  # every store buffer drains
+        flushed = any(a.kind == "flush" and a.text.startswith(f"flush {f.buffer.cpu}:") for a in loop_actions)
+        assert flushed or any(not enabled(f.steps_at, f.slot, s) for s in loop), \
+            f"{f.buffer.cpu}'s store buffer never drains in the loop: not a fair run"
 
 
 SPIN = """
@@ -416,3 +429,33 @@ def test_pi_timer_lassos_are_fair_runs(variant):
         text = f.read()
     cm, ex, out = check(text, variant)  # validates the lasso independently of the engine
     assert out["timer_wakes_vcpu"].verdict is Verdict.VIOLATED
+
+
+TSO_STORE = """
+model tso_live;
+memory tso;
+var x: bool = false;
+var seen: bool = false;
+process w { x = true; loop { skip; } }
+process r { await x; seen = true; }
+property seen_eventually: always eventually seen;
+"""
+
+
+def test_under_tso_a_buffered_store_becomes_visible_eventually():
+    # w spins after its store, which may sit in w's store buffer; the buffer's flush is
+    # a fair actor of its own, so r sees x eventually
+    cm, ex, out = check(TSO_STORE)
+    o = out["seen_eventually"]
+    assert o.verdict is Verdict.HOLDS
+    assert "memory (w)" in o.relies_on  # the verdict needs the buffer to drain
+
+
+def test_under_tso_a_lasso_drains_every_buffer_or_leaves_it_empty():
+    # r never sets `seen` (its await is on a variable nobody writes): the lasso's loop
+    # must still be fair to the store buffers
+    cm, ex, out = check(TSO_STORE.replace("await x;", "await x && !x;"))
+    o = out["seen_eventually"]
+    assert o.verdict is Verdict.VIOLATED  # validated by check(), flushes included
+    t = o.counterexample.trace
+    assert all(s.get("x") is True for s in t.states[t.loop_start:])  # w's store became visible

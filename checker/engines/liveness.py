@@ -6,6 +6,8 @@ Semantics, stated once because every verdict rests on it:
 * A run is infinite. It may *stutter* (stay in a state): a run that reaches a state
   where nothing can move stays there forever, and so may a run in which only processes
   without fairness (`unfair process`) could move, since they may stall for ever.
+* Under tso, every store buffer's flush is a weakly fair actor of its own: a buffered
+  store becomes visible eventually, whether or not its CPU moves.
 * Weak fairness per process instance (the default): a run in which an instance is
   enabled continuously from some point on must contain infinitely many of its steps.
   An instance is enabled in a state when one of its steps can run there (a sleeping
@@ -62,12 +64,24 @@ class LivenessOutcome:
 
 
 def fair_mask(cm: CompiledModel) -> int:
-    """Bit gid set for every instance of a process declared without `unfair`."""
+    """Bit gid set for every fair actor: each instance of a process declared without
+    `unfair`, and under tso each store buffer's flush (the memory system drains every
+    buffer eventually, whatever its CPU does)."""
     mask = 0
     for inst in cm.instances:
         if not inst.process.unfair:
             mask |= 1 << inst.gid
+    for f in cm.flushes:
+        mask |= 1 << f.gid
     return mask
+
+
+def actor_names(cm: CompiledModel) -> dict[int, str]:
+    """gid -> how traces name the actor: the instance, or `memory (cpu)` for a flush."""
+    names = {inst.gid: inst.name for inst in cm.instances}
+    for f in cm.flushes:
+        names[f.gid] = f"memory ({f.buffer.cpu})"
+    return names
 
 
 def check(cm: CompiledModel, exploration: Exploration) -> tuple[dict[str, LivenessOutcome], float]:
@@ -93,7 +107,7 @@ class _Graph:
         self.n = g.expanded
         self.fair = fair_mask(cm)
         self.step_gid = [cs.gid for cs in g.steps]
-        self.names = {inst.gid: inst.name for inst in cm.instances}
+        self.names = actor_names(cm)
         self.builder = TraceBuilder(cm)
 
     def out(self, u: int) -> range:
