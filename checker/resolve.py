@@ -7,6 +7,7 @@ helps (the closest known name, the declared range, the rule that was broken).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
@@ -1228,10 +1229,9 @@ def _children(e: m.TExpr):
 
 
 def _respan(e: m.TExpr, span: Span) -> m.TExpr:
-    """An inline argument keeps its meaning but points at the use site."""
-    if isinstance(e, m.Const):
-        return m.Const(span, e.type, e.value)
-    return e
+    """An inline argument or a function's expansion keeps its meaning but points at the
+    use site (so a trace shows `if (check_block(...))`, not the function's body)."""
+    return dataclasses.replace(e, span=span)
 
 
 def _fold(op: str, a: int, b: int, span: Span) -> int:

@@ -7,11 +7,12 @@ what it returns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
+from .engines import liveness
 from .engines.explicit import Limits, explore, state_space
 from .errors import SpecError
 from .parse import parse
@@ -74,13 +75,17 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
 
 
 def fairness_of(model: m.Model) -> tuple[str, ...]:
-    fair = [p.name for p in model.processes if not p.unfair]
-    unfair = [p.name for p in model.processes if p.unfair]
+    """The fairness the liveness engine assumes, e.g. ("weak fairness for vcpu[0], vcpu[1],
+    hrtimer", "none for guest"): weak fairness per process instance unless `unfair`."""
+    fair = [p.instance_name(i) for p in model.processes if not p.unfair for i in range(p.instances)]
+    unfair = [p.instance_name(i) for p in model.processes if p.unfair for i in range(p.instances)]
     out = []
     if fair:
         out.append("weak fairness for " + ", ".join(fair))
     if unfair:
-        out.append("no fairness for " + ", ".join(unfair))
+        out.append("none for " + ", ".join(unfair))
+    if model.memory == "tso":
+        out.append("every store buffer drains (weak fairness of its flushes)")
     return tuple(out)
 
 
@@ -89,11 +94,23 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
     model = cm.program.model
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
-    exploration = explore(cm, opts.limits, progress, graph=opts.graph_limit is not None)
+    wants_liveness = bool(cm.liveness)
+    wants_graph = opts.graph_limit is not None
+    exploration = explore(cm, opts.limits, progress, graph=wants_liveness or wants_graph)
     stats = exploration.stats
     space = None
-    if exploration.graph is not None and len(exploration.graph.states) <= opts.graph_limit:
+    if wants_graph and exploration.graph is not None and len(exploration.graph.states) <= opts.graph_limit:
         space = state_space(cm, exploration.graph, stats.complete)
+    live: dict[str, liveness.LivenessOutcome] = {}
+    if wants_liveness:
+        try:
+            live, seconds = liveness.check(cm, exploration)
+            stats = replace(stats, seconds=stats.seconds + seconds)
+        except KeyboardInterrupt:
+            live = {p.name: liveness.LivenessOutcome(Verdict.INCOMPLETE, None, "interrupted")
+                    for p, _, _ in cm.liveness}
+            stats = replace(stats, complete=False, limit="interrupted")
+    exploration.graph = None  # the graph is large; nothing after this needs it
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -102,8 +119,10 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
         cx = exploration.counterexamples.get(prop.name)
         note = ""
         if prop.kind is m.PropertyKind.LIVENESS:
-            verdict = Verdict.INCOMPLETE
-            note = "liveness properties are not checked by this engine"
+            lo = live[prop.name]
+            verdict, cx, note = lo.verdict, lo.counterexample, lo.note
+            if verdict is Verdict.INCOMPLETE and exploration.model_error is not None:
+                note = "search stopped at a model error; no fair cycle among the states explored"
         elif cx is not None:
             verdict = Verdict.VIOLATED
         elif exploration.model_error is not None:

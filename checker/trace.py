@@ -71,9 +71,12 @@ class TraceState:
 class Trace:
     """states[0] is initial; actions[i] leads from states[i] to states[i+1].
 
-    A lasso (liveness) has `loop_start`: the run goes on from the last state back to
-    states[loop_start] forever. A trace that ends in a failed step has `failure`: the
-    step that failed (an assert, a model error) from the last state.
+    A lasso (liveness) has `loop_start`: actions[loop_start:] form the loop, so the last
+    state equals states[loop_start] and the run repeats the loop forever. When
+    loop_start == len(actions) the loop is empty: the run stays in its last state
+    forever (nothing, or only processes without fairness, could move there). A trace
+    that ends in a failed step has `failure`: the step that failed (an assert, a model
+    error) from the last state.
     """
 
     states: tuple[TraceState, ...]

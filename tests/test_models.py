@@ -45,6 +45,8 @@ PI_TIMER_STATES = {
     "post_any_mode": 1350,
     "post_any_mode_timer_fn": 1380,
     "post_any_mode_timer_fn_hlt_exits": 2221,
+    "post_any_mode_timer_fn_hlt_exits_hlt_cond": 4652,
+    "post_any_mode_timer_fn_hlt_exits_no_p3_kick": 1555,
 }
 
 
@@ -69,7 +71,7 @@ def test_pi_timer_base_holds_everything(pi_timer):
     assert {o.property: o.verdict for o in base.outcomes} == {
         "no_early_timer_irq": Verdict.HOLDS, "posted_after_deadline": Verdict.HOLDS,
         "expired_timer_not_posted": Verdict.HOLDS, "timer_irq_once": Verdict.HOLDS,
-        "deadlock": Verdict.HOLDS}
+        "timer_wakes_vcpu": Verdict.HOLDS, "deadlock": Verdict.HOLDS}
 
 
 def violations(variant) -> set[str]:
@@ -79,11 +81,13 @@ def violations(variant) -> set[str]:
 def test_pi_timer_each_variant_violates_exactly_its_bug(pi_timer):
     v = by_variant(pi_timer)
     assert {name: violations(x) for name, x in v.items() if violations(x)} == {
-        "unpinned_no_kick": {"deadlock"},
+        "no_kick_hlt_exits": {"timer_wakes_vcpu"},
+        "unpinned_no_kick": {"deadlock", "timer_wakes_vcpu"},
         "stale_expired_deadline": {"no_early_timer_irq", "posted_after_deadline"},
         "posted_without_wait": {"no_early_timer_irq", "posted_after_deadline"},
-        "no_kick_no_wake": {"deadlock"},
+        "no_kick_no_wake": {"deadlock", "timer_wakes_vcpu"},
         "post_any_mode": {"expired_timer_not_posted"},
+        "post_any_mode_timer_fn_hlt_exits_no_p3_kick": {"deadlock", "timer_wakes_vcpu"},
     }
 
 
@@ -158,7 +162,7 @@ def test_breaking_a_section_9_rule_loses_the_interrupt(name):
         assert anchor in text
         text = text.replace(anchor, "        atomic { kick_ipi = false; pi_ipi = false; }\n" + anchor, 1)
     result = check_spec(parse(text, "mutant.spec"), Options(variants=("base",)))
-    assert violations(result.variants[0]) == {"deadlock"}
+    assert violations(result.variants[0]) == {"deadlock", "timer_wakes_vcpu"}
 
 
 def test_setting_mode_before_irq_off_is_harmless():
@@ -169,3 +173,57 @@ def test_setting_mode_before_irq_off_is_harmless():
     text = text.replace(old, "      mode = IN_GUEST_MODE;\n      atomic { kick_ipi = false; pi_ipi = false; }\n", 1)
     result = check_spec(parse(text, "mutant.spec"), Options(variants=("base", "hlt_exits")))
     assert all(not violations(v) for v in result.variants)
+
+
+# ---- liveness: timer_wakes_vcpu (SEED-BUGS 1a and 1d) ----
+
+
+def test_story_a_as_liveness_the_vcpu_keeps_running_in_the_guest(pi_timer):
+    # unpinned timer, no kick: the request is made after the vCPU's last E8 check, and
+    # the guest then runs for ever without an exit. Not a deadlock: an infinite run.
+    t = counterexample(pi_timer, "unpinned_no_kick", "timer_wakes_vcpu")
+    assert t.loop_start is not None and t.loop_start < t.length
+    loop = t.states[t.loop_start:]
+    assert all(dict(s.pcs)["vcpu"] == "guest" and s.get("mode") == "IN_GUEST_MODE" for s in loop)
+    assert all(s.get("guest_hlt") is False and "KVM_REQ_PENDING_TIMER" in s.get("requests") for s in loop)
+    assert {a.process for a in t.actions[t.loop_start:]} == {"vcpu"}
+    assert not any("cmpxchg" in a.text for a in t.actions)  # no kick
+
+
+def test_v52_wake_up_without_kick_wakes_a_blocked_vcpu_but_not_a_running_guest(pi_timer):
+    # no_kick_hlt_exits: no deadlock (the swait wake-up wakes a vCPU in kvm_vcpu_block),
+    # yet the timer is lost for a guest that keeps running: only liveness sees it
+    v = by_variant(pi_timer)["no_kick_hlt_exits"]
+    assert violations(v) == {"timer_wakes_vcpu"}
+    t = counterexample(pi_timer, "no_kick_hlt_exits", "timer_wakes_vcpu")
+    assert all(s.get("mode") == "IN_GUEST_MODE" for s in t.states[t.loop_start:])
+
+
+def _states(variant):
+    from checker.engines.explicit import decoder_for, explore
+    from checker.run import compile_variant
+    spec = load(str(PI_TIMER))
+    cm = compile_variant(spec, variant, Options())
+    d = decoder_for(cm)
+    return [d.decode(s) for s in explore(cm, graph=True).graph.states]
+
+
+def test_1d_a_blocked_vcpu_always_wakes_when_the_timer_is_posted(pi_timer):
+    # Without the kvm_hlt_in_guest condition, HLT exits on: the timer is posted to a
+    # vCPU asleep in kvm_vcpu_block (reachable, so the question is not vacuous), and
+    # timer_wakes_vcpu holds: P3 kicks it awake and kvm_vcpu_check_block syncs PIR.
+    for variant in ("post_any_mode_timer_fn_hlt_exits", "hlt_exits"):
+        asleep_posted = [s for s in _states(variant)
+                         if dict(s.pcs)["vcpu"] == "blocked" and s.get("vcpu.state") == "INTERRUPTIBLE"
+                         and "LOCAL_TIMER_VECTOR" in s.get("pir")]
+        assert asleep_posted, variant
+        v = by_variant(pi_timer)[variant]
+        assert {o.property: o.verdict for o in v.outcomes}["timer_wakes_vcpu"] is Verdict.HOLDS
+    # with the condition (v4 as posted) and HLT exits on, the timer is never posted
+    assert not any(dict(s.pcs)["hrtimer"] == "post" for s in _states("post_any_mode_timer_fn_hlt_exits_hlt_cond"))
+    # and the answer rests on P3's kick: without it the posted vCPU sleeps for ever
+    t = counterexample(pi_timer, "post_any_mode_timer_fn_hlt_exits_no_p3_kick", "timer_wakes_vcpu")
+    last = t.states[-1]
+    assert t.loop_start == t.length  # the run stays in its last state
+    assert dict(last.pcs)["vcpu"] == "blocked" and last.get("vcpu.state") == "INTERRUPTIBLE"
+    assert "LOCAL_TIMER_VECTOR" in last.get("pir")

@@ -71,8 +71,10 @@ def header(result: RunResult) -> str:
             mem += f" (store buffers of at most {'/'.join(map(str, bounds))} stores)"
     else:
         mem = "memory model ?"
+    live = any(o.kind == "liveness" for v in result.variants for o in v.outcomes)
     return (f"{result.model} ({result.file}): {n} variant{'s' if n != 1 else ''}, "
-            f"explicit-state breadth-first search, {mem}")
+            f"explicit-state breadth-first search{' and fair-cycle search for liveness' if live else ''}, "
+            f"{mem}")
 
 
 def store_buffer_notes(result: RunResult) -> list[str]:
@@ -107,10 +109,7 @@ def footer(result: RunResult) -> str:
     for v in incomplete:
         lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
                      "properties without a counterexample are not verified")
-    fair = sorted({f for v in result.variants for f in v.fairness
-                   if any(o.kind == "liveness" for o in v.outcomes)})
-    if fair:
-        lines.append("liveness verdicts assume: " + "; ".join(fair))
+    lines += liveness_summary(result)
     bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
            if not o.as_expected and o.verdict is not Verdict.INCOMPLETE]
     if result.all_as_expected:
@@ -133,13 +132,42 @@ def footer(result: RunResult) -> str:
 def format_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
     t = cx.trace
     title = f"Counterexample: variant {variant}, {describe(cx)}"
-    lines = [title, "=" * min(len(title), width), cx.message,
-             f"{t.length} step{'s' if t.length != 1 else ''}"
-             + (f", then a loop back to state {t.loop_start}" if t.loop_start is not None else ""), ""]
+    lines = [title, "=" * min(len(title), width)]
+    lines += textwrap.wrap(cx.message, width) or [""]
+    lines += [shape(t), ""]
     lines.append(format_trace(t, width))
     lines.append("")
     lines.append(race_diagram(t, width))
     return "\n".join(lines)
+
+
+def shape(t: Trace) -> str:
+    """How long a trace is, and for a lasso where its loop starts."""
+    def steps(n: int) -> str:
+        return f"{n} step{'s' if n != 1 else ''}"
+
+    if t.loop_start is None:
+        return steps(t.length)
+    if t.loop_start == t.length:
+        return f"{steps(t.length)} to state {t.loop_start}, where the run stays for ever"
+    return (f"{steps(t.loop_start)} to state {t.loop_start}, then a loop of "
+            f"{steps(t.length - t.loop_start)} back to state {t.loop_start}, repeated for ever")
+
+
+def liveness_summary(result: RunResult) -> list[str]:
+    """Per liveness verdict, the fairness it rests on (grouped by the assumption made)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for v in result.variants:
+        for o in v.outcomes:
+            if o.kind == "liveness":
+                groups.setdefault(v.fairness, []).append(
+                    f"  {v.variant}/{o.property}: {o.verdict.value}" + (f"; {o.note}" if o.note else ""))
+    lines = []
+    for fairness, rows in groups.items():
+        assumed = "; ".join(fairness) if fairness else "no processes"
+        lines.append(f"liveness verdicts assume {assumed}; a run may stop only where no fair process can move:")
+        lines += rows
+    return lines
 
 
 def format_trace(t: Trace, width: int = 100) -> str:
@@ -158,7 +186,9 @@ def format_trace(t: Trace, width: int = 100) -> str:
         lines.append(_action_line(i, numw, a, width))
         for chunk in _wrap_assignments(list(a.changes), width - 8 - numw):
             lines.append(" " * (6 + numw) + chunk)
-    if t.loop_start is not None:
+    if t.loop_start is not None and t.loop_start == t.length:
+        lines.append(f"  {'-' * 8} the run stays in state {t.loop_start} for ever {'-' * 8}")
+    elif t.loop_start is not None:
         lines.append(f"  {'-' * 8} back to state {t.loop_start} {'-' * 8}")
     if t.failure is not None:
         a = t.failure
@@ -244,9 +274,11 @@ def race_diagram(t: Trace, width: int = 100) -> str:
         a = t.failure
         body = wrap_cell(a.text, colws[procs.index(a.process)], rest="  ") + ["  ** FAILS **"]
         lines += row(f"{t.length + 1}", procs.index(a.process), body)
-    if t.loop_start is not None:
+    if t.loop_start is not None and t.loop_start == t.length:
+        lines.append(banner("~~~ the run stays here for ever ~~~"))
+    elif t.loop_start is not None:
         lines.append(banner(f"~~~ back to step {t.loop_start + 1} ~~~"))
-    if pending_lines:
+    if pending_lines and t.loop_start is None:
         colw = colws[procs.index(MEMORY)]
         body = [pending_lines[0]] + [x for pl in pending_lines[1:] for x in wrap_cell(pl, colw, "  ", "    ")]
         lines += row("", procs.index(MEMORY), body)

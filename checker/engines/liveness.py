@@ -1,0 +1,387 @@
+"""The liveness engine: `always (P -> eventually Q)` and `always eventually Q` under
+weak fairness, decided on the state graph the explicit engine keeps (`graph=True`).
+
+Semantics, stated once because every verdict rests on it:
+
+* A run is infinite. It may *stutter* (stay in a state): a run that reaches a state
+  where nothing can move stays there forever, and so may a run in which only processes
+  without fairness (`unfair process`) could move, since they may stall for ever.
+* Under tso, every store buffer's flush is a weakly fair actor of its own: a buffered
+  store becomes visible eventually, whether or not its CPU moves.
+* Weak fairness per process instance (the default): a run in which an instance is
+  enabled continuously from some point on must contain infinitely many of its steps.
+  An instance is enabled in a state when one of its steps can run there (a sleeping
+  task in `schedule()`, an unsatisfied `await` and a terminated process are disabled).
+  Weak fairness of the process covers timers: an hrtimer process whose `await armed`
+  stays true eventually fires.
+* `always (P -> eventually Q)` fails on a run with a state where P holds and from which
+  Q never holds again (that state included); `always eventually Q` is the case P = true.
+
+The check: keep the states reachable from a `P && !Q` state through `!Q` states only
+(R), split R into strongly connected components, and keep the fair ones. A component C
+is fair iff every fair instance either moves on an edge inside C or is disabled in some
+state of C. This is exact for *weak* fairness: if C passes, the run that goes round all
+of C's edges for ever (stuttering in between, which is allowed) is fair, since every
+fair instance moves infinitely often or is infinitely often disabled; conversely the
+states a fair run visits infinitely often lie inside one component, and the moves and
+disabled states that make that run fair lie inside it too. (Strong fairness would need
+the components to be split again; weak fairness does not.) A single state with no edge
+inside R is a component too: it passes iff no fair instance can move there, which is
+the stutter case above, including a deadlock or a terminated model.
+
+A counterexample is a lasso: the shortest stem from an initial state through a
+`P && !Q` state to a fair component (a 0-1 breadth-first search over "before P" and
+"after P" copies of the graph), then a loop inside the component that takes a move of,
+or visits a disabled state of, every fair instance, and returns to where it entered.
+A stutter counterexample has an empty loop: the trace ends in the state the run keeps.
+
+Soundness: only states whose steps were all tried are used. When the search was cut
+short, a lasso found among them is still a real run, so it is reported; finding none
+proves nothing, and the verdict is "incomplete".
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import networkx as nx
+
+from .. import model as m
+from ..compile import CompiledModel, CompiledStep, ModelError
+from ..ir import source_text
+from ..trace import Counterexample, Verdict
+from .explicit import Exploration, StateGraph, TraceBuilder
+
+
+@dataclass(frozen=True, slots=True)
+class LivenessOutcome:
+    verdict: Verdict
+    counterexample: Counterexample | None
+    note: str
+    relies_on: tuple[str, ...] = ()  # fair instances whose fairness a "holds" needs
+
+
+def fair_mask(cm: CompiledModel) -> int:
+    """Bit gid set for every fair actor: each instance of a process declared without
+    `unfair`, and under tso each store buffer's flush (the memory system drains every
+    buffer eventually, whatever its CPU does)."""
+    mask = 0
+    for inst in cm.instances:
+        if not inst.process.unfair:
+            mask |= 1 << inst.gid
+    for f in cm.flushes:
+        mask |= 1 << f.gid
+    return mask
+
+
+def actor_names(cm: CompiledModel) -> dict[int, str]:
+    """gid -> how traces name the actor: the instance, or `memory (cpu)` for a flush."""
+    names = {inst.gid: inst.name for inst in cm.instances}
+    for f in cm.flushes:
+        names[f.gid] = f"memory ({f.buffer.cpu})"
+    return names
+
+
+def check(cm: CompiledModel, exploration: Exploration) -> tuple[dict[str, LivenessOutcome], float]:
+    """Every liveness property of the model, and the seconds spent on them."""
+    start = time.monotonic()
+    g = exploration.graph
+    if g is None:
+        raise ValueError("the liveness engine needs the explicit engine's graph (explore(graph=True))")
+    complete = exploration.stats.complete
+    analysis = _Graph(cm, g)
+    out = {}
+    for prop, trigger, goal in cm.liveness:
+        out[prop.name] = analysis.check(prop, trigger, goal, complete, exploration.stats.limit)
+    return out, time.monotonic() - start
+
+
+class _Graph:
+    """One variant's state graph, with what every property's check shares."""
+
+    def __init__(self, cm: CompiledModel, g: StateGraph):
+        self.cm = cm
+        self.g = g
+        self.n = g.expanded
+        self.fair = fair_mask(cm)
+        self.step_gid = [cs.gid for cs in g.steps]
+        self.names = actor_names(cm)
+        self.builder = TraceBuilder(cm)
+
+    def out(self, u: int) -> range:
+        return range(self.g.first[u], self.g.first[u + 1])
+
+    # -- one property
+    def check(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
+        g, n = self.g, self.n
+        states, dst = g.states, g.dst
+        bad = bytearray(n)
+        seeds = []
+        for u in range(n):
+            try:
+                bad[u] = not goal(states[u])
+                if bad[u] and (trigger is None or trigger(states[u])):
+                    seeds.append(u)
+            except ModelError as e:
+                msg = f"evaluating property {prop.name} went wrong: {e}"
+                path_states, path_steps = self.path_to(u)
+                trace = self.builder.trace([states[k] for k in path_states], path_steps)
+                return LivenessOutcome(Verdict.ERROR, Counterexample(prop.name, "model error", msg, trace,
+                                                                     engine="liveness"), msg)
+        # R: reachable from a P && !Q state through !Q states (whose steps were all tried)
+        in_r = bytearray(n)
+        for u in seeds:
+            in_r[u] = 1
+        todo = list(seeds)
+        while todo:
+            u = todo.pop()
+            for k in self.out(u):
+                v = dst[k]
+                if v < n and bad[v] and not in_r[v]:
+                    in_r[v] = 1
+                    todo.append(v)
+        comps, comp_of, starved_by = self.fair_components(in_r)
+        fair = [c for c in comps if c is not None]
+        if not fair:
+            names = self.instance_names(starved_by)
+            if not complete:
+                return LivenessOutcome(Verdict.INCOMPLETE, None,
+                                       f"search cut short ({limit}): no fair cycle among the states explored",
+                                       names)
+            if starved_by:
+                note = "holds under weak fairness of " + ", ".join(names)
+            else:
+                note = "holds without any fairness assumption"
+            return LivenessOutcome(Verdict.HOLDS, None, note, names)
+        cx = self.lasso(prop, seeds, bad, in_r, comp_of, comps)
+        note = (f"fair lasso: stem {cx.trace.loop_start} step(s), "
+                f"loop {cx.trace.length - cx.trace.loop_start} step(s)")
+        if not complete:
+            note += f"; found before the search was cut short ({limit}), the stem may not be the shortest"
+        return LivenessOutcome(Verdict.VIOLATED, cx, note)
+
+    def fair_components(self, in_r: bytearray):
+        """SCCs of the graph restricted to R; the fair ones, and who made the others unfair.
+
+        networkx finds the components: its iterative algorithm is well tested and R is
+        rarely more than a fraction of the state space. Everything else here is plain
+        array work on the explicit engine's graph.
+        """
+        n, dst, step, step_gid, enabled, fair = self.n, self.g.dst, self.g.step, self.step_gid, self.g.enabled, self.fair
+        dg = nx.DiGraph()
+        nodes = [u for u in range(n) if in_r[u]]
+        dg.add_nodes_from(nodes)
+        dg.add_edges_from((u, dst[k]) for u in nodes for k in self.out(u) if dst[k] < n and in_r[dst[k]])
+        comps: list[frozenset | None] = []
+        comp_of: dict[int, int] = {}
+        starved_by = 0
+        for comp in nx.strongly_connected_components(dg):
+            cid = len(comps)
+            moved = 0
+            disabled = 0
+            for u in comp:
+                comp_of[u] = cid
+                disabled |= fair & ~enabled[u]
+                for k in self.out(u):
+                    if dst[k] in comp:
+                        moved |= 1 << step_gid[step[k]]
+            starved = fair & ~moved & ~disabled
+            if starved:
+                starved_by |= starved
+                comps.append(None)
+            else:
+                comps.append(frozenset(comp))
+        return comps, comp_of, starved_by
+
+    def instance_names(self, mask: int) -> tuple[str, ...]:
+        return tuple(self.names[gid] for gid in sorted(self.names) if mask >> gid & 1)
+
+    # -- the counterexample
+    def lasso(self, prop: m.Property, seeds: list[int], bad: bytearray, in_r: bytearray,
+              comp_of: dict[int, int], comps: list) -> Counterexample:
+        stem_states, stem_steps, trigger_at = self.stem(seeds, in_r, comp_of, comps)
+        # name the earliest P-state of the stem after which Q never holds
+        first_bad = trigger_at
+        while first_bad > 0 and bad[stem_states[first_bad - 1]]:
+            first_bad -= 1
+        is_seed = set(seeds)
+        trigger_at = next(i for i in range(first_bad, trigger_at + 1) if stem_states[i] in is_seed)
+        entry = stem_states[-1]
+        comp = comps[comp_of[entry]]
+        loop_states, loop_steps = self.loop(entry, comp)
+        states = [self.g.states[u] for u in stem_states + loop_states[1:]]
+        steps = stem_steps + loop_steps
+        loop_start = len(stem_steps)
+        trace = self.builder.trace(states, steps, loop_start)
+        return Counterexample(prop.name, m.PropertyKind.LIVENESS.value,
+                              self.message(prop, trigger_at, loop_start, loop_states, loop_steps),
+                              trace, engine="liveness")
+
+    def stem(self, seeds, in_r, comp_of, comps):
+        """Shortest path: initial state ->* a P && !Q state ->* (through !Q) a fair component.
+
+        Nodes are (state, phase): phase 0 before P held, phase 1 after, where only !Q
+        states may be visited. Moving from phase 0 to 1 at a seed costs nothing, so a
+        0-1 BFS (deque; free moves go to the front) gives the shortest stem.
+        """
+        n, dst, step, steps = self.n, self.g.dst, self.g.step, self.g.steps
+        is_seed = set(seeds)
+        parent: dict[tuple[int, int], tuple[tuple[int, int], CompiledStep | None] | None] = {}
+        q: deque[tuple[int, int]] = deque()
+        for u in range(min(self.g.initial, n)):
+            if (u, 0) not in parent:
+                parent[(u, 0)] = None
+                q.append((u, 0))
+        done = set()
+        found = None
+        while q:
+            node = q.popleft()
+            if node in done:
+                continue
+            done.add(node)
+            u, phase = node
+            if phase == 1 and comps[comp_of[u]] is not None:
+                found = node
+                break
+            if phase == 0 and u in is_seed and (u, 1) not in done:
+                parent[(u, 1)] = (node, None)
+                q.appendleft((u, 1))
+            for k in self.out(u):
+                v = dst[k]
+                if v >= n or (phase == 1 and not in_r[v]):
+                    continue
+                nxt = (v, phase)
+                if nxt not in parent:
+                    parent[nxt] = (node, steps[step[k]])
+                    q.append(nxt)
+        assert found is not None, "a fair component in R is reachable from a seed"
+        chain = []  # (node, the step that led to it; None for the start and the free move)
+        node = found
+        while node is not None:
+            link = parent[node]
+            chain.append((node, link[1] if link else None))
+            node = link[0] if link else None
+        chain.reverse()
+        path_states, path_steps, trigger_at = [chain[0][0][0]], [], 0
+        for (u, _phase), cs in chain[1:]:
+            if cs is None:  # P held here: the phase changes, the state does not
+                trigger_at = len(path_states) - 1
+            else:
+                path_states.append(u)
+                path_steps.append(cs)
+        return path_states, path_steps, trigger_at
+
+    def path_to(self, target: int) -> tuple[list[int], list[CompiledStep]]:
+        """A shortest path from an initial state to `target`."""
+        n, dst, step, steps = self.n, self.g.dst, self.g.step, self.g.steps
+        parent: dict[int, tuple[int, CompiledStep] | None] = {u: None for u in range(min(self.g.initial, n))}
+        q = deque(parent)
+        while q and target not in parent:
+            u = q.popleft()
+            for k in self.out(u):
+                v = dst[k]
+                if v < n and v not in parent:
+                    parent[v] = (u, steps[step[k]])
+                    q.append(v)
+        path_states, path_steps = [target], []
+        while parent[path_states[-1]] is not None:
+            u, cs = parent[path_states[-1]]
+            path_states.append(u)
+            path_steps.append(cs)
+        return path_states[::-1], path_steps[::-1]
+
+    def loop(self, entry: int, comp: frozenset) -> tuple[list[int], list[CompiledStep]]:
+        """A cycle from `entry` inside `comp` that satisfies every fair instance.
+
+        If no fair instance can move at the entry, the loop is empty: the run stutters
+        there. Otherwise, greedily: go to the nearest place that satisfies a still
+        unsatisfied instance (a state where it is disabled, or one of its moves inside
+        the component), until none is left, then take the shortest way back.
+        """
+        dst, step, steps, enabled = self.g.dst, self.g.step, self.g.steps, self.g.enabled
+        need = self.fair & enabled[entry]
+        states, moves = [entry], []
+        if not need:
+            return states, moves
+
+        def inside(u):
+            return [(dst[k], steps[step[k]]) for k in self.out(u) if dst[k] in comp]
+
+        while need:
+            path = _bfs(states[-1], inside,
+                        stop_state=lambda u: bool(need & ~enabled[u]),
+                        stop_edge=lambda u, cs: bool(need >> cs.gid & 1))
+            for v, cs in path:
+                need &= ~(1 << cs.gid) & enabled[v]
+                states.append(v)
+                moves.append(cs)
+        if states[-1] != entry:
+            for v, cs in _bfs(states[-1], inside, stop_state=lambda u: u == entry):
+                states.append(v)
+                moves.append(cs)
+        return states, moves
+
+    def message(self, prop: m.Property, trigger_at: int, loop_start: int, loop_states, loop_steps) -> str:
+        src = self.cm.program.model.source
+        goal = source_text(src, prop.goal.span)
+        if prop.trigger is not None:
+            head = (f"`{source_text(src, prop.trigger.span)}` holds in state {trigger_at}, "
+                    f"and `{goal}` never holds from then on")
+        else:
+            head = f"`{goal}` never holds from state {trigger_at} on"
+        enabled = self.g.enabled
+        if not loop_steps:
+            u = loop_states[0]
+            could = enabled[u]
+            if not could:
+                why = "no process can move there"
+            else:
+                why = ("only " + ", ".join(self.instance_names(could))
+                       + " could move there, and without fairness it may stall for ever")
+            return f"{head}: the run stays in state {loop_start} for ever ({why})"
+        moved = 0
+        for cs in loop_steps:
+            moved |= 1 << cs.gid
+        parts = []
+        if moved & self.fair:
+            parts.append("moving in it: " + ", ".join(self.instance_names(moved & self.fair)))
+        idle = self.fair & ~moved
+        for gid in sorted(self.names):
+            if idle >> gid & 1:
+                k = next(i for i, u in enumerate(loop_states) if not enabled[u] >> gid & 1)
+                parts.append(f"{self.names[gid]} cannot move in state {loop_start + k}")
+        unfair = 0
+        for inst in self.cm.instances:
+            if inst.process.unfair:
+                unfair |= 1 << inst.gid
+        if unfair:
+            parts.append("no fairness assumed for " + ", ".join(self.instance_names(unfair)))
+        return (f"{head}: the loop from state {loop_start} repeats for ever, and it is fair ("
+                + "; ".join(parts) + ")")
+
+
+def _bfs(start, succ, stop_state, stop_edge=None) -> list:
+    """The shortest non-empty list of (state, step) from `start` that ends with a stop
+    edge or in a stop state; `succ(u)` gives the (state, step) pairs out of u."""
+    parent = {start: None}
+    q = deque([start])
+    while q:
+        u = q.popleft()
+        for v, cs in succ(u):
+            if (stop_edge is not None and stop_edge(u, cs)) or stop_state(v):
+                return _unwind(parent, u) + [(v, cs)]
+            if v not in parent:
+                parent[v] = (u, v, cs)
+                q.append(v)
+    raise AssertionError("the component is strongly connected, so the target is reachable")
+
+
+def _unwind(parent, u) -> list:
+    out = []
+    while parent[u] is not None:
+        prev, v, cs = parent[u]
+        out.append((v, cs))
+        u = prev
+    return out[::-1]
