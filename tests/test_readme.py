@@ -1,0 +1,19 @@
+"""The README's first example runs and prints the race diagram it shows."""
+
+import re
+from pathlib import Path
+
+from checker.cli import main
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def test_readme_example_checks_itself_and_draws_the_race(tmp_path, capsys, monkeypatch):
+    blocks = re.findall(r"```\n(.*?)```", README, re.S)
+    spec = next(b for b in blocks if b.startswith("model lost_update;"))
+    diagram = next(b for b in blocks if "inc[0]      |      inc[1]" in b)
+    (tmp_path / "lost_update.spec").write_text(spec)
+    monkeypatch.chdir(tmp_path)
+    assert main(["lost_update.spec"]) == 0
+    out = capsys.readouterr().out
+    assert diagram.rstrip("\n") in out
