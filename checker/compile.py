@@ -6,14 +6,25 @@ numbers, constants become integer literals, and source text appears only in comm
 after being reduced to printable characters on one line. The module runs with no
 builtins but the handful it needs.
 
-A step function takes a state tuple `s` and returns the successor state as a list, or
-None when the step is not enabled. It raises `AssertionViolation` when an `assert` fails
-and `ModelError` when the model itself goes wrong (a value out of its range, an index
-out of bounds, a division by zero).
+States are packed into one Python int (`Packing`): every slot of the state tuple
+(ir.StateLayout) is a bit field holding its value minus the slot's lower bound, so a
+state hashes and compares as one integer and costs a few dozen bytes to store. A step
+function takes a packed state `s` and returns the successor (an int) or None when the
+step is not enabled; it tests its guard before building anything. It raises
+`AssertionViolation` when an `assert` fails and `ModelError` when the model itself goes
+wrong (a value out of its range, an index out of bounds, a division by zero). Each
+compiled step also has a tuple form (`CompiledStep.fn`: state tuple -> list or None),
+a thin wrapper for the callers that think in tuples (replay, the Z3 engines' replay,
+tests); only the explicit engine runs the packed functions directly.
+
+The generator folds what is known per process instance (`self`, constants, quantifiers
+over constant ranges, which it unrolls), so `fork[first(self)]` becomes a fixed bit
+field, and merges a step's writes of constants into one mask-and-set.
 
 Under x86-TSO (`memory tso`) a plain store to a shared variable appends (address, value)
-to its CPU's store buffer instead of writing memory; a load of a variable the CPU may
-have buffered reads the newest matching entry, else memory; a fence step (see
+to its CPU's store buffer instead of writing memory (values are stored minus the
+smallest lower bound of the buffered variables); a load of a variable the CPU may have
+buffered reads the newest matching entry, else memory; a fence step (see
 `ir.is_fence`) starts with "return None unless my buffer is empty", and the locked
 operations in it act on memory directly. One more function per buffer, `<cpu>_flush`,
 moves the oldest entry to memory. A store that finds its buffer full raises
@@ -48,11 +59,12 @@ class StoreBufferFull(Exception):
 
 @dataclass(frozen=True, slots=True)
 class CompiledStep:
-    fn: Callable
+    fn: Callable  # state tuple -> successor list, or None when disabled (a wrapper of `packed`)
     step: Step
     instance: int
     gid: int
     name: str  # the generated function's name
+    packed: Callable | None = field(default=None, compare=False)  # packed state -> packed successor or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +95,36 @@ class CompiledFlush:
     gid: int  # an actor of its own, numbered after the process instances: the memory
     # system drains every buffer eventually, whatever its CPU does (fairness sees that)
     steps_at: tuple[tuple["CompiledFlush", ...], ...] = field(default=(), repr=False, compare=False)
+    packed: Callable | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledPredicate:
     property: m.Property
-    fn: Callable  # state -> bool
+    fn: Callable  # state tuple -> bool
     name: str
+    packed: Callable | None = field(default=None, compare=False)  # packed state -> bool
+
+
+@dataclass(frozen=True, slots=True)
+class Packing:
+    """Where each slot of the state tuple lives in the packed state (one int): slot k
+    holds `value - lo[k]` in `width[k]` bits from bit `shift[k]` (width 0: the value is
+    always lo[k]). Slots follow each other in layout order, so the elements of an array,
+    the instances of a process and the entries of a store buffer are evenly spaced."""
+
+    shift: tuple[int, ...]
+    width: tuple[int, ...]
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+    bits: int  # the widest a packed state can be
+
+    def mask(self, k: int) -> int:
+        return (1 << self.width[k]) - 1
+
+    def field(self, k: int) -> tuple[int, int]:
+        """(shift, mask) of slot k: its raw value is `s >> shift & mask`."""
+        return self.shift[k], self.mask(k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +132,67 @@ class CompiledModel:
     program: Program
     instances: tuple[CompiledInstance, ...]
     invariants: tuple[CompiledPredicate, ...]
-    liveness: tuple[tuple[m.Property, Callable | None, Callable], ...]
+    liveness: tuple[tuple[m.Property, Callable | None, Callable], ...]  # on state tuples
     source: str  # the generated Python
     namespace: dict = field(repr=False, default_factory=dict)
     flushes: tuple[CompiledFlush, ...] = ()  # tso: one per store buffer
     finals: tuple[CompiledPredicate, ...] = ()  # `final` conditions
-    final_state: Callable | None = None  # state -> every process at a valid end, buffers empty
+    final_state: Callable | None = None  # state tuple -> every process at a valid end, buffers empty
+    packing: Packing | None = None
+    pack: Callable | None = field(default=None, repr=False)  # state tuple -> int (ModelError if out of range)
+    unpack: Callable | None = field(default=None, repr=False)  # int -> state tuple
+    final_state_packed: Callable | None = field(default=None, repr=False)
 
     @property
     def layout(self):
         return self.program.layout
+
+
+def packing_of(layout) -> Packing:
+    """Bit fields for every slot, in layout order, each as narrow as its type allows."""
+    shift, width, los, his = [], [], [], []
+    at = 0
+    for k, sl in enumerate(layout.slots):
+        lo, hi = _slot_bounds(layout, k)
+        w = (hi - lo).bit_length()
+        shift.append(at)
+        width.append(w)
+        los.append(lo)
+        his.append(hi)
+        at += w
+    return Packing(tuple(shift), tuple(width), tuple(los), tuple(his), at)
+
+
+def _type_bounds(t: m.Type, layout) -> tuple[int, int]:
+    if isinstance(t, m.ArrayT):
+        return _type_bounds(t.elem, layout)
+    if isinstance(t, m.BoolT):
+        return 0, 1
+    if isinstance(t, m.EnumT):
+        return 0, max(len(t.members) - 1, 0)
+    if isinstance(t, m.BitsetT):
+        return 0, (1 << t.size) - 1
+    if isinstance(t, m.WaitQueueT):
+        return 0, (1 << len(layout.instance_names)) - 1
+    if isinstance(t, m.IntT) and t.lo is not None:
+        return t.lo, t.hi
+    width = getattr(t, "width", None)  # a C unsigned type: 0 .. 2**width - 1
+    if isinstance(width, int):
+        return 0, (1 << width) - 1
+    raise TypeError(f"no bounds for a slot of type {t.describe()}")
+
+
+def _slot_bounds(layout, k: int) -> tuple[int, int]:
+    from .ir import SlotKind
+
+    sl = layout.slots[k]
+    if sl.kind is SlotKind.BUFFER:
+        b = next(b for b in layout.buffers if b.name == sl.var)
+        if sl.element % 2 == 0:  # an address: a slot number + 1, 0 for an empty entry
+            return 0, sl.type.hi
+        bounds = [_type_bounds(sym.type, layout) for sym in b.locations] or [(0, 0)]
+        return min(lo for lo, _ in bounds), max(hi for _, hi in bounds)
+    return _type_bounds(sl.type, layout)
 
 
 def _range_error(name: str, value: int, lo: int, hi: int):
@@ -184,13 +270,33 @@ def _ident(text: str) -> str:
     return "".join(ch if ch.isascii() and (ch.isalnum() or ch == "_") else "_" for ch in text)
 
 
+@dataclass(slots=True)
+class _Addr:
+    """A variable's bit field, as generated code: a fixed slot, or an array element
+    whose slot (and so shift) depends on an index computed at run time."""
+
+    name: str  # as error messages show it
+    slot: int | None  # the slot when it is known at compile time
+    slot_code: str  # the slot number as code
+    shift_code: str  # the field's first bit as code
+    width: int
+    lo: int
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
 class _Emitter:
-    """Lines of one generated function, with fresh temporaries."""
+    """Lines of one generated function, with fresh temporaries, and the writes of
+    constants to fixed fields not yet emitted (merged into one `v & clear | set`)."""
 
     def __init__(self):
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
+        self.clear = 0  # bits of pending constant writes
+        self.set = 0
 
     def emit(self, line: str):
         self.lines.append("    " * self.depth + line)
@@ -199,29 +305,64 @@ class _Emitter:
         self.tmp += 1
         return f"_t{self.tmp}"
 
+    def pending(self) -> str:
+        """`v` with the pending constant writes applied, as code (and forget them)."""
+        code = "v"
+        if self.clear:
+            code = f"v & ~{self.clear:#x}" + (f" | {self.set:#x}" if self.set else "")
+        self.clear = self.set = 0
+        return code
+
+    def flush(self):
+        if self.clear:
+            self.emit(f"v = {self.pending()}")
+
+
+def _paren(code: str) -> str:
+    return code if code.isidentifier() or code.isdigit() else f"({code})"
+
 
 class _Compiler:
     def __init__(self, program: Program):
         self.program = program
         self.layout = program.layout
+        self.pk = packing_of(program.layout)
         self.names: list[str] = []
         self.src: list[str] = []
         self.bound: dict[int, str] = {}
+        self.consts: dict[int, int] = {}  # quantifier variables fixed while unrolling
         self.tso = program.model.memory == "tso"
         self.buffer: StoreBuffer | None = None  # the store buffer of the CPU being compiled
         self.direct = False  # inside a locked operation: loads and stores use memory
+        self.proc, self.inst = None, None
 
     def run(self) -> CompiledModel:
         model = self.program.model
+        pk = self.pk
         self.src.append(f"# Generated by timerace from {_comment(model.file)}, variant {_comment(model.variant)}.")
-        self.src.append("# State: " + ", ".join(f"s[{i}] {_comment(sl.name)}" for i, sl in enumerate(self.layout.slots)))
+        self.src.append(f"# State: one int of {pk.bits} bits; each slot is a field `s >> shift & mask` holding "
+                        "its value minus its lower bound:")
+        fields = []
+        for k, sl in enumerate(self.layout.slots):
+            lo = f" {pk.lo[k]:+d}" if pk.lo[k] else ""
+            fields.append(f"{_comment(sl.name)} = s >> {pk.shift[k]} & {pk.mask(k)}{lo}" if pk.width[k]
+                          else f"{_comment(sl.name)} = {pk.lo[k]} (fixed)")
+        line = "#  "
+        for f_ in fields:
+            if len(line) + len(f_) > 100:
+                self.src.append(line.rstrip(";"))
+                line = "#  "
+            line += f" {f_};"
+        self.src.append(line.rstrip(";"))
         if self.tso:
             self.src.append(f"# Memory model x86-TSO: each store buffer holds at most {model.store_buffer} stores;"
                             " an entry is (address = slot + 1, value), address 0 = empty.")
             for b in self.layout.buffers:
                 names = ", ".join(sorted(_comment(v.name) for v in b.locations))
-                self.src.append(f"#   {_comment(b.name)}: s[{b.base}..{b.base + 2 * b.capacity - 1}], buffers {names}")
+                self.src.append(f"#   {_comment(b.name)}: slots {b.base}..{b.base + 2 * b.capacity - 1}, buffers {names}")
         self.src.append("")
+        self.src.append(self.unpack_function())
+        self.src.append(self.pack_function())
         plan: list[tuple[ProcessIR, int, Step, str]] = []
         for p in self.program.processes:
             for i in range(p.instances):
@@ -258,31 +399,96 @@ class _Compiler:
             self.src.append(self.final_state_function())
         source = "\n".join(self.src) + "\n"
         ns = dict(_RUNTIME)
+        ns.update(_SHIFT=pk.shift, _MASK=tuple(pk.mask(k) for k in range(len(pk.shift))), _LO=pk.lo)
         exec(compile(source, f"<timerace {model.name}.{model.variant}>", "exec"), ns)  # noqa: S102
+        unpack = ns["unpack"]
+        pack = _checked_pack(ns["pack"], pk, self.layout)
         instances = []
-        gid = 0
         by_instance: dict[tuple[str, int], dict[int, CompiledStep]] = {}
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i
-            by_instance.setdefault((p.name, i), {})[st.uid] = CompiledStep(ns[fname], st, i, g, fname)
+            by_instance.setdefault((p.name, i), {})[st.uid] = CompiledStep(
+                _on_tuples(ns[fname], pack, unpack), st, i, g, fname, ns[fname])
         for p in self.program.processes:
             for i in range(p.instances):
                 table = by_instance.get((p.name, i), {})
                 steps_at = tuple(tuple(table[st.uid] for st in at) for at in p.steps_at)
                 instances.append(CompiledInstance(p.instance_name(i), self.layout.gid_base[p.name] + i, p, i,
                                                   self.layout.pc_base[p.name] + i, steps_at, p.end_pcs))
-                gid += 1
-        invariants = tuple(CompiledPredicate(prop, ns[f], f) for prop, f in inv_names)
-        liveness = tuple((prop, ns[t] if t else None, ns[g]) for prop, t, g in live_names)
+        invariants = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in inv_names)
+        liveness = tuple((prop, _pred_on_tuples(ns[t], pack) if t else None, _pred_on_tuples(ns[g], pack))
+                         for prop, t, g in live_names)
         flushes = []
         for k, (b, fname) in enumerate(flush_names):
-            cf = CompiledFlush(ns[fname], b, fname, b.base, len(self.layout.instance_names) + k)
+            cf = CompiledFlush(_on_tuples(ns[fname], pack, unpack), b, fname, b.base,
+                               len(self.layout.instance_names) + k, packed=ns[fname])
             addresses = self.layout.slots[b.base].type.hi
             object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * addresses)
             flushes.append(cf)
-        finals = tuple(CompiledPredicate(prop, ns[f], f) for prop, f in final_names)
+        finals = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in final_names)
+        final_packed = ns["final_state"] if finals else None
         return CompiledModel(self.program, tuple(instances), invariants, liveness, source, ns,
-                             tuple(flushes), finals, ns["final_state"] if finals else None)
+                             tuple(flushes), finals, _pred_on_tuples(final_packed, pack) if finals else None,
+                             pk, pack, unpack, final_packed)
+
+    # -- the state as a tuple and back
+    def unpack_function(self) -> str:
+        e = _Emitter()
+        e.lines.append("def unpack(s):")
+        e.emit("# the packed state as a tuple of slot values (for traces and the tuple-based callers)")
+        parts = [self.get("s", self.slot_addr(k)) for k in range(len(self.layout.slots))]
+        e.emit("return (" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")")
+        return "\n".join(e.lines) + "\n"
+
+    def pack_function(self) -> str:
+        e = _Emitter()
+        e.lines.append("def pack(t):")
+        e.emit("# a tuple of slot values (each within its slot's range) as the packed state")
+        pk = self.pk
+        parts = []
+        for k in range(len(self.layout.slots)):
+            if not pk.width[k]:
+                continue
+            v = f"t[{k}]" if not pk.lo[k] else f"(t[{k}] - {pk.lo[k]})"
+            parts.append(f"{v} << {pk.shift[k]}" if pk.shift[k] else v)
+        e.emit("return " + (" | ".join(parts) if parts else "0"))
+        return "\n".join(e.lines) + "\n"
+
+    # -- reading and writing fields
+    def slot_addr(self, k: int, name: str | None = None) -> _Addr:
+        pk = self.pk
+        return _Addr(name or self.layout.slots[k].name, k, str(k), str(pk.shift[k]), pk.width[k], pk.lo[k])
+
+    def get(self, src: str, a: _Addr) -> str:
+        """The value of a field, as an expression."""
+        if a.width == 0:
+            return str(a.lo)
+        if a.shift_code == "0":
+            raw = f"{src} & {a.mask}"
+        else:
+            raw = f"{src} >> {_paren(a.shift_code)} & {a.mask}"
+        if a.lo:
+            return f"(({raw}) {'+' if a.lo > 0 else '-'} {abs(a.lo)})"
+        return f"({raw})"
+
+    def put(self, e: _Emitter, a: _Addr, code: str, const: int | None = None):
+        """Write `code` (already within the field's range) into `v`."""
+        if a.width == 0:
+            return  # the value was checked to be the field's only one
+        if const is not None and a.slot is not None:
+            m_ = a.mask << self.pk.shift[a.slot]
+            e.clear |= m_
+            e.set = (e.set & ~m_) | ((const - a.lo) << self.pk.shift[a.slot])
+            return
+        e.flush()
+        val = code if not a.lo else f"{_paren(code)} - {a.lo}" if a.lo > 0 else f"{_paren(code)} + {-a.lo}"
+        if a.slot is not None:
+            sh = self.pk.shift[a.slot]
+            e.emit(f"v = v & ~{a.mask << sh:#x} | {_paren(val)} << {sh}")
+        else:
+            sh = e.fresh()
+            e.emit(f"{sh} = {a.shift_code}")
+            e.emit(f"v = v & ~({a.mask} << {sh}) | {_paren(val)} << {sh}")
 
     # -- functions
     def step_function(self, fname: str, p: ProcessIR, inst: int, st: Step) -> str:
@@ -294,17 +500,22 @@ class _Compiler:
         self.buffer = self.layout.buffer_of(self.layout.gid_base[p.name] + inst) if self.tso else None
         self.direct = False
         if self.buffer is not None and st.fence:
-            e.emit(f"if s[{self.buffer.base}] != 0:  # a fence: waits until {_comment(self.buffer.name)} is empty")
+            e.emit(f"if {self.get('s', self.slot_addr(self.buffer.base))} != 0:"
+                   f"  # a fence: waits until {_comment(self.buffer.name)} is empty")
             e.emit("    return None")
         if st.kind is StepKind.SCHEDULE:
             slot = self.layout.task_slot[self.layout.gid_base[p.name] + inst]
-            e.emit(f"if s[{slot}] != 0:  # asleep until woken (task state INTERRUPTIBLE)")
+            e.emit(f"if {self.get('s', self.slot_addr(slot))} != 0:  # asleep until woken (task state INTERRUPTIBLE)")
             e.emit("    return None")
         if st.guard is not None:
-            g = self.expr(st.guard, e, "s")
-            e.emit(f"if not ({g}):")
-            e.emit("    return None")
-        e.emit("v = list(s)")
+            guard = self.simplify(st.guard)
+            if not isinstance(guard, m.Const):
+                e.emit(f"if not ({self.expr(guard, e, 's')}):")
+                e.emit("    return None")
+            elif not guard.value:
+                e.emit("return None  # the guard never holds for this instance")
+                return "\n".join(e.lines) + "\n"
+        e.emit("v = s")
         # a locked `atomic` block is one LOCK-prefixed instruction: memory, not the buffer
         self.direct = st.kind is StepKind.ATOMIC and st.fence
         self.ops(st.body, e)
@@ -313,20 +524,27 @@ class _Compiler:
 
     def flush_function(self, fname: str, b: StoreBuffer) -> str:
         e = _Emitter()
+        self.proc, self.inst = None, None
         e.lines.append(f"def {fname}(s):")
         e.emit(f"# the oldest store in {_comment(b.name)} reaches memory; the others move up")
         first, value = b.entry(0)
-        e.emit(f"a = s[{first}]")
+        pk = self.pk
+        e.emit(f"a = {self.get('s', self.slot_addr(first))}")
         e.emit("if a == 0:")
         e.emit("    return None")
-        e.emit("v = list(s)")
-        e.emit(f"v[a - 1] = s[{value}]")
+        e.emit(f"x = {self.get('s', self.slot_addr(value))}")
+        lo = pk.shift[b.base]
         end = b.base + 2 * b.capacity
+        hi = pk.shift[end - 1] + pk.width[end - 1]
+        entry = pk.shift[b.base + 2] - lo if b.capacity > 1 else hi - lo
+        region = (1 << (hi - lo)) - 1
         if b.capacity > 1:
-            e.emit(f"v[{b.base}:{end}] = s[{b.base + 2}:{end}] + (0, 0)")
+            e.emit(f"v = s & ~{region << lo:#x} | (s >> {lo + entry} & {region >> entry:#x}) << {lo}"
+                   "  # entries 1.. move to 0..; the last becomes empty")
         else:
-            e.emit(f"v[{b.base}:{end}] = (0, 0)")
-        e.emit("return v")
+            e.emit(f"v = s & ~{region << lo:#x}  # the entry becomes empty")
+        e.emit("k = a - 1  # the slot the store goes to")
+        e.emit("return v & ~(_MASK[k] << _SHIFT[k]) | (x - _LO[k]) << _SHIFT[k]")
         return "\n".join(e.lines) + "\n"
 
     def final_state_function(self) -> str:
@@ -339,14 +557,14 @@ class _Compiler:
         for p in self.program.processes:
             ends = sorted(p.end_pcs)
             for i in range(p.instances):
-                slot = self.layout.pc_base[p.name] + i
+                pc = self.get("s", self.slot_addr(self.layout.pc_base[p.name] + i))
                 if not ends:
                     parts.append("False")
                 elif len(ends) == 1:
-                    parts.append(f"s[{slot}] == {ends[0]}")
+                    parts.append(f"{pc} == {ends[0]}")
                 else:
-                    parts.append(f"s[{slot}] in {tuple(ends)!r}")
-        parts += [f"s[{b.base}] == 0" for b in self.layout.buffers]
+                    parts.append(f"{pc} in {tuple(ends)!r}")
+        parts += [f"{self.get('s', self.slot_addr(b.base))} == 0" for b in self.layout.buffers]
         e.emit("return " + " and ".join(parts))
         return "\n".join(e.lines) + "\n"
 
@@ -356,27 +574,99 @@ class _Compiler:
         self.buffer, self.direct = None, False  # properties read memory, as other CPUs would
         e.lines.append(f"def {fname}(s):")
         e.emit(f"# {_comment(what)}")
-        e.emit(f"return bool({self.expr(cond, e, 's')})")
+        e.emit(f"return bool({self.expr(self.simplify(cond), e, 's')})")
         return "\n".join(e.lines) + "\n"
+
+    # -- constant folding (per instance: `self` is known)
+    def simplify(self, x: m.TExpr) -> m.TExpr:
+        """`x` with `self`, unrolled quantifier variables and constant subexpressions
+        folded, so that fixed array elements become fixed fields. Folds only what
+        cannot fail at run time: an index or a division that would go wrong stays in
+        the code and raises there, when (and only when) the step runs."""
+        if isinstance(x, m.SelfE):
+            return m.Const(x.span, x.type, self.inst) if self.inst is not None else x
+        if isinstance(x, m.Bound):
+            return m.Const(x.span, x.type, self.consts[x.uid]) if x.uid in self.consts else x
+        if isinstance(x, m.Un):
+            a = self.simplify(x.operand)
+            if isinstance(a, m.Const) and _foldable(x.type, a.type):
+                return m.Const(x.span, x.type, {"!": int(not a.value), "-": -a.value, "~": ~a.value}[x.op])
+            return m.Un(x.span, x.type, x.op, a)
+        if isinstance(x, m.Bin):
+            return self.simplify_bin(x)
+        if isinstance(x, m.Ite):
+            c = self.simplify(x.cond)
+            if isinstance(c, m.Const):
+                return self.simplify(x.then if c.value else x.orelse)
+            return m.Ite(x.span, x.type, c, self.simplify(x.then), self.simplify(x.orelse))
+        if isinstance(x, m.Elem):
+            return m.Elem(x.span, x.type, x.sym, self.simplify(x.index))
+        if isinstance(x, m.At) and x.index is not None:
+            return m.At(x.span, x.type, x.process, self.simplify(x.index), x.label)
+        if isinstance(x, m.LocalOf) and x.index is not None:
+            return m.LocalOf(x.span, x.type, x.sym, x.process, self.simplify(x.index))
+        if isinstance(x, m.Quant):
+            op = "&&" if x.kind == "forall" else "||"
+            out: m.TExpr = m.Const(x.span, m.BOOL, 1 if op == "&&" else 0)
+            terms = []
+            for k in range(x.lo, x.hi + 1):
+                self.consts[x.bound.uid] = k
+                try:
+                    terms.append(self.simplify(x.body))
+                finally:
+                    del self.consts[x.bound.uid]
+            for t in reversed(terms):
+                out = self.simplify_bin(m.Bin(x.span, m.BOOL, op, t, out))
+            return out
+        if isinstance(x, m.Builtin):
+            return m.Builtin(x.span, x.type, x.name, tuple(self.simplify(a) for a in x.args))
+        return x
+
+    def simplify_bin(self, x: m.Bin) -> m.TExpr:
+        a, b = self.simplify(x.left), self.simplify(x.right)
+        op = x.op
+        if isinstance(a, m.Const) and op in ("&&", "||", "->"):  # as the code would short-circuit
+            if op == "&&":
+                return b if a.value else m.Const(x.span, m.BOOL, 0)
+            if op == "||":
+                return m.Const(x.span, m.BOOL, 1) if a.value else b
+            return b if a.value else m.Const(x.span, m.BOOL, 1)
+        if op in ("&&", "||") and isinstance(b, m.Const) and b.value == (1 if op == "&&" else 0):
+            return a  # `x && true`, `x || false`: the value of x (evaluated as before)
+        if isinstance(a, m.Const) and isinstance(b, m.Const) and _foldable(x.type, a.type, b.type):
+            v = _fold_bin(op, a.value, b.value)
+            if v is not None:
+                return m.Const(x.span, x.type, v)
+        return m.Bin(x.span, x.type, op, a, b)
 
     # -- operations
     def ops(self, ops: tuple[Op, ...] | list[Op], e: _Emitter):
         for op in ops:
             self.op(op, e)
+        e.flush()
 
     def op(self, op: Op, e: _Emitter):
         if isinstance(op, OGoto):
-            e.emit(f"v[{self.layout.pc_base[self.proc.name] + self.inst}] = {op.pc}  # -> {_comment(self.proc.pc_names[op.pc])}")
-            e.emit("return v")
+            pc = self.layout.pc_base[self.proc.name] + self.inst
+            self.put(e, self.slot_addr(pc), str(op.pc), const=op.pc)
+            e.emit(f"return {e.pending()}  # -> {_comment(self.proc.pc_names[op.pc])}")
         elif isinstance(op, OAssign):
-            self.store(op.target, self.expr(op.value, e, "v"), op.value, e)
+            value = self.simplify(op.value)
+            if not isinstance(value, m.Const):
+                e.flush()
+            self.store(self.simplify(op.target), value, e)
         elif isinstance(op, OEval):
-            code = self.builtin(op.call, e, "v")
+            e.flush()
+            code = self.builtin(self.simplify(op.call), e, "v")
             if code not in ("None", ""):
                 e.emit(code)
         elif isinstance(op, OIf):
-            c = self.expr(op.cond, e, "v")
-            e.emit(f"if {c}:")
+            e.flush()
+            cond = self.simplify(op.cond)
+            if isinstance(cond, m.Const):  # decided for this instance: only that branch
+                self.ops(op.then if cond.value else op.orelse, e)
+                return
+            e.emit(f"if {self.expr(cond, e, 'v')}:")
             e.depth += 1
             self.ops(op.then, e)
             if not op.then:
@@ -388,64 +678,89 @@ class _Compiler:
                 self.ops(op.orelse, e)
                 e.depth -= 1
         elif isinstance(op, OWhile):
+            e.flush()
             e.emit("while True:")
             e.depth += 1
-            c = self.expr(op.cond, e, "v")
+            c = self.expr(self.simplify(op.cond), e, "v")
             e.emit(f"if not ({c}):")
             e.emit("    break")
             self.ops(op.body, e)
             e.depth -= 1
         elif isinstance(op, OBreak):
+            e.flush()
             e.emit("break")
         elif isinstance(op, OContinue):
+            e.flush()
             e.emit("continue")
         elif isinstance(op, OInline):
+            e.flush()
             e.emit(f"for _once in range(1):  # inline {_comment(op.name)}")
             e.depth += 1
             self.ops(op.body, e)
             e.emit("pass")
             e.depth -= 1
         elif isinstance(op, OReturn):
+            e.flush()
             e.emit("break  # return")
         elif isinstance(op, OAssert):
-            c = self.expr(op.cond, e, "v")
-            e.emit(f"if not ({c}):")
+            e.flush()
+            cond = self.simplify(op.cond)
+            if isinstance(cond, m.Const):
+                if not cond.value:
+                    e.emit(f"_assert_failed({op.property!r})  # fails for this instance whenever it runs")
+                return
+            e.emit(f"if not ({self.expr(cond, e, 'v')}):")
             e.emit(f"    _assert_failed({op.property!r})")
         elif isinstance(op, OBarrier):
             e.emit(f"pass  # {op.name}()")
         else:
             raise TypeError(op)
 
-    def store(self, target: m.TExpr, code: str, value: m.TExpr | None, e: _Emitter):
-        slot, name, lo_hi = self.address(target, e, "v")
+    def store(self, target: m.TExpr, value: m.TExpr, e: _Emitter):
+        """target = value (an expression already simplified)."""
+        code = self.expr(value, e, "v")
+        self.store_code(target, code, value, e)
+
+    def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, e: _Emitter):
+        a = self.address(target, e, "v")
         t = target.type
+        const = value.value if isinstance(value, m.Const) else None
         if isinstance(t, m.BoolT) and not _is_01(value):
             code = f"(1 if {code} else 0)"
+            if const is not None:
+                const = 1 if const else 0
+                code = str(const)
         check = None
         if isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
             check = (t.lo, t.hi)
-        elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t):
+        elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t) \
+                and not (const is not None and 0 <= const < (1 << t.size)):
             check = (0, (1 << t.size) - 1)
         if check:
+            e.flush()
             tmp = e.fresh()
             e.emit(f"{tmp} = {code}")
             e.emit(f"if {tmp} < {check[0]} or {tmp} > {check[1]}:")
-            e.emit(f"    _range_error({name!r}, {tmp}, {check[0]}, {check[1]})")
-            code = tmp
+            e.emit(f"    _range_error({a.name!r}, {tmp}, {check[0]}, {check[1]})")
+            code, const = tmp, None
         buf = self.buffered(target)
         if buf is None:
-            e.emit(f"v[{slot}] = {code}")
+            self.put(e, a, code, const)
             return
+        e.flush()
         if not (code.isidentifier() or code.lstrip("-").isdigit()):
             tmp = e.fresh()
             e.emit(f"{tmp} = {code}")
             code = tmp
-        addr = str(int(slot) + 1) if slot.isdigit() else f"{slot} + 1"
-        e.emit(f"# {_comment(name)} goes into {_comment(buf.name)}; memory keeps the old value until a flush")
+        addr = str(a.slot + 1) if a.slot is not None else f"{a.slot_code} + 1"
+        e.emit(f"# {_comment(a.name)} goes into {_comment(buf.name)}; memory keeps the old value until a flush")
         for k in range(buf.capacity):
-            a, val = buf.entry(k)
-            e.emit(f"{'if' if k == 0 else 'elif'} v[{a}] == 0:")
-            e.emit(f"    v[{a}], v[{val}] = {addr}, {code}")
+            at, val = buf.entry(k)
+            e.emit(f"{'if' if k == 0 else 'elif'} {self.get('v', self.slot_addr(at))} == 0:")
+            e.depth += 1
+            self.put(e, self.slot_addr(at), addr)
+            self.put(e, self.slot_addr(val), code)
+            e.depth -= 1
         e.emit("else:")
         e.emit(f"    _store_buffer_full()  # all {buf.capacity} entries in use: wait for a flush")
 
@@ -456,52 +771,66 @@ class _Compiler:
             return None
         return self.buffer
 
-    def load(self, x: m.TExpr, slot: str, e: _Emitter, src: str) -> str:
+    def load(self, x: m.TExpr, a: _Addr, e: _Emitter, src: str) -> str:
         """A load: the newest entry of this CPU's buffer for that address, else memory."""
         buf = self.buffered(x)
+        code = self.get(src, a)
         if buf is None:
-            return f"{src}[{slot}]"
+            return code
         e.emit(f"# {_comment(self.var_name(x.sym))} is read through {_comment(buf.name)}: "
                "its newest store there, else memory")
         # one expression, no temporaries: a load may sit inside a quantifier's generator
-        addr = str(int(slot) + 1) if slot.isdigit() else f"({slot} + 1)"
-        code = f"{src}[{slot}]"
+        addr = str(a.slot + 1) if a.slot is not None else f"({a.slot_code} + 1)"
         for k in range(buf.capacity):  # oldest first, so that the newest ends up outermost
-            a, val = buf.entry(k)
-            code = f"{src}[{val}] if {src}[{a}] == {addr} else {code}"
+            at, val = buf.entry(k)
+            code = f"{self.get(src, self.slot_addr(val))} if {self.get(src, self.slot_addr(at))} == {addr} else {code}"
         return f"({code})"
 
-    def address(self, target: m.TExpr, e: _Emitter, src: str, inline: bool = False) -> tuple[str, str, None]:
-        """The slot of a variable or array element, as code; bounds-checked when dynamic.
+    def address(self, target: m.TExpr, e: _Emitter, src: str, inline: bool = False) -> _Addr:
+        """The field of a variable or array element; bounds-checked when the index is
+        computed (or folded to a constant out of range: that fails when the step runs).
 
         `inline` gives a single expression (no temporaries): reads may sit inside a
         quantifier's generator, where a hoisted temporary would not see its variable."""
         if isinstance(target, m.Var):
-            base = self.layout.slot_of(target.sym, self.inst)
-            return str(base), self.var_name(target.sym), None
+            return self.slot_addr(self.layout.slot_of(target.sym, self.inst), self.var_name(target.sym))
         assert isinstance(target, m.Elem)
         t = target.sym.type
         assert isinstance(t, m.ArrayT)
         base = self.layout.slot_of(target.sym, self.inst)
         name = self.var_name(target.sym)
         idx = target.index
-        if isinstance(idx, m.Const):
-            return str(base + idx.value - t.lo), f"{name}[{idx.value}]", None
         if isinstance(idx, m.SelfE) and self.inst is not None:
-            return str(base + self.inst - t.lo), f"{name}[{self.inst}]", None
-        code = self.expr(idx, e, src)
-        off = base - t.lo
-        if inline:
-            checked = code
-            if not (isinstance(idx.type, m.IntT) and idx.type.lo is not None and t.lo <= idx.type.lo and idx.type.hi <= t.hi):
+            idx = m.Const(idx.span, idx.type, self.inst)
+        if isinstance(idx, m.Const):
+            if t.lo <= idx.value <= t.hi:
+                return self.slot_addr(base + idx.value - t.lo, f"{name}[{idx.value}]")
+            code = f"_index_error({name!r}, {idx.value}, {t.lo}, {t.hi})"  # raises when it runs
+        else:
+            code = self.expr(idx, e, src)
+        pk = self.pk
+        w = pk.width[base]
+        first = pk.shift[base] - w * t.lo  # the shift of element 0, were there one
+        checked = code
+        if not isinstance(idx, m.Const) and not (isinstance(idx.type, m.IntT) and idx.type.lo is not None
+                                                 and t.lo <= idx.type.lo and idx.type.hi <= t.hi):
+            if inline:
                 checked = f"_ix({code}, {t.lo}, {t.hi}, {name!r})"
-            return (f"{off} + {checked}" if off else checked), f"{name}[...]", None
-        tmp = e.fresh()
-        e.emit(f"{tmp} = {code}")
-        if not (isinstance(idx.type, m.IntT) and idx.type.lo is not None and t.lo <= idx.type.lo and idx.type.hi <= t.hi):
-            e.emit(f"if {tmp} < {t.lo} or {tmp} > {t.hi}:")
-            e.emit(f"    _index_error({name!r}, {tmp}, {t.lo}, {t.hi})")
-        return (f"{off} + {tmp}" if off else tmp), f"{name}[...]", None
+            else:
+                tmp = e.fresh()
+                e.emit(f"{tmp} = {code}")
+                e.emit(f"if {tmp} < {t.lo} or {tmp} > {t.hi}:")
+                e.emit(f"    _index_error({name!r}, {tmp}, {t.lo}, {t.hi})")
+                checked = tmp
+        elif not inline and not checked.isidentifier() and not isinstance(idx, m.Const):
+            tmp = e.fresh()
+            e.emit(f"{tmp} = {code}")
+            checked = tmp
+        off = base - t.lo
+        slot_code = f"{off} + {_paren(checked)}" if off else checked
+        scaled = _paren(checked) if w == 1 else f"{w} * {_paren(checked)}"
+        shift_code = f"{first} + {scaled}" if first else scaled
+        return _Addr(f"{name}[...]", None, slot_code, shift_code, w, pk.lo[base])
 
     def var_name(self, sym: m.VarSym) -> str:
         if sym.scope is m.Scope.LOCAL and self.proc is not None:
@@ -515,8 +844,7 @@ class _Compiler:
         if isinstance(x, (m.Var, m.Elem)):
             if isinstance(x, m.Var) and x.sym.scope is m.Scope.LOCAL and self.inst is None:
                 raise TypeError("a process-local variable outside its process")
-            slot, _, _ = self.address(x, e, src, inline=True)
-            return self.load(x, slot, e, src)
+            return self.load(x, self.address(x, e, src, inline=True), e, src)
         if isinstance(x, m.LocalOf):
             return self.local_of(x, e, src)
         if isinstance(x, m.SelfE):
@@ -538,17 +866,22 @@ class _Compiler:
             pcs = sorted(proc.label_pcs.get(x.label, ()))
             base = self.layout.pc_base[x.process]
             if x.index is None:
-                slot = str(base)
-            elif isinstance(x.index, m.Const):
-                slot = str(base + x.index.value)
+                pc = self.get(src, self.slot_addr(base))
+            elif isinstance(x.index, m.Const) and 0 <= x.index.value < proc.instances:
+                pc = self.get(src, self.slot_addr(base + x.index.value))
             else:
                 i = self.expr(x.index, e, src)
-                slot = f"{base} + {i}" if base else i
+                if isinstance(x.index, m.Const):
+                    i = f"_ix({i}, 0, {proc.instances - 1}, {x.process!r})"
+                w = self.pk.width[base]
+                scaled = f"{_paren(i)}" if w == 1 else f"{w} * {_paren(i)}"
+                sh = self.pk.shift[base]
+                pc = self.get(src, _Addr(x.process, None, "", f"{sh} + {scaled}" if sh else scaled, w, 0))
             if not pcs:
                 return "False"
             if len(pcs) == 1:
-                return f"({src}[{slot}] == {pcs[0]})"
-            return f"({src}[{slot}] in {tuple(pcs)!r})"
+                return f"({pc} == {pcs[0]})"
+            return f"({pc} in {tuple(pcs)!r})"
         if isinstance(x, m.Quant):
             var = f"_q{x.bound.uid}"
             self.bound[x.bound.uid] = var
@@ -561,19 +894,22 @@ class _Compiler:
 
     def local_of(self, x: m.LocalOf, e: _Emitter, src: str) -> str:
         """`p.r` / `p[i].r` in a property: instances lay their locals out alike, so the
-        slot of instance i is the slot of instance 0 plus i strides."""
+        field of instance i is the field of instance 0 plus i strides."""
         proc = next(p for p in self.program.processes if p.name == x.process)
         base = self.layout.var_base[(x.sym, 0)]
         if x.index is None:
-            return f"{src}[{base}]"
-        if isinstance(x.index, m.Const):
-            return f"{src}[{self.layout.var_base[(x.sym, x.index.value)]}]"
-        stride = self.layout.var_base[(x.sym, 1)] - base if proc.instances > 1 else 0
+            return self.get(src, self.slot_addr(base))
+        if isinstance(x.index, m.Const) and 0 <= x.index.value < proc.instances:
+            return self.get(src, self.slot_addr(self.layout.var_base[(x.sym, x.index.value)]))
+        pk = self.pk
+        stride = pk.shift[self.layout.var_base[(x.sym, 1)]] - pk.shift[base] if proc.instances > 1 else 0
         i = self.expr(x.index, e, src)
         t = x.index.type
-        if not (isinstance(t, m.IntT) and t.lo is not None and 0 <= t.lo and t.hi < proc.instances):
+        if isinstance(x.index, m.Const) or not (isinstance(t, m.IntT) and t.lo is not None and 0 <= t.lo
+                                                and t.hi < proc.instances):
             i = f"_ix({i}, 0, {proc.instances - 1}, {x.process!r})"
-        return f"{src}[{base} + {stride} * {i}]"
+        sh = f"{pk.shift[base]} + {stride} * {_paren(i)}" if pk.shift[base] else f"{stride} * {_paren(i)}"
+        return self.get(src, _Addr(x.sym.name, None, "", sh, pk.width[base], pk.lo[base]))
 
     def builtin(self, c: m.Builtin, e: _Emitter, src: str) -> str:
         """Emit the side effects of a kernel primitive; return the code of its value.
@@ -596,6 +932,8 @@ class _Compiler:
             nr = self.expr(a[0], e, src)
             if not isinstance(a[0], m.Const):  # a computed bit number must name a bit of the set
                 nr = f"_ix({nr}, 0, {a[1].type.size - 1}, {self.var_name(a[1].sym) + ' bit'!r})"
+            elif not 0 <= a[0].value < a[1].type.size:
+                nr = f"_ix({nr}, 0, {a[1].type.size - 1}, {self.var_name(a[1].sym) + ' bit'!r})"
             return f"(({self.expr(a[1], e, src)} >> {nr}) & 1)"
         if n == "bitmap_empty":
             return f"({self.expr(a[0], e, src)} == 0)"
@@ -604,7 +942,7 @@ class _Compiler:
         if n in ("waitqueue_active", "swait_active"):
             return f"({self.expr(a[0], e, src)} != 0)"
         if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
-            self.store(a[0], self.expr(a[1], e, src), a[1], e)
+            self.store(a[0], a[1], e)
             return ""
         if n in ("atomic_inc", "atomic_dec", "atomic_add", "atomic_sub",
                  "atomic_inc_return", "atomic_dec_return", "atomic_dec_and_test"):
@@ -617,68 +955,135 @@ class _Compiler:
             cur = self.expr(target, e, src)
             new = e.fresh()
             e.emit(f"{new} = {cur} + {delta}")
-            self.store(target, new, None, e)
+            self.store_code(target, new, None, e)
             if n == "atomic_dec_and_test":
                 return f"({new} == 0)"
             return new if n.endswith("_return") else ""
         if n in ("test_and_set_bit", "test_and_clear_bit", "set_bit", "clear_bit"):
             nr = self.expr(a[0], e, src)
-            slot, name, _ = self.address(a[1], e, src)
+            addr = self.address(a[1], e, src)
             size = a[1].type.size
-            if not isinstance(a[0], m.Const):
+            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < size:
                 e.emit(f"if {nr} < 0 or {nr} >= {size}:")
-                e.emit(f"    _index_error({name!r} + ' bit', {nr}, 0, {size - 1})")
+                e.emit(f"    _index_error({addr.name!r} + ' bit', {nr}, 0, {size - 1})")
             old = e.fresh()
-            e.emit(f"{old} = (v[{slot}] >> {nr}) & 1")
+            cur = self.get("v", addr)
+            e.emit(f"{old} = ({cur} >> {nr}) & 1")
             if "set" in n:
-                e.emit(f"v[{slot}] |= 1 << {nr}")
+                self.put(e, addr, f"{cur} | 1 << {nr}")
             else:
-                e.emit(f"v[{slot}] &= ~(1 << {nr})")
+                self.put(e, addr, f"{cur} & ~(1 << {nr})")
             return old if n.startswith("test_and") else ""
         if n == "xchg":
             old = e.fresh()
             e.emit(f"{old} = {self.expr(a[0], e, src)}")
-            self.store(a[0], self.expr(a[1], e, src), a[1], e)
+            self.store(a[0], a[1], e)
             return old
         if n == "cmpxchg":
             old = e.fresh()
             e.emit(f"{old} = {self.expr(a[0], e, src)}")
             e.emit(f"if {old} == {self.expr(a[1], e, src)}:")
             e.depth += 1
-            self.store(a[0], self.expr(a[2], e, src), a[2], e)
+            self.store(a[0], a[2], e)
+            e.flush()
             e.depth -= 1
             return old
         if n in ("prepare_to_wait", "finish_wait"):
-            slot, _, _ = self.address(a[0], e, src)
+            addr = self.address(a[0], e, src)
             gid = self.layout.gid_base[self.proc.name] + self.inst
-            task = self.layout.task_slot[gid]
+            task = self.slot_addr(self.layout.task_slot[gid])
+            cur = self.get("v", addr)
             if n == "prepare_to_wait":
-                e.emit(f"v[{slot}] |= {1 << gid}  # {_comment(self.proc.instance_name(self.inst))} waits")
-                e.emit(f"v[{task}] = 1  # INTERRUPTIBLE")
+                e.emit(f"# {_comment(self.proc.instance_name(self.inst))} waits; its task is INTERRUPTIBLE")
+                self.put(e, addr, f"{cur} | {1 << gid}")
+                self.put(e, task, "1", const=1)
             else:
-                e.emit(f"v[{task}] = 0  # RUNNING")
-                e.emit(f"v[{slot}] &= ~{1 << gid}")
+                e.emit(f"# {_comment(self.proc.instance_name(self.inst))} stops waiting; its task is RUNNING")
+                self.put(e, task, "0", const=0)
+                self.put(e, addr, f"{cur} & ~{1 << gid}")
+            e.flush()
             return ""
         if n in ("wake_up", "swake_up_one"):
-            slot, _, _ = self.address(a[0], e, src)
+            addr = self.address(a[0], e, src)
             w = e.fresh()
-            e.emit(f"{w} = v[{slot}]")
+            e.emit(f"{w} = {self.get('v', addr)}")
             sleepers = sorted(self.layout.task_slot.items())
             if n == "wake_up":
                 for gid, task in sleepers:
-                    e.emit(f"if {w} & {1 << gid}:")
-                    e.emit(f"    v[{task}] = 0  # wake {_comment(self.layout.instance_names[gid])}")
-                e.emit(f"v[{slot}] = 0")
+                    e.emit(f"if {w} & {1 << gid}:  # wake {_comment(self.layout.instance_names[gid])}")
+                    e.depth += 1
+                    self.put(e, self.slot_addr(task), "0", const=0)
+                    e.flush()
+                    e.depth -= 1
+                self.put(e, addr, "0", const=0 if addr.slot is not None else None)
+                e.flush()
             else:
                 first = True
                 for gid, task in sleepers:
                     kw = "if" if first else "elif"
                     first = False
-                    e.emit(f"{kw} {w} & {1 << gid}:")
-                    e.emit(f"    v[{task}] = 0  # wake {_comment(self.layout.instance_names[gid])}")
-                    e.emit(f"    v[{slot}] = {w} & ~{1 << gid}")
+                    e.emit(f"{kw} {w} & {1 << gid}:  # wake {_comment(self.layout.instance_names[gid])}")
+                    e.depth += 1
+                    self.put(e, self.slot_addr(task), "0", const=0)
+                    self.put(e, addr, f"{w} & ~{1 << gid}")
+                    e.flush()
+                    e.depth -= 1
             return ""
         raise TypeError(f"builtin {n}")
+
+
+def _foldable(*types: m.Type) -> bool:
+    """Only plain integers, booleans and enums fold with Python's operators."""
+    return all(isinstance(t, (m.IntT, m.BoolT, m.EnumT)) for t in types)
+
+
+def _fold_bin(op: str, a: int, b: int) -> int | None:
+    """The value the generated code would compute, or None to leave it to run time
+    (a division by zero or a bad shift must fail there, when the step runs)."""
+    if op in ("/", "%") and b == 0 or op in ("<<", ">>") and (b < 0 or b > 4096):
+        return None
+    f = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
+         "|": lambda: a | b, "^": lambda: a ^ b, "/": lambda: _div(a, b), "%": lambda: _mod(a, b),
+         "<<": lambda: a << b, ">>": lambda: a >> b, "==": lambda: int(a == b), "!=": lambda: int(a != b),
+         "<": lambda: int(a < b), "<=": lambda: int(a <= b), ">": lambda: int(a > b),
+         ">=": lambda: int(a >= b), "&&": lambda: int(bool(a and b)), "||": lambda: int(bool(a or b)),
+         "->": lambda: int((not a) or bool(b))}.get(op)
+    return f() if f is not None else None
+
+
+def _checked_pack(pack: Callable, pk: Packing, layout) -> Callable:
+    """`pack` for states that come from outside the engine (replay, a solver): a value
+    out of its slot's range is a ModelError, not a silently corrupted state."""
+    bounds = tuple(zip(pk.lo, pk.hi))
+
+    def checked(t) -> int:
+        if len(t) != len(bounds):
+            raise ModelError(f"a state has {len(t)} values; this model's states have {len(bounds)}")
+        for k, (x, (lo, hi)) in enumerate(zip(t, bounds)):
+            if not lo <= x <= hi:
+                raise ModelError(f"value {x} is outside the range of {layout.slots[k].name} ({lo}..{hi})")
+        return pack(t)
+
+    return checked
+
+
+def _on_tuples(packed: Callable, pack: Callable, unpack: Callable) -> Callable:
+    """A packed step as the tuple-based callers run it: state tuple -> list or None."""
+
+    def step(s):
+        r = packed(pack(s))
+        return None if r is None else list(unpack(r))
+
+    step.__name__ = packed.__name__
+    return step
+
+
+def _pred_on_tuples(packed: Callable, pack: Callable) -> Callable:
+    def holds(s) -> bool:
+        return packed(pack(s))
+
+    holds.__name__ = packed.__name__
+    return holds
 
 
 def _is_01(value: m.TExpr | None) -> bool:

@@ -123,9 +123,12 @@ class Stats:
     complete: bool = True
     limit: str | None = None  # why not complete: "max-states", "max-depth", "interrupted", ...
     engine: str = "explicit"
-    bytes_per_state: float | None = None
+    bytes_per_state: float | None = None  # memory the search grew by (RSS), per stored state
     final_states: int | None = None  # with `final` conditions: states where every process ended
     buffer_full_states: int = 0  # tso: states in which a store waited for a full store buffer
+    workers: int = 1  # processes that shared the search
+    workers_note: str = ""  # why fewer workers than asked for, or when they started
+    collision_probability: float | None = None  # --hash-compact: estimated chance a state was missed
 
 
 @dataclass(frozen=True, slots=True)

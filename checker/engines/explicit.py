@@ -16,6 +16,7 @@ states (every process at a valid end, every buffer empty), which are also counte
 
 from __future__ import annotations
 
+import os
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -117,164 +118,524 @@ def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> 
                       edges, complete and graph.expanded == len(graph.states))
 
 
-def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
-            graph: bool = False) -> Exploration:
-    start = time.monotonic()
-    instances = cm.instances
-    invariants = list(cm.invariants)
-    active = list(invariants)
-    states: list[tuple] = []
-    index: dict[tuple, int] = {}
-    parent: list[int] = []
-    via: list[CompiledStep | None] = []
-    depth: list[int] = []
-    found: dict[str, tuple[int, CompiledStep | None, str, str]] = {}
-    model_error: tuple[int, CompiledStep, str] | None = None
-    for s in cm.program.initial_states:
-        if s not in index:
-            index[s] = len(states)
-            states.append(s)
-            parent.append(-1)
-            via.append(None)
-            depth.append(0)
-    transitions = 0
-    limit: str | None = None
-    max_depth_seen = 0
-    deadlock_wanted = limits.check_deadlock
-    end_sets = [(inst.pc_slot, inst.end_pcs) for inst in instances]
-    tables = [(inst.pc_slot, inst.steps_at) for inst in instances]
-    # the graph, when kept: edges grouped by source state, in the order states are expanded
-    # a flush is its own actor for fairness: its gid follows the instances' (CompiledFlush)
-    all_steps = tuple({id(cs): cs for inst in instances for at in inst.steps_at for cs in at}.values()) \
-        + tuple(cm.flushes)
-    step_no = {id(cs): k for k, cs in enumerate(all_steps)}
-    first, dst, step, enabled = array("l", [0]), array("l"), array("l"), array("q")
-    n_initial = len(states)
-    tables += [(f.slot, f.steps_at) for f in cm.flushes]
-    final_state = cm.final_state
-    finals = list(cm.finals)
-    final_count = 0
-    buffer_full = 0  # states in which a store waited for a full store buffer
-    i = 0
+class Reduction:
+    """Hooks through which a state-space reduction (engines/reduce.py) shapes the search;
+    the engine calls them with packed states. The base class reduces nothing.
+
+    `ample(s, actors)`: the actors (rows of `Search.actors`) to expand in state s, a
+    subset of `actors`; returning `actors` itself expands everything. A deadlock is
+    still judged on every actor, not on the subset.
+    `canonical(t)`: the representative of successor t's class (symmetry), looked up
+    and stored in its place."""
+
+    def ample(self, s: int, actors: list) -> list:
+        return actors
+
+    def canonical(self, t: int) -> int:
+        return t
+
+    #: False when `canonical` is the identity: the engine then skips the call
+    canonicalises: bool = False
+    #: False when `ample` always returns every actor
+    selects: bool = False
+
+
+class Fingerprints:
+    """Visited set of `--hash-compact`: 64-bit fingerprints in one flat open-addressing
+    table (8 bytes a slot, at most 70% full), no state objects.
+
+    A state of at most 63 bits is its own fingerprint (plus one, as 0 marks a free slot):
+    nothing can collide. A wider state is hashed by multiply-shift (Dietzfelbinger et
+    al.): ((a * s) mod 2^(w+64)) >> w for a fixed odd a of w + 64 bits, a family in
+    which two distinct w-bit states collide with probability at most 2 / 2^64."""
+
+    def __init__(self, bits: int, capacity: int = 1 << 16):
+        self.exact = bits <= 63
+        self.shift = bits
+        # a fixed multiplier (deterministic runs): the digits of pi, forced odd, as wide as needed
+        self.a = (int("243f6a8885a308d313198a2e03707344a4093822299f31d0082efa98ec4e6c89452821e638d0", 16)
+                  >> max(0, 300 - (bits + 64))) | 1
+        self.size = capacity
+        self.table = array("Q", bytes(8 * capacity))
+        self.count = 0
+        self.limit = capacity * 7 // 10
+
+    def fingerprint(self, s: int) -> int:
+        if self.exact:
+            return s + 1
+        return ((self.a * s) >> self.shift & 0xFFFFFFFFFFFFFFFF) or 1
+
+    def contains(self, s: int) -> bool:
+        fp = self.fingerprint(s)
+        table, mask = self.table, self.size - 1
+        i = self._slot(fp) & mask
+        while True:
+            x = table[i]
+            if x == fp:
+                return True
+            if x == 0:
+                return False
+            i = (i + 1) & mask
+
+    def _slot(self, fp: int) -> int:
+        return (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 40 if self.exact else fp
+
+    def add(self, s: int) -> bool:
+        """Insert state s; False if its fingerprint was already there."""
+        fp = s + 1 if self.exact else ((self.a * s) >> self.shift & 0xFFFFFFFFFFFFFFFF) or 1
+        table = self.table
+        mask = self.size - 1
+        i = (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 40 & mask if self.exact else fp & mask
+        while True:
+            x = table[i]
+            if x == fp:
+                return False
+            if x == 0:
+                table[i] = fp
+                self.count += 1
+                if self.count > self.limit:
+                    self._grow()
+                return True
+            i = (i + 1) & mask
+
+    def _grow(self):
+        old = self.table
+        self.size *= 2
+        self.limit = self.size * 7 // 10
+        self.table = array("Q", bytes(8 * self.size))
+        table, mask, exact = self.table, self.size - 1, self.exact
+        for fp in old:
+            if fp:
+                i = (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 40 & mask if exact else fp & mask
+                while table[i]:
+                    i = (i + 1) & mask
+                table[i] = fp
+
+    def nbytes(self) -> int:
+        return self.table.buffer_info()[1] * self.table.itemsize
+
+    def collision_probability(self) -> float:
+        """Estimated probability that two of the stored states' fingerprints collided, so
+        that a state was taken for one already seen and never explored: the birthday
+        bound n(n-1)/2 pairs times 2^-63 per pair, about n^2 / 2^64. Zero when every
+        state fits in its fingerprint."""
+        if self.exact:
+            return 0.0
+        n = self.count
+        return min(1.0, n * (n - 1) / 2 * 2.0 ** -63)
+
+
+def _rss_bytes() -> int | None:
+    """Resident memory of this process now (Linux /proc), None where unknown."""
     try:
-        while i < len(states):
-            s = states[i]
-            d = depth[i]
-            if d > max_depth_seen:
-                max_depth_seen = d
-            for inv in list(active):
-                try:
-                    ok = inv.fn(s)
-                except ModelError as e:
-                    model_error = (i, None, f"evaluating invariant {inv.property.name}: {e}")
-                    raise _Stop from None
-                if not ok:
-                    found[inv.property.name] = (i, None, m.PropertyKind.INVARIANT.value,
-                                                f"invariant {inv.property.name} is violated")
-                    active.remove(inv)
-            if final_state is not None and final_state(s):
-                final_count += 1
-                for fin in list(finals):
-                    try:
-                        ok = fin.fn(s)
-                    except ModelError as e:
-                        model_error = (i, None, f"evaluating final condition {fin.property.name}: {e}")
-                        raise _Stop from None
-                    if not ok:
-                        found[fin.property.name] = (i, None, m.PropertyKind.FINAL.value,
-                                                    f"final condition {fin.property.name} is violated in a final state")
-                        finals.remove(fin)
-            at_limit = limits.max_depth is not None and d >= limits.max_depth
-            moved = False
-            can_move = 0
-            full = False
-            for pc_slot, steps_at in tables:
-                for cs in steps_at[s[pc_slot]]:
-                    try:
-                        r = cs.fn(s)
-                    except AssertionViolation as a:
-                        moved = True
-                        can_move |= 1 << cs.gid
-                        if a.property not in found:
-                            found[a.property] = (i, cs, m.PropertyKind.ASSERT.value,
-                                                 f"assertion {a.property} failed")
-                        continue
-                    except StoreBufferFull:
-                        full = True  # disabled until a flush makes room
-                        continue
-                    except ModelError as e:
-                        model_error = (i, cs, str(e))
-                        raise _Stop from None
-                    if r is None:
-                        continue
-                    moved = True
-                    can_move |= 1 << cs.gid
-                    transitions += 1
-                    t = tuple(r)
-                    j = index.get(t)
-                    if j is None:
-                        if at_limit:
-                            limit = "max-depth"
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class Search:
+    """One variant's breadth-first search, level by level, over packed states.
+
+    The level loop (`level`) is the hot path: per state it checks the invariants, then
+    for each actor (a process instance, or under tso a store buffer's flush) reads its
+    pc field and runs the steps enabled there; a successor is looked up in the visited
+    set and, if new, appended to the next level with its parent and step. Trace
+    reconstruction needs no stored states: the parent links give the steps, and running
+    them again from the initial state gives the states.
+
+    Parallel workers (engines/parallel.py) run the same loop on their share of a level,
+    routing successors they do not own to their owners."""
+
+    def __init__(self, cm: CompiledModel, limits: Limits, graph: bool = False, hash_compact: bool = False,
+                 reduction: Reduction | None = None):
+        self.cm = cm
+        self.limits = limits
+        self.graph = graph
+        self.hash_compact = hash_compact and not graph
+        self.reduction = reduction
+        pk = cm.packing
+        instances = cm.instances
+        # every step once, numbered; a flush is its own actor (its gid follows the instances')
+        self.steps = tuple({id(cs): cs for inst in instances for at in inst.steps_at for cs in at}.values()) \
+            + tuple(cm.flushes)
+        number = {id(cs): k for k, cs in enumerate(self.steps)}
+        self.gids = tuple(cs.gid for cs in self.steps)
+        self.actors = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot),
+                        tuple(tuple((cs.packed, number[id(cs)]) for cs in at) for at in inst.steps_at))
+                       for inst in instances]
+        self.actors += [(pk.shift[f.slot], pk.mask(f.slot), tuple(tuple((c.packed, number[id(c)]) for c in at)
+                                                                  for at in f.steps_at)) for f in cm.flushes]
+        self.ends = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot), inst.end_pcs) for inst in instances]
+        self.invariants = [(inv.packed, inv.property.name) for inv in cm.invariants]
+        self.finals = [(fin.packed, fin.property.name) for fin in cm.finals]
+        self.initial: list[int] = list(dict.fromkeys(cm.pack(s) for s in cm.program.initial_states))
+        # per stored state: its parent's id (-1 for an initial state) and the step taken
+        self.parent = array("l")
+        self.via = array("H" if len(self.steps) < 1 << 16 else "L")
+        self.seen: set[int] | Fingerprints = Fingerprints(pk.bits) if self.hash_compact else set()
+        self.index: dict[int, int] = {}  # graph mode: state -> id
+        self.states: list[int] = []  # graph mode: every state by id
+        self.first, self.dst, self.step, self.enabled = array("l", [0]), array("l"), array("l"), array("q")
+        self.count = 0  # states stored (ids 0..count-1)
+        self.expanded = 0
+        self.transitions = 0
+        self.depth = 0
+        self.final_count = 0
+        self.buffer_full = 0
+        self.limit: str | None = None
+        # per property: (state id, packed state, failing step or None, kind, message)
+        self.found: dict[str, tuple[int, int, CompiledStep | CompiledFlush | None, str, str]] = {}
+        self.model_error: tuple[int, int, CompiledStep | CompiledFlush | None, str] | None = None
+
+    # -- storing states
+    def add_initial(self) -> list[int]:
+        level = []
+        for s in self.initial:
+            if self.store(s, -1, 0):
+                level.append(s)
+        return level
+
+    def store(self, s: int, parent: int, step: int) -> bool:
+        """Record state s if new (outside the hot loop: initial states, received states)."""
+        if self.graph:
+            if s in self.index:
+                return False
+            self.index[s] = self.count
+            self.states.append(s)
+        elif self.hash_compact:
+            if not self.seen.add(s):
+                return False
+        else:
+            if s in self.seen:
+                return False
+            self.seen.add(s)
+        self.parent.append(parent)
+        self.via.append(step)
+        self.count += 1
+        return True
+
+    # -- one level
+    def level(self, frontier: list[int], first_id: int, depth: int, progress: Progress | None = None,
+              route=None) -> list[int]:
+        """Expand `frontier` (the states with ids first_id, first_id + 1, ...) at `depth`;
+        return the next level's new states. With `route` (parallel workers), successors
+        that another worker owns go to route(t, parent id, step) instead."""
+        if self.graph:
+            return self._level_graph(frontier, first_id, depth, progress)
+        limits = self.limits
+        at_limit = limits.max_depth is not None and depth >= limits.max_depth
+        max_states = limits.max_states if limits.max_states is not None else 1 << 62
+        self.depth = max(self.depth, depth)
+        actors = self.actors
+        invariants = [x for x in self.invariants if x[1] not in self.found]
+        checks = bool(invariants or self.finals)
+        deadlock_wanted = limits.check_deadlock and "deadlock" not in self.found
+        red = self.reduction
+        ample = red.ample if red is not None and red.selects else None
+        canonical = red.canonical if red is not None and red.canonicalises else None
+        compact = self.hash_compact
+        seen = self.seen
+        seen_add = seen.add
+        nxt: list[int] = []
+        nxt_append = nxt.append
+        parent_append = self.parent.append
+        via_append = self.via.append
+        count = self.count
+        transitions = 0
+        i = first_id - 1
+        try:
+            for s in frontier:
+                i += 1
+                if checks:
+                    for fn, name in invariants:
+                        try:
+                            ok = fn(s)
+                        except ModelError as e:
+                            self.model_error = (i, s, None, f"evaluating invariant {name}: {e}")
+                            raise _Stop from None
+                        if not ok:
+                            self._violated(name, i, s, None, m.PropertyKind.INVARIANT.value,
+                                           f"invariant {name} is violated")
+                            invariants = [x for x in invariants if x[1] != name]
+                    if self.finals:
+                        self._check_final(s, i)
+                moved = full = False
+                for shift, mask, table in (actors if ample is None else ample(s, actors)):
+                    for fn, k in table[s >> shift & mask]:
+                        try:
+                            t = fn(s)
+                        except AssertionViolation as a:
+                            moved = True
+                            self._violated(a.property, i, s, self.steps[k], m.PropertyKind.ASSERT.value,
+                                           f"assertion {a.property} failed")
                             continue
-                        j = index[t] = len(states)
-                        states.append(t)
-                        parent.append(i)
-                        via.append(cs)
-                        depth.append(d + 1)
-                    if graph:
+                        except StoreBufferFull:
+                            full = True  # disabled until a flush makes room
+                            continue
+                        except ModelError as e:
+                            self.model_error = (i, s, self.steps[k], str(e))
+                            raise _Stop from None
+                        if t is None:
+                            continue
+                        moved = True
+                        transitions += 1
+                        if canonical is not None:
+                            t = canonical(t)
+                        if route is not None and route(t, i, k):
+                            continue  # another worker's state: sent to its owner
+                        if compact:
+                            if at_limit:
+                                if not seen.contains(t):
+                                    self.limit = "max-depth"
+                                continue
+                            if not seen_add(t):
+                                continue
+                        else:
+                            if t in seen:
+                                continue
+                            if at_limit:
+                                self.limit = "max-depth"
+                                continue
+                            seen_add(t)
+                        nxt_append(t)
+                        parent_append(i)
+                        via_append(k)
+                        count += 1
+                if full:
+                    self.buffer_full += 1
+                if not moved and deadlock_wanted:
+                    self._deadlock(s, i)
+                    deadlock_wanted = "deadlock" not in self.found
+                self.expanded += 1
+                if progress is not None and self.expanded & 1023 == 0:
+                    self.count = count
+                    progress.tick(count, count - self.expanded, depth)
+                if count >= max_states and self.expanded < count:
+                    self.limit = "max-states"
+                    raise _Stop
+        finally:
+            self.count = count
+            self.transitions += transitions
+            del self.parent[count:], self.via[count:]  # an interrupted append leaves no half record
+        return nxt
+
+    def _level_graph(self, frontier: list[int], first_id: int, depth: int, progress: Progress | None) -> list[int]:
+        """`level` keeping the graph: every edge with its step, and per expanded state the
+        actors that could move (for the liveness engine's fairness)."""
+        limits = self.limits
+        at_limit = limits.max_depth is not None and depth >= limits.max_depth
+        max_states = limits.max_states if limits.max_states is not None else 1 << 62
+        self.depth = max(self.depth, depth)
+        actors = self.actors
+        red = self.reduction
+        ample = red.ample if red is not None and red.selects else None
+        canonical = red.canonical if red is not None and red.canonicalises else None
+        gids = self.gids
+        index, states = self.index, self.states
+        first, dst, step, enabled = self.first, self.dst, self.step, self.enabled
+        nxt: list[int] = []
+        i = first_id - 1
+        try:
+            for s in frontier:
+                i += 1
+                self._check_state(s, i)
+                moved = full = False
+                can_move = 0
+                for shift, mask, table in (actors if ample is None else ample(s, actors)):
+                    for fn, k in table[s >> shift & mask]:
+                        try:
+                            t = fn(s)
+                        except AssertionViolation as a:
+                            moved = True
+                            can_move |= 1 << gids[k]
+                            self._violated(a.property, i, s, self.steps[k], m.PropertyKind.ASSERT.value,
+                                           f"assertion {a.property} failed")
+                            continue
+                        except StoreBufferFull:
+                            full = True
+                            continue
+                        except ModelError as e:
+                            self.model_error = (i, s, self.steps[k], str(e))
+                            raise _Stop from None
+                        if t is None:
+                            continue
+                        moved = True
+                        can_move |= 1 << gids[k]
+                        self.transitions += 1
+                        if canonical is not None:
+                            t = canonical(t)
+                        j = index.get(t)
+                        if j is None:
+                            if at_limit:
+                                self.limit = "max-depth"
+                                continue
+                            j = index[t] = self.count
+                            states.append(t)
+                            nxt.append(t)
+                            self.parent.append(i)
+                            self.via.append(k)
+                            self.count += 1
                         dst.append(j)
-                        step.append(step_no[id(cs)])
-            if full:
-                buffer_full += 1
-            if not moved and deadlock_wanted and "deadlock" not in found:
-                if not all(s[slot] in ends for slot, ends in end_sets):
-                    found["deadlock"] = (i, None, m.PropertyKind.DEADLOCK.value, _stuck_message(cm, s))
-            if graph:
+                        step.append(k)
+                if full:
+                    self.buffer_full += 1
+                if not moved and self.limits.check_deadlock and "deadlock" not in self.found:
+                    self._deadlock(s, i)
                 first.append(len(dst))
                 enabled.append(can_move)
-            i += 1
-            if progress is not None and i & 1023 == 0:
-                progress.tick(len(states), len(states) - i, d)
-            if limits.max_states is not None and len(states) >= limits.max_states and i < len(states):
-                limit = "max-states"
-                break
-    except _Stop:
-        limit = "model error"
-    except KeyboardInterrupt:
-        limit = "interrupted"
+                self.expanded += 1
+                if progress is not None and self.expanded & 1023 == 0:
+                    progress.tick(self.count, self.count - self.expanded, depth)
+                if self.count >= max_states and self.expanded < self.count:
+                    self.limit = "max-states"
+                    raise _Stop
+        finally:
+            # a search stopped inside a state (model error, interrupt) left it half expanded
+            del dst[first[len(enabled)]:], step[first[len(enabled)]:]
+            del first[len(enabled) + 1:]
+        return nxt
+
+    # -- what a state shows
+    def _check_state(self, s: int, i: int) -> None:
+        for fn, name in self.invariants:
+            if name in self.found:
+                continue
+            try:
+                ok = fn(s)
+            except ModelError as e:
+                self.model_error = (i, s, None, f"evaluating invariant {name}: {e}")
+                raise _Stop from None
+            if not ok:
+                self._violated(name, i, s, None, m.PropertyKind.INVARIANT.value, f"invariant {name} is violated")
+        if self.finals:
+            self._check_final(s, i)
+
+    def _check_final(self, s: int, i: int) -> None:
+        if not self.cm.final_state_packed(s):
+            return
+        self.final_count += 1
+        for fn, name in self.finals:
+            if name in self.found:
+                continue
+            try:
+                ok = fn(s)
+            except ModelError as e:
+                self.model_error = (i, s, None, f"evaluating final condition {name}: {e}")
+                raise _Stop from None
+            if not ok:
+                self._violated(name, i, s, None, m.PropertyKind.FINAL.value,
+                               f"final condition {name} is violated in a final state")
+
+    def _violated(self, name: str, i: int, s: int, cs, kind: str, message: str) -> None:
+        if name not in self.found:  # the first found is a shortest: states come level by level
+            self.found[name] = (i, s, cs, kind, message)
+
+    def _deadlock(self, s: int, i: int) -> None:
+        if not all((s >> shift & mask) in ends for shift, mask, ends in self.ends):
+            self._violated("deadlock", i, s, None, m.PropertyKind.DEADLOCK.value,
+                           _stuck_message(self.cm, self.cm.unpack(s)))
+
+    # -- traces
+    def steps_to(self, i: int) -> tuple[int, list[int]]:
+        """(the initial state's index in `initial`, the step numbers) of the stored path
+        to state i: initial states were stored first, in that order."""
+        ks = []
+        while self.parent[i] >= 0:
+            ks.append(self.via[i])
+            i = self.parent[i]
+        return i, ks[::-1]
+
+    def replay(self, start: int, ks: list[int]) -> tuple[list[tuple], list]:
+        """Run the steps ks from initial state `start` again: the states as tuples, and
+        the steps (a step is deterministic, so this is the path the search took)."""
+        canonical = self.reduction.canonical if self.reduction is not None and self.reduction.canonicalises \
+            else (lambda t: t)
+        s = self.initial[start]
+        states, steps = [self.cm.unpack(s)], []
+        for k in ks:
+            cs = self.steps[k]
+            s = canonical(cs.packed(s))  # as the search stored it
+            states.append(self.cm.unpack(s))
+            steps.append(cs)
+        return states, steps
+
+    # -- the result
+    def exploration(self, seconds: float, memory: int | None, workers: int = 1, note: str = "") -> Exploration:
+        limit = self.limit
+        if self.model_error is not None:
+            limit = "model error"
+        stats = Stats(self.count, self.transitions, self.depth, seconds, limit is None, limit,
+                      final_states=self.final_count if self.finals else None, buffer_full_states=self.buffer_full,
+                      bytes_per_state=memory / self.count if memory is not None and self.count else None,
+                      workers=workers, workers_note=note,
+                      collision_probability=self.seen.collision_probability() if self.hash_compact else None)
+        result = Exploration(stats)
+        builder = TraceBuilder(self.cm)
+        if self.graph:
+            expanded = len(self.enabled)
+            unpack = self.cm.unpack
+            result.graph = StateGraph([unpack(s) for s in self.states], len(self.initial), expanded, self.first,
+                                      self.dst, self.step, self.steps, self.enabled)
+        for name, (i, s, cs, kind, msg) in self.found.items():
+            result.counterexamples[name] = Counterexample(name, kind, msg, self.trace_to(builder, i, s, cs))
+        if self.model_error is not None:
+            i, s, cs, msg = self.model_error
+            result.model_error = Counterexample("model error", "model error", msg, self.trace_to(builder, i, s, cs))
+        return result
+
+    def trace_to(self, builder: "TraceBuilder", i: int, s: int, cs) -> Trace:
+        start, ks = self.steps_to(i)
+        states, steps = self.replay(start, ks)
+        if self.cm.pack(states[-1]) != s:
+            raise AssertionError("internal error: replaying the stored path does not reach the state")
+        failure = (cs, states[-1]) if cs is not None else None
+        return builder.trace(states, steps, failure=failure)
+
+
+def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
+            graph: bool = False, hash_compact: bool = False, reduction: Reduction | None = None,
+            workers: int = 1) -> Exploration:
+    """Breadth-first search of one compiled variant. `graph` keeps the state graph (the
+    liveness engine and --dot-graph need it); `hash_compact` stores fingerprints instead
+    of states; `workers` > 1 partitions the states across processes when the model is
+    big enough to pay for them (engines/parallel.py), never with `graph`."""
+    if workers > 1 and not graph:
+        from .parallel import explore_parallel
+
+        return explore_parallel(cm, limits, progress, hash_compact, reduction, workers)
+    note = "liveness needs the whole graph in one process" if workers > 1 else ""
+    start = time.monotonic()
+    rss = _rss_bytes()
+    search = Search(cm, limits, graph, hash_compact, reduction)
+    run_levels(search, search.add_initial(), 0, 0, progress)
     if progress is not None:
         progress.done()
     seconds = time.monotonic() - start
-    builder = TraceBuilder(cm)
+    grown = _rss_bytes()
+    memory = grown - rss if rss is not None and grown is not None else None
+    return search.exploration(seconds, memory, 1, note)
 
-    def path(k: int) -> tuple[list[tuple], list[CompiledStep]]:
-        ss, st = [], []
-        while k >= 0:
-            ss.append(states[k])
-            if via[k] is not None:
-                st.append(via[k])
-            k = parent[k]
-        return ss[::-1], st[::-1]
 
-    result = Exploration(Stats(len(states), transitions, max_depth_seen, seconds, limit is None, limit,
-                               final_states=final_count if final_state is not None else None,
-                               buffer_full_states=buffer_full))
-    if graph:
-        # a search stopped inside state i (model error, interrupt) left it half expanded
-        expanded = len(enabled)
-        del dst[first[expanded]:], step[first[expanded]:]
-        result.graph = StateGraph(states, n_initial, expanded, first, dst, step, all_steps, enabled)
-    for name, (k, cs, kind, msg) in found.items():
-        ss, st = path(k)
-        failure = (cs, states[k]) if cs is not None else None
-        result.counterexamples[name] = Counterexample(name, kind, msg, builder.trace(ss, st, failure=failure))
-    if model_error is not None:
-        k, cs, msg = model_error
-        ss, st = path(k)
-        failure = (cs, states[k]) if cs is not None else None
-        result.model_error = Counterexample("model error", "model error", msg,
-                                            builder.trace(ss, st, failure=failure))
-    return result
+def run_levels(search: Search, level: list[int], first_id: int, depth: int, progress: Progress | None,
+               until=None) -> tuple[list[int], int, int]:
+    """Expand level after level until none is left, the search stops, or until(level,
+    depth) says to hand over (parallel start-up); returns (level, first id, depth) where
+    it stopped."""
+    try:
+        while level:
+            if until is not None and until(level, depth):
+                break
+            nxt = search.level(level, first_id, depth, progress)
+            first_id += len(level)
+            level = nxt
+            depth += 1
+    except _Stop:
+        level = []
+    except KeyboardInterrupt:
+        search.limit = "interrupted"
+        level = []
+    return level, first_id, depth
 
 
 class _Stop(Exception):
