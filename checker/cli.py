@@ -76,12 +76,30 @@ def build_parser() -> argparse.ArgumentParser:
                           "(the base variant unless --variant) and say where it diverges or that it reproduces")
     rep.add_argument("--replay-pick", metavar="VARIANT/PROPERTY",
                      help="which counterexample of a --json file with several to replay")
+    perf = p.add_argument_group("speed and memory")
+    perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
+                      help="processes that share the search, states partitioned by hash (default: the number of "
+                           "cores; a search that ends below 20,000 states, or one that needs the whole graph "
+                           "(liveness, --dot-graph) or --max-states, runs in one process and says so)")
+    perf.add_argument("--hash-compact", action="store_true",
+                      help="store a 64-bit fingerprint per state instead of the state: less memory; "
+                           "'holds' then holds with an estimated collision probability, which is printed")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
     p.add_argument("--version", action="version", version=f"timerace {__version__}")
     return p
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _whole_number(least: int):
@@ -148,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
                        memory=args.memory_model, store_buffer=args.store_buffer, progress=args.progress,
                        command="check " + " ".join(shlex.quote(a) for a in argv),
-                       graph_limit=args.graph_max_states if args.dot_graph else None)
+                       graph_limit=args.graph_max_states if args.dot_graph else None,
+                       workers=args.workers if args.workers is not None else default_workers(),
+                       workers_asked=args.workers is not None, hash_compact=args.hash_compact)
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
                 print(compile_variant(spec, v, opts).source)

@@ -29,7 +29,7 @@ class Progress:
         self.shown = False
         self.label = ""
 
-    def tick(self, states: int, queue: int, depth: int) -> None:
+    def tick(self, states: int, queue: int, depth: int, memory: float | None = None) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
@@ -37,8 +37,9 @@ class Progress:
             return
         self.last = now
         rate = states / max(now - self.start, 1e-9)
+        mib = memory if memory is not None else peak_memory_mib()
         line = (f"{self.label}states {states:,}  queue {queue:,}  depth {depth}  "
-                f"{rate:,.0f} states/s  {peak_memory_mib():,.0f} MiB")
+                f"{rate:,.0f} states/s  {mib:,.0f} MiB")
         self.stream.write("\r" + line[:120].ljust(80))
         self.stream.flush()
         self.shown = True

@@ -32,6 +32,9 @@ class Options:
     progress: bool | None = None
     command: str = ""
     graph_limit: int | None = None  # hand exporters the state graph of variants with at most this many states
+    workers: int = 1  # processes sharing the explicit search (engines/parallel.py)
+    workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
+    hash_compact: bool = False  # store 64-bit fingerprints instead of states
 
 
 def load(path: str) -> Spec:
@@ -96,8 +99,14 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
     wants_graph = opts.graph_limit is not None
-    exploration = explore(cm, opts.limits, progress, graph=wants_liveness or wants_graph)
+    exploration = explore(cm, opts.limits, progress, graph=wants_liveness or wants_graph,
+                          hash_compact=opts.hash_compact, workers=opts.workers)
     stats = exploration.stats
+    if stats.workers == 1 and not opts.workers_asked:
+        stats = replace(stats, workers_note="")  # the automatic choice needs no explanation
+    if opts.hash_compact and stats.collision_probability is None:
+        stats = replace(stats, notes=stats.notes + ("--hash-compact not used: the liveness engine and "
+                                                    "--dot-graph need the states themselves",))
     space = None
     if wants_graph and exploration.graph is not None and len(exploration.graph.states) <= opts.graph_limit:
         space = state_space(cm, exploration.graph, stats.complete)

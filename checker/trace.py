@@ -129,6 +129,7 @@ class Stats:
     workers: int = 1  # processes that shared the search
     workers_note: str = ""  # why fewer workers than asked for, or when they started
     collision_probability: float | None = None  # --hash-compact: estimated chance a state was missed
+    notes: tuple[str, ...] = ()  # what else the engine wants said about this search
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,20 @@ class Reduction:
     selects: bool = False
 
 
+@dataclass(slots=True)
+class Route:
+    """A parallel worker's routing: states whose owner(s) = (hash(s) * 0x9E3779B97F4A7C15
+    >> 64) % workers is not `me` go to outbox[owner] as (states, parent ids, steps)."""
+
+    me: int
+    workers: int
+    outbox: list[tuple[list, list, list]]
+
+
+def owner(s: int, workers: int) -> int:
+    return (hash(s) * 0x9E3779B97F4A7C15 >> 64) % workers
+
+
 class Fingerprints:
     """Visited set of `--hash-compact`: 64-bit fingerprints in one flat open-addressing
     table (8 bytes a slot, at most 70% full), no state objects.
@@ -284,9 +298,9 @@ class Search:
         self.final_count = 0
         self.buffer_full = 0
         self.limit: str | None = None
-        # per property: (state id, packed state, failing step or None, kind, message)
-        self.found: dict[str, tuple[int, int, CompiledStep | CompiledFlush | None, str, str]] = {}
-        self.model_error: tuple[int, int, CompiledStep | CompiledFlush | None, str] | None = None
+        # per property: (state id, packed state, number of the failing step or None, kind, message)
+        self.found: dict[str, tuple[int, int, int | None, str, str]] = {}
+        self.model_error: tuple[int, int, int | None, str] | None = None
 
     # -- storing states
     def add_initial(self) -> list[int]:
@@ -316,13 +330,12 @@ class Search:
         return True
 
     # -- one level
-    def level(self, frontier: list[int], first_id: int, depth: int, progress: Progress | None = None,
-              route=None) -> list[int]:
-        """Expand `frontier` (the states with ids first_id, first_id + 1, ...) at `depth`;
-        return the next level's new states. With `route` (parallel workers), successors
-        that another worker owns go to route(t, parent id, step) instead."""
+    def level(self, frontier: list[int], ids, depth: int, progress=None, route: "Route | None" = None) -> list[int]:
+        """Expand `frontier` (whose states have the ids `ids`, a range or a list) at
+        `depth`; return the next level's new states. With `route` (parallel workers), a
+        successor that another worker owns goes into that worker's outbox instead."""
         if self.graph:
-            return self._level_graph(frontier, first_id, depth, progress)
+            return self._level_graph(frontier, ids, depth, progress)
         limits = self.limits
         at_limit = limits.max_depth is not None and depth >= limits.max_depth
         max_states = limits.max_states if limits.max_states is not None else 1 << 62
@@ -343,10 +356,10 @@ class Search:
         via_append = self.via.append
         count = self.count
         transitions = 0
-        i = first_id - 1
+        if route is not None:
+            me, nworkers, outbox = route.me, route.workers, route.outbox
         try:
-            for s in frontier:
-                i += 1
+            for s, i in zip(frontier, ids):
                 if checks:
                     for fn, name in invariants:
                         try:
@@ -367,14 +380,14 @@ class Search:
                             t = fn(s)
                         except AssertionViolation as a:
                             moved = True
-                            self._violated(a.property, i, s, self.steps[k], m.PropertyKind.ASSERT.value,
+                            self._violated(a.property, i, s, k, m.PropertyKind.ASSERT.value,
                                            f"assertion {a.property} failed")
                             continue
                         except StoreBufferFull:
                             full = True  # disabled until a flush makes room
                             continue
                         except ModelError as e:
-                            self.model_error = (i, s, self.steps[k], str(e))
+                            self.model_error = (i, s, k, str(e))
                             raise _Stop from None
                         if t is None:
                             continue
@@ -382,8 +395,14 @@ class Search:
                         transitions += 1
                         if canonical is not None:
                             t = canonical(t)
-                        if route is not None and route(t, i, k):
-                            continue  # another worker's state: sent to its owner
+                        if route is not None:
+                            o = (hash(t) * 0x9E3779B97F4A7C15 >> 64) % nworkers
+                            if o != me:  # another worker's state: it goes to its owner
+                                box = outbox[o]
+                                box[0].append(t)
+                                box[1].append(i)
+                                box[2].append(k)
+                                continue
                         if compact:
                             if at_limit:
                                 if not seen.contains(t):
@@ -420,7 +439,7 @@ class Search:
             del self.parent[count:], self.via[count:]  # an interrupted append leaves no half record
         return nxt
 
-    def _level_graph(self, frontier: list[int], first_id: int, depth: int, progress: Progress | None) -> list[int]:
+    def _level_graph(self, frontier: list[int], ids, depth: int, progress) -> list[int]:
         """`level` keeping the graph: every edge with its step, and per expanded state the
         actors that could move (for the liveness engine's fairness)."""
         limits = self.limits
@@ -435,10 +454,8 @@ class Search:
         index, states = self.index, self.states
         first, dst, step, enabled = self.first, self.dst, self.step, self.enabled
         nxt: list[int] = []
-        i = first_id - 1
         try:
-            for s in frontier:
-                i += 1
+            for s, i in zip(frontier, ids):
                 self._check_state(s, i)
                 moved = full = False
                 can_move = 0
@@ -449,14 +466,14 @@ class Search:
                         except AssertionViolation as a:
                             moved = True
                             can_move |= 1 << gids[k]
-                            self._violated(a.property, i, s, self.steps[k], m.PropertyKind.ASSERT.value,
+                            self._violated(a.property, i, s, k, m.PropertyKind.ASSERT.value,
                                            f"assertion {a.property} failed")
                             continue
                         except StoreBufferFull:
                             full = True
                             continue
                         except ModelError as e:
-                            self.model_error = (i, s, self.steps[k], str(e))
+                            self.model_error = (i, s, k, str(e))
                             raise _Stop from None
                         if t is None:
                             continue
@@ -527,9 +544,9 @@ class Search:
                 self._violated(name, i, s, None, m.PropertyKind.FINAL.value,
                                f"final condition {name} is violated in a final state")
 
-    def _violated(self, name: str, i: int, s: int, cs, kind: str, message: str) -> None:
+    def _violated(self, name: str, i: int, s: int, k: int | None, kind: str, message: str) -> None:
         if name not in self.found:  # the first found is a shortest: states come level by level
-            self.found[name] = (i, s, cs, kind, message)
+            self.found[name] = (i, s, k, kind, message)
 
     def _deadlock(self, s: int, i: int) -> None:
         if not all((s >> shift & mask) in ends for shift, mask, ends in self.ends):
@@ -584,7 +601,8 @@ class Search:
             result.model_error = Counterexample("model error", "model error", msg, self.trace_to(builder, i, s, cs))
         return result
 
-    def trace_to(self, builder: "TraceBuilder", i: int, s: int, cs) -> Trace:
+    def trace_to(self, builder: "TraceBuilder", i: int, s: int, k: int | None) -> Trace:
+        cs = self.steps[k] if k is not None else None
         start, ks = self.steps_to(i)
         states, steps = self.replay(start, ks)
         if self.cm.pack(states[-1]) != s:
@@ -626,7 +644,7 @@ def run_levels(search: Search, level: list[int], first_id: int, depth: int, prog
         while level:
             if until is not None and until(level, depth):
                 break
-            nxt = search.level(level, first_id, depth, progress)
+            nxt = search.level(level, range(first_id, first_id + len(level)), depth, progress)
             first_id += len(level)
             level = nxt
             depth += 1

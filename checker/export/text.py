@@ -103,8 +103,31 @@ def final_state_notes(result: RunResult) -> list[str]:
             + ", ".join(f"{v.variant} {v.stats.final_states:,}" for v in counted)]
 
 
+def search_notes(result: RunResult) -> list[str]:
+    """How the search ran, where that is news: several workers (or why not, when they
+    were asked for), memory per state on big searches, and --hash-compact's odds."""
+    lines = []
+    for v in result.variants:
+        st = v.stats
+        if st.workers > 1:
+            lines.append(f"{v.variant}: {st.workers_note or f'{st.workers} workers'}")
+        elif st.workers_note:
+            lines.append(f"{v.variant}: one worker: {st.workers_note}")
+        if st.bytes_per_state is not None and st.states >= 10_000:
+            lines.append(f"{v.variant}: memory {max(st.bytes_per_state, 0):,.0f} bytes per stored state "
+                         f"(resident memory the search grew by, over {st.states:,} states)")
+        if st.collision_probability is not None:
+            p = st.collision_probability
+            how = ("every state fits in its 64-bit fingerprint, so none can collide" if p == 0 else
+                   f"estimated n^2/2^64 for n = {st.states:,} fingerprints")
+            what = "" if all(o.verdict is not Verdict.VIOLATED for o in v.outcomes) else "each property that "
+            lines.append(f"{v.variant}: --hash-compact: {what}holds with collision probability <= {p:.2g} ({how})")
+        lines += [f"{v.variant}: {n}" for n in st.notes]
+    return lines
+
+
 def footer(result: RunResult) -> str:
-    lines = final_state_notes(result) + store_buffer_notes(result)
+    lines = final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "

@@ -1,0 +1,377 @@
+"""The explicit search on several cores: states partitioned by hash across worker
+processes, level by level, so that counterexamples stay shortest.
+
+How a run goes:
+
+* The search starts in this process, exactly as with one worker (engines/explicit.py).
+  Most models are small: when the search finishes before `PARALLEL_FROM` states, no
+  worker is started, and the statistics say so.
+* Otherwise, at the next level boundary, `workers` processes are forked. Each inherits
+  what was found so far and owns the states s with owner(s) == its number
+  (`explicit.owner`: a multiplicative mix of hash(s)). Each level, a worker expands the
+  states it owns, keeps the successors it owns and sends the others to their owners in
+  one batch per peer; then it takes in the batches it received (new states join its
+  next level) and reports to this process, which starts the next level when every
+  worker has reported. A state is stored by exactly one worker, so the counts add up
+  to the one-worker counts.
+* Parent links are global ids: the ids given before the start stay; worker w numbers
+  its k-th state P + k * W + w (P states before the start, W workers). A trace is
+  rebuilt by asking the owners for parent links back to an initial state, then
+  running the steps again from there (engines/explicit.Search.replay).
+* The first violation of a property found at the lowest level is kept: as with one
+  worker, its trace is a shortest one (another of the same length may be shown).
+  A model error stops the search; to report exactly what one worker reports (which
+  properties were violated before it), the search is then run again in one process.
+* `--max-states` stops at an exact state, which only a single worker does: with that
+  limit the search stays in one process. The liveness engine and `--dot-graph` need the
+  whole graph in one process (explicit.explore runs them single-worker).
+
+Needs the `fork` start method (Linux); elsewhere the search runs in one process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import time
+import traceback
+from array import array
+
+from ..compile import CompiledModel
+from ..progress import Progress
+from .explicit import Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
+
+#: below this many states one process is faster: starting workers costs more than it saves
+PARALLEL_FROM = 20_000
+#: and the level where the workers start must have something to share
+LEVEL_FROM = 500
+
+
+def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
+                     reduction: Reduction | None, workers: int) -> Exploration:
+    start = time.monotonic()
+    rss = _rss_bytes()
+    search = Search(cm, limits, False, hash_compact, reduction)
+    note = ""
+    if limits.max_states is not None:
+        note = "--max-states stops at an exact state, which one process does"
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:
+        ctx = None
+        note = "no fork start method on this platform"
+
+    def big_enough(level: list[int], depth: int) -> bool:
+        return not note and search.count >= PARALLEL_FROM and len(level) >= LEVEL_FROM
+
+    level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=big_enough)
+    if not level:  # finished (or stopped) before it was worth starting workers
+        if progress is not None:
+            progress.done()
+        if not note:
+            note = f"the search ended below {PARALLEL_FROM:,} states, where one process is faster"
+        grown = _rss_bytes()
+        memory = grown - rss if rss is not None and grown is not None else None
+        return search.exploration(time.monotonic() - start, memory, 1, note)
+    team = _Team(ctx, search, workers, level, first_id, depth)
+    try:
+        outcome = team.run(progress)
+    finally:
+        if progress is not None:
+            progress.done()
+    if outcome == "model error":
+        team.close()
+        from .explicit import explore
+
+        again = explore(cm, limits, progress, hash_compact=hash_compact, reduction=reduction, workers=1)
+        stats = again.stats
+        object.__setattr__(stats, "workers_note", "a model error stopped the parallel search; "
+                           "searched again in one process to report exactly what one worker finds")
+        return again
+    memory = team.memory(rss)
+    result = team.exploration(time.monotonic() - start, memory,
+                              f"{workers} workers from depth {depth} ({first_id + len(level):,} states)")
+    team.close()
+    return result
+
+
+class _Team:
+    """The coordinator's view of the workers: their pipes, their reports, the merge."""
+
+    def __init__(self, ctx, search: Search, workers: int, level: list[int], first_id: int, depth: int):
+        self.search = search
+        self.workers = workers
+        self.depth = depth
+        self.prefix = search.count  # states stored before the workers started (global ids 0..prefix-1)
+        ids = range(first_id, first_id + len(level))
+        self.inboxes = [ctx.Queue() for _ in range(workers)]
+        self.reports = ctx.Queue()
+        self.commands = [ctx.SimpleQueue() for _ in range(workers)]
+        self.ticks = ctx.Array("q", 3 * workers, lock=False)  # per worker: states, queue, depth
+        self.procs = []
+        for w in range(workers):
+            mine = [(s, i) for s, i in zip(level, ids) if _owner(s, workers) == w]
+            p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
+                            name=f"timerace-worker-{w}", daemon=True)
+            self.procs.append(p)
+        for p in self.procs:
+            p.start()
+        self.reported: list[dict] = [{} for _ in range(workers)]
+
+    # -- the levels
+    def run(self, progress: Progress | None) -> str | None:
+        """Drive the levels until no worker has states left; the stop reason or None."""
+        search = self.search
+        depth = self.depth
+        stop: str | None = None
+        interrupted = False
+        while True:
+            for c in self.commands:
+                c.put(("level", depth))
+            reports = {}
+            while len(reports) < self.workers:
+                try:
+                    r = self.reports.get(timeout=0.5)
+                except queue_mod.Empty:
+                    self._tick(progress)
+                    self._check_alive()
+                    continue
+                except KeyboardInterrupt:
+                    interrupted = True  # let the workers finish this level, then stop
+                    continue
+                if "crash" in r:
+                    raise RuntimeError(f"worker {r['worker']} failed:\n{r['crash']}")
+                reports[r["worker"]] = r
+            for w in range(self.workers):
+                r = reports[w]
+                self.reported[w] = r
+                for name, entry in r["found"].items():
+                    if name not in search.found:  # the lowest level first, then by worker
+                        search.found[name] = entry
+                if r["model_error"] is not None and search.model_error is None:
+                    search.model_error = r["model_error"]
+                if r["limit"] and search.limit is None:
+                    search.limit = r["limit"]
+            self.depth = depth
+            if search.model_error is not None:
+                return "model error"
+            if interrupted:
+                search.limit = "interrupted"
+                return "interrupted"
+            if all(r["queue"] == 0 for r in reports.values()):
+                return None
+            depth += 1
+            if progress is not None:
+                progress.tick(self.total("count"), sum(r["queue"] for r in reports.values()), depth)
+
+    def total(self, key: str) -> int:
+        return sum(r.get(key, 0) for r in self.reported)
+
+    def _tick(self, progress: Progress | None) -> None:
+        if progress is None:
+            return
+        t = self.ticks
+        states = self.prefix + sum(t[3 * w] for w in range(self.workers))
+        queued = sum(t[3 * w + 1] for w in range(self.workers))
+        progress.tick(states, queued, max(t[3 * w + 2] for w in range(self.workers)),
+                      memory=self._rss_all())
+
+    def _rss_all(self) -> float | None:
+        """Resident memory of this process and the workers now, in MiB (Linux)."""
+        total = 0
+        for pid in [os.getpid()] + [p.pid for p in self.procs]:
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, ValueError, IndexError):
+                return None
+        return total / (1 << 20)
+
+    def _check_alive(self) -> None:
+        for w, p in enumerate(self.procs):
+            if not p.is_alive() and p.exitcode not in (0, None):
+                raise RuntimeError(f"worker {w} died (exit code {p.exitcode})")
+
+    # -- the result
+    def memory(self, rss_before: int | None) -> int | None:
+        grown = _rss_bytes()
+        if rss_before is None or grown is None:
+            return None
+        return grown - rss_before + self.total("grown")
+
+    def exploration(self, seconds: float, memory: int | None, note: str) -> Exploration:
+        search = self.search
+        search.count = self.prefix + self.total("count")
+        search.transitions += self.total("transitions")
+        search.depth = max([search.depth] + [r.get("depth", 0) for r in self.reported])
+        search.final_count += self.total("finals")
+        search.buffer_full += self.total("buffer_full")
+        search.steps_to = self.steps_to  # parent links live in the workers
+        result = search.exploration(seconds, memory, self.workers, note)
+        if search.hash_compact:  # a collision only hides a state within one worker's table
+            p = sum(r["collision"] for r in self.reported)
+            object.__setattr__(result.stats, "collision_probability", min(1.0, p))
+        return result
+
+    def steps_to(self, i: int) -> tuple[int, list[int]]:
+        ks = []
+        search = self.search
+        while True:
+            if i < self.prefix:
+                parent, via = search.parent[i], search.via[i]
+            else:
+                w = (i - self.prefix) % self.workers
+                self.commands[w].put(("parent", (i - self.prefix) // self.workers))
+                parent, via = self._answer(w)
+            if parent < 0:
+                return i, ks[::-1]
+            ks.append(via)
+            i = parent
+
+    def _answer(self, w: int):
+        while True:
+            r = self.reports.get(timeout=60)
+            if r.get("worker") == w and "parent" in r:
+                return r["parent"]
+
+    def close(self) -> None:
+        for c in self.commands:
+            try:
+                c.put(("exit", None))
+            except (OSError, ValueError):
+                pass
+        for p in self.procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        for q in self.inboxes + [self.reports]:
+            q.close()
+            q.join_thread()
+
+
+def _owner(s: int, workers: int) -> int:
+    from .explicit import owner
+
+    return owner(s, workers)
+
+
+class _Ticker:
+    """A worker's progress: three shared counters the coordinator reads."""
+
+    def __init__(self, ticks, w: int, prefix: int):
+        self.ticks, self.w, self.prefix = ticks, w, prefix
+
+    def tick(self, states: int, queue: int, depth: int) -> None:
+        base = 3 * self.w
+        self.ticks[base] = states
+        self.ticks[base + 1] = queue
+        self.ticks[base + 2] = depth
+
+
+def _worker_main(team: _Team, w: int, level: list[int], ids: list[int]) -> None:
+    """A forked worker: expand its share of each level when told, exchange, report."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when to stop
+    try:
+        _Worker(team, w, level, ids).serve()
+    except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
+        team.reports.put({"worker": w, "crash": traceback.format_exc()})
+
+
+class _Worker:
+    def __init__(self, team: _Team, w: int, level: list[int], ids: list[int]):
+        self.team = team
+        self.w = w
+        self.n = team.workers
+        self.prefix = team.prefix
+        s = self.search = team.search
+        self.rss = _rss_bytes()
+        # the inherited prefix stays as it is; this worker's own states are numbered anew
+        s.parent, s.via = array("l"), array(s.via.typecode)
+        s.count = s.expanded = s.transitions = s.final_count = s.buffer_full = 0
+        s.found, s.model_error, s.limit = {}, None, None
+        self.level, self.ids = level, ids
+        self.ticker = _Ticker(team.ticks, w, team.prefix)
+
+    def global_id(self, local: int) -> int:
+        return self.prefix + local * self.n + self.w
+
+    def serve(self) -> None:
+        team, s = self.team, self.search
+        while True:
+            cmd, arg = team.commands[self.w].get()
+            if cmd == "exit":
+                return
+            if cmd == "parent":
+                team.reports.put({"worker": self.w, "parent": (s.parent[arg], s.via[arg])})
+                continue
+            self.run_level(arg)
+
+    def run_level(self, depth: int) -> None:
+        s, team, n = self.search, self.team, self.n
+        outbox = [([], [], []) for _ in range(n)]
+        route = Route(self.w, n, outbox)
+        first_local = s.count
+        nxt = []
+        try:
+            nxt = s.level(self.level, self.ids, depth, self.ticker, route)
+        except _Stop:
+            pass
+        for o in range(n):
+            if o != self.w:
+                team.inboxes[o].put((self.w, outbox[o]))
+        outbox = None
+        received = {}
+        while len(received) < n - 1:
+            src, batch = team.inboxes[self.w].get()
+            received[src] = batch
+        at_limit = s.limits.max_depth is not None and depth >= s.limits.max_depth
+        for src in sorted(received):
+            ts, ps, ks = received[src]
+            self.absorb(ts, ps, ks, nxt, at_limit)
+        received = None
+        self.level = nxt
+        self.ids = range(self.global_id(first_local), self.global_id(s.count), n)
+        grown = _rss_bytes()
+        team.reports.put({
+            "worker": self.w, "queue": len(nxt), "count": s.count, "transitions": s.transitions,
+            "depth": s.depth, "finals": s.final_count, "buffer_full": s.buffer_full,
+            "found": {k: v for k, v in s.found.items()}, "model_error": s.model_error, "limit": s.limit,
+            "grown": grown - self.rss if grown is not None and self.rss is not None else 0,
+            "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
+        })
+
+    def absorb(self, ts: list[int], ps: list[int], ks: list[int], nxt: list[int], at_limit: bool) -> None:
+        """Successors other workers found for states this one owns: the new ones join
+        the next level with their parent link."""
+        s = self.search
+        seen = s.seen
+        parent_append, via_append, nxt_append = s.parent.append, s.via.append, nxt.append
+        count = s.count
+        if s.hash_compact:
+            for t, p, k in zip(ts, ps, ks):
+                if at_limit:
+                    if not seen.contains(t):
+                        s.limit = "max-depth"
+                    continue
+                if seen.add(t):
+                    nxt_append(t)
+                    parent_append(p)
+                    via_append(k)
+                    count += 1
+        else:
+            seen_add = seen.add
+            for t, p, k in zip(ts, ps, ks):
+                if t in seen:
+                    continue
+                if at_limit:
+                    s.limit = "max-depth"
+                    continue
+                seen_add(t)
+                nxt_append(t)
+                parent_append(p)
+                via_append(k)
+                count += 1
+        s.count = count
