@@ -163,8 +163,10 @@ class Fingerprints:
     al.): ((a * s) mod 2^(w+64)) >> w for a fixed odd a of w + 64 bits, a family in
     which two distinct w-bit states collide with probability at most 2 / 2^64."""
 
+    EXACT_BITS = 63  # states this narrow are their own fingerprints
+
     def __init__(self, bits: int, capacity: int = 1 << 16):
-        self.exact = bits <= 63
+        self.exact = bits <= self.EXACT_BITS
         self.shift = bits
         # a fixed multiplier (deterministic runs): the digits of pi, forced odd, as wide as needed
         self.a = (int("243f6a8885a308d313198a2e03707344a4093822299f31d0082efa98ec4e6c89452821e638d0", 16)

@@ -1,0 +1,289 @@
+"""The fast explorer: pinned state counts of every shipped model, several workers and
+--hash-compact agreeing with one worker, progress on a terminal.
+
+The counts below are those of the unreduced search before the packed-state engine
+(issue 7): a change is a reviewable event, never a side effect of making it faster.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from checker.cli import main
+from checker.compile import ModelError
+from checker.engines import explicit, parallel
+from checker.engines.explicit import Fingerprints, Limits, explore
+from checker.progress import Progress
+from checker.run import Options, check_spec, compile_variant, load
+from checker.trace import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted(ROOT.glob("models/*.spec")) + sorted(ROOT.glob("tests/litmus/*.spec"))
+
+# (file, variant) -> (distinct states, transitions, depth, the properties not holding)
+PINNED = {
+    ("models/halt_poll.spec", "base"): (399, 788, 27, ""),
+    ("models/halt_poll.spec", "check_before_prepare"): (386, 756, 26, "timer_wakes_vcpu=violated"),
+    ("models/halt_poll.spec", "final_check_ignores_timer"): (328, 640, 22, "timer_wakes_vcpu=violated"),
+    ("models/halt_poll.spec", "no_wake_on_expiry"): (306, 599, 25, "timer_wakes_vcpu=violated"),
+    ("models/halt_poll.spec", "posted"): (303, 596, 27, ""),
+    ("models/halt_poll.spec", "posted_check_ignores_pi"): (83, 159, 16, "timer_wakes_vcpu=violated"),
+    ("models/halt_poll.spec", "posted_poll_ignores_pi"): (234, 458, 35, ""),
+    ("models/ipi_fastpath.spec", "base"): (310, 701, 33, ""),
+    ("models/ipi_fastpath.spec", "legacy_apic"): (656, 1475, 37, ""),
+    ("models/ipi_fastpath.spec", "no_notification"): (160, 325, 23, "ipi_taken=violated"),
+    ("models/ipi_fastpath.spec", "no_wakeup"): (249, 560, 33, "ipi_taken=violated"),
+    ("models/ipi_fastpath.spec", "sync_before_mode"): (332, 748, 33, "ipi_taken=violated"),
+    ("models/ipi_fastpath.spec", "v5_kick"): (943, 2231, 52, ""),
+    ("models/pi_timer.spec", "base"): (3568, 7961, 57, ""),
+    ("models/pi_timer.spec", "hlt_exits"): (6284, 14383, 57, ""),
+    ("models/pi_timer.spec", "kick_without_wake"): (5167, 11563, 57, ""),
+    ("models/pi_timer.spec", "no_kick_hlt_exits"): (3740, 8169, 58, "timer_wakes_vcpu=violated"),
+    ("models/pi_timer.spec", "no_kick_no_wake"): (3039, 6452, 58, "deadlock=violated,timer_wakes_vcpu=violated"),
+    ("models/pi_timer.spec", "post_any_mode"): (1350, 2798, 48, "expired_timer_not_posted=violated"),
+    ("models/pi_timer.spec", "post_any_mode_timer_fn"): (1380, 2864, 48, ""),
+    ("models/pi_timer.spec", "post_any_mode_timer_fn_hlt_exits"): (2221, 4726, 56, ""),
+    ("models/pi_timer.spec", "post_any_mode_timer_fn_hlt_exits_hlt_cond"): (4652, 10823, 56, ""),
+    ("models/pi_timer.spec", "post_any_mode_timer_fn_hlt_exits_no_p3_kick"): (1555, 3304, 49, "deadlock=violated,timer_wakes_vcpu=violated"),
+    ("models/pi_timer.spec", "posted_without_wait"): (3796, 8712, 55, "no_early_timer_irq=violated,posted_after_deadline=violated"),
+    ("models/pi_timer.spec", "stale_expired_deadline"): (4654, 10873, 56, "no_early_timer_irq=violated,posted_after_deadline=violated"),
+    ("models/pi_timer.spec", "unpinned_no_kick"): (2040, 4351, 58, "deadlock=violated,timer_wakes_vcpu=violated"),
+    ("models/vcpu_requests.spec", "base"): (179, 291, 27, ""),
+    ("models/vcpu_requests.spec", "no_kick_sc"): (29, 37, 10, "request_not_stranded=violated"),
+    ("models/vcpu_requests.spec", "no_vcpu_mb"): (200, 359, 25, "request_not_stranded=violated"),
+    ("models/vcpu_requests.spec", "no_vcpu_mb_sc"): (125, 192, 20, ""),
+    ("models/vcpu_requests.spec", "plain_request_cmpxchg"): (172, 283, 27, ""),
+    ("models/vcpu_requests.spec", "plain_request_plain_mode"): (123, 197, 20, "request_not_stranded=violated"),
+    ("models/vcpu_requests.spec", "plain_request_plain_mode_sc"): (84, 122, 16, ""),
+    ("models/vcpu_requests.spec", "set_bit_plain_mode"): (104, 157, 19, ""),
+    ("tests/litmus/iriw.spec", "base"): (164, 330, 8, ""),
+    ("tests/litmus/iriw.spec", "sc"): (97, 156, 6, ""),
+    ("tests/litmus/lb.spec", "base"): (22, 28, 6, ""),
+    ("tests/litmus/lb.spec", "sc"): (13, 14, 4, ""),
+    ("tests/litmus/mp.spec", "base"): (23, 33, 6, ""),
+    ("tests/litmus/mp.spec", "sc"): (13, 14, 4, ""),
+    ("tests/litmus/n6.spec", "base"): (54, 100, 8, "forbidden=violated"),
+    ("tests/litmus/n6.spec", "sc"): (19, 21, 5, ""),
+    ("tests/litmus/sb.spec", "base"): (34, 58, 6, "forbidden=violated"),
+    ("tests/litmus/sb.spec", "sc"): (13, 14, 4, ""),
+    ("tests/litmus/sb_cmpxchg_fail.spec", "base"): (31, 44, 8, ""),
+    ("tests/litmus/sb_cmpxchg_fail.spec", "sc"): (22, 28, 6, ""),
+    ("tests/litmus/sb_mb.spec", "base"): (31, 44, 8, ""),
+    ("tests/litmus/sb_mb.spec", "sc"): (22, 28, 6, ""),
+    ("tests/litmus/sb_set_bit.spec", "base"): (31, 44, 8, ""),
+    ("tests/litmus/sb_set_bit.spec", "sc"): (22, 28, 6, ""),
+    ("tests/litmus/sb_wmb.spec", "base"): (62, 126, 8, "forbidden=violated"),
+    ("tests/litmus/sb_wmb.spec", "sc"): (22, 28, 6, ""),
+    ("tests/litmus/sb_xchg.spec", "base"): (13, 14, 4, ""),
+    ("tests/litmus/sb_xchg.spec", "sc"): (13, 14, 4, ""),
+    ("tests/litmus/two_plus_two_w.spec", "base"): (42, 76, 8, ""),
+    ("tests/litmus/two_plus_two_w.spec", "sc"): (13, 14, 4, ""),
+}
+
+
+def summary(result):
+    out = {}
+    for v in result.variants:
+        out[v.variant] = (v.stats.states, v.stats.transitions, v.stats.depth,
+                          ",".join(sorted(f"{o.property}={o.verdict.value}" for o in v.outcomes
+                                          if o.verdict is not Verdict.HOLDS)),
+                          {o.property: (len(o.counterexample.trace.states), o.counterexample.trace.loop_start)
+                           for o in v.outcomes if o.counterexample is not None},
+                          v.model_error is not None and len(v.model_error.trace.states))
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    return {p: summary(check_spec(load(str(p)), Options(workers=1))) for p in SPECS}
+
+
+def test_every_model_and_litmus_test_is_pinned(one_worker):
+    got = {(str(p.relative_to(ROOT)), v): s[:4] for p, r in one_worker.items() for v, s in r.items()}
+    assert got == PINNED
+
+
+@pytest.fixture
+def eager_workers(monkeypatch):
+    """Workers even for the small shipped models, so that the parallel search itself
+    is what the comparison tests."""
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(parallel, "LEVEL_FROM", 1)
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_two_workers_find_what_one_finds(path, one_worker, eager_workers):
+    result = check_spec(load(str(path)), Options(workers=2))
+    assert summary(result) == one_worker[path]
+    used = [v.stats.workers for v in result.variants]
+    if "liveness" not in {o.kind for v in result.variants for o in v.outcomes}:
+        assert max(used) == 2  # the parallel search ran (a model error reruns in one process)
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_hash_compact_counts_what_one_finds(path, one_worker):
+    result = check_spec(load(str(path)), Options(workers=1, hash_compact=True))
+    assert summary(result) == one_worker[path]
+
+
+PHILOSOPHERS = """
+model philosophers;
+const N = 7;
+const STRICT = false;
+var fork[N]: 0..N = 0;
+fn first(i) = i == N - 1 ? 0 : i;
+fn second(i) = i == N - 1 ? i : i + 1;
+process phil[N] {
+  loop {
+    think: skip;
+    atomic { await fork[first(self)] == 0; fork[first(self)] = self + 1; }
+    atomic { await fork[second(self)] == 0; fork[second(self)] = self + 1; }
+    eat: assert holds_forks: fork[first(self)] == self + 1 && fork[second(self)] == self + 1;
+    fork[second(self)] = 0;
+    fork[first(self)] = 0;
+  }
+}
+invariant neighbours_apart: forall i in 0..N-1: (!(phil[i]@eat && phil[(i + 1) % N]@eat));
+invariant not_two_apart: STRICT -> forall i in 0..N-1: (!(phil[i]@eat && phil[(i + 3) % N]@eat));
+variant strict { STRICT = true; } expect violated not_two_apart;
+"""
+
+
+@pytest.fixture(scope="module")
+def philosophers(tmp_path_factory):
+    path = tmp_path_factory.mktemp("phil") / "philosophers.spec"
+    path.write_text(PHILOSOPHERS)
+    return path
+
+
+def test_a_big_model_uses_two_workers_and_agrees(philosophers):
+    spec = load(str(philosophers))
+    one = check_spec(spec, Options(workers=1))
+    two = check_spec(spec, Options(workers=2, workers_asked=True))
+    assert summary(one) == summary(two)
+    assert one.variants[0].stats.states == 52_224  # the bench family's N = 7 (SPIN agrees)
+    for v in two.variants:
+        assert v.stats.workers == 2 and "2 workers from depth" in v.stats.workers_note
+    assert {o.property: o.verdict for o in two.variants[1].outcomes}["not_two_apart"] is Verdict.VIOLATED
+
+
+def test_wide_states_hash_and_still_agree(philosophers, monkeypatch, capsys):
+    """States wider than a fingerprint are hashed; at these sizes nothing collides."""
+    monkeypatch.setattr(Fingerprints, "EXACT_BITS", 0)
+    spec = load(str(philosophers))
+    one = summary(check_spec(spec, Options(workers=1, variants=("base",))))
+    for workers in (1, 2):
+        compact = check_spec(spec, Options(workers=workers, hash_compact=True, variants=("base",)))
+        assert summary(compact) == one
+        p = compact.variants[0].stats.collision_probability
+        n = one["base"][0]
+        assert p == pytest.approx(n * (n - 1) / 2 * 2.0 ** -63, rel=0.01 if workers == 1 else 1.0)
+    assert main([str(philosophers), "--variant", "base", "--hash-compact", "--brief", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "base: --hash-compact: holds with collision probability <= 1.5e-10" in out
+
+
+def test_exact_fingerprints_cannot_collide(capsys):
+    path = ROOT / "models" / "vcpu_requests.spec"
+    assert main([str(path), "--hash-compact", "--brief", "--variant", "base"]) == 0
+    out = capsys.readouterr().out
+    assert "holds with collision probability <= 0 (every state fits in its 64-bit fingerprint" in out
+
+
+def test_fingerprint_table_is_a_set():
+    for bits in (20, 200):
+        table, plain = Fingerprints(bits, capacity=8), set()
+        states = [(k * 0x9E3779B97F4A7C15) % (1 << bits) for k in range(5000)] * 2
+        for s in states:
+            assert table.add(s) == (s not in plain)
+            plain.add(s)
+            assert table.contains(s)
+        assert table.count == len(plain)
+        assert not table.contains(max(plain) + 1) or bits == 20
+
+
+def test_memory_per_state_is_reported(philosophers, capsys):
+    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "1"]) == 0
+    assert "base: memory " in capsys.readouterr().out
+    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "base: 2 workers from depth" in out and "bytes per stored state" in out
+
+
+def test_small_models_fall_back_to_one_worker_and_say_so(capsys):
+    path = ROOT / "models" / "vcpu_requests.spec"
+    assert main([str(path), "--brief", "--variant", "base", "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "base: one worker: the search ended below 20,000 states, where one process is faster" in out
+    assert main([str(path), "--brief", "--variant", "base"]) == 0  # the default: no remark
+    assert "one worker" not in capsys.readouterr().out
+
+
+def test_liveness_runs_in_one_process_and_says_so():
+    result = check_spec(load(str(ROOT / "models" / "pi_timer.spec")),
+                        Options(workers=2, workers_asked=True, variants=("base",)))
+    assert result.variants[0].stats.workers == 1
+    assert result.variants[0].stats.workers_note == "liveness needs the whole graph in one process"
+
+
+def test_tuple_steps_refuse_states_out_of_range():
+    cm = compile_variant(load(str(ROOT / "models" / "vcpu_requests.spec")), "base", Options())
+    s = list(cm.program.initial_states[0])
+    assert cm.instances[0].steps_at[s[cm.instances[0].pc_slot]][0].fn(tuple(s)) is not None
+    pc = cm.instances[0].pc_slot
+    s[pc] = cm.packing.hi[pc] + 1
+    with pytest.raises(ModelError, match="outside the range of pc"):
+        cm.instances[0].steps_at[0][0].fn(tuple(s))
+    assert cm.unpack(cm.pack(cm.program.initial_states[0])) == cm.program.initial_states[0]
+
+
+# ---- progress ------------------------------------------------------------------
+
+
+def test_progress_is_silent_off_a_terminal():
+    stream = io.StringIO()
+    p = Progress(None, stream, interval=0)
+    p.tick(10, 5, 2)
+    p.done()
+    assert not p.enabled and stream.getvalue() == ""
+
+
+def test_progress_shows_on_a_pseudo_terminal():
+    master, slave = os.openpty()
+    try:
+        with os.fdopen(slave, "w", closefd=False) as tty:
+            p = Progress(None, tty, interval=0)
+            assert p.enabled == (not os.environ.get("CI"))
+            p.enabled = True  # as on a developer's terminal, also under CI
+            cm = compile_variant(load(str(ROOT / "models" / "pi_timer.spec")), "base", Options())
+            explore(cm, Limits(), p)
+            tty.flush()
+        text = os.read(master, 1 << 16).decode()
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert re.search(r"\rstates [0-9,]+  queue [0-9,]+  depth [0-9]+  [0-9,]+ states/s  [0-9,]+ MiB", text)
+    assert text.endswith("\r")  # erased when the search ends
+
+
+def test_progress_from_workers(philosophers, eager_workers):
+    stream = io.StringIO()
+    p = Progress(True, stream, interval=0)
+    cm = compile_variant(load(str(philosophers)), "base", Options())
+    result = explore(cm, Limits(), p, workers=2)
+    assert result.stats.workers == 2
+    lines = [ln.strip() for ln in stream.getvalue().split("\r") if ln.strip()]
+    assert lines and all(ln.startswith("states ") for ln in lines)
+    assert any(int(ln.split()[1].replace(",", "")) > 1024 for ln in lines)
+
+
+def test_progress_flag_forces_it(philosophers, capsys):
+    assert main([str(philosophers), "--variant", "base", "--brief", "--progress", "--workers", "1"]) == 0
+    # refreshed about once a second: a search this short may end before the first refresh,
+    # but whatever was shown is erased again, leaving the table alone on stdout
+    assert "states" in capsys.readouterr().out
