@@ -574,7 +574,7 @@ class _Compiler:
         self.buffer, self.direct = None, False  # properties read memory, as other CPUs would
         e.lines.append(f"def {fname}(s):")
         e.emit(f"# {_comment(what)}")
-        e.emit(f"return bool({self.expr(self.simplify(cond), e, 's')})")
+        e.emit(f"return {self.expr(self.simplify(cond), e, 's')}")
         return "\n".join(e.lines) + "\n"
 
     # -- constant folding (per instance: `self` is known)
@@ -1080,7 +1080,7 @@ def _on_tuples(packed: Callable, pack: Callable, unpack: Callable) -> Callable:
 
 def _pred_on_tuples(packed: Callable, pack: Callable) -> Callable:
     def holds(s) -> bool:
-        return packed(pack(s))
+        return bool(packed(pack(s)))
 
     holds.__name__ = packed.__name__
     return holds

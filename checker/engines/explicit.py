@@ -142,16 +142,31 @@ class Reduction:
 
 @dataclass(slots=True)
 class Route:
-    """A parallel worker's routing: states whose owner(s) = (hash(s) * 0x9E3779B97F4A7C15
-    >> 64) % workers is not `me` go to outbox[owner] as (states, parent ids, steps)."""
+    """A parallel worker's routing: a state s with owner(s) != `me` goes to
+    outbox[owner(s)] as (states, parent ids, steps), once per level (`sent`)."""
 
     me: int
     workers: int
     outbox: list[tuple[list, list, list]]
+    owners: tuple[int, ...]  # owner_table(workers)
+    sent: list[set]  # per worker: the states already sent to it this level
 
 
-def owner(s: int, workers: int) -> int:
-    return (hash(s) * 0x9E3779B97F4A7C15 >> 64) % workers
+#: states are partitioned by s % OWNER_MOD (which mixes every digit of s), looked up in
+#: a fixed pseudo-random table: two cheap operations per successor, and balanced shares
+OWNER_MOD = 65521
+
+
+def owner_table(workers: int) -> tuple[int, ...]:
+    x, table = 12345, []
+    for _ in range(OWNER_MOD):
+        x = (x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        table.append((x >> 33) % workers)
+    return tuple(table)
+
+
+def owner(s: int, workers: int, table: tuple[int, ...]) -> int:
+    return table[s % OWNER_MOD]
 
 
 class Fingerprints:
@@ -357,9 +372,11 @@ class Search:
         parent_append = self.parent.append
         via_append = self.via.append
         count = self.count
+        expanded = self.expanded
+        finals = bool(self.finals)
         transitions = 0
         if route is not None:
-            me, nworkers, outbox = route.me, route.workers, route.outbox
+            me, owners, outbox, sent = route.me, route.owners, route.outbox, route.sent
         try:
             for s, i in zip(frontier, ids):
                 if checks:
@@ -373,7 +390,7 @@ class Search:
                             self._violated(name, i, s, None, m.PropertyKind.INVARIANT.value,
                                            f"invariant {name} is violated")
                             invariants = [x for x in invariants if x[1] != name]
-                    if self.finals:
+                    if finals:
                         self._check_final(s, i)
                 moved = full = False
                 for shift, mask, table in (actors if ample is None else ample(s, actors)):
@@ -398,8 +415,11 @@ class Search:
                         if canonical is not None:
                             t = canonical(t)
                         if route is not None:
-                            o = (hash(t) * 0x9E3779B97F4A7C15 >> 64) % nworkers
+                            o = owners[t % 65521]  # OWNER_MOD
                             if o != me:  # another worker's state: it goes to its owner
+                                if t in sent[o]:
+                                    continue
+                                sent[o].add(t)
                                 box = outbox[o]
                                 box[0].append(t)
                                 box[1].append(i)
@@ -428,15 +448,15 @@ class Search:
                 if not moved and deadlock_wanted:
                     self._deadlock(s, i)
                     deadlock_wanted = "deadlock" not in self.found
-                self.expanded += 1
-                if progress is not None and self.expanded & 1023 == 0:
-                    self.count = count
-                    progress.tick(count, count - self.expanded, depth)
-                if count >= max_states and self.expanded < count:
+                expanded += 1
+                if progress is not None and expanded & 1023 == 0:
+                    progress.tick(count, count - expanded, depth)
+                if count >= max_states and expanded < count:
                     self.limit = "max-states"
                     raise _Stop
         finally:
             self.count = count
+            self.expanded = expanded
             self.transitions += transitions
             del self.parent[count:], self.via[count:]  # an interrupted append leaves no half record
         return nxt

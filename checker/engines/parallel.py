@@ -8,7 +8,7 @@ How a run goes:
   worker is started, and the statistics say so.
 * Otherwise, at the next level boundary, `workers` processes are forked. Each inherits
   what was found so far and owns the states s with owner(s) == its number
-  (`explicit.owner`: a multiplicative mix of hash(s)). Each level, a worker expands the
+  (`explicit.owner`: s modulo a prime, through a fixed pseudo-random table). Each level, a worker expands the
   states it owns, keeps the successors it owns and sends the others to their owners in
   one batch per peer; then it takes in the batches it received (new states join its
   next level) and reports to this process, which starts the next level when every
@@ -41,7 +41,7 @@ from array import array
 
 from ..compile import CompiledModel
 from ..progress import Progress
-from .explicit import Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
+from .explicit import Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, owner, owner_table, run_levels
 
 #: below this many states one process is faster: starting workers costs more than it saves
 PARALLEL_FROM = 20_000
@@ -106,13 +106,14 @@ class _Team:
         self.depth = depth
         self.prefix = search.count  # states stored before the workers started (global ids 0..prefix-1)
         ids = range(first_id, first_id + len(level))
+        self.owners = owner_table(workers)
         self.inboxes = [ctx.Queue() for _ in range(workers)]
         self.reports = ctx.Queue()
         self.commands = [ctx.SimpleQueue() for _ in range(workers)]
         self.ticks = ctx.Array("q", 3 * workers, lock=False)  # per worker: states, queue, depth
         self.procs = []
         for w in range(workers):
-            mine = [(s, i) for s, i in zip(level, ids) if _owner(s, workers) == w]
+            mine = [(s, i) for s, i in zip(level, ids) if owner(s, workers, self.owners) == w]
             p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
                             name=f"timerace-worker-{w}", daemon=True)
             self.procs.append(p)
@@ -252,12 +253,6 @@ class _Team:
             q.join_thread()
 
 
-def _owner(s: int, workers: int) -> int:
-    from .explicit import owner
-
-    return owner(s, workers)
-
-
 class _Ticker:
     """A worker's progress: three shared counters the coordinator reads."""
 
@@ -312,7 +307,7 @@ class _Worker:
     def run_level(self, depth: int) -> None:
         s, team, n = self.search, self.team, self.n
         outbox = [([], [], []) for _ in range(n)]
-        route = Route(self.w, n, outbox)
+        route = Route(self.w, n, outbox, team.owners, [set() for _ in range(n)])
         first_local = s.count
         nxt = []
         try:
