@@ -871,7 +871,9 @@ class _Compiler:
                 pc = self.get(src, self.slot_addr(base + x.index.value))
             else:
                 i = self.expr(x.index, e, src)
-                if isinstance(x.index, m.Const):
+                it = x.index.type
+                if isinstance(x.index, m.Const) or not (
+                        isinstance(it, m.IntT) and it.lo is not None and 0 <= it.lo and it.hi < proc.instances):
                     i = f"_ix({i}, 0, {proc.instances - 1}, {x.process!r})"
                 w = self.pk.width[base]
                 scaled = f"{_paren(i)}" if w == 1 else f"{w} * {_paren(i)}"
