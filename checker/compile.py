@@ -240,6 +240,13 @@ _PY_BINOP = {
 }
 
 
+def _bv(op: str, a: int, b: int, width: int) -> int:
+    """An unsigned (u8..u64) operator; see model.bv_binop."""
+    if op in ("/", "%") and b == 0:
+        raise ModelError("division by zero")
+    return m.bv_binop(op, a, b, width)
+
+
 def _assert_failed(prop: str):
     raise AssertionViolation(prop)
 
@@ -252,7 +259,8 @@ _RUNTIME = {
     "__builtins__": {"min": min, "max": max, "any": any, "all": all, "range": range,
                      "list": list, "len": len, "bool": bool},
     "_range_error": _range_error, "_index_error": _index_error, "_ix": _ix, "_div": _div, "_mod": _mod,
-    "_shl": _shl, "_shr": _shr, "_assert_failed": _assert_failed, "_store_buffer_full": _store_buffer_full,
+    "_shl": _shl, "_shr": _shr, "_bv": _bv,
+    "_assert_failed": _assert_failed, "_store_buffer_full": _store_buffer_full,
 }
 
 
@@ -587,6 +595,11 @@ class _Compiler:
             return m.Const(x.span, x.type, self.inst) if self.inst is not None else x
         if isinstance(x, m.Bound):
             return m.Const(x.span, x.type, self.consts[x.uid]) if x.uid in self.consts else x
+        if isinstance(x, m.Conv):
+            a = self.simplify(x.operand)
+            if isinstance(a, m.Const):  # a conversion cannot fail
+                return m.Const(x.span, x.type, a.value & x.type.mask)
+            return m.Conv(x.span, x.type, a)
         if isinstance(x, m.Un):
             a = self.simplify(x.operand)
             if isinstance(a, m.Const) and _foldable(x.type, a.type):
@@ -731,6 +744,12 @@ class _Compiler:
                 const = 1 if const else 0
                 code = str(const)
         check = None
+        if isinstance(t, m.BitVecT) and not _fits_bv(value, t):  # C conversion: modulo 2**width
+            if const is not None:
+                const = const & t.mask
+                code = str(const)
+            else:
+                code = f"({code}) & {hex(t.mask)}"
         if isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
             check = (t.lo, t.hi)
         elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t) \
@@ -851,12 +870,26 @@ class _Compiler:
             return str(self.inst)
         if isinstance(x, m.Bound):
             return self.bound[x.uid]
+        if isinstance(x, m.Conv):
+            a = self.expr(x.operand, e, src)
+            if _fits_bv(x.operand, x.type):
+                return a
+            return f"({a} & {hex(x.type.mask)})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, e, src)
+            if isinstance(x.type, m.BitVecT):
+                return f"((-{a}) & {hex(x.type.mask)})" if x.op == "-" else f"({a} ^ {hex(x.type.mask)})"
             return {"!": f"(not {a})", "-": f"(-{a})", "~": f"(~{a})"}[x.op]
         if isinstance(x, m.Bin):
             a = self.expr(x.left, e, src)
             b = self.expr(x.right, e, src)
+            if isinstance(x.type, m.BitVecT):  # unsigned: operands are already converted
+                w, mask = x.type.width, hex(x.type.mask)
+                if x.op in ("+", "-", "*"):
+                    return f"(({a} {x.op} {b}) & {mask})"
+                if x.op in ("&", "|", "^"):
+                    return f"({a} {x.op} {b})"
+                return f"_bv({x.op!r}, {a}, {b}, {w})"
             return _PY_BINOP.get(x.op, "({a} " + x.op + " {b})").format(a=a, b=b)
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, e, src)
@@ -956,7 +989,10 @@ class _Compiler:
                 delta = d if n == "atomic_add" else f"-({d})"
             cur = self.expr(target, e, src)
             new = e.fresh()
-            e.emit(f"{new} = {cur} + {delta}")
+            if isinstance(target.type, m.BitVecT):  # an unsigned counter wraps
+                e.emit(f"{new} = ({cur} + {delta}) & {hex(target.type.mask)}")
+            else:
+                e.emit(f"{new} = {cur} + {delta}")
             self.store_code(target, new, None, e)
             if n == "atomic_dec_and_test":
                 return f"({new} == 0)"
@@ -1090,6 +1126,20 @@ def _pred_on_tuples(packed: Callable, pack: Callable) -> Callable:
 
 def _is_01(value: m.TExpr | None) -> bool:
     return value is not None and isinstance(value, (m.Const, m.Var, m.Elem)) and isinstance(value.type, m.BoolT)
+
+
+def _fits_bv(value: m.TExpr | None, t: m.BitVecT) -> bool:
+    """Whether a value needs no reduction modulo 2**width to be stored in `t`."""
+    if value is None:
+        return False
+    if isinstance(value, m.Const):
+        return 0 <= value.value <= t.mask
+    vt = value.type
+    if isinstance(vt, m.BitVecT):
+        return vt.width <= t.width
+    if isinstance(vt, m.IntT) and vt.lo is not None:
+        return 0 <= vt.lo and vt.hi <= t.mask
+    return isinstance(vt, m.BoolT)
 
 
 def _fits(value: m.TExpr | None, t: m.IntT) -> bool:

@@ -214,22 +214,32 @@ class ProcessIR:
         return self.name if self.count is None else f"{self.name}[{i}]"
 
 
+MAX_INITIAL_STATES = 1_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class Program:
-    """The whole IR: the model it came from, its layout, processes and initial states."""
+    """The whole IR: the model it came from, its layout, processes and initial states.
+
+    `init_choices` gives, per slot, the values it may start with (a `range` for `any`,
+    which may be far too large to enumerate, e.g. a u64); `initial_states` enumerates
+    them for the explicit engine, while the Z3 engines constrain them symbolically."""
 
     model: m.Model
     layout: StateLayout
     processes: tuple[ProcessIR, ...]
-    initial_states: tuple[tuple[int, ...], ...]
+    init_choices: tuple[tuple[int, ...] | range, ...]
     properties: tuple[m.Property, ...] = field(default=())
+
+    @property
+    def initial_states(self) -> tuple[tuple[int, ...], ...]:
+        return _initial_states(self.model, self.layout, self.init_choices)
 
 
 def build(model: m.Model) -> Program:
     procs = tuple(_ProcessBuilder(model, p).build() for p in model.processes)
     layout = _layout(model, procs)
-    init = _initial_states(model, layout, procs)
-    return Program(model, layout, procs, init, model.properties)
+    return Program(model, layout, procs, _init_choices(layout), model.properties)
 
 
 # ---- layout --------------------------------------------------------------------
@@ -292,16 +302,26 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
     return StateLayout(tuple(slots), var_base, pc_base, task_slot, gid_base, tuple(names), tuple(buffers))
 
 
-def _initial_states(model: m.Model, layout: StateLayout, procs) -> tuple[tuple[int, ...], ...]:
-    choices: list[tuple[int, ...]] = [(0,)] * len(layout.slots)
+def _init_choices(layout: StateLayout) -> tuple[tuple[int, ...] | range, ...]:
+    choices: list[tuple[int, ...] | range] = [(0,)] * len(layout.slots)
     for (sym, _inst), base in layout.var_base.items():
         for k, allowed in enumerate(sym.init):
             choices[base + k] = allowed
+    return tuple(choices)
+
+
+def _initial_states(model: m.Model, layout: StateLayout, choices) -> tuple[tuple[int, ...], ...]:
     count = 1
     for c in choices:
-        count *= len(c)
-    if count > 1_000_000:
-        raise SpecError(model.processes[0].span, f"`any` gives {count} initial states; at most 1,000,000")
+        count *= c.stop - c.start if isinstance(c, range) else len(c)
+    if count > MAX_INITIAL_STATES:
+        widest = max(((sym, len(sym.init[0]) if not isinstance(sym.init[0], range)
+                       else sym.init[0].stop - sym.init[0].start) for sym, _ in layout.var_base),
+                     key=lambda x: x[1])[0]
+        raise SpecError(widest.span, f"`any` gives {count:,} initial states; the explicit engine "
+                        f"enumerates at most {MAX_INITIAL_STATES:,} ('{widest.name}' is a {widest.type.describe()})",
+                        "check this model with --engine bmc or --engine induction, which treat `any` "
+                        "symbolically, or give the variable a smaller type or a fixed initial value")
     return tuple(itertools.product(*choices))
 
 

@@ -38,6 +38,21 @@ class IntT(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class BitVecT(Type):
+    """A C unsigned integer of `width` bits (u8, u16, u32, u64): + - * wrap around
+    modulo 2**width, / % >> are unsigned, comparisons are unsigned."""
+
+    width: int
+
+    def describe(self) -> str:
+        return f"u{self.width}"
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
+@dataclass(frozen=True, slots=True)
 class EnumT(Type):
     name: str
     members: tuple[str, ...]
@@ -89,8 +104,40 @@ INT = IntT()
 VOID = VoidT()
 
 
+BITVEC_TYPES = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
+
+
 def is_intlike(t: Type) -> bool:
-    return isinstance(t, IntT)
+    return isinstance(t, (IntT, BitVecT))
+
+
+def arith_type(a: Type, b: Type) -> Type:
+    """C's usual arithmetic conversions for our types: if either operand is unsigned,
+    the operation is unsigned at the wider width; otherwise it is on integers."""
+    widths = [t.width for t in (a, b) if isinstance(t, BitVecT)]
+    return BitVecT(max(widths)) if widths else INT
+
+
+def bv_binop(op: str, a: int, b: int, width: int) -> int:
+    """An unsigned operator on values already in 0..2**width-1 (C semantics).
+
+    The one definition the resolver folds constants with and the compiled steps
+    call at run time; the Z3 encoding uses the matching bit-vector operators.
+    Division by zero is the caller's error. A shift count is taken modulo 2**width
+    (as the count is converted to the operand's type) and a count >= width gives 0,
+    as in Z3 (C leaves it undefined)."""
+    mask = (1 << width) - 1
+    if op == "+": return (a + b) & mask
+    if op == "-": return (a - b) & mask
+    if op == "*": return (a * b) & mask
+    if op == "/": return a // b
+    if op == "%": return a % b
+    if op == "&": return a & b
+    if op == "|": return a | b
+    if op == "^": return a ^ b
+    if op == "<<": return (a << b) & mask if b < width else 0
+    if op == ">>": return a >> b if b < width else 0
+    raise ValueError(op)
 
 
 # ---- symbols -------------------------------------------------------------------
@@ -109,7 +156,7 @@ class VarSym:
     type: Type
     scope: Scope
     span: Span
-    init: tuple[tuple[int, ...], ...]  # per element: the allowed initial values
+    init: tuple[tuple[int, ...] | range, ...]  # per element: the allowed initial values (`any` over u64: a range)
     process: str | None = None
 
 
@@ -175,6 +222,14 @@ class Ite(TExpr):
     cond: TExpr
     then: TExpr
     orelse: TExpr
+
+
+@dataclass(frozen=True, slots=True)
+class Conv(TExpr):
+    """`operand` converted to the unsigned type `type` (a BitVecT): its value modulo
+    2**width. The resolver inserts it wherever C would convert implicitly."""
+
+    operand: TExpr
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +397,18 @@ class PropertyKind(enum.Enum):
     ASSERT = "assert"
     DEADLOCK = "deadlock"
     LIVENESS = "liveness"
+    LEMMA = "lemma"
+
+
+@dataclass(frozen=True, slots=True)
+class Lemma:
+    """`lemma NAME: forall (x: T, ...) PRED;`: PRED over the bound parameters and
+    constants only, checked by Z3 for every value of the parameters."""
+
+    name: str
+    span: Span
+    params: tuple[Bound, ...]
+    body: TExpr
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +434,7 @@ class Model:
     properties: tuple[Property, ...]
     expected_violations: frozenset[str]
     header: str = ""
-    lemmas: tuple = field(default=())
+    lemmas: tuple[Lemma, ...] = field(default=())
     store_buffer: int | None = None  # tso: the most stores a CPU's store buffer holds
 
     def property(self, name: str) -> Property:

@@ -194,6 +194,7 @@ class _Resolver:
         self.process_labels: dict[str, set[str]] = {}
         self.processes: dict[str, m.Process] = {}  # filled once every body is resolved
         self.assert_names: dict[str, Span] = {}
+        self.lemmas: list[m.Lemma] = []
         self.uid = itertools.count()
 
     # -- top level
@@ -228,9 +229,9 @@ class _Resolver:
         processes = tuple(self._process(d) for d in spec.of(ast.ProcessDecl))
         self.process_labels = {p.name: set(p.labels) for p in processes}
         self.processes = {p.name: p for p in processes}
-        if not processes:
+        if not processes and not spec.of(ast.LemmaDecl):
             raise SpecError(Span(spec.file, 1, 1, 1, 1), "the model declares no process",
-                            "add `process NAME { ... }`")
+                            "add `process NAME { ... }` (or a `lemma`)")
         properties = self._properties()
         expected = self._expectations(variants.get(self.variant), properties)
         constants = {n: self._const_value(c) for n, c in self.consts.items()}
@@ -238,7 +239,7 @@ class _Resolver:
             name=spec.name, file=spec.file, source=spec.source, variant=self.variant,
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
-            header=header_comment(spec.source), lemmas=tuple(spec.of(ast.LemmaDecl)),
+            header=header_comment(spec.source), lemmas=tuple(self.lemmas),
             store_buffer=store_buffer)
 
     def _const_value(self, c: m.Const):
@@ -320,7 +321,7 @@ class _Resolver:
                 add(d.name, "inline procedure", d.span)
             elif isinstance(d, ast.FnDecl):
                 add(d.name, "function", d.span)
-            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl)):
+            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl)):
                 if d.name in props or d.name in (DEADLOCK, ASSERTIONS):
                     raise SpecError(d.span, f"duplicate property name '{d.name}'",
                                     "deadlock and assertions are built-in property names"
@@ -435,12 +436,11 @@ class _Resolver:
         if isinstance(t, ast.NamedType):
             if t.name in self.enums:
                 return self.enums[t.name]
-            if t.name in RESERVED_TYPES:
-                raise SpecError(t.span, f"type '{t.name}' is not supported by this version of the language",
-                                "use an integer range lo..hi")
+            if t.name in m.BITVEC_TYPES:
+                return m.BitVecT(m.BITVEC_TYPES[t.name])
             raise SpecError(t.span, f"unknown type '{t.name}'",
-                            did_you_mean(t.name, list(self.enums) + ["bool"])
-                            or "types are bool, an enum, a range lo..hi, or bitset(N)")
+                            did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES))
+                            or "types are bool, an enum, a range lo..hi, bitset(N), u8, u16, u32 or u64")
         raise SpecError(t.span, "unsupported type")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
@@ -487,7 +487,8 @@ class _Resolver:
                 default = elem.hi
             return ((default,),) * n
         if isinstance(e, ast.AnyInit):
-            vals = tuple(self._domain(elem, d.type.span))
+            dom = self._domain(elem, d.type.span)
+            vals = dom if isinstance(elem, m.BitVecT) else tuple(dom)  # 2**64 values stay a range
             return (vals,) * n
         if isinstance(e, ast.ListInit) and isinstance(elem, m.BitsetT):
             return ((self._bitset_value(e, elem),),) * n
@@ -501,6 +502,8 @@ class _Resolver:
         return ((self._init_value(e, elem, d.name),),) * n
 
     def _domain(self, t: m.Type, span: Span) -> range:
+        if isinstance(t, m.BitVecT):
+            return range(1 << t.width)  # enumerated only by the explicit engine, which may refuse
         if isinstance(t, m.BoolT):
             return range(2)
         if isinstance(t, m.EnumT):
@@ -536,6 +539,8 @@ class _Resolver:
         if isinstance(t, m.IntT) and not t.lo <= c.value <= t.hi:
             raise SpecError(e.span, f"initial value {c.value} of '{name}' is outside its range {t.lo}..{t.hi}",
                             f"'{name}' is declared as {t.lo}..{t.hi}")
+        if isinstance(t, m.BitVecT):
+            return c.value & t.mask  # C conversion: -1 is the largest value
         return c.value
 
     # -- processes
@@ -783,6 +788,7 @@ class _Resolver:
             pure = _Ctx(**{**ctx.__dict__, "effects": False, "what": "a branch of `?:`"})
             a, b = self.expr(e.then, pure), self.expr(e.orelse, pure)
             t = self._join(a, b, e.span)
+            a, b = self._conv(a, t), self._conv(b, t)
             if isinstance(c, m.Const):
                 return a if c.value else b
             return m.Ite(e.span, t, c, a, b)
@@ -849,9 +855,11 @@ class _Resolver:
             return m.Const(e.span, m.BOOL, 1 - x.value) if isinstance(x, m.Const) else m.Un(e.span, m.BOOL, "!", x)
         if not m.is_intlike(x.type):
             raise SpecError(e.operand.span, f"`{e.op}` needs an integer, not {x.type.describe()}")
+        t = x.type if isinstance(x.type, m.BitVecT) else m.INT
         if isinstance(x, m.Const):
-            return m.Const(e.span, m.INT, {"-": -x.value, "+": x.value, "~": ~x.value}[e.op])
-        return x if e.op == "+" else m.Un(e.span, m.INT, e.op, x)
+            v = {"-": -x.value, "+": x.value, "~": ~x.value}[e.op]
+            return m.Const(e.span, t, v & t.mask if isinstance(t, m.BitVecT) else v)
+        return x if e.op == "+" else m.Un(e.span, t, e.op, x)
 
     def _binary(self, e: ast.Binary, ctx: _Ctx) -> m.TExpr:
         op = e.op
@@ -893,9 +901,30 @@ class _Resolver:
                     raise SpecError(s.span, f"`{op}` needs integers, not {x.type.describe()}",
                                     "use && and || for bools" if isinstance(x.type, m.BoolT) and op in ("&", "|") else None)
             t = m.INT
+        # Unsigned operands: C's conversions, made explicit as Conv nodes.
+        width_t = a.type if op in ("<<", ">>") else m.arith_type(a.type, b.type)
+        if isinstance(width_t, m.BitVecT) and (m.is_intlike(a.type) or isinstance(a.type, m.BitsetT)):
+            if op in ("<<", ">>"):
+                b = self._conv(b, width_t)  # the count, in the operand's type
+            else:
+                a, b = self._conv(a, width_t), self._conv(b, width_t)
+            if t is m.INT:
+                t = width_t
         if isinstance(a, m.Const) and isinstance(b, m.Const):
+            if isinstance(t, m.BitVecT):
+                if op in ("/", "%") and b.value == 0:
+                    raise SpecError(e.span, "division by zero in a constant expression")
+                return m.Const(e.span, t, m.bv_binop(op, a.value, b.value, t.width))
             return m.Const(e.span, t, _fold(op, a.value, b.value, e.span))
         return m.Bin(e.span, t, op, a, b)
+
+    def _conv(self, x: m.TExpr, t: m.Type) -> m.TExpr:
+        """`x` converted to the unsigned type `t` (C: modulo 2**width); folded if constant."""
+        if not isinstance(t, m.BitVecT) or x.type == t:
+            return x
+        if isinstance(x, m.Const):
+            return m.Const(x.span, t, x.value & t.mask)
+        return m.Conv(x.span, t, x)
 
     def _comparable(self, a: m.TExpr, b: m.TExpr, e: ast.Binary):
         ta, tb = a.type, b.type
@@ -914,7 +943,7 @@ class _Resolver:
 
     def _join(self, a: m.TExpr, b: m.TExpr, span: Span) -> m.Type:
         if m.is_intlike(a.type) and m.is_intlike(b.type):
-            return m.INT
+            return m.arith_type(a.type, b.type)
         if type(a.type) is type(b.type) and (not isinstance(a.type, m.EnumT) or a.type == b.type):
             return a.type
         raise SpecError(span, f"the branches of `?:` have different types ({a.type.describe()} and {b.type.describe()})")
@@ -922,6 +951,14 @@ class _Resolver:
     def _call(self, e: ast.Call, ctx: _Ctx) -> m.TExpr:
         if e.name in self.fns:
             return self._expand_fn(e, ctx)
+        if e.name in m.BITVEC_TYPES:
+            if len(e.args) != 1:
+                raise SpecError(e.span, f"the conversion '{e.name}(x)' takes one argument")
+            x = self.expr(e.args[0], _Ctx(**{**ctx.__dict__, "effects": False}))
+            if not m.is_intlike(x.type) and not isinstance(x.type, m.BitsetT):
+                raise SpecError(e.args[0].span, f"cannot convert {x.type.describe()} to {e.name}")
+            t = m.BitVecT(m.BITVEC_TYPES[e.name])
+            return _respan(self._conv(x, t), e.span) if x.type != t else x
         name = ALIASES.get(e.name, e.name)
         if name in BUILTINS:
             return self._builtin(e, ctx, statement=False)
@@ -941,10 +978,20 @@ class _Resolver:
             raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}")
         params = dict(ctx.params)
         for p, a in zip(d.params, e.args):
-            params[p.name] = self._argument(a, ctx)
+            arg = self._argument(a, ctx)
+            if p.type is not None:
+                pt = self._type(p.type)
+                self._check_assignable(pt, arg, a.span, f"parameter '{p.name}' of '{e.name}'")
+                arg = self._conv(arg, pt)
+            params[p.name] = arg
         inner = _Ctx(**{**ctx.__dict__, "params": params, "effects": False,
                         "inline_stack": ctx.inline_stack + (e.name,), "what": f"function '{e.name}'"})
-        return _respan(self.expr(d.body, inner), e.span)
+        body = self.expr(d.body, inner)
+        if d.result is not None:
+            rt = self._type(d.result)
+            self._check_assignable(rt, body, d.body.span, f"the result of '{e.name}'")
+            body = self._conv(body, rt)
+        return _respan(body, e.span)
 
     def _builtin(self, e: ast.Call, ctx: _Ctx, statement: bool) -> m.Builtin:
         name = ALIASES.get(e.name, e.name)
@@ -991,9 +1038,10 @@ class _Resolver:
             resolved[i] = x
         args = [resolved[i] for i in range(len(sig.args))]
         lv_type = args[0].type if args else None
-        for kind, x, a in zip(sig.args, args, e.args):
+        for i, (kind, x, a) in enumerate(zip(sig.args, args, e.args)):
             if kind == "val" and sig.args[0] == "lv" and lv_type is not None:
                 self._check_assignable(lv_type, x, a.span, "the variable")
+                args[i] = self._conv(x, lv_type)
         if name in ("atomic_add", "atomic_sub"):
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
                 raise SpecError(e.span, f"'{e.name}' works on integers")
@@ -1004,13 +1052,19 @@ class _Resolver:
             for x, a in zip(args, e.args):
                 if not m.is_intlike(x.type):
                     raise SpecError(a.span, f"'{name}' takes integers, not {x.type.describe()}")
+            joined = m.arith_type(args[0].type, args[1].type)
+            args = [self._conv(x, joined) for x in args]
         result = {"void": m.VOID, "bool": m.BOOL, "int": m.INT}.get(sig.result)
+        if name in ("min", "max"):
+            result = m.arith_type(args[0].type, args[1].type)
+        elif sig.result == "int" and lv_type is not None and isinstance(lv_type, m.BitVecT):
+            result = lv_type  # atomic_inc_return on an unsigned counter wraps
         if sig.result == "lv":
-            result = m.INT if m.is_intlike(lv_type) else lv_type
+            result = lv_type if isinstance(lv_type, m.BitVecT) or not m.is_intlike(lv_type) else m.INT
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
         if name in ("min", "max") and all(isinstance(x, m.Const) for x in args):
-            return m.Const(e.span, m.INT, (min if name == "min" else max)(args[0].value, args[1].value))  # type: ignore[return-value]
+            return m.Const(e.span, result, (min if name == "min" else max)(args[0].value, args[1].value))  # type: ignore[return-value]
         return m.Builtin(e.span, result, name, tuple(args))
 
     def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span):
@@ -1127,11 +1181,40 @@ class _Resolver:
                 trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
                 goal = self.cond(d.goal, ctx, "a property's goal")
                 props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
+            elif isinstance(d, ast.LemmaDecl):
+                self.lemmas.append(self._lemma(d))
+                props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
         for name, span in self.assert_names.items():
             props.append(m.Property(name, m.PropertyKind.ASSERT, span))
-        first = self.spec.of(ast.ProcessDecl)[0]
-        props.append(m.Property(DEADLOCK, m.PropertyKind.DEADLOCK, first.span))
+        if self.spec.of(ast.ProcessDecl):
+            first = self.spec.of(ast.ProcessDecl)[0]
+            props.append(m.Property(DEADLOCK, m.PropertyKind.DEADLOCK, first.span))
         return tuple(props)
+
+    def _lemma(self, d: ast.LemmaDecl) -> m.Lemma:
+        """A lemma's parameters become bound variables; its body may use them, constants
+        and `fn`s, but no state: facts about reachable states are invariants."""
+        bound: dict[str, m.Bound] = {}
+        params = []
+        for p in d.params:
+            if p.type is None:
+                raise SpecError(p.span, f"lemma parameter '{p.name}' needs a type", f"for example `{p.name}: u64`")
+            if p.name in bound:
+                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'")
+            t = self._type(p.type)
+            if not isinstance(t, (m.BitVecT, m.IntT, m.BoolT, m.EnumT)):
+                raise SpecError(p.type.span, f"a lemma parameter cannot be a {t.describe()}",
+                                "use u8..u64, a range lo..hi, bool or an enum")
+            b = m.Bound(p.span, t, p.name, next(self.uid))
+            bound[p.name] = b
+            params.append(b)
+        body = self.cond(d.body, _Ctx(bound=bound, what=f"lemma '{d.name}'"), "a lemma")
+        for x in _subexprs(body):
+            if isinstance(x, (m.Var, m.Elem, m.At, m.SelfE)):
+                raise SpecError(x.span, f"lemma '{d.name}' reads the state ({source_of(self.spec.source, x.span)})",
+                                "a lemma is a fact about its parameters and constants; "
+                                "facts about reachable states are invariants")
+        return m.Lemma(d.name, d.span, tuple(params), body)
 
     def _expectations(self, variant: ast.VariantDecl | None, props) -> frozenset[str]:
         names = {p.name for p in props}
@@ -1150,6 +1233,23 @@ class _Resolver:
 
 
 # ---- helpers -------------------------------------------------------------------
+
+
+def _subexprs(x: m.TExpr):
+    """Every node of a typed expression, the root first."""
+    yield x
+    for attr in ("operand", "left", "right", "cond", "then", "orelse", "index", "body"):
+        sub = getattr(x, attr, None)
+        if isinstance(sub, m.TExpr):
+            yield from _subexprs(sub)
+    for sub in getattr(x, "args", ()):
+        yield from _subexprs(sub)
+
+
+def source_of(source: str, span: Span) -> str:
+    from .ir import source_text
+
+    return source_text(source, span, 60)
 
 
 def _block(span: Span, body: tuple[m.RStmt, ...]) -> m.RStmt:

@@ -132,6 +132,9 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
             verdict, cx, note = lo.verdict, lo.counterexample, lo.note
             if verdict is Verdict.INCOMPLETE and exploration.model_error is not None:
                 note = "search stopped at a model error; no fair cycle among the states explored"
+        elif prop.kind is m.PropertyKind.LEMMA:
+            verdict = Verdict.INCOMPLETE
+            note = "lemmas are not checked yet"
         elif cx is not None:
             verdict = Verdict.VIOLATED
         elif exploration.model_error is not None:
