@@ -991,7 +991,8 @@ class _Resolver:
             rt = self._type(d.result)
             self._check_assignable(rt, body, d.body.span, f"the result of '{e.name}'")
             body = self._conv(body, rt)
-        return _respan(body, e.span)
+        # the expansion stands for the call: traces and counterexamples show `f(x)`, not f's body
+        return dataclasses.replace(body, span=e.span)
 
     def _builtin(self, e: ast.Call, ctx: _Ctx, statement: bool) -> m.Builtin:
         name = ALIASES.get(e.name, e.name)
