@@ -5,7 +5,11 @@ Exit codes (as SPIN/TLC users expect, and scripts can test):
   1  an outcome differs from its expectation (with --no-expect: a violation), or a
      model error was found during the search
   2  bad input: syntax, types, unknown names, bad -D, unknown variant, missing file
-  3  cut short by a limit or an interrupt, with no unexpected outcome found
+  3  cut short by a limit or an interrupt, with no unexpected outcome found; also
+     bmc without a violation up to its depth, an unproved k-induction, and a lemma
+     or query on which Z3 ran out of time (`unknown`)
+A counterexample from a Z3 engine that does not replay through the compiled steps
+is a checker bug: reported loudly (also on stderr), exit 1.
 
 With --replay TRACE (re-run a saved counterexample against the model, default the base
 variant, so a reviewer can check that a new patch version closes the race):
@@ -26,7 +30,7 @@ from . import __version__
 from .engines.explicit import Limits
 from .errors import SpecError
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, write_outputs
-from .run import Options, check_spec, compile_variant, load, replay_trace, selected_variants
+from .run import ENGINES, Options, check_spec, compile_variant, load, replay_trace, selected_variants
 from .trace import ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -55,6 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the `memory` declarations of the model and its variants")
     p.add_argument("--store-buffer", type=_whole_number(1), metavar="N",
                    help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`)")
+    z = p.add_argument_group("engines (lemmas are always checked by Z3)")
+    z.add_argument("--engine", choices=ENGINES, default="explicit",
+                   help="explicit: breadth-first search (default); bmc: bounded model checking in Z3 up to "
+                        "--depth; induction: k-induction in Z3 up to k = --depth")
+    z.add_argument("--depth", type=_whole_number(0), metavar="K",
+                   help="bmc: paths of up to K steps; induction: k = 0..K (default 10)")
+    z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                   help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")
     out = p.add_argument_group("output files (byte-for-byte reproducible unless --with-timing)")
     out.add_argument("--json", metavar="OUT", help="the whole run as JSON, schema spec/trace-schema.json ('-': stdout)")
     out.add_argument("--itf", metavar="DIR",
@@ -100,6 +112,16 @@ def default_workers() -> int:
     return 1
 
 
+def _seconds(text: str) -> float:
+    try:
+        t = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not t > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return t
+
+
 def _whole_number(least: int):
     """An argparse type: a whole number >= least (a bad value is a usage error, exit 2)."""
 
@@ -117,9 +139,9 @@ def _whole_number(least: int):
 
 def exit_code(result: RunResult) -> int:
     outcomes = [o for v in result.variants for o in v.outcomes]
-    if any(v.model_error is not None for v in result.variants):
+    if any(v.model_error is not None or v.checker_bugs for v in result.variants):
         return EXIT_VIOLATION
-    decided = [o for o in outcomes if o.verdict is not Verdict.INCOMPLETE]
+    decided = [o for o in outcomes if o.verdict not in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if any(not o.as_expected for o in decided):
         return EXIT_VIOLATION
     if len(decided) < len(outcomes) or any(not v.stats.complete for v in result.variants):
@@ -145,6 +167,12 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--replay re-runs one saved trace; it writes no output files")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
+    if args.depth is not None and args.engine == "explicit":
+        parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
+    if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
+        parser.error(f"--max-states and --max-depth are for the explicit engine; {args.engine} takes --depth")
+    if args.engine != "explicit" and (args.replay or args.dot_graph):
+        parser.error(f"--replay and --dot-graph need the explicit engine, not {args.engine}")
     return req
 
 
@@ -166,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                        command="check " + " ".join(shlex.quote(a) for a in argv),
                        graph_limit=args.graph_max_states if args.dot_graph else None,
                        workers=args.workers if args.workers is not None else default_workers(),
-                       workers_asked=args.workers is not None, hash_compact=args.hash_compact)
+                       workers_asked=args.workers is not None, hash_compact=args.hash_compact,
+                       engine=args.engine, depth=10 if args.depth is None else args.depth,
+                       timeout=args.timeout)
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
                 print(compile_variant(spec, v, opts).source)
@@ -196,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `check ... | head`: the reader left; that is not an error
         _silence_stdout()
         return exit_code(result)
+    for v in result.variants:
+        for bug in v.checker_bugs:
+            sys.stderr.write(f"CHECKER BUG ({v.variant}): {bug}\n")
     try:
         written, warnings = write_outputs(result, req)
     except OSError as e:

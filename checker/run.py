@@ -21,6 +21,9 @@ from .resolve import BASE, resolve, variant_names
 from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, VariantResult, Verdict
 
 
+ENGINES = ("explicit", "bmc", "induction")
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     defines: dict[str, str] = field(default_factory=dict)
@@ -35,6 +38,9 @@ class Options:
     workers: int = 1  # processes sharing the explicit search (engines/parallel.py)
     workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
     hash_compact: bool = False  # store 64-bit fingerprints instead of states
+    engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
+    depth: int = 10  # bmc: the bound; induction: the largest k
+    timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
 
 
 def load(path: str) -> Spec:
@@ -92,9 +98,22 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
+def _timeout(opts: Options) -> float:
+    from .engines.solver import DEFAULT_TIMEOUT
+
+    return DEFAULT_TIMEOUT if opts.timeout is None else opts.timeout
+
+
+def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | None = None) -> VariantResult:
     cm = compile_variant(spec, variant, opts)
     model = cm.program.model
+    lemma_findings = {}
+    if model.lemmas:
+        from .engines.lemmas import check_lemma
+
+        lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
+    if opts.engine != "explicit":
+        return _check_symbolic(cm, variant, opts, lemma_findings)
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
@@ -133,8 +152,8 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
             if verdict is Verdict.INCOMPLETE and exploration.model_error is not None:
                 note = "search stopped at a model error; no fair cycle among the states explored"
         elif prop.kind is m.PropertyKind.LEMMA:
-            verdict = Verdict.INCOMPLETE
-            note = "lemmas are not checked yet"
+            outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
+            continue
         elif cx is not None:
             verdict = Verdict.VIOLATED
         elif exploration.model_error is not None:
@@ -153,12 +172,43 @@ def check_variant(spec: Spec, variant: str, opts: Options) -> VariantResult:
                          exploration.model_error, model.store_buffer, space)
 
 
+def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
+    return PropertyOutcome(prop.name, prop.kind.value, finding.verdict, expected, finding.counterexample,
+                           prop.span, finding.note, finding.bound)
+
+
+def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
+    """The bmc or induction engine on one variant (lemmas already checked)."""
+    from .engines.bmc import bmc
+    from .engines.induction import induction
+
+    model = cm.program.model
+    run_engine = bmc if opts.engine == "bmc" else induction
+    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
+    outcomes = []
+    for prop in model.properties:
+        if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
+            continue
+        expected = prop.name in model.expected_violations and opts.use_expectations
+        if prop.kind is m.PropertyKind.LEMMA:
+            outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
+        elif prop.kind is m.PropertyKind.LIVENESS:
+            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                            prop.span, f"liveness properties are not checked by the {opts.engine} engine"))
+        else:
+            outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
+    constants = tuple((k, v) for k, v in model.constants.items())
+    return VariantResult(variant, constants, tuple(outcomes), sym.stats, model.memory, fairness_of(model),
+                         sym.model_error, checker_bugs=tuple(sym.checker_bugs))
+
+
 def check_spec(spec: Spec, opts: Options) -> RunResult:
     from .resolve import header_comment
 
     results = []
+    lemma_cache: dict = {}
     for v in selected_variants(spec, opts.variants):
-        results.append(check_variant(spec, v, opts))
+        results.append(check_variant(spec, v, opts, lemma_cache))
         if results[-1].stats.limit == "interrupted":
             break
     return RunResult(spec.name, spec.file, header_comment(spec.source), tuple(results), opts.command,

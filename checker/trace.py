@@ -39,6 +39,7 @@ class Verdict(enum.Enum):
     ERROR = "model error"  # the model went wrong (range, index, division) during the search
     PROVED = "proved"  # lemmas and k-induction: holds for all values / depths
     UNKNOWN = "unknown"  # the solver gave up (timeout)
+    CHECKER_BUG = "checker bug"  # a Z3 counterexample did not replay through the compiled steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +142,11 @@ class PropertyOutcome:
     counterexample: Counterexample | None = None
     span: Span | None = None
     note: str = ""
+    bound: int | None = None  # bmc without a violation: searched up to this depth only
 
     @property
     def as_expected(self) -> bool:
-        if self.verdict in (Verdict.ERROR, Verdict.UNKNOWN):
+        if self.verdict in (Verdict.ERROR, Verdict.UNKNOWN, Verdict.CHECKER_BUG):
             return False
         if self.verdict is Verdict.INCOMPLETE:
             return False
@@ -162,6 +164,7 @@ class VariantResult:
     model_error: Counterexample | None = None
     store_buffer: int | None = None  # tso: the most stores a store buffer held
     graph: StateSpace | None = None  # only when asked for and under the size limit
+    checker_bugs: tuple[str, ...] = ()  # Z3 results the compiled steps contradicted
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +180,7 @@ class RunResult:
     @property
     def all_as_expected(self) -> bool:
         return all(o.as_expected for v in self.variants for o in v.outcomes) and \
-            all(v.model_error is None for v in self.variants)
+            all(v.model_error is None and not v.checker_bugs for v in self.variants)
 
 
 # ---- decoding states -----------------------------------------------------------

@@ -15,8 +15,27 @@ from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatu
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
 
+CTI = "counterexample to induction"
+ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)"}
+
+
 def verdict_word(o) -> str:
+    if o.verdict is Verdict.INCOMPLETE and o.bound is not None:
+        if o.counterexample is not None and o.counterexample.kind == CTI:
+            return f"not proved (k <= {o.bound})"
+        if o.note.startswith("no violation"):
+            return f"no violation up to depth {o.bound}"
     return o.verdict.value
+
+
+def _mark(o) -> str:
+    if o.verdict is Verdict.INCOMPLETE:
+        return "INCOMPLETE"
+    if o.verdict is Verdict.UNKNOWN:
+        return "UNKNOWN"
+    if o.verdict is Verdict.CHECKER_BUG:
+        return "CHECKER BUG"
+    return "ok" if o.as_expected else "UNEXPECTED"
 
 
 def _mixed_memory(result: RunResult) -> bool:
@@ -25,28 +44,30 @@ def _mixed_memory(result: RunResult) -> bool:
 
 def summary_table(result: RunResult) -> str:
     mixed = _mixed_memory(result)
-    rows = [("variant", "property", "verdict", "expected", "", "states", "depth", "time")]
+    rows = [("variant", "property", "verdict", "expected", "", "states", "depth", "time", "engine")]
     for v in result.variants:
         first = True
+        states = f"{v.stats.states:,}" if v.stats.engine == "explicit" else "-"  # Z3 counts no states
         for o in v.outcomes:
             exp = ("violated" if o.expected_violation else "holds") if result.use_expectations else "holds"
-            mark = "ok" if o.as_expected else "UNEXPECTED"
-            if o.verdict is Verdict.INCOMPLETE:
-                mark = "INCOMPLETE"
-            rows.append((v.variant if first else "", o.property, verdict_word(o), exp, mark,
-                         f"{v.stats.states:,}" if first else "", str(v.stats.depth) if first else "",
-                         f"{v.stats.seconds:.2f}s" if first else ""))
+            rows.append((v.variant if first else "", o.property, verdict_word(o), exp, _mark(o),
+                         states if first else "", str(v.stats.depth) if first else "",
+                         f"{v.stats.seconds:.2f}s" if first else "",
+                         "z3" if o.kind == "lemma" else v.stats.engine))
             first = False
         if not v.outcomes and v.model_error is None:
             done = "explored" if v.stats.complete else "incomplete"
-            rows.append((v.variant, "(no properties)", done, "-", "", f"{v.stats.states:,}",
-                         str(v.stats.depth), f"{v.stats.seconds:.2f}s"))
+            rows.append((v.variant, "(no properties)", done, "-", "", states,
+                         str(v.stats.depth), f"{v.stats.seconds:.2f}s", v.stats.engine))
         if v.model_error is not None:
             rows.append((v.variant if first else "", "(model error)", "error", "-", "UNEXPECTED",
-                         f"{v.stats.states:,}" if first else "", "", ""))
+                         states if first else "", "", "", v.stats.engine))
+        for _ in v.checker_bugs:
+            rows.append(("", "(checker bug)", "checker bug", "-", "CHECKER BUG", "", "", "", v.stats.engine))
     if mixed:  # say which memory model each variant ran under
         memory = ["memory"] + [v.memory if k == 0 else "" for v in result.variants
-                               for k in range(len(v.outcomes) + (v.model_error is not None))]
+                               for k in range(len(v.outcomes) + (v.model_error is not None)
+                                              + len(v.checker_bugs))]
         rows = [r[:1] + (mem,) + r[1:] for r, mem in zip(rows, memory)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {6, 7, 8} if mixed else {5, 6, 7}
@@ -72,9 +93,13 @@ def header(result: RunResult) -> str:
     else:
         mem = "memory model ?"
     live = any(o.kind == "liveness" for v in result.variants for o in v.outcomes)
-    return (f"{result.model} ({result.file}): {n} variant{'s' if n != 1 else ''}, "
-            f"explicit-state breadth-first search{' and fair-cycle search for liveness' if live else ''}, "
-            f"{mem}")
+    lemmas = ", lemmas by Z3" if any(o.kind == "lemma" for v in result.variants for o in v.outcomes) else ""
+    engine = result.variants[0].stats.engine if result.variants else "explicit"
+    if engine in ENGINE_WORDS:
+        how = ENGINE_WORDS[engine]
+    else:
+        how = f"explicit-state breadth-first search{' and fair-cycle search for liveness' if live else ''}"
+    return f"{result.model} ({result.file}): {n} variant{'s' if n != 1 else ''}, {how}{lemmas}, {mem}"
 
 
 def store_buffer_notes(result: RunResult) -> list[str]:
@@ -127,14 +152,19 @@ def search_notes(result: RunResult) -> list[str]:
 
 
 def footer(result: RunResult) -> str:
-    lines = final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
+    lines = [f"CHECKER BUG in variant {v.variant}: {bug}" for v in result.variants for bug in v.checker_bugs]
+    lines += final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
-        lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
-                     "properties without a counterexample are not verified")
+        if v.stats.engine == "explicit":
+            lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
+                         "properties without a counterexample are not verified")
+        else:
+            lines.append(f"{v.variant}: {v.stats.engine} incomplete ({v.stats.limit}); "
+                         "properties without a counterexample or a proof are not verified")
     lines += liveness_summary(result)
     bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
-           if not o.as_expected and o.verdict is not Verdict.INCOMPLETE]
+           if not o.as_expected and o.verdict not in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if result.all_as_expected:
         lines.append("every outcome is as expected" if result.use_expectations else "every property holds")
     elif bad:
@@ -144,7 +174,7 @@ def footer(result: RunResult) -> str:
     if errors:
         lines.append("model error in " + ", ".join(errors) + ": see the trace above")
     unknown = [(v.variant, o.property, o.note) for v in result.variants for o in v.outcomes
-               if o.verdict is Verdict.INCOMPLETE]
+               if o.verdict in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if unknown:
         lines.append(f"{len(unknown)} verdict(s) incomplete, not verified: "
                      + ", ".join(f"{v}/{p}" + (f" ({n})" if n else "") for v, p, n in unknown[:8])
@@ -154,13 +184,35 @@ def footer(result: RunResult) -> str:
 
 def format_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
     t = cx.trace
-    title = f"Counterexample: variant {variant}, {describe(cx)}"
+    if cx.kind == "lemma":
+        return format_lemma_counterexample(cx, variant, width)
+    if cx.kind == CTI:
+        title = f"Counterexample to induction: variant {variant}, {cx.property}"
+    else:
+        title = f"Counterexample: variant {variant}, {describe(cx)}"
     lines = [title, "=" * min(len(title), width)]
     lines += textwrap.wrap(cx.message, width) or [""]
+    if cx.engine != "explicit":
+        lines.append(f"found by {cx.engine}; replayed through the compiled steps")
     lines += [shape(t), ""]
     lines.append(format_trace(t, width))
     lines.append("")
     lines.append(race_diagram(t, width))
+    return "\n".join(lines)
+
+
+def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
+    """A lemma's counterexample: its parameters, then each side of its comparisons,
+    in decimal and in hex (a wrapped u64 shows as 0xffff...)."""
+    from ..engines.lemmas import show_number
+
+    title = f"Counterexample: variant {variant}, lemma {cx.property}"
+    lines = [title, "=" * min(len(title), width)]
+    lines += textwrap.wrap(cx.message, width) or [""]
+    values = cx.trace.states[0].values
+    namew = min(max((len(k) for k, _ in values), default=0), 50)
+    for k, v in values:
+        lines.append(f"    {k.ljust(namew)} = {show_number(v)}")
     return "\n".join(lines)
 
 

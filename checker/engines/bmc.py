@@ -1,0 +1,177 @@
+"""Bounded model checking: the transition relation unrolled K steps in Z3.
+
+Depth by depth (0, 1, ..., K), the solver looks for a path from an initial state to
+a state that violates an invariant, from which a step fails an assertion or raises a
+model error, or that is a deadlock. Depths are counted like the explicit engine's:
+the number of steps before the bad state, so the first depth at which a property is
+found is its shortest counterexample, the same length breadth-first search finds.
+
+No violation up to depth K proves nothing about deeper runs, and is reported as
+"no violation up to depth K" (incomplete), unless the search is complete: when no
+loop-free path of K+1 steps exists, every reachable state is within K steps of an
+initial state, and then what was not found at depths 0..K does not exist.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from ..compile import CompiledModel
+from ..trace import Counterexample, Stats, Verdict
+from .encode import MODEL_ERROR, Encoding, SafetyProperty, _or
+from .crosscheck import ReplayMismatch, replay
+from .solver import DEFAULT_TIMEOUT, new_solver, why_unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A Z3 engine's answer for one property."""
+
+    verdict: Verdict
+    counterexample: Counterexample | None = None
+    note: str = ""
+    bound: int | None = None
+
+
+@dataclass
+class SymbolicResult:
+    stats: Stats
+    findings: dict[str, Finding] = field(default_factory=dict)
+    model_error: Counterexample | None = None
+    checker_bugs: list[str] = field(default_factory=list)
+
+
+class Unrolling:
+    """A solver holding init(s0) and T(s0, s1) ... T(s_{k-1}, s_k), grown on demand."""
+
+    def __init__(self, enc: Encoding, timeout: float | None, from_initial: bool = True):
+        self.enc = enc
+        self.solver = new_solver(timeout, enc.ctx)
+        self.frames = [enc.frame(0)]
+        self.sels: list = []
+        self.from_initial = from_initial
+        if from_initial:
+            self.solver.add(enc.at(enc.init, self.frames[0]))
+        else:
+            self.solver.add(enc.at(enc.domain, self.frames[0]))
+
+    def extend(self, k: int) -> None:
+        while len(self.frames) <= k:
+            f = self.enc.frame(len(self.frames))
+            t, sel = self.enc.step_at(len(self.frames) - 1, self.frames[-1], f)
+            self.solver.add(t)
+            if not self.from_initial:
+                self.solver.add(self.enc.at(self.enc.domain, f))
+            self.frames.append(f)
+            self.sels.append(sel)
+
+    def check(self, *formulas):
+        self.solver.push()
+        for f in formulas:
+            self.solver.add(f)
+        r = self.solver.check()
+        model = self.solver.model() if r == z3.sat else None
+        reason = why_unknown(self.solver) if r == z3.unknown else ""
+        self.solver.pop()
+        return r, model, reason
+
+    def path(self, model, k: int):
+        enc = self.enc
+        states = [enc.decode(model, f) for f in self.frames[:k + 1]]
+        steps = [enc.transitions[model.eval(s, model_completion=True).as_long()].step
+                 for s in self.sels[:k]]
+        return states, steps
+
+
+def counterexample(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling, model, k: int,
+                   prop: SafetyProperty, engine: str, from_initial: bool = True,
+                   kind: str | None = None) -> Counterexample | None:
+    """The solver's path, replayed through the compiled steps; None (and a recorded
+    checker bug) if the replay disagrees."""
+    states, steps = unroll.path(model, k)
+    try:
+        trace, message = replay(cm, states, steps, prop.name, prop.kind, from_initial)
+    except ReplayMismatch as e:
+        result.checker_bugs.append(f"{engine}: the counterexample for {prop.name} does not replay "
+                                   f"through the compiled steps: {e}")
+        return None
+    return Counterexample(prop.name, kind or prop.kind, message, trace, engine)
+
+
+def bmc(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
+        check_deadlock: bool = True) -> SymbolicResult:
+    start = time.monotonic()
+    enc = Encoding(cm, check_deadlock)
+    unroll = Unrolling(enc, timeout)
+    result = SymbolicResult(Stats(engine="bmc"))
+    open_props = list(enc.properties)
+    stop: str | None = None
+    reached = -1
+    for k in range(depth + 1):
+        unroll.extend(k)
+        frame = unroll.frames[k]
+        bads = {p.name: enc.at(p.bad, frame) for p in open_props}
+        overflow = enc.at(enc.overflow, frame)
+        r, _, reason = unroll.check(_or(enc.ctx, *bads.values(), overflow))
+        if r == z3.unknown:
+            stop = f"{reason} at depth {k}"
+            break
+        if r == z3.sat:
+            r, _, reason = unroll.check(overflow)
+            if r != z3.unsat:
+                stop = (f"an atomic `while` loop runs longer than the encoding unrolls, at depth {k}"
+                        if r == z3.sat else f"{reason} at depth {k}")
+                break
+            for p in list(open_props):
+                r, model, reason = unroll.check(bads[p.name])
+                if r == z3.unsat:
+                    continue
+                open_props.remove(p)
+                if r == z3.unknown:
+                    result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=f"{reason} at depth {k}", bound=k - 1)
+                    continue
+                cx = counterexample(cm, result, unroll, model, k, p, "bmc")
+                if p.name == MODEL_ERROR:
+                    result.model_error = cx
+                    if cx is not None:
+                        stop = "search stopped at a model error"
+                elif cx is None:
+                    result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
+                else:
+                    result.findings[p.name] = Finding(Verdict.VIOLATED, cx)
+        reached = k
+        if stop or not open_props:
+            break
+    complete = False
+    if stop is None and reached == depth and open_props:
+        complete = no_longer_loop_free_path(unroll, depth)
+    if not open_props and stop is None:
+        complete = True
+    for p in open_props:
+        if p.name == MODEL_ERROR:
+            continue
+        if complete:
+            result.findings[p.name] = Finding(
+                Verdict.HOLDS, note=f"complete: no loop-free path is longer than {depth} steps")
+        elif stop:
+            result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=stop, bound=reached)
+        else:
+            result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=f"no violation up to depth {reached}",
+                                              bound=reached)
+    result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
+                         limit=None if complete else (stop or f"depth {depth}"), engine="bmc")
+    return result
+
+
+def no_longer_loop_free_path(unroll: Unrolling, depth: int) -> bool:
+    """Whether every path of depth+1 steps from an initial state visits a state twice
+    (then every reachable state is reachable within `depth` steps)."""
+    enc = unroll.enc
+    unroll.extend(depth + 1)
+    frames = unroll.frames[:depth + 2]
+    distinct = [enc.distinct(frames[i], frames[j]) for i in range(len(frames)) for j in range(i + 1, len(frames))]
+    r, _, _ = unroll.check(*distinct)
+    return r == z3.unsat

@@ -1,0 +1,903 @@
+"""IR -> Z3: the one place that gives the model's semantics to the solver.
+
+The bmc, induction and lemma engines build every formula here. The meaning of each
+IR step is the meaning of its generated Python function (checker/compile.py), down
+to Python's evaluation order: effects of kernel primitives inside an expression
+(`x = y + xchg(y, 5)`) happen where the compiler hoists them, before the rest of the
+expression is read; `&&`, `||`, `?:` and quantifiers evaluate lazily, so a division
+by zero or a bad index on the untaken side is no error; a failed `assert` or a model
+error ends the step with no successor. Counterexamples are replayed through the
+compiled functions anyway (engines/replay.py), so a divergence shows up as a
+reported checker bug rather than a wrong verdict.
+
+Sorts. Every slot of the state is a bit-vector. An unsigned slot (u8..u64) is a
+bit-vector of its width. Every other slot (ranges, bools, enums, bit sets, wait
+queues, pcs, task states) is a signed bit-vector of one model-wide width W, and so
+are all integer intermediate values. W is chosen from the interval of every
+(sub)expression on error-free paths, so nothing overflows and W-bit two's
+complement is exactly Python's unbounded int: bvsdiv/bvsrem truncate toward zero
+like the compiled `_div`/`_mod`, bvashr floors like `>>`. The intervals are
+computed while encoding; if they need a wider W, the encoding is rebuilt once.
+
+Guarded execution. A step's body runs on a symbolic copy of the state under a
+guard `g`, the condition that control reaches the current operation; each write is
+`slot := If(g, new, old)`, so both sides of an `if` need no merging, and `break`,
+`continue`, `return` and `goto` just move their guard elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import z3
+
+from .. import model as m
+from ..compile import CompiledInstance, CompiledModel, CompiledStep
+from ..errors import NOWHERE, SpecError
+from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
+                  OWhile, Op, SlotKind, StepKind)
+
+LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
+MAX_WIDTH = 512
+MODEL_ERROR = "model error"  # the pseudo-property: some step or invariant raises ModelError
+
+def _and(ctx, *xs):
+    xs = [x for x in xs if not z3.is_true(x)]
+    if any(z3.is_false(x) for x in xs):
+        return z3.BoolVal(False, ctx)
+    return xs[0] if len(xs) == 1 else (z3.And(*xs) if xs else z3.BoolVal(True, ctx))
+
+
+def _or(ctx, *xs):
+    xs = [x for x in xs if not z3.is_false(x)]
+    if any(z3.is_true(x) for x in xs):
+        return z3.BoolVal(True, ctx)
+    return xs[0] if len(xs) == 1 else (z3.Or(*xs) if xs else z3.BoolVal(False, ctx))
+
+
+def _not(x):
+    if z3.is_true(x):
+        return z3.BoolVal(False, x.ctx)
+    if z3.is_false(x):
+        return z3.BoolVal(True, x.ctx)
+    return z3.Not(x)
+
+
+def _ite(c, a, b):
+    if z3.is_true(c):
+        return a
+    if z3.is_false(c):
+        return b
+    if a.eq(b):
+        return a
+    return z3.If(c, a, b)
+
+
+def signed_bits(lo: int, hi: int) -> int:
+    """The width of a two's-complement bit-vector holding every value in lo..hi."""
+    need = max(hi.bit_length() if hi >= 0 else (-hi - 1).bit_length(),
+               lo.bit_length() if lo >= 0 else (-lo - 1).bit_length())
+    return need + 1
+
+
+class IV:
+    """An integer value: a W-bit signed term and its interval on error-free paths."""
+
+    __slots__ = ("t", "lo", "hi")
+
+    def __init__(self, t, lo: int, hi: int):
+        self.t, self.lo, self.hi = t, lo, hi
+
+
+def kind(t: m.Type) -> str:
+    if isinstance(t, m.BoolT):
+        return "bool"
+    if isinstance(t, m.BitVecT):
+        return "bv"
+    return "int"
+
+
+def slot_interval(layout, slot: int) -> tuple[int, int]:
+    """The values a non-unsigned slot holds in every reachable state."""
+    sl = layout.slots[slot]
+    t = sl.type
+    if isinstance(t, m.IntT) and t.lo is not None:
+        return t.lo, t.hi
+    if isinstance(t, m.BoolT):
+        return 0, 1
+    if isinstance(t, m.EnumT):
+        return 0, len(t.members) - 1
+    if isinstance(t, m.BitsetT):
+        return 0, (1 << t.size) - 1
+    if isinstance(t, m.WaitQueueT):
+        return 0, (1 << len(layout.instance_names)) - 1
+    if isinstance(t, m.BitVecT):
+        return 0, t.mask
+    raise TypeError(t)
+
+
+class _Loop:
+    __slots__ = ("exits", "conts")
+
+    def __init__(self):
+        self.exits: list = []
+        self.conts: list = []
+
+
+Deferred = Callable[[object], object]  # lazy guard -> value (BoolRef | BitVecRef | IV)
+
+
+class Evaluator:
+    """Symbolic execution of expressions and operations, mirroring the compiled code.
+
+    `env` is the symbolic state (one term per slot) and changes as operations run;
+    `g` is the guard of the current point. Errors (what raises ModelError in the
+    compiled code) and assertion failures are collected with their conditions."""
+
+    def __init__(self, enc: "Encoding | None", width: int, env: list | None = None,
+                 proc: CompiledInstance | None = None, bound: dict | None = None, ctx=None):
+        self.enc = enc
+        self.ctx = enc.ctx if enc is not None else ctx
+        self.T, self.F = z3.BoolVal(True, self.ctx), z3.BoolVal(False, self.ctx)
+        self.W = width
+        self.env = env
+        self.proc = proc
+        self.inst = proc.instance if proc is not None else None
+        self.bound = dict(bound or {})
+        self.g = self.T
+        self.errs: list = []
+        self.fails: dict[str, list] = {}
+        self.dones: list = []
+        self.overflow: list = []
+        self.loops: list[_Loop] = []
+        self.needed = 0
+
+    # -- bookkeeping
+    def unreachable(self, cond) -> bool:
+        """Whether no well-typed state gets here (ends the unrolling of a `while`)."""
+        if z3.is_false(z3.simplify(cond)):
+            return True
+        if self.enc is None:
+            return False
+        s = z3.SolverFor("QF_BV", ctx=self.ctx)
+        s.set("timeout", 2000)
+        s.add(self.enc.domain_of(self.enc.cur), cond)
+        return s.check() == z3.unsat
+
+    def need(self, lo: int, hi: int) -> None:
+        self.needed = max(self.needed, signed_bits(lo, hi) + 1)
+
+    def iv(self, t, lo: int, hi: int) -> IV:
+        self.need(lo, hi)
+        return IV(t, lo, hi)
+
+    def const_iv(self, v: int) -> IV:
+        self.need(v, v)
+        return IV(z3.BitVecVal(v, self.W, self.ctx), v, v)
+
+    def error(self, cond) -> None:
+        """The compiled code raises ModelError when `cond` holds (it implies the guard)."""
+        if z3.is_false(cond):
+            return
+        self.errs.append(cond)
+        self.g = _and(self.ctx, self.g, _not(cond))
+
+    # -- conversions between the three domains
+    def as_int(self, v, t: m.Type) -> IV:
+        k = kind(t)
+        if k == "bool":
+            return IV(z3.If(v, z3.BitVecVal(1, self.W, self.ctx), z3.BitVecVal(0, self.W, self.ctx)), 0, 1)
+        if k == "bv":
+            w = t.width
+            self.need(0, t.mask)
+            if self.W <= w:  # too narrow this round; the encoding is rebuilt wider
+                return IV(z3.Extract(self.W - 1, 0, v), 0, t.mask)
+            return IV(z3.ZeroExt(self.W - w, v), 0, t.mask)
+        return v
+
+    def as_bv(self, v, t: m.Type, w: int):
+        """C conversion of a value of type `t` to an unsigned `w`-bit value."""
+        k = kind(t)
+        if k == "bool":
+            return z3.If(v, z3.BitVecVal(1, w, self.ctx), z3.BitVecVal(0, w, self.ctx))
+        term = v.t if k == "int" else v
+        have = term.size()
+        if have == w:
+            return term
+        if have > w:
+            return z3.Extract(w - 1, 0, term)
+        return (z3.SignExt if k == "int" else z3.ZeroExt)(w - have, term)
+
+    def truth(self, v, t: m.Type):
+        if kind(t) == "bool":
+            return v
+        return self.as_int(v, t).t != 0 if kind(t) == "int" else v != 0
+
+    # -- the state
+    def load(self, slot: int, t: m.Type):
+        raw = self.env[slot]
+        k = kind(t)
+        if k == "bool":
+            return raw != 0
+        if k == "bv":
+            return raw
+        lo, hi = slot_interval(self.enc.layout, slot)
+        return IV(raw, lo, hi)
+
+    def raw(self, v, t: m.Type, slot: int):
+        """A value in a slot's storage sort."""
+        st = self.enc.layout.slots[slot].type
+        if isinstance(st, m.BitVecT):
+            return self.as_bv(v, t, st.width)
+        return self.as_int(v, t).t
+
+    def write(self, cands, raw_of) -> None:
+        """Store into the candidate slots [(slot, condition)]; raw_of(slot) -> new raw term."""
+        for slot, c in cands:
+            cond = _and(self.ctx, self.g, c)
+            if not z3.is_false(cond):
+                self.env[slot] = _ite(cond, raw_of(slot), self.env[slot])
+
+    def select(self, cands, t: m.Type):
+        """Read through candidate slots (an array element at a dynamic index)."""
+        vals = [(c, self.load(s, t)) for s, c in cands]
+        c0, acc = vals[-1]
+        for c, v in reversed(vals[:-1]):
+            if kind(t) == "int":
+                acc = IV(_ite(c, v.t, acc.t), min(v.lo, acc.lo), max(v.hi, acc.hi))
+            else:
+                acc = _ite(c, v, acc)
+        return acc
+
+    def var_slot(self, sym: m.VarSym) -> int:
+        return self.enc.layout.slot_of(sym, self.inst)
+
+    def candidates(self, x: m.TExpr, idx_iv: IV | None):
+        """[(slot, condition)] for a variable, or an element at index `idx_iv`."""
+        if isinstance(x, m.Var):
+            return [(self.var_slot(x.sym), self.T)]
+        t = x.sym.type
+        base = self.var_slot(x.sym)
+        if isinstance(x.index, m.Const):
+            return [(base + x.index.value - t.lo, self.T)]
+        if isinstance(x.index, m.SelfE) and self.inst is not None:
+            return [(base + self.inst - t.lo, self.T)]
+        out = []
+        for k in range(t.lo, t.hi + 1):
+            if idx_iv.lo <= k <= idx_iv.hi:
+                out.append((base + k - t.lo, idx_iv.t == k))
+        return out or [(base, self.F)]
+
+    def out_of(self, v: IV, lo: int, hi: int):
+        conds = []
+        if v.lo < lo:
+            conds.append(v.t < lo)
+        if v.hi > hi:
+            conds.append(v.t > hi)
+        return _or(self.ctx, *conds)
+
+    def address(self, x: m.TExpr):
+        """A store target's slots; a dynamic index is checked now (hoisted, as compiled)."""
+        if isinstance(x, m.Elem) and not isinstance(x.index, m.Const) and not (
+                isinstance(x.index, m.SelfE) and self.inst is not None):
+            idx = self.as_int(self.ev(x.index)(self.g), x.index.type)
+            t = x.sym.type
+            self.error(_and(self.ctx, self.g, self.out_of(idx, t.lo, t.hi)))
+            return self.candidates(x, idx)
+        return self.candidates(x, None)
+
+    # -- expressions: ev() performs hoisted effects now and returns the deferred rest
+    def ev(self, x: m.TExpr) -> Deferred:
+        t = x.type
+        k = kind(t)
+        if isinstance(x, m.Const):
+            if k == "bool":
+                c = z3.BoolVal(bool(x.value), self.ctx)
+            elif k == "bv":
+                c = z3.BitVecVal(x.value & t.mask, t.width, self.ctx)
+            else:
+                c = self.const_iv(x.value)
+            return lambda g: c
+        if isinstance(x, (m.Var, m.Elem)):
+            if isinstance(x, m.Elem) and not isinstance(x.index, m.Const) and not (
+                    isinstance(x.index, m.SelfE) and self.inst is not None):
+                di = self.ev(x.index)
+                at = x.sym.type
+
+                def read_dyn(g, x=x, di=di, at=at):
+                    idx = self.as_int(di(g), x.index.type)
+                    self.error(_and(self.ctx, g, self.out_of(idx, at.lo, at.hi)))
+                    return self.select(self.candidates(x, idx), t)
+                return read_dyn
+            cands = self.candidates(x, None)
+            return lambda g: self.load(cands[0][0], t)
+        if isinstance(x, m.SelfE):
+            c = self.const_iv(self.inst)
+            return lambda g: c
+        if isinstance(x, m.Bound):
+            return lambda g: self.bound[x.uid]
+        if isinstance(x, m.Conv):
+            d = self.ev(x.operand)
+            return lambda g: self.as_bv(d(g), x.operand.type, t.width)
+        if isinstance(x, m.Un):
+            return self._unary(x)
+        if isinstance(x, m.Bin):
+            return self._binary(x)
+        if isinstance(x, m.Ite):
+            dc, dt, de = self.ev(x.cond), self.ev(x.then), self.ev(x.orelse)
+
+            def ite(g):
+                c = dc(g)
+                a = dt(_and(self.ctx, g, c))
+                b = de(_and(self.ctx, g, _not(c)))
+                if k == "int":
+                    return IV(_ite(c, a.t, b.t), min(a.lo, b.lo), max(a.hi, b.hi))
+                return _ite(c, a, b)
+            return ite
+        if isinstance(x, m.At):
+            return self._at(x)
+        if isinstance(x, m.Quant):
+            return self._quant(x)
+        if isinstance(x, m.Builtin):
+            d = self.builtin(x)
+            if d is None:
+                raise TypeError(f"builtin {x.name} has no value")
+            return d
+        raise TypeError(x)
+
+    def now(self, x: m.TExpr):
+        """Evaluate an expression as one compiled line does, under the current guard."""
+        return self.ev(x)(self.g)
+
+    def _unary(self, x: m.Un) -> Deferred:
+        d = self.ev(x.operand)
+        k = kind(x.type)
+        if x.op == "!":
+            return lambda g: _not(d(g))
+        if k == "bv":
+            return (lambda g: -d(g)) if x.op == "-" else (lambda g: ~d(g))
+
+        def un(g):
+            a = self.as_int(d(g), x.operand.type)
+            if x.op == "-":
+                return self.iv(-a.t, -a.hi, -a.lo)
+            return self.iv(~a.t, -a.hi - 1, -a.lo - 1)
+        return un
+
+    def _binary(self, x: m.Bin) -> Deferred:
+        op = x.op
+        da, db = self.ev(x.left), self.ev(x.right)
+        ta, tb = x.left.type, x.right.type
+        if op == "&&":
+            return lambda g: (lambda a: _and(self.ctx, a, db(_and(self.ctx, g, a))))(da(g))
+        if op == "||":
+            return lambda g: (lambda a: _or(self.ctx, a, db(_and(self.ctx, g, _not(a)))))(da(g))
+        if op == "->":
+            return lambda g: (lambda a: _or(self.ctx, _not(a), db(_and(self.ctx, g, a))))(da(g))
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            def cmp(g):
+                a, b = da(g), db(g)
+                if kind(ta) == "bool" and kind(tb) == "bool":
+                    r = a == b
+                elif kind(ta) == "bv" and kind(tb) == "bv":
+                    r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: z3.ULT(a, b),
+                         "<=": lambda: z3.ULE(a, b), ">": lambda: z3.UGT(a, b),
+                         ">=": lambda: z3.UGE(a, b)}[op]()
+                    return r
+                else:
+                    a, b = self.as_int(a, ta).t, self.as_int(b, tb).t
+                    r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b,
+                         "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
+                    return r
+                return r if op == "==" else _not(r)
+            return cmp
+        if kind(x.type) == "bv":
+            def bvop(g):
+                a, b = da(g), db(g)
+                if op in ("/", "%"):
+                    self.error(_and(self.ctx, g, b == 0))
+                    return z3.UDiv(a, b) if op == "/" else z3.URem(a, b)
+                if op == ">>":
+                    return z3.LShR(a, b)
+                return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
+                        "|": lambda: a | b, "^": lambda: a ^ b, "<<": lambda: a << b}[op]()
+            return bvop
+
+        def intop(g):
+            a = self.as_int(da(g), ta)
+            b = self.as_int(db(g), tb)
+            return self._int_op(op, a, b, g)
+        return intop
+
+    def _int_op(self, op: str, a: IV, b: IV, g) -> IV:
+        corners = lambda f: [f(p, q) for p in (a.lo, a.hi) for q in (b.lo, b.hi)]  # noqa: E731
+        if op == "+":
+            return self.iv(a.t + b.t, a.lo + b.lo, a.hi + b.hi)
+        if op == "-":
+            return self.iv(a.t - b.t, a.lo - b.hi, a.hi - b.lo)
+        if op == "*":
+            c = corners(lambda p, q: p * q)
+            return self.iv(a.t * b.t, min(c), max(c))
+        if op in ("/", "%"):
+            self.error(_and(self.ctx, g, b.t == 0))
+            ma = max(abs(a.lo), abs(a.hi))
+            if op == "/":
+                return self.iv(a.t / b.t, -ma, ma)  # bvsdiv: truncates toward zero, as _div
+            mr = min(ma, max(abs(b.lo), abs(b.hi)))
+            return self.iv(z3.SRem(a.t, b.t), -mr, mr)  # sign of the dividend, as _mod
+        if op in ("&", "|", "^"):
+            t = {"&": lambda: a.t & b.t, "|": lambda: a.t | b.t, "^": lambda: a.t ^ b.t}[op]()
+            if a.lo >= 0 and b.lo >= 0:
+                hi = min(a.hi, b.hi) if op == "&" else (1 << max(a.hi, b.hi).bit_length()) - 1
+                return self.iv(t, 0, hi)
+            n = max(signed_bits(a.lo, a.hi), signed_bits(b.lo, b.hi))
+            return self.iv(t, -(1 << (n - 1)), (1 << (n - 1)) - 1)
+        if op == "<<":
+            self.error(_and(self.ctx, g, _or(self.ctx, b.t < 0, b.t > 4096) if b.lo < 0 or b.hi > 4096 else self.F))
+            lo_s, hi_s = max(b.lo, 0), min(b.hi, 4096)
+            if lo_s > hi_s:
+                return self.iv(a.t << b.t, 0, 0)
+            c = [p << q for p in (a.lo, a.hi) for q in (lo_s, hi_s)]
+            return self.iv(a.t << b.t, min(c), max(c))
+        if op == ">>":
+            self.error(_and(self.ctx, g, b.t < 0) if b.lo < 0 else self.F)
+            lo_s, hi_s = max(b.lo, 0), max(min(b.hi, 4096), 0)
+            c = [p >> q for p in (a.lo, a.hi) for q in (lo_s, hi_s)]
+            return self.iv(a.t >> b.t, min(c), max(c))  # bvashr floors, as Python's >>
+        raise TypeError(op)
+
+    def _at(self, x: m.At) -> Deferred:
+        enc = self.enc
+        proc = next(p for p in enc.program.processes if p.name == x.process)
+        pcs = sorted(proc.label_pcs.get(x.label, ()))
+        base = enc.layout.pc_base[x.process]
+        di = self.ev(x.index) if x.index is not None and not isinstance(x.index, m.Const) else None
+
+        def at(g):
+            if x.index is None:
+                cands = [(base, self.T)]
+            elif isinstance(x.index, m.Const):
+                cands = [(base + x.index.value, self.T)]
+            else:
+                idx = self.as_int(di(g), x.index.type)
+                self.error(_and(self.ctx, g, self.out_of(idx, 0, proc.instances - 1)))
+                cands = [(base + i, idx.t == i) for i in range(proc.instances)
+                         if idx.lo <= i <= idx.hi] or [(base, self.F)]
+            if not pcs:
+                return self.F
+            conds = [(c, _or(self.ctx, *[self.env[s] == p for p in pcs])) for s, c in cands]
+            acc = conds[-1][1]
+            for c, v in reversed(conds[:-1]):
+                acc = _ite(c, v, acc)
+            return acc
+        return at
+
+    def _quant(self, x: m.Quant) -> Deferred:
+        def quant(g):
+            results = []
+            guard = g
+            for i in range(x.lo, x.hi + 1):
+                self.bound[x.bound.uid] = self.const_iv(i)
+                v = self.ev(x.body)(guard)
+                results.append(v)
+                # any()/all() stop at the first decisive element
+                guard = _and(self.ctx, guard, _not(v) if x.kind == "exists" else v)
+            return _or(self.ctx, *results) if x.kind == "exists" else _and(self.ctx, *results)
+        return quant
+
+    # -- kernel primitives (as compile.builtin emits them)
+    def builtin(self, c: m.Builtin) -> Deferred | None:
+        n, a = c.name, c.args
+        W = self.W
+        if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
+            return self.ev(a[0])
+        if n == "test_bit":
+            dbits, dnr = self.ev(a[1]), self.ev(a[0])
+
+            def test_bit(g):
+                bits = self.as_int(dbits(g), a[1].type)
+                nr = self.as_int(dnr(g), a[0].type)
+                self.error(_and(self.ctx, g, nr.t < 0) if nr.lo < 0 else self.F)
+                return ((bits.t >> nr.t) & 1) != 0
+            return test_bit
+        if n == "bitmap_empty":
+            d = self.ev(a[0])
+            return lambda g: self.as_int(d(g), a[0].type).t == 0
+        if n in ("min", "max"):
+            da, db = self.ev(a[0]), self.ev(a[1])
+
+            def minmax(g):
+                x, y = da(g), db(g)
+                if kind(c.type) == "bv":
+                    le = z3.ULE(x, y)
+                    return _ite(le, x, y) if n == "min" else _ite(le, y, x)
+                x, y = self.as_int(x, a[0].type), self.as_int(y, a[1].type)
+                le = x.t <= y.t
+                return IV(_ite(le, x.t, y.t) if n == "min" else _ite(le, y.t, x.t),
+                          min(x.lo, y.lo), max(x.hi, y.hi))
+            return minmax
+        if n in ("waitqueue_active", "swait_active"):
+            d = self.ev(a[0])
+            return lambda g: self.as_int(d(g), a[0].type).t != 0
+        if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
+            self.store(a[0], self.ev(a[1]), a[1].type)
+            return None
+        if n in ("atomic_inc", "atomic_dec", "atomic_add", "atomic_sub",
+                 "atomic_inc_return", "atomic_dec_return", "atomic_dec_and_test"):
+            target = a[1] if n in ("atomic_add", "atomic_sub") else a[0]
+            tt = target.type
+            step = {"atomic_inc": 1, "atomic_inc_return": 1, "atomic_dec": -1,
+                    "atomic_dec_return": -1, "atomic_dec_and_test": -1}.get(n)
+            ddelta = self.ev(a[0]) if step is None else None
+            dcur = self.ev(target)
+            cur = dcur(self.g)
+            if step is not None:
+                delta, dt = self.const_iv(step), m.INT
+            else:
+                delta, dt = ddelta(self.g), a[0].type
+                if n == "atomic_sub":
+                    if kind(dt) == "bv":
+                        delta = -delta
+                    else:
+                        delta = self.as_int(delta, dt)
+                        delta, dt = self.iv(-delta.t, -delta.hi, -delta.lo), m.INT
+            if kind(tt) == "bv":
+                new = cur + self.as_bv(delta, dt, tt.width)
+            else:
+                new = self._int_op("+", self.as_int(cur, tt), self.as_int(delta, dt), self.g)
+            self.store(target, lambda g: new, tt if kind(tt) == "bv" else m.INT)
+            if n == "atomic_dec_and_test":
+                z = (new == 0) if kind(tt) == "bv" else (new.t == 0)
+                return lambda g: z
+            if n.endswith("_return"):
+                return lambda g: new
+            return None
+        if n in ("test_and_set_bit", "test_and_clear_bit", "set_bit", "clear_bit"):
+            dnr = self.ev(a[0])
+            cands = self.address(a[1])
+            size = a[1].type.size
+            nr = self.as_int(dnr(self.g), a[0].type)
+            if not isinstance(a[0], m.Const):
+                self.error(_and(self.ctx, self.g, self.out_of(nr, 0, size - 1)))
+            cur = self.select(cands, a[1].type)
+            old = ((cur.t >> nr.t) & 1) != 0
+            bit = z3.BitVecVal(1, W, self.ctx) << nr.t
+            if "set" in n:
+                self.write(cands, lambda s: self.env[s] | bit)
+            else:
+                self.write(cands, lambda s: self.env[s] & ~bit)
+            return (lambda g: old) if n.startswith("test_and") else None
+        if n == "xchg":
+            old = self.now(a[0])
+            self.store(a[0], self.ev(a[1]), a[1].type)
+            return lambda g: old
+        if n == "cmpxchg":
+            old = self.now(a[0])
+            expect = self.now(a[1])
+            if kind(a[0].type) == "int":
+                eq = self.as_int(old, a[0].type).t == self.as_int(expect, a[1].type).t
+            else:
+                eq = old == expect
+            before = self.g
+            self.g = _and(self.ctx, before, eq)
+            self.store(a[0], self.ev(a[2]), a[2].type)
+            self.g = _or(self.ctx, self.g, _and(self.ctx, before, _not(eq)))
+            return lambda g: old
+        if n in ("prepare_to_wait", "finish_wait"):
+            cands = self.address(a[0])
+            gid = self.enc.layout.gid_base[self.proc.process.name] + self.inst
+            task = self.enc.layout.task_slot[gid]
+            bit = z3.BitVecVal(1 << gid, W, self.ctx)
+            self.need(0, 1 << gid)
+            if n == "prepare_to_wait":
+                self.write(cands, lambda s: self.env[s] | bit)
+                self.write([(task, self.T)], lambda s: z3.BitVecVal(1, W, self.ctx))
+            else:
+                self.write([(task, self.T)], lambda s: z3.BitVecVal(0, W, self.ctx))
+                self.write(cands, lambda s: self.env[s] & ~bit)
+            return None
+        if n in ("wake_up", "swake_up_one"):
+            cands = self.address(a[0])
+            w = self.select(cands, a[0].type).t
+            sleepers = sorted(self.enc.layout.task_slot.items())
+            if n == "wake_up":
+                for gid, task in sleepers:
+                    c = (w & (1 << gid)) != 0
+                    self.write([(task, c)], lambda s: z3.BitVecVal(0, W, self.ctx))
+                self.write(cands, lambda s: z3.BitVecVal(0, W, self.ctx))
+            else:
+                taken = self.F
+                for gid, task in sleepers:
+                    c = _and(self.ctx, _not(taken), (w & (1 << gid)) != 0)
+                    self.write([(task, c)], lambda s: z3.BitVecVal(0, W, self.ctx))
+                    self.write([(s, _and(self.ctx, c, sc)) for s, sc in cands],
+                               lambda s, gid=gid: w & ~z3.BitVecVal(1 << gid, W, self.ctx))
+                    taken = _or(self.ctx, taken, c)
+            return None
+        raise TypeError(f"builtin {n}")
+
+    def store(self, target: m.TExpr, dval: Deferred, vtype: m.Type) -> None:
+        """compile.store: address (checked now), the value, its range check, the write."""
+        cands = self.address(target)
+        val = dval(self.g)
+        t = target.type
+        if isinstance(t, m.IntT) and t.lo is not None:
+            iv = self.as_int(val, vtype)
+            self.error(_and(self.ctx, self.g, self.out_of(iv, t.lo, t.hi)))
+        elif isinstance(t, m.BitsetT) and vtype != t:
+            iv = self.as_int(val, vtype)
+            self.error(_and(self.ctx, self.g, self.out_of(iv, 0, (1 << t.size) - 1)))
+        self.write(cands, lambda s: self.raw(val, vtype, s))
+
+    # -- operations
+    def run(self, ops) -> None:
+        for op in ops:
+            if z3.is_false(self.g):
+                return
+            self.op(op)
+
+    def op(self, op: Op) -> None:
+        if isinstance(op, OGoto):
+            slot = self.enc.layout.pc_base[self.proc.process.name] + self.inst
+            self.write([(slot, self.T)], lambda s: z3.BitVecVal(op.pc, self.W, self.ctx))
+            self.dones.append(self.g)
+            self.g = self.F
+        elif isinstance(op, OAssign):
+            self.store(op.target, self.ev(op.value), op.value.type)
+        elif isinstance(op, OEval):
+            d = self.builtin(op.call)
+            if d is not None:  # the compiled code evaluates the value as a statement
+                d(self.g)
+        elif isinstance(op, OIf):
+            c = self.now(op.cond)
+            before = self.g
+            self.g = _and(self.ctx, before, c)
+            self.run(op.then)
+            after_then = self.g
+            self.g = _and(self.ctx, before, _not(c))
+            self.run(op.orelse)
+            self.g = _or(self.ctx, after_then, self.g)
+        elif isinstance(op, OWhile):
+            self._while(op)
+        elif isinstance(op, (OBreak, OReturn)):  # `return` is compiled as a break of the inline's loop
+            self.loops[-1].exits.append(self.g)
+            self.g = self.F
+        elif isinstance(op, OContinue):
+            self.loops[-1].conts.append(self.g)
+            self.g = self.F
+        elif isinstance(op, OInline):  # `for _once in range(1)`: break, continue and return leave it
+            loop = _Loop()
+            self.loops.append(loop)
+            self.run(op.body)
+            self.loops.pop()
+            self.g = _or(self.ctx, self.g, *loop.exits, *loop.conts)
+        elif isinstance(op, OAssert):
+            c = self.now(op.cond)
+            self.fails.setdefault(op.property, []).append(_and(self.ctx, self.g, _not(c)))
+            self.g = _and(self.ctx, self.g, c)
+        elif isinstance(op, OBarrier):
+            pass
+        else:
+            raise TypeError(op)
+
+    def _while(self, op: OWhile) -> None:
+        loop = _Loop()
+        self.loops.append(loop)
+        exits = []
+        for _ in range(LOOP_UNROLL):
+            c = self.now(op.cond)
+            exits.append(_and(self.ctx, self.g, _not(c)))
+            self.g = _and(self.ctx, self.g, c)
+            loop.exits, loop.conts = [], []
+            self.run(op.body)
+            exits += loop.exits
+            self.g = _or(self.ctx, self.g, *loop.conts)
+            if self.unreachable(self.g):
+                break
+        else:
+            self.overflow.append(self.g)
+        self.loops.pop()
+        self.g = _or(self.ctx, *exits)
+
+
+# ---- the transition system -------------------------------------------------------
+
+
+@dataclass
+class Transition:
+    """One step of one process instance, over the encoding's `cur` state."""
+
+    index: int  # the value of the step selector
+    step: CompiledStep
+    instance: CompiledInstance
+    pcs: frozenset[int]
+    moved: object  # it returns a successor or fails an assert (explicit: "moved")
+    err: object  # it raises ModelError (in its guard or body)
+    done: object  # it returns a successor
+    fails: dict[str, object]
+    updates: dict[int, object]  # slot -> next value, where it may differ from cur
+    overflow: object
+
+
+@dataclass
+class SafetyProperty:
+    name: str
+    kind: str  # m.PropertyKind value, or MODEL_ERROR
+    bad: object  # over `cur`: this state violates it (or a step from it fails it)
+
+
+@dataclass
+class Encoding:
+    """The transition system of a compiled model: T(cur, nxt, sel), the initial
+    states, the type domains, and one `bad` predicate per safety property."""
+
+    cm: CompiledModel
+    check_deadlock: bool = True
+    width: int = 0
+    cur: list = field(default_factory=list)
+    nxt: list = field(default_factory=list)
+    sel: object = None
+    transitions: list[Transition] = field(default_factory=list)
+    properties: list[SafetyProperty] = field(default_factory=list)
+    trans: object = None
+    init: object = None
+    domain: object = None
+    overflow: object = None
+
+    def __post_init__(self):
+        # A fresh context per encoding: Z3's answers depend on the order its terms were
+        # made in, so a context shared across runs would make counterexamples depend on
+        # what the process checked before.
+        self.ctx = z3.Context()
+        self.T, self.F = z3.BoolVal(True, self.ctx), z3.BoolVal(False, self.ctx)
+        model = self.cm.program.model
+        if model.memory != "sc":
+            raise SpecError(NOWHERE, f"the Z3 engines support only sequential consistency; "
+                            f"{model.file} is checked under memory model {model.memory}",
+                            "check it with the explicit engine (the default)")
+        self.program = self.cm.program
+        self.layout = self.program.layout
+        width = 2
+        for i, sl in enumerate(self.layout.slots):
+            if not isinstance(sl.type, m.BitVecT):
+                width = max(width, signed_bits(*slot_interval(self.layout, i)) + 1)
+        for sl, v in zip(self.layout.slots, self.program.init_choices):
+            if not isinstance(sl.type, m.BitVecT) and not isinstance(v, range) and v:
+                width = max(width, *(signed_bits(x, x) + 1 for x in v))
+        while True:
+            needed = self._build(width)
+            if needed <= width:
+                break
+            width = needed
+            if width > MAX_WIDTH:
+                raise SpecError(NOWHERE, f"the Z3 engines cannot encode {model.file}: an integer "
+                                f"expression needs {width} bits (at most {MAX_WIDTH})",
+                                "a shift by a large count? check this model with the explicit engine")
+
+    def sort(self, slot: int):
+        t = self.layout.slots[slot].type
+        return z3.BitVecSort(t.width if isinstance(t, m.BitVecT) else self.width, self.ctx)
+
+    def state(self, prefix: str) -> list:
+        return [z3.Const(f"{prefix}{sl.name}", self.sort(i)) for i, sl in enumerate(self.layout.slots)]
+
+    def _build(self, width: int) -> int:
+        self.width = width
+        self.cur = self.state("")
+        self.nxt = self.state("'")
+        needed = 0
+        # one selector value per (instance, step); a step may sit at several pcs (choose)
+        entries: dict[tuple[int, int], tuple[CompiledInstance, CompiledStep, set[int]]] = {}
+        for inst in self.cm.instances:
+            for pc, steps in enumerate(inst.steps_at):
+                for cs in steps:
+                    entries.setdefault((inst.gid, cs.step.uid), (inst, cs, set()))[2].add(pc)
+        self.transitions = []
+        for i, (inst, cs, pcs) in enumerate(entries.values()):
+            ev = Evaluator(self, width, list(self.cur), inst)
+            pc_val = self.cur[inst.pc_slot]
+            ev.g = _or(self.ctx, *[pc_val == p for p in sorted(pcs)])
+            if cs.step.kind is StepKind.SCHEDULE:
+                ev.g = _and(self.ctx, ev.g, self.cur[self.layout.task_slot[inst.gid]] == 0)
+            if cs.step.guard is not None:
+                ev.g = _and(self.ctx, ev.g, ev.now(cs.step.guard))
+            ev.run(cs.step.body)
+            needed = max(needed, ev.needed)
+            fails = {p: _or(self.ctx, *c) for p, c in ev.fails.items()}
+            done = _or(self.ctx, *ev.dones)
+            updates = {j: t for j, t in enumerate(ev.env) if not t.eq(self.cur[j])}
+            self.transitions.append(Transition(i, cs, inst, frozenset(pcs), _or(self.ctx, done, *fails.values()),
+                                               _or(self.ctx, *ev.errs), done, fails, updates, _or(self.ctx, *ev.overflow)))
+        n = max(1, len(self.transitions))
+        self.sel = z3.BitVec("step", max(1, (n - 1).bit_length()), self.ctx)
+        # T(cur, nxt, sel): the selected step completes and gives nxt
+        parts = [z3.ULT(self.sel, n) if n < 2 ** self.sel.size() else self.T]
+        chosen = self.F
+        for tr in reversed(self.transitions):
+            chosen = _ite(self.sel == tr.index, tr.done, chosen)
+        parts.append(chosen)
+        for j in range(len(self.layout.slots)):
+            val = self.cur[j]
+            for tr in reversed(self.transitions):
+                if j in tr.updates:
+                    val = _ite(self.sel == tr.index, tr.updates[j], val)
+            parts.append(self.nxt[j] == val)
+        self.trans = _and(self.ctx, *parts)
+        self.overflow = _or(self.ctx, *[tr.overflow for tr in self.transitions])
+        # properties, in the model's order; `model error` last
+        self.properties = []
+        inv_errs = []
+        for prop in self.program.properties:
+            if prop.kind is m.PropertyKind.INVARIANT:
+                ev = Evaluator(self, width, list(self.cur))
+                ok = ev.now(prop.cond)
+                needed = max(needed, ev.needed)
+                err = _or(self.ctx, *ev.errs)
+                inv_errs.append(err)
+                self.properties.append(SafetyProperty(prop.name, prop.kind.value, _and(self.ctx, _not(err), _not(ok))))
+            elif prop.kind is m.PropertyKind.ASSERT:
+                bad = _or(self.ctx, *[tr.fails[prop.name] for tr in self.transitions if prop.name in tr.fails])
+                self.properties.append(SafetyProperty(prop.name, prop.kind.value, bad))
+            elif prop.kind is m.PropertyKind.DEADLOCK and self.check_deadlock:
+                all_end = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
+                                 for inst in self.cm.instances])
+                stuck = _and(self.ctx, *[_and(self.ctx, _not(tr.moved), _not(tr.err)) for tr in self.transitions])
+                self.properties.append(SafetyProperty(prop.name, prop.kind.value, _and(self.ctx, stuck, _not(all_end))))
+        self.properties.append(SafetyProperty(MODEL_ERROR, MODEL_ERROR,
+                                              _or(self.ctx, *inv_errs, *[tr.err for tr in self.transitions])))
+        self.init = _and(self.ctx, *[self._member(j, c) for j, c in enumerate(self.program.init_choices)])
+        self.domain = _and(self.ctx, *[self._in_domain(j) for j in range(len(self.layout.slots))])
+        return needed
+
+    def _member(self, j: int, choices):
+        """Slot j starts with one of `choices` (a tuple, or a range for `any`)."""
+        x = self.cur[j]
+        unsigned = isinstance(self.layout.slots[j].type, m.BitVecT)
+        if isinstance(choices, range):
+            lo, hi = choices.start, choices.stop - 1
+        else:
+            vals = sorted(set(choices))
+            if len(vals) <= 2 or vals != list(range(vals[0], vals[-1] + 1)):
+                return _or(self.ctx, *[x == v for v in vals])
+            lo, hi = vals[0], vals[-1]
+        if unsigned:
+            if lo == 0 and hi == (1 << x.size()) - 1:
+                return self.T
+            return _and(self.ctx, z3.UGE(x, lo), z3.ULE(x, hi))
+        return _and(self.ctx, x >= lo, x <= hi)
+
+    def domain_of(self, state: list):
+        return _and(self.ctx, *[self._in_domain(j, state[j]) for j in range(len(self.layout.slots))])
+
+    def _in_domain(self, j: int, x=None):
+        sl = self.layout.slots[j]
+        x = self.cur[j] if x is None else x
+        if isinstance(sl.type, m.BitVecT):
+            return self.T
+        lo, hi = slot_interval(self.layout, j)
+        return _and(self.ctx, x >= lo, x <= hi)
+
+    # -- unrolling: the template over (cur, nxt, sel) placed at frame k
+    def frame(self, k: int) -> list:
+        return self.state(f"{k}:")
+
+    def at(self, formula, frame: list):
+        return z3.substitute(formula, *zip(self.cur, frame))
+
+    def step_at(self, k: int, frame: list, following: list):
+        sel_k = z3.BitVec(f"step{k}", self.sel.size(), self.ctx)
+        pairs = list(zip(self.cur, frame)) + list(zip(self.nxt, following)) + [(self.sel, sel_k)]
+        return z3.substitute(self.trans, *pairs), sel_k
+
+    def value(self, model: z3.ModelRef, term, slot: int) -> int:
+        raw = model.eval(term, model_completion=True).as_long()
+        if isinstance(self.layout.slots[slot].type, m.BitVecT):
+            return raw
+        return raw - (1 << self.width) if raw >= 1 << (self.width - 1) else raw
+
+    def decode(self, model: z3.ModelRef, frame: list) -> tuple[int, ...]:
+        return tuple(self.value(model, t, j) for j, t in enumerate(frame))
+
+    def distinct(self, a: list, b: list):
+        return _or(self.ctx, *[x != y for x, y in zip(a, b)])

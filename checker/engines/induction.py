@@ -1,0 +1,122 @@
+"""k-induction: proves safety properties for runs of every length, or says why not.
+
+For k = 0, 1, ..., K and each property P not yet decided:
+  base case: no path of k steps from an initial state ends in a state violating P
+             (this is bounded model checking; a path found is a real counterexample);
+  step case: no loop-free path s0 .. s(k+1) of well-typed states, with P holding in
+             s0 .. sk (and every property already proved holding everywhere), ends in
+             a state violating P.
+When both hold, P holds in every reachable state: along any run, the last k+1
+states before a first violation would form such a path. Because the paths are
+loop-free, some k works for every finite model; below it, the step case's path is a
+"counterexample to induction": its first state need not be reachable, so it shows
+either a real bug deeper than k or an invariant too weak to be inductive (it then
+needs strengthening with an invariant that rules that first state out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import z3
+
+from ..compile import CompiledModel
+from ..trace import Stats, Verdict
+from .bmc import Finding, SymbolicResult, Unrolling, counterexample
+from .encode import MODEL_ERROR, Encoding, _not
+from .solver import DEFAULT_TIMEOUT
+
+CTI_KIND = "counterexample to induction"
+
+
+def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
+              check_deadlock: bool = True) -> SymbolicResult:
+    start = time.monotonic()
+    enc = Encoding(cm, check_deadlock)
+    base = Unrolling(enc, timeout)
+    step = Unrolling(enc, timeout, from_initial=False)
+    result = SymbolicResult(Stats(engine="induction"))
+    open_props = list(enc.properties)
+    proved: list = []
+    ctis: dict[str, tuple] = {}
+    notes: dict[str, str] = {}
+    stop: str | None = None
+    reached = -1
+    for k in range(depth + 1):
+        # base case at depth k
+        base.extend(k)
+        for p in list(open_props):
+            r, model, reason = base.check(enc.at(p.bad, base.frames[k]), _not(enc.at(enc.overflow, base.frames[k])))
+            if r == z3.unsat:
+                continue
+            if r == z3.unknown:
+                notes[p.name] = f"{reason} in the base case at depth {k}"
+                continue
+            open_props.remove(p)
+            cx = counterexample(cm, result, base, model, k, p, "induction")
+            if p.name == MODEL_ERROR:
+                result.model_error = cx
+                stop = "search stopped at a model error" if cx is not None else None
+            elif cx is None:
+                result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
+            else:
+                result.findings[p.name] = Finding(Verdict.VIOLATED, cx)
+        r, _, _ = base.check(enc.at(enc.overflow, base.frames[k]))
+        if r != z3.unsat:
+            stop = f"an atomic `while` loop runs longer than the encoding unrolls, at depth {k}"
+        reached = k
+        if stop or not open_props:
+            break
+        # step case with k: frames 0..k+1, loop-free
+        step.extend(k + 1)
+        frames = step.frames
+        new = frames[k + 1]
+        for i in range(k + 1):
+            step.solver.add(enc.distinct(frames[i], new))
+        for p in proved:
+            step.solver.add(_not(enc.at(p.bad, new)))
+        changed = True
+        while changed:  # a property proved may let another one's step case go through
+            changed = False
+            for p in list(open_props):
+                assume = [_not(enc.at(p.bad, frames[i])) for i in range(k + 1)]
+                r, model, reason = step.check(enc.at(p.bad, frames[k + 1]), *assume)
+                if r == z3.unsat:
+                    open_props.remove(p)
+                    proved.append(p)
+                    for f in frames:
+                        step.solver.add(_not(enc.at(p.bad, f)))
+                    if p.name != MODEL_ERROR:
+                        result.findings[p.name] = Finding(Verdict.PROVED, note=f"proved by k-induction, k = {k}")
+                    changed = True
+                elif r == z3.sat:
+                    ctis[p.name] = (model, k + 1, p)
+                else:
+                    notes[p.name] = f"{reason} in the step case, k = {k}"
+        if not open_props:
+            break
+    for p in open_props:
+        if p.name == MODEL_ERROR:
+            continue
+        cx = None
+        note = notes.get(p.name) or stop or f"not proved by k-induction up to k = {reached}"
+        if stop is None and p.name in ctis:
+            model, n, prop = ctis[p.name]
+            cx = counterexample(cm, result, step, model, n, prop, "induction", from_initial=False, kind=CTI_KIND)
+            if cx is None:
+                result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
+                continue
+            note = (f"not proved by k-induction up to k = {reached}, and no violation up to depth {reached}; "
+                    "the counterexample to induction below starts from a state that may be unreachable: "
+                    "the property may need strengthening with an invariant that rules that state out")
+            cx = dataclasses.replace(cx, message=f"{cx.message} at the end of a path on which it held before, "
+                                                 f"from a state that may be unreachable ({note})")
+        result.findings[p.name] = Finding(Verdict.INCOMPLETE, cx, note, bound=reached)
+    # the proofs are about runs without model errors: complete only when those are ruled out too
+    complete = stop is None and not open_props
+    if stop is None and any(p.name == MODEL_ERROR for p in open_props):
+        stop = f"model errors not ruled out beyond depth {reached}"
+    result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
+                         limit=None if complete else (stop or f"k = {reached}"), engine="induction")
+    return result

@@ -1,0 +1,157 @@
+"""Lemmas: `lemma NAME: forall (x: u64, ...) PRED;` proved by Z3 for every value.
+
+A lemma is proved when no values of its parameters make PRED false or make its
+evaluation fail (a division by zero that the lazy `&&`, `||`, `->` and `?:` do not
+rule out, as in the compiled code). Otherwise Z3's model is the counterexample: the
+parameters' values, and the value of each side of each comparison in PRED, so that
+a reader sees which part is false (a delta of 18446744073709551615 says "wrapped").
+`unknown` (the timeout ran out) is reported as such, never as proved.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from .. import model as m
+from ..ir import source_text
+from ..trace import Counterexample, Trace, TraceState, Verdict
+from .bmc import Finding
+from .encode import IV, MAX_WIDTH, Evaluator, _and, _not, kind
+from .solver import DEFAULT_TIMEOUT, new_solver, why_unknown
+
+
+class _Cache(dict):
+    """Lemma results keyed by the exact formula: variants that do not change a lemma
+    do not re-check it."""
+
+
+def new_cache() -> dict:
+    return _Cache()
+
+
+def _params(ev: Evaluator, lemma: m.Lemma):
+    out, domain = {}, []
+    for b in lemma.params:
+        t = b.type
+        if isinstance(t, m.BoolT):
+            out[b.uid] = z3.Bool(b.name, ev.ctx)
+        elif isinstance(t, m.BitVecT):
+            out[b.uid] = z3.BitVec(b.name, t.width, ev.ctx)
+        else:
+            lo, hi = (t.lo, t.hi) if isinstance(t, m.IntT) else (0, len(t.members) - 1)
+            x = z3.BitVec(b.name, ev.W, ev.ctx)
+            out[b.uid] = ev.iv(x, lo, hi)
+            domain.append(_and(ev.ctx, x >= lo, x <= hi))
+    return out, domain
+
+
+def _encode(lemma: m.Lemma):
+    width = 8
+    ctx = z3.Context()  # per lemma: the answer must not depend on what was checked before
+    while True:
+        ev = Evaluator(None, width, ctx=ctx)
+        params, domain = _params(ev, lemma)
+        ev.bound = params
+        holds = ev.now(lemma.body)
+        if ev.needed <= width:
+            return ev, params, domain, holds
+        width = ev.needed
+        if width > MAX_WIDTH:
+            raise ValueError(f"lemma {lemma.name} needs {width}-bit integers")
+
+
+def check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None = DEFAULT_TIMEOUT,
+                cache: dict | None = None) -> Finding:
+    ev, params, domain, holds = _encode(lemma)
+    errs = ev.errs
+    claim = _and(ev.ctx, *domain, _not(_and(ev.ctx, holds, *[_not(e) for e in errs])))
+    key = claim.sexpr()
+    if cache is not None and key in cache:
+        return cache[key]
+    s = new_solver(timeout, ev.ctx)
+    s.add(claim)
+    r = s.check()
+    if r == z3.unsat:
+        finding = Finding(Verdict.PROVED, note="proved by Z3 for every value of its parameters")
+    elif r == z3.unknown:
+        finding = Finding(Verdict.UNKNOWN, note=why_unknown(s))
+    else:
+        first = s.model()
+        finding = Finding(Verdict.VIOLATED, _witness(model, lemma, ev, params, _small_model(s, lemma, params, first)))
+    if cache is not None:
+        cache[key] = finding
+    return finding
+
+
+def _small_model(s: z3.Solver, lemma: m.Lemma, params, first):
+    """A counterexample with small parameters if there is one (they read better, and a
+    wrapped result then stands out as 0xffff...); the first that the solver finds
+    otherwise. Deterministic: the same bounds are tried in the same order."""
+    unsigned = [params[b.uid] for b in lemma.params if isinstance(b.type, m.BitVecT)]
+    for bits in (8, 16, 32):
+        if not unsigned:
+            break
+        s.push()
+        s.add(*[z3.ULT(x, 1 << bits) for x in unsigned if x.size() > bits])
+        r = s.check()
+        model = s.model() if r == z3.sat else None
+        s.pop()
+        if model is not None:
+            return model
+    return first
+
+
+def show_number(v) -> str:
+    """A lemma value: decimal and hex for integers, true/false for bools."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f"{v} ({hex(v)})" if v >= 0 else f"{v} (-{hex(-v)})"
+
+
+def _value(zm, v, t: m.Type):
+    if kind(t) == "bool":
+        return z3.is_true(zm.eval(v, model_completion=True))
+    term = v.t if isinstance(v, IV) else v
+    raw = zm.eval(term, model_completion=True).as_long()
+    if kind(t) == "int" and raw >= 1 << (term.size() - 1):
+        raw -= 1 << term.size()
+    return raw
+
+
+def _comparisons(x: m.TExpr):
+    """The comparisons reached from the root through &&, ||, -> and !: what a reader
+    wants to see evaluated in a counterexample."""
+    if isinstance(x, m.Bin) and x.op in ("&&", "||", "->"):
+        yield from _comparisons(x.left)
+        yield from _comparisons(x.right)
+    elif isinstance(x, m.Un) and x.op == "!":
+        yield from _comparisons(x.operand)
+    elif isinstance(x, m.Bin) and x.op in ("==", "!=", "<", "<=", ">", ">="):
+        yield x
+
+
+def _witness(model: m.Model, lemma: m.Lemma, ev: Evaluator, params, zm) -> Counterexample:
+    values = []
+    for b in lemma.params:
+        v = _value(zm, params[b.uid], b.type)
+        values.append((b.name, v))
+    seen = {name for name, _ in values}
+    for c in _comparisons(lemma.body):
+        for side in (c.left, c.right):
+            if isinstance(side, (m.Const, m.Bound)):
+                continue
+            text = source_text(model.source, side.span, 80)
+            if not text or text in seen:
+                continue
+            side_ev = Evaluator(None, ev.W, bound=params, ctx=ev.ctx)
+            v = side_ev.now(side)
+            if side_ev.needed > ev.W or any(z3.is_true(zm.eval(e, model_completion=True)) for e in side_ev.errs):
+                continue  # e.g. a division by zero on this side: its value is not defined
+            seen.add(text)
+            values.append((text, _value(zm, v, side.type)))
+    shown = ", ".join(f"{n} = {show_number(v)}" for n, v in values[:len(lemma.params)])
+    message = f"lemma {lemma.name} is false for {shown}"
+    if ev.errs and any(z3.is_true(zm.eval(e, model_completion=True)) for e in ev.errs):
+        message = f"lemma {lemma.name}: evaluating it fails (division by zero) for {shown}"
+    state = TraceState(tuple(values), ())
+    return Counterexample(lemma.name, "lemma", message, Trace((state,), ()), "z3")

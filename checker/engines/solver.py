@@ -1,0 +1,43 @@
+"""The one place Z3 solvers are made: fixed seeds, one timeout, one logic.
+
+Every Z3 engine (bmc, induction, lemmas) gets its solvers here, so that the same
+input gives the same answer and the same counterexample on every run: Z3 is
+deterministic for a fixed seed and a fixed order of assertions, and the engines add
+assertions in a fixed order. The timeout is wall-clock time per query (`--timeout`);
+a query that runs out of it answers `unknown`, which no engine reports as a proof.
+"""
+
+from __future__ import annotations
+
+import z3
+
+DEFAULT_TIMEOUT = 60.0  # seconds per solver query
+SEED = 0
+
+_configured = False
+
+
+def _configure() -> None:
+    global _configured
+    if not _configured:
+        for name in ("smt.random_seed", "sat.random_seed"):
+            z3.set_param(name, SEED)
+        _configured = True
+
+
+def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None) -> z3.Solver:
+    """A quantifier-free bit-vector solver with fixed seeds and the given timeout, in
+    `ctx` (each engine run makes its own context, so earlier runs cannot change it)."""
+    _configure()
+    s = z3.SolverFor("QF_BV", ctx=ctx)
+    s.set("random_seed", SEED)
+    if timeout is not None:
+        s.set("timeout", max(1, int(timeout * 1000)))
+    return s
+
+
+def why_unknown(s: z3.Solver) -> str:
+    reason = s.reason_unknown()
+    if reason in ("timeout", "canceled"):
+        return "the solver timed out (raise --timeout)"
+    return f"the solver gave up ({reason})"

@@ -1,0 +1,59 @@
+"""Shared by the engine-agreement tests: run the explicit engine and BMC on one
+compiled model and compare the depth at which each property is first violated."""
+
+from __future__ import annotations
+
+from checker import ir
+from checker.compile import compile_program
+from checker.engines.bmc import bmc
+from checker.engines.encode import MODEL_ERROR
+from checker.engines.explicit import explore
+from checker.parse import parse
+from checker.resolve import resolve
+from checker.trace import Verdict
+
+
+def compiled(text: str, variant: str = "base", file: str = "m.spec"):
+    return compile_program(ir.build(resolve(parse(text, file), variant)))
+
+
+def explicit_depths(cm) -> tuple[dict[str, int], int | None, bool]:
+    """Shortest violation depth per property, the model error's depth, completeness."""
+    ex = explore(cm)
+    depths = {name: cx.trace.length for name, cx in ex.counterexamples.items()}
+    err = ex.model_error.trace.length if ex.model_error is not None else None
+    return depths, err, ex.stats.complete or err is not None
+
+
+def bmc_depths(cm, depth: int) -> tuple[dict[str, int], int | None, object]:
+    r = bmc(cm, depth, timeout=60)
+    assert not r.checker_bugs, r.checker_bugs
+    depths = {}
+    for name, f in r.findings.items():
+        assert f.verdict is not Verdict.CHECKER_BUG, f.note
+        if f.verdict is Verdict.VIOLATED:
+            depths[name] = f.counterexample.trace.length
+    err = r.model_error.trace.length if r.model_error is not None else None
+    return depths, err, r
+
+
+def assert_engines_agree(cm, depth: int) -> tuple[dict, dict]:
+    """Explicit BFS finds a violation at d <= depth iff BMC to `depth` does, at the same d.
+
+    The explicit search stops at the first model error (depth e), so its answers are
+    complete only below e; BMC stops after depth e too."""
+    exp, exp_err, complete = explicit_depths(cm)
+    assert complete
+    got, got_err, _ = bmc_depths(cm, depth)
+    if exp_err is not None and exp_err <= depth:
+        assert got_err == exp_err, ("model error", exp_err, got_err)
+    else:
+        assert got_err is None, ("model error", exp_err, got_err)
+    limit = depth if exp_err is None else min(depth, exp_err - 1)
+    for name in set(exp) | set(got):
+        d_exp, d_got = exp.get(name), got.get(name)
+        if d_exp is not None and d_exp <= limit:
+            assert d_got == d_exp, (name, d_exp, d_got)
+        if d_got is not None and d_got <= limit:
+            assert d_exp == d_got, (name, d_exp, d_got)
+    return exp, got
