@@ -117,6 +117,11 @@ def slot_interval(layout, slot: int) -> tuple[int, int]:
     raise TypeError(t)
 
 
+class IntModeUnsupported(Exception):
+    """An operator the integer encoding of unsigned values does not cover (bitwise
+    operators, shifts by a variable): the caller falls back to bit-vectors."""
+
+
 class _Loop:
     __slots__ = ("exits", "conts")
 
@@ -136,9 +141,14 @@ class Evaluator:
     compiled code) and assertion failures are collected with their conditions."""
 
     def __init__(self, enc: "Encoding | None", width: int, env: list | None = None,
-                 proc: CompiledInstance | None = None, bound: dict | None = None, ctx=None):
+                 proc: CompiledInstance | None = None, bound: dict | None = None, ctx=None,
+                 ints: bool = False):
         self.enc = enc
         self.ctx = enc.ctx if enc is not None else ctx
+        # ints: values as Z3 integers, an unsigned w-bit value in 0..2**w-1 with explicit
+        # wrap-around. Exactly the same semantics; for linear arithmetic over u64 (the
+        # lemmas) the arithmetic solver decides in milliseconds what bit-blasting cannot.
+        self.ints = ints
         self.T, self.F = z3.BoolVal(True, self.ctx), z3.BoolVal(False, self.ctx)
         self.W = width
         self.env = env
@@ -174,7 +184,22 @@ class Evaluator:
 
     def const_iv(self, v: int) -> IV:
         self.need(v, v)
+        if self.ints:
+            return IV(z3.IntVal(v, self.ctx), v, v)
         return IV(z3.BitVecVal(v, self.W, self.ctx), v, v)
+
+    def bv_const(self, v: int, w: int):
+        v &= (1 << w) - 1
+        return z3.IntVal(v, self.ctx) if self.ints else z3.BitVecVal(v, w, self.ctx)
+
+    def _wrap(self, x, w: int, lo: int, hi: int):
+        """An integer known to lie in lo..hi, reduced modulo 2**w (ints mode)."""
+        m_ = 1 << w
+        if 0 <= lo and hi < m_:
+            return x
+        if -m_ <= lo and hi < 2 * m_:
+            return z3.If(x >= m_, x - m_, z3.If(x < 0, x + m_, x))
+        return x % m_
 
     def error(self, cond) -> None:
         """The compiled code raises ModelError when `cond` holds (it implies the guard)."""
@@ -187,7 +212,9 @@ class Evaluator:
     def as_int(self, v, t: m.Type) -> IV:
         k = kind(t)
         if k == "bool":
-            return IV(z3.If(v, z3.BitVecVal(1, self.W, self.ctx), z3.BitVecVal(0, self.W, self.ctx)), 0, 1)
+            return IV(z3.If(v, self.const_iv(1).t, self.const_iv(0).t), 0, 1)
+        if k == "bv" and self.ints:
+            return IV(v, 0, t.mask)
         if k == "bv":
             w = t.width
             self.need(0, t.mask)
@@ -200,7 +227,11 @@ class Evaluator:
         """C conversion of a value of type `t` to an unsigned `w`-bit value."""
         k = kind(t)
         if k == "bool":
-            return z3.If(v, z3.BitVecVal(1, w, self.ctx), z3.BitVecVal(0, w, self.ctx))
+            return z3.If(v, self.bv_const(1, w), self.bv_const(0, w))
+        if self.ints:
+            if k == "int":
+                return self._wrap(v.t, w, v.lo, v.hi)
+            return v if t.width <= w else self._wrap(v, w, 0, t.mask)
         term = v.t if k == "int" else v
         have = term.size()
         if have == w:
@@ -295,7 +326,7 @@ class Evaluator:
             if k == "bool":
                 c = z3.BoolVal(bool(x.value), self.ctx)
             elif k == "bv":
-                c = z3.BitVecVal(x.value & t.mask, t.width, self.ctx)
+                c = self.bv_const(x.value, t.width)
             else:
                 c = self.const_iv(x.value)
             return lambda g: c
@@ -356,13 +387,18 @@ class Evaluator:
         if x.op == "!":
             return lambda g: _not(d(g))
         if k == "bv":
+            if self.ints:
+                w = x.type.width
+                if x.op == "-":
+                    return lambda g: self._wrap(-d(g), w, -x.type.mask, 0)
+                return lambda g: x.type.mask - d(g)
             return (lambda g: -d(g)) if x.op == "-" else (lambda g: ~d(g))
 
         def un(g):
             a = self.as_int(d(g), x.operand.type)
             if x.op == "-":
                 return self.iv(-a.t, -a.hi, -a.lo)
-            return self.iv(~a.t, -a.hi - 1, -a.lo - 1)
+            return self.iv(-a.t - 1 if self.ints else ~a.t, -a.hi - 1, -a.lo - 1)
         return un
 
     def _binary(self, x: m.Bin) -> Deferred:
@@ -380,6 +416,10 @@ class Evaluator:
                 a, b = da(g), db(g)
                 if kind(ta) == "bool" and kind(tb) == "bool":
                     r = a == b
+                elif kind(ta) == "bv" and kind(tb) == "bv" and self.ints:
+                    r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b,
+                         "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
+                    return r
                 elif kind(ta) == "bv" and kind(tb) == "bv":
                     r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: z3.ULT(a, b),
                          "<=": lambda: z3.ULE(a, b), ">": lambda: z3.UGT(a, b),
@@ -392,6 +432,27 @@ class Evaluator:
                     return r
                 return r if op == "==" else _not(r)
             return cmp
+        if kind(x.type) == "bv" and self.ints:
+            w, mask = x.type.width, x.type.mask
+
+            def intbv(g):
+                a, b = da(g), db(g)
+                if op in ("/", "%"):
+                    self.error(_and(self.ctx, g, b == 0))
+                    return a / b if op == "/" else a % b  # non-negative: floor = truncation
+                if op == "+":
+                    return self._wrap(a + b, w, 0, 2 * mask)
+                if op == "-":
+                    return self._wrap(a - b, w, -mask, mask)
+                if op == "*":
+                    return self._wrap(a * b, w, 0, mask * mask)
+                if op in ("<<", ">>") and z3.is_int_value(z3.simplify(b)):
+                    k = z3.simplify(b).as_long()
+                    if k >= w:
+                        return self.bv_const(0, w)
+                    return self._wrap(a * (1 << k), w, 0, mask << k) if op == "<<" else a / (1 << k)
+                raise IntModeUnsupported(op)
+            return intbv
         if kind(x.type) == "bv":
             def bvop(g):
                 a, b = da(g), db(g)
@@ -412,6 +473,16 @@ class Evaluator:
 
     def _int_op(self, op: str, a: IV, b: IV, g) -> IV:
         corners = lambda f: [f(p, q) for p in (a.lo, a.hi) for q in (b.lo, b.hi)]  # noqa: E731
+        if self.ints and op in ("/", "%"):
+            self.error(_and(self.ctx, g, b.t == 0))
+            q = z3.If((a.t >= 0) == (b.t >= 0), z3.Abs(a.t) / z3.Abs(b.t), -(z3.Abs(a.t) / z3.Abs(b.t)))
+            ma = max(abs(a.lo), abs(a.hi))
+            if op == "/":
+                return self.iv(q, -ma, ma)  # truncation toward zero, as _div
+            mr = min(ma, max(abs(b.lo), abs(b.hi)))
+            return self.iv(a.t - q * b.t, -mr, mr)
+        if self.ints and op in ("&", "|", "^", "<<", ">>"):
+            raise IntModeUnsupported(op)
         if op == "+":
             return self.iv(a.t + b.t, a.lo + b.lo, a.hi + b.hi)
         if op == "-":
@@ -509,6 +580,9 @@ class Evaluator:
 
             def minmax(g):
                 x, y = da(g), db(g)
+                if kind(c.type) == "bv" and self.ints:
+                    le = x <= y
+                    return _ite(le, x, y) if n == "min" else _ite(le, y, x)
                 if kind(c.type) == "bv":
                     le = z3.ULE(x, y)
                     return _ite(le, x, y) if n == "min" else _ite(le, y, x)

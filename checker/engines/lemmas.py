@@ -16,7 +16,7 @@ from .. import model as m
 from ..ir import source_text
 from ..trace import Counterexample, Trace, TraceState, Verdict
 from .bmc import Finding
-from .encode import IV, MAX_WIDTH, Evaluator, _and, _not, kind
+from .encode import IV, MAX_WIDTH, Evaluator, IntModeUnsupported, _and, _not, kind
 from .solver import DEFAULT_TIMEOUT, new_solver, why_unknown
 
 
@@ -35,42 +35,71 @@ def _params(ev: Evaluator, lemma: m.Lemma):
         t = b.type
         if isinstance(t, m.BoolT):
             out[b.uid] = z3.Bool(b.name, ev.ctx)
+        elif isinstance(t, m.BitVecT) and ev.ints:
+            x = out[b.uid] = z3.Int(b.name, ev.ctx)
+            domain.append(_and(ev.ctx, x >= 0, x <= t.mask))
         elif isinstance(t, m.BitVecT):
             out[b.uid] = z3.BitVec(b.name, t.width, ev.ctx)
         else:
             lo, hi = (t.lo, t.hi) if isinstance(t, m.IntT) else (0, len(t.members) - 1)
-            x = z3.BitVec(b.name, ev.W, ev.ctx)
+            x = z3.Int(b.name, ev.ctx) if ev.ints else z3.BitVec(b.name, ev.W, ev.ctx)
             out[b.uid] = ev.iv(x, lo, hi)
             domain.append(_and(ev.ctx, x >= lo, x <= hi))
     return out, domain
 
 
-def _encode(lemma: m.Lemma):
+def _encode(lemma: m.Lemma, ints: bool):
     width = 8
     ctx = z3.Context()  # per lemma: the answer must not depend on what was checked before
     while True:
-        ev = Evaluator(None, width, ctx=ctx)
+        ev = Evaluator(None, width, ctx=ctx, ints=ints)
         params, domain = _params(ev, lemma)
         ev.bound = params
         holds = ev.now(lemma.body)
-        if ev.needed <= width:
+        if ev.needed <= width or ints:
             return ev, params, domain, holds
         width = ev.needed
         if width > MAX_WIDTH:
             raise ValueError(f"lemma {lemma.name} needs {width}-bit integers")
 
 
+INT_FIRST = 10.0  # seconds for the integer encoding before the bit-vector one gets its turn
+
+
 def check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None = DEFAULT_TIMEOUT,
                 cache: dict | None = None) -> Finding:
-    ev, params, domain, holds = _encode(lemma)
-    errs = ev.errs
-    claim = _and(ev.ctx, *domain, _not(_and(ev.ctx, holds, *[_not(e) for e in errs])))
-    key = claim.sexpr()
+    """Two encodings with the same semantics: unsigned values as integers with explicit
+    wrap-around (fast for linear arithmetic), then as bit-vectors (complete for the
+    bitwise operators). The first sat/unsat answer is the result."""
+    attempts = []
+    try:
+        attempts.append((_encode(lemma, ints=True), None if timeout is None else min(timeout, INT_FIRST)))
+    except IntModeUnsupported:
+        pass
+    attempts.append((_encode(lemma, ints=False), timeout))
+    key = "|".join(_claim(enc).sexpr() for enc, _ in attempts)
     if cache is not None and key in cache:
         return cache[key]
-    s = new_solver(timeout, ev.ctx)
-    s.add(claim)
-    r = s.check()
+    for enc, budget in attempts:
+        ev, params, domain, holds = enc
+        s = new_solver(budget, ev.ctx, logic=None if ev.ints else "QF_BV")
+        s.add(_claim(enc))
+        r = s.check()
+        if r != z3.unknown:
+            break
+    finding = _finding(model, lemma, s, r, enc)
+    if cache is not None:
+        cache[key] = finding
+    return finding
+
+
+def _claim(enc):
+    ev, params, domain, holds = enc
+    return _and(ev.ctx, *domain, _not(_and(ev.ctx, holds, *[_not(e) for e in ev.errs])))
+
+
+def _finding(model, lemma, s, r, enc) -> Finding:
+    ev, params, domain, holds = enc
     if r == z3.unsat:
         finding = Finding(Verdict.PROVED, note="proved by Z3 for every value of its parameters")
     elif r == z3.unknown:
@@ -78,8 +107,6 @@ def check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None = DEFAULT_
     else:
         first = s.model()
         finding = Finding(Verdict.VIOLATED, _witness(model, lemma, ev, params, _small_model(s, lemma, params, first)))
-    if cache is not None:
-        cache[key] = finding
     return finding
 
 
@@ -87,12 +114,12 @@ def _small_model(s: z3.Solver, lemma: m.Lemma, params, first):
     """A counterexample with small parameters if there is one (they read better, and a
     wrapped result then stands out as 0xffff...); the first that the solver finds
     otherwise. Deterministic: the same bounds are tried in the same order."""
-    unsigned = [params[b.uid] for b in lemma.params if isinstance(b.type, m.BitVecT)]
+    unsigned = [(params[b.uid], b.type.width) for b in lemma.params if isinstance(b.type, m.BitVecT)]
     for bits in (8, 16, 32):
         if not unsigned:
             break
         s.push()
-        s.add(*[z3.ULT(x, 1 << bits) for x in unsigned if x.size() > bits])
+        s.add(*[z3.ULT(x, 1 << bits) if z3.is_bv(x) else x < (1 << bits) for x, w in unsigned if w > bits])
         r = s.check()
         model = s.model() if r == z3.sat else None
         s.pop()
@@ -113,7 +140,7 @@ def _value(zm, v, t: m.Type):
         return z3.is_true(zm.eval(v, model_completion=True))
     term = v.t if isinstance(v, IV) else v
     raw = zm.eval(term, model_completion=True).as_long()
-    if kind(t) == "int" and raw >= 1 << (term.size() - 1):
+    if kind(t) == "int" and z3.is_bv(term) and raw >= 1 << (term.size() - 1):
         raw -= 1 << term.size()
     return raw
 
@@ -143,7 +170,7 @@ def _witness(model: m.Model, lemma: m.Lemma, ev: Evaluator, params, zm) -> Count
             text = source_text(model.source, side.span, 80)
             if not text or text in seen:
                 continue
-            side_ev = Evaluator(None, ev.W, bound=params, ctx=ev.ctx)
+            side_ev = Evaluator(None, ev.W, bound=params, ctx=ev.ctx, ints=ev.ints)
             v = side_ev.now(side)
             if side_ev.needed > ev.W or any(z3.is_true(zm.eval(e, model_completion=True)) for e in side_ev.errs):
                 continue  # e.g. a division by zero on this side: its value is not defined

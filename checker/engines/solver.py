@@ -25,11 +25,13 @@ def _configure() -> None:
         _configured = True
 
 
-def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None) -> z3.Solver:
-    """A quantifier-free bit-vector solver with fixed seeds and the given timeout, in
-    `ctx` (each engine run makes its own context, so earlier runs cannot change it)."""
+def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None,
+               logic: str | None = "QF_BV") -> z3.Solver:
+    """A solver for `logic` (quantifier-free bit-vectors by default) with fixed seeds and
+    the given timeout, in `ctx` (each engine run makes its own context, so earlier runs
+    cannot change it)."""
     _configure()
-    s = z3.SolverFor("QF_BV", ctx=ctx)
+    s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
     s.set("random_seed", SEED)
     if timeout is not None:
         s.set("timeout", max(1, int(timeout * 1000)))

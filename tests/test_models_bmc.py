@@ -1,0 +1,44 @@
+"""BMC on the shipped models: it must find every known violation of every variant at
+the depth the explicit engine finds it, and nothing else on the way; and the models
+check themselves (`check` exits 0)."""
+
+import glob
+import os
+
+import pytest
+
+from checker.cli import main
+from checker.parse import parse
+from checker.resolve import variant_names
+
+from agreement import assert_engines_agree, compiled, explicit_depths
+
+MODELS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "models", "*.spec")))
+BASE_DEPTH = 6  # a modest bound for the base models, whose properties hold
+MAX_DEPTH = 40  # deeper known violations are left to the explicit engine (said in the skip)
+
+
+def _variants():
+    for path in MODELS:
+        text = open(path, encoding="utf-8").read()
+        for v in variant_names(parse(text, path)):
+            yield pytest.param(path, v, id=f"{os.path.basename(path)}:{v}")
+
+
+@pytest.mark.parametrize("path", MODELS, ids=os.path.basename)
+def test_model_checks_itself(path, capsys):
+    assert main([path, "--brief"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path, variant", list(_variants()))
+def test_bmc_finds_the_known_violations_at_the_explicit_depth(path, variant):
+    text = open(path, encoding="utf-8").read()
+    cm = compiled(text, variant, path)
+    depths, err, _ = explicit_depths(cm)
+    known = list(depths.values()) + ([err] if err is not None else [])
+    depth = max(known, default=BASE_DEPTH)
+    if depth > MAX_DEPTH:
+        pytest.skip(f"shortest violation at depth {depth}, beyond this test's bound {MAX_DEPTH}")
+    exp, got = assert_engines_agree(cm, depth)
+    assert {k: v for k, v in exp.items() if v <= depth} == got
