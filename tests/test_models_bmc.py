@@ -42,3 +42,25 @@ def test_bmc_finds_the_known_violations_at_the_explicit_depth(path, variant):
         pytest.skip(f"shortest violation at depth {depth}, beyond this test's bound {MAX_DEPTH}")
     exp, got = assert_engines_agree(cm, depth)
     assert {k: v for k, v in exp.items() if v <= depth} == got
+
+
+HV = os.path.join(os.path.dirname(__file__), "..", "models", "hv_timer_advance.spec")
+
+
+def test_hv_timer_advance_lemmas_and_the_wrap_around(capsys):
+    assert main([HV]) == 0
+    out = capsys.readouterr().out
+    for lemma in ("expiry_not_after_deadline", "expiry_not_before_advance", "expired_iff_within_advance",
+                  "expired_iff_exact", "busy_wait_covers_advance"):
+        assert f"base                    {lemma}" in out and "proved" in out
+    wrap = out[out.index("Counterexample: variant unguarded, lemma expiry_not_after_deadline"):]
+    delta = next(line for line in wrap.splitlines() if line.strip().startswith("hv_delta("))
+    value = int(delta.split("=")[1].split()[0])
+    assert value > 2 ** 63  # wrapped around: about 2**64
+
+
+@pytest.mark.slow
+def test_hv_timer_advance_is_proved_for_every_run_length(capsys):
+    assert main([HV, "--engine", "induction", "--depth", "2", "--variant", "base", "--brief"]) == 0
+    out = capsys.readouterr().out
+    assert "no_early_timer_irq          proved" in out and "deadlock                    proved" in out

@@ -5,7 +5,9 @@ For k = 0, 1, ..., K and each property P not yet decided:
              (this is bounded model checking; a path found is a real counterexample);
   step case: no loop-free path s0 .. s(k+1) of well-typed states, with P holding in
              s0 .. sk (and every property already proved holding everywhere), ends in
-             a state violating P.
+             a state violating P. Properties are tried together (Houdini): all open
+             ones are assumed, those that can still fail are dropped, and the rest
+             are proved at once, so invariants that support each other can be proved.
 When both hold, P holds in every reachable state: along any run, the last k+1
 states before a first violation would form such a path. Because the paths are
 loop-free, some k works for every finite model; below it, the step case's path is a
@@ -76,24 +78,35 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIM
             step.solver.add(enc.distinct(frames[i], new))
         for p in proved:
             step.solver.add(_not(enc.at(p.bad, new)))
-        changed = True
-        while changed:  # a property proved may let another one's step case go through
-            changed = False
-            for p in list(open_props):
-                assume = [_not(enc.at(p.bad, frames[i])) for i in range(k + 1)]
-                r, model, reason = step.check(enc.at(p.bad, frames[k + 1]), *assume)
-                if r == z3.unsat:
-                    open_props.remove(p)
-                    proved.append(p)
-                    for f in frames:
-                        step.solver.add(_not(enc.at(p.bad, f)))
-                    if p.name != MODEL_ERROR:
-                        result.findings[p.name] = Finding(Verdict.PROVED, note=f"proved by k-induction, k = {k}")
-                    changed = True
-                elif r == z3.sat:
+        # Houdini: assume every open property on frames 0..k; drop those that can still
+        # fail at k+1 and retry; what remains is inductive together (sound: with the
+        # base case, none of them can be the first to fail on any run)
+        candidates = list(open_props)
+        while candidates:
+            step.solver.push()
+            for q in candidates:
+                for i in range(k + 1):
+                    step.solver.add(_not(enc.at(q.bad, frames[i])))
+            failing = []
+            for p in candidates:
+                r, model, reason = step.check(enc.at(p.bad, frames[k + 1]))
+                if r == z3.sat:
                     ctis[p.name] = (model, k + 1, p)
-                else:
+                    failing.append(p)
+                elif r == z3.unknown:
                     notes[p.name] = f"{reason} in the step case, k = {k}"
+                    failing.append(p)
+            step.solver.pop()
+            if not failing:
+                break
+            candidates = [p for p in candidates if p not in failing]
+        for p in candidates:
+            open_props.remove(p)
+            proved.append(p)
+            for f in frames:
+                step.solver.add(_not(enc.at(p.bad, f)))
+            if p.name != MODEL_ERROR:
+                result.findings[p.name] = Finding(Verdict.PROVED, note=f"proved by k-induction, k = {k}")
         if not open_props:
             break
     for p in open_props:
