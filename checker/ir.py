@@ -676,7 +676,7 @@ def builtins_in(x: m.TExpr | None) -> Iterator[m.Builtin]:
     elif isinstance(x, m.Bin):
         yield from builtins_in(x.left)
         yield from builtins_in(x.right)
-    elif isinstance(x, m.Un):
+    elif isinstance(x, (m.Un, m.Conv)):
         yield from builtins_in(x.operand)
     elif isinstance(x, m.Ite):
         for sub in (x.cond, x.then, x.orelse):

@@ -1,4 +1,3 @@
-<<<<<<< HEAD
 """Shared fixtures: the counter model as a file, and every tiny exporter test model
 (tests/models) exported once per session."""
 
@@ -53,9 +52,3 @@ def exported(tmp_path_factory):
                                             junit="out/spin.xml"))
     out["spin-lasso"] = (folder, None, result)
     return out
-=======
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(__file__))  # the shared helper tests/agreement.py
->>>>>>> 6b9aec5 (Z3 engines: lemmas, bounded model checking, k-induction, replay)

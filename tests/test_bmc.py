@@ -176,3 +176,23 @@ def test_induction_base_case_finds_real_violations():
     r = induction(compiled(COUNTER), 6)
     f = r.findings["both_counted"]
     assert f.verdict is Verdict.VIOLATED and f.counterexample.trace.length == 4
+
+
+def test_final_conditions_and_process_locals_agree():
+    """`final` conditions (checked in final states) and `p.r` reads of process locals."""
+    text = """model lost; var x: 0..2 = 0;
+    process inc[2] { var r: 0..2 = 0; r = x; x = r + 1; }
+    final both: x == 2 && inc[0].r + inc[1].r >= 1;
+    invariant locals_small: forall i in 0..1: (inc[i].r <= 1);"""
+    exp, got = assert_engines_agree(compiled(text), 6)
+    assert exp == got == {"both": 4}
+    r = bmc(compiled(text), 6)
+    assert "final condition both is violated" in r.findings["both"].counterexample.message
+
+
+def test_bit_numbers_out_of_range_agree():
+    text = """model bits; var b: bitset(3) = {0}; var i: 0..4 = 0;
+    process p { loop { if (i < 4) i = i + 1; assert test_bit(0, b) || test_bit(i, b); if (test_bit(i, b)) skip; } }"""
+    cm = compiled(text)
+    assert_engines_agree(cm, 12)  # the explicit engine stops at bit 3, a model error
+    assert "outside b bit" in bmc(cm, 12).model_error.message

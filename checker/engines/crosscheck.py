@@ -76,6 +76,17 @@ def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple
         if ok:
             raise ReplayMismatch(f"invariant {prop} holds in the last state, per the compiled code")
         return None, f"invariant {prop} is violated"
+    if kind == "final":
+        fin = next(f for f in cm.finals if f.property.name == prop)
+        if cm.final_state is None or not cm.final_state(s):
+            raise ReplayMismatch("the last state is not a final state, per the compiled code")
+        try:
+            ok = fin.fn(s)
+        except ModelError as e:
+            raise ReplayMismatch(f"final condition {prop} raises a model error in the compiled code: {e}") from None
+        if ok:
+            raise ReplayMismatch(f"final condition {prop} holds in the last state, per the compiled code")
+        return None, f"final condition {prop} is violated in a final state"
     if kind == "assert":
         for inst in cm.instances:
             for cs in inst.steps_at[s[inst.pc_slot]]:
@@ -106,6 +117,12 @@ def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple
                 inv.fn(s)
             except ModelError as e:
                 return None, f"evaluating invariant {inv.property.name}: {e}"
+        if cm.final_state is not None and cm.final_state(s):
+            for fin in cm.finals:
+                try:
+                    fin.fn(s)
+                except ModelError as e:
+                    return None, f"evaluating final condition {fin.property.name}: {e}"
         for inst in cm.instances:
             for cs in inst.steps_at[s[inst.pc_slot]]:
                 try:

@@ -343,6 +343,8 @@ class Evaluator:
                 return read_dyn
             cands = self.candidates(x, None)
             return lambda g: self.load(cands[0][0], t)
+        if isinstance(x, m.LocalOf):
+            return self._local_of(x)
         if isinstance(x, m.SelfE):
             c = self.const_iv(self.inst)
             return lambda g: c
@@ -544,6 +546,25 @@ class Evaluator:
             return acc
         return at
 
+    def _local_of(self, x: m.LocalOf) -> Deferred:
+        """`p.r` / `p[i].r` in a property (compile.local_of): a checked instance index."""
+        layout = self.enc.layout
+        proc = next(p for p in self.enc.program.processes if p.name == x.process)
+        di = self.ev(x.index) if x.index is not None and not isinstance(x.index, m.Const) else None
+
+        def local_of(g):
+            if x.index is None:
+                cands = [(layout.var_base[(x.sym, 0)], self.T)]
+            elif isinstance(x.index, m.Const):
+                cands = [(layout.var_base[(x.sym, x.index.value)], self.T)]
+            else:
+                idx = self.as_int(di(g), x.index.type)
+                self.error(_and(self.ctx, g, self.out_of(idx, 0, proc.instances - 1)))
+                cands = [(layout.var_base[(x.sym, i)], idx.t == i) for i in range(proc.instances)
+                         if idx.lo <= i <= idx.hi] or [(layout.var_base[(x.sym, 0)], self.F)]
+            return self.select(cands, x.type)
+        return local_of
+
     def _quant(self, x: m.Quant) -> Deferred:
         def quant(g):
             results = []
@@ -569,7 +590,8 @@ class Evaluator:
             def test_bit(g):
                 bits = self.as_int(dbits(g), a[1].type)
                 nr = self.as_int(dnr(g), a[0].type)
-                self.error(_and(self.ctx, g, nr.t < 0) if nr.lo < 0 else self.F)
+                if not isinstance(a[0], m.Const):  # a computed bit number must name a bit of the set
+                    self.error(_and(self.ctx, g, self.out_of(nr, 0, a[1].type.size - 1)))
                 return ((bits.t >> nr.t) & 1) != 0
             return test_bit
         if n == "bitmap_empty":
@@ -902,6 +924,8 @@ class Encoding:
         # properties, in the model's order; `model error` last
         self.properties = []
         inv_errs = []
+        final_state = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
+                                      for inst in self.cm.instances])
         for prop in self.program.properties:
             if prop.kind is m.PropertyKind.INVARIANT:
                 ev = Evaluator(self, width, list(self.cur))
@@ -910,6 +934,14 @@ class Encoding:
                 err = _or(self.ctx, *ev.errs)
                 inv_errs.append(err)
                 self.properties.append(SafetyProperty(prop.name, prop.kind.value, _and(self.ctx, _not(err), _not(ok))))
+            elif prop.kind is m.PropertyKind.FINAL:  # checked in final states: every process at a valid end
+                ev = Evaluator(self, width, list(self.cur))
+                ok = ev.now(prop.cond)
+                needed = max(needed, ev.needed)
+                err = _and(self.ctx, final_state, _or(self.ctx, *ev.errs))
+                inv_errs.append(err)
+                self.properties.append(SafetyProperty(prop.name, prop.kind.value,
+                                                      _and(self.ctx, final_state, _not(err), _not(ok))))
             elif prop.kind is m.PropertyKind.ASSERT:
                 bad = _or(self.ctx, *[tr.fails[prop.name] for tr in self.transitions if prop.name in tr.fails])
                 self.properties.append(SafetyProperty(prop.name, prop.kind.value, bad))
