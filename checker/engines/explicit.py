@@ -184,8 +184,13 @@ class Fingerprints:
         self.exact = bits <= self.EXACT_BITS
         self.shift = bits
         # a fixed multiplier (deterministic runs): the digits of pi, forced odd, as wide as needed
-        self.a = (int("243f6a8885a308d313198a2e03707344a4093822299f31d0082efa98ec4e6c89452821e638d0", 16)
-                  >> max(0, 300 - (bits + 64))) | 1
+        pi = int("243f6a8885a308d313198a2e03707344a4093822299f31d0082efa98ec4e6c89452821e638d0", 16)
+        need = bits + 64
+        if need > 300:  # wider states (u64 variables): more fixed bits, or the low fields barely count
+            import random
+
+            pi = (pi << (need - 300)) | random.Random(pi).getrandbits(need - 300)
+        self.a = (pi >> max(0, 300 - need)) | 1
         self.size = capacity
         self.table = array("Q", bytes(8 * capacity))
         self.count = 0
