@@ -325,9 +325,10 @@ def _rate(states: int | None, seconds: float | None) -> str:
     return f"{states / seconds:,.0f}"
 
 
-def table(headers: list[str], rows: list[list[str]]) -> str:
+def table(headers: list[str], rows: list[list[str]], left: frozenset[int] = frozenset({0})) -> str:
+    """A plain-text table; numbers right-aligned, the columns in `left` left-aligned."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    right = [i > 1 for i in range(len(headers))]
+    right = [i not in left for i in range(len(headers))]
 
     def line(cells):
         return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
@@ -374,7 +375,7 @@ def shipped_table(results: list[tuple[Path, OursResult]]) -> str:
             first = k == 0
             out.append([path.name if first else "", v["name"], _n(v["states"]), verdicts,
                         _s(r.seconds) if first else "", _mb(r.maxrss_kb) if first else ""])
-    return table(headers, out)
+    return table(headers, out, left=frozenset({0, 1, 3}))
 
 
 # ---- main ----------------------------------------------------------------------
