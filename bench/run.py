@@ -418,7 +418,8 @@ def parse_args(argv: list[str] | None):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    sys.stdout.reconfigure(line_buffering=True)  # the table after the progress lines
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # keep the table after the progress lines
     check = check_command(args.check)
     has_workers = workers_flag(check)
     missing = [t for t in ("spin", "gcc") if shutil.which(t) is None]
