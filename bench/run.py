@@ -445,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
             for spec in sorted((ROOT / "models").glob("*.spec")):
                 print(f"  models/{spec.name} ...", file=sys.stderr, flush=True)
                 shipped.append((spec, run_ours(check, spec, {}, args.repeats, work, base_only=False)))
-    print("Bench models (base variant; time = median wall time to verdict, end to end)")
+    print(f"Bench models (base variant; time = median wall time to verdict, end to end; "
+          f"load average now {os.getloadavg()[0]:.2f})")
     print(bench_table(rows, has_workers, spin_note, args.workers))
     problems = []
     for r in rows:
