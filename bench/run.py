@@ -133,32 +133,45 @@ def workers_flag(check: list[str]) -> bool:
     return "--workers" in r.stdout
 
 
-def run_ours(check: list[str], spec: Path, defines: dict[str, int], repeats: int, work: Path,
-             base_only: bool, extra: list[str] = ()) -> OursResult:
-    walls, cpus, searches, rss = [], [], [], []
-    last: dict | None = None
-    for k in range(repeats):
-        out = work / f"ours-{spec.stem}-{k}.json"
-        argv = check + [str(spec), "--brief", "--json", str(out)] + list(extra)
+class OursBench:
+    """`check` on one spec; each `once()` is one timed run, end to end."""
+
+    def __init__(self, check: list[str], spec: Path, defines: dict[str, int], work: Path,
+                 base_only: bool, extra: tuple[str, ...] = ()):
+        self.argv = check + [str(spec), "--brief"] + list(extra)
         for name, value in defines.items():
-            argv += ["-D", f"{name}={value}"]
+            self.argv += ["-D", f"{name}={value}"]
         if base_only:
-            argv += ["--variant", "base"]
-        r = run_measured(argv)
-        if r.returncode != 0 or not out.exists():
+            self.argv += ["--variant", "base"]
+        self.out = work / f"ours-{spec.stem}-{len(extra)}.json"
+        self.samples: list[tuple[Proc, float]] = []  # the run, and the engine's own seconds
+        self.last: dict | None = None
+        self.failure: Proc | None = None
+
+    def once(self) -> None:
+        if self.failure is not None:
+            return
+        self.out.unlink(missing_ok=True)
+        r = run_measured(self.argv + ["--json", str(self.out)])
+        if r.returncode != 0 or not self.out.exists():
+            self.failure = r
+            return
+        self.last = json.loads(self.out.read_text())
+        self.samples.append((r, sum(v["stats"]["seconds"] for v in self.last["variants"])))
+
+    def result(self) -> OursResult:
+        if self.failure is not None:
+            r = self.failure
             tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
             return OursResult(False, None, r.seconds, r.cpu_seconds, None, r.maxrss_kb,
                               note=f"exit {r.returncode}: " + " | ".join(tail))
-        last = json.loads(out.read_text())
-        walls.append(r.seconds)
-        cpus.append(r.cpu_seconds)
-        rss.append(r.maxrss_kb)
-        searches.append(sum(v["stats"]["seconds"] for v in last["variants"]))
-    variants = [{"name": v["name"], "states": v["stats"]["states"], "complete": v["stats"]["complete"],
-                 "verdicts": {o["property"]: o["verdict"] for o in v["outcomes"]}}
-                for v in last["variants"]]
-    return OursResult(True, sum(v["states"] for v in variants), median(walls), median(cpus), median(searches),
-                      int(median(rss)), variants)
+        variants = [{"name": v["name"], "states": v["stats"]["states"], "complete": v["stats"]["complete"],
+                     "verdicts": {o["property"]: o["verdict"] for o in v["outcomes"]}}
+                    for v in self.last["variants"]]
+        runs = [r for r, _ in self.samples]
+        return OursResult(True, sum(v["states"] for v in variants), median([r.seconds for r in runs]),
+                          median([r.cpu_seconds for r in runs]), median([t for _, t in self.samples]),
+                          int(median([r.maxrss_kb for r in runs])), variants)
 
 
 # ---- SPIN ----------------------------------------------------------------------
@@ -174,6 +187,7 @@ class SpinRun:
     seconds: float | None  # median wall time of spin -a + gcc + pan
     cpu_seconds: float | None  # median CPU time of the same
     pan_seconds: float | None  # median wall time of pan alone
+    search_seconds: float | None  # median of pan's own "elapsed time" (the search)
     maxrss_kb: int | None  # median peak memory of pan
     pan_memory_mb: float | None  # pan's own "total actual memory usage"
     note: str = ""
@@ -183,6 +197,8 @@ _STORED = re.compile(r"^\s*(\d+) states, stored", re.M)
 _ERRORS = re.compile(r"errors: (\d+)")
 _DEPTH = re.compile(r"depth reached (\d+)")
 _MEMORY = re.compile(r"^\s*([\d.]+)\s+total actual memory usage", re.M)
+_ELAPSED = re.compile(r"pan: elapsed time ([\d.e+-]+) seconds")
+_TOO_SHALLOW = "max search depth too small"
 
 
 def promela_instance(template: Path, param: str, n: int) -> str:
@@ -194,7 +210,12 @@ def promela_instance(template: Path, param: str, n: int) -> str:
     return f"#define {param} {n}\n#define FORALL_N(P) ({conj})\n" + template.read_text()
 
 
+def _elapsed(pans: list[Proc]) -> list[float]:
+    return [float(m.group(1)) for m in (_ELAPSED.search(p.stdout) for p in pans) if m]
+
+
 def pan_depth_args(limit: int) -> list[str]:
+    """pan's -m option, left out at its default."""
     return [] if limit == PAN_DEFAULT_DEPTH else [f"-m{limit}"]
 
 
@@ -204,68 +225,88 @@ def _round_up(x: int) -> int:
     return -(-x // unit) * unit
 
 
-def run_spin(pml: Path, work: Path, repeats: int, reduce: bool) -> SpinRun:
-    """spin -a, gcc -O2, ./pan; `reduce=False` turns off statement merging and POR."""
-    tag = "por" if reduce else "noreduce"
-    d = work / f"{pml.stem}-{tag}"
-    d.mkdir(exist_ok=True)
-    src = d / pml.name
-    shutil.copy(pml, src)
-    spin_argv = ["spin", "-a", src.name] if reduce else ["spin", "-o3", "-a", src.name]
-    gcc_argv = ["gcc", "-O2", "-o", "pan", "pan.c"] if reduce else ["gcc", "-O2", "-DNOREDUCE", "-o", "pan", "pan.c"]
+class SpinBench:
+    """SPIN on one Promela file: spin -a, gcc -O2, ./pan.
 
-    def build() -> tuple[Proc, Proc | None, str | None]:
-        s = run_measured(spin_argv, cwd=d)
-        if s.returncode != 0:
-            return s, None, "spin -a failed: " + (s.stdout + s.stderr).strip()[-300:]
-        g = run_measured(gcc_argv, cwd=d)
-        if g.returncode != 0:
-            return s, g, "gcc failed: " + g.stderr.strip()[-300:]
-        return s, g, None
+    `reduce=False` turns off statement merging and partial-order reduction. Building
+    does an untimed calibration run first, which is all a state count needs; each
+    `once()` is then one timed run, end to end."""
 
-    # Find the depth limit that lets pan finish (not timed): pan stops at -m and says so.
-    # Then give the timed runs a stack just deeper than the search (pan's depth-first
-    # order is deterministic), so that SPIN is not charged for an oversized stack.
-    *_, failure = build()
-    if failure:
-        return SpinRun(False, None, None, None, 0, None, None, None, None, None, failure)
-    limit = PAN_DEFAULT_DEPTH
-    while True:
-        p = run_measured(["./pan"] + pan_depth_args(limit), cwd=d)
-        if "max search depth too small" not in p.stdout or limit >= PAN_MAX_DEPTH:
-            break
-        limit *= PAN_DEPTH_STEP
-    depth = _DEPTH.search(p.stdout)
-    if limit > PAN_DEFAULT_DEPTH and depth:
-        limit = min(limit, _round_up(int(depth.group(1)) * 11 // 10))
-    pan_args = pan_depth_args(limit)
-    totals, cpus, pans, rss = [], [], [p.seconds], [p.maxrss_kb]
-    if reduce:  # timed runs, end to end; without reductions only the count matters
-        pans, rss = [], []
-    for k in range(repeats if reduce else 0):
-        s, g, failure = build()
-        if failure:
-            return SpinRun(False, None, None, None, limit, None, None, None, None, None, failure)
-        p = run_measured(["./pan"] + pan_args, cwd=d)
-        if "max search depth too small" in p.stdout:
-            break  # reported below as incomplete
-        totals.append(s.seconds + g.seconds + p.seconds)
-        cpus.append(s.cpu_seconds + g.cpu_seconds + p.cpu_seconds)
-        pans.append(p.seconds)
-        rss.append(p.maxrss_kb)
-    out = p.stdout
-    stored = _STORED.search(out)
-    errors = _ERRORS.search(out)
-    depth = _DEPTH.search(out)
-    mem = _MEMORY.search(out)
-    complete = "max search depth too small" not in out
-    ok = bool(stored and errors and complete and int(errors.group(1)) == 0)
-    note = "" if complete else f"incomplete even with -m{limit}"
-    if errors and int(errors.group(1)):
-        note = "pan reports errors: " + "; ".join(l.strip() for l in out.splitlines() if "pan:" in l)[:300]
-    return SpinRun(ok, int(stored.group(1)) if stored else None, int(errors.group(1)) if errors else None,
-                   int(depth.group(1)) if depth else None, limit, median(totals), median(cpus), median(pans),
-                   int(median(rss)), float(mem.group(1)) if mem else None, note)
+    def __init__(self, pml: Path, work: Path, reduce: bool):
+        self.dir = work / f"{pml.stem}-{'por' if reduce else 'noreduce'}"
+        self.dir.mkdir(exist_ok=True)
+        shutil.copy(pml, self.dir / pml.name)
+        self.spin_argv = ["spin", "-a", pml.name] if reduce else ["spin", "-o3", "-a", pml.name]
+        self.gcc_argv = ["gcc", "-O2", "-o", "pan", "pan.c"]
+        if not reduce:
+            self.gcc_argv[2:2] = ["-DNOREDUCE"]
+        self.samples: list[tuple[float, float, Proc]] = []  # wall, cpu (all three), pan
+        self.failure: str | None = None
+        self.limit = PAN_DEFAULT_DEPTH  # -m for the timed runs
+        self.calibrated = PAN_DEFAULT_DEPTH  # -m of the calibration run
+        self.last: Proc | None = None
+        self.calibrate()
+
+    def build(self) -> tuple[float, float] | None:
+        """spin -a and gcc: their wall and CPU seconds, or None (and a failure) if one fails."""
+        wall = cpu = 0.0
+        for argv in (self.spin_argv, self.gcc_argv):
+            r = run_measured(argv, cwd=self.dir)
+            wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
+            if r.returncode != 0:
+                self.failure = f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
+                return None
+        return wall, cpu
+
+    def pan(self) -> Proc:
+        return run_measured(["./pan"] + pan_depth_args(self.limit), cwd=self.dir)
+
+    def calibrate(self) -> None:
+        """Find a depth limit that lets pan finish: pan stops at -m and says so. The timed
+        runs then get a stack just deeper than the search (pan's depth-first order is
+        deterministic), so that SPIN is not charged for an oversized stack."""
+        if self.build() is None:
+            return
+        while True:
+            self.last = self.pan()
+            if _TOO_SHALLOW not in self.last.stdout or self.limit >= PAN_MAX_DEPTH:
+                break
+            self.limit *= PAN_DEPTH_STEP
+        depth = _DEPTH.search(self.last.stdout)
+        self.calibrated = self.limit
+        if self.limit > PAN_DEFAULT_DEPTH and depth:
+            self.limit = min(self.limit, _round_up(int(depth.group(1)) * 11 // 10))
+
+    def once(self) -> None:
+        if self.failure is not None or _TOO_SHALLOW in self.last.stdout:
+            return
+        built = self.build()
+        if built is None:
+            return
+        p = self.pan()
+        self.last = p
+        if _TOO_SHALLOW not in p.stdout:
+            self.samples.append((built[0] + p.seconds, built[1] + p.cpu_seconds, p))
+
+    def result(self) -> SpinRun:
+        if self.failure is not None or self.last is None:
+            return SpinRun(False, None, None, None, self.limit, None, None, None, None, None, None,
+                           self.failure or "no run")
+        out = self.last.stdout
+        stored, errors, depth, mem = (rx.search(out) for rx in (_STORED, _ERRORS, _DEPTH, _MEMORY))
+        complete = _TOO_SHALLOW not in out
+        ok = bool(stored and errors and complete and int(errors.group(1)) == 0)
+        note = "" if complete else f"incomplete even with -m{self.calibrated}"
+        if errors and int(errors.group(1)):
+            note = "pan reports errors: " + "; ".join(l.strip() for l in out.splitlines() if "pan:" in l)[:300]
+        pans = [p for _, _, p in self.samples] or [self.last]
+        limit = self.limit if self.samples else self.calibrated
+        return SpinRun(ok, int(stored.group(1)) if stored else None, int(errors.group(1)) if errors else None,
+                       int(depth.group(1)) if depth else None, limit,
+                       median([w for w, _, _ in self.samples]), median([c for _, c, _ in self.samples]),
+                       median([p.seconds for p in pans]), median(_elapsed(pans)),
+                       int(median([p.maxrss_kb for p in pans])),
+                       float(mem.group(1)) if mem else None, note)
 
 
 # ---- one row of the bench table -------------------------------------------------
@@ -284,24 +325,32 @@ class Row:
 
 def bench_row(fam: Family, n: int, args, check: list[str], has_workers: bool, spin_ok: bool,
               work: Path) -> Row:
+    """Measure one size. The tools take turns within each repeat, so that a change in the
+    machine's load during the run falls on both rather than on one."""
     defines = {fam.param: n}
-    ours = run_ours(check, fam.spec, defines, args.repeats, work, base_only=True)
+    ours = OursBench(check, fam.spec, defines, work, base_only=True)
     multi = None
     if has_workers:
-        multi = run_ours(check, fam.spec, defines, args.repeats, work, base_only=True,
-                         extra=["--workers", str(args.workers)])
+        multi = OursBench(check, fam.spec, defines, work, base_only=True,
+                          extra=("--workers", str(args.workers)))
     spin = noreduce = None
-    agree = None
     if spin_ok:
         d = work / f"{fam.name}-{n}"
         d.mkdir()
         pml = d / fam.promela.name
         pml.write_text(promela_instance(fam.promela, fam.param, n))
-        noreduce = run_spin(pml, d, 1, reduce=False)
-        spin = run_spin(pml, d, args.repeats, reduce=True)
-        if ours.states is not None and noreduce.states is not None:
-            agree = ours.states == noreduce.states
-    return Row(fam.name, n, ours, multi, spin, noreduce, agree)
+        noreduce = SpinBench(pml, d, reduce=False)
+        spin = SpinBench(pml, d, reduce=True)
+    for _ in range(args.repeats):
+        for bench in (ours, multi, spin):
+            if bench is not None:
+                bench.once()
+    o = ours.result()
+    z = noreduce.result() if noreduce else None
+    agree = None
+    if o.states is not None and z is not None and z.states is not None:
+        agree = o.states == z.states
+    return Row(fam.name, n, o, multi.result() if multi else None, spin.result() if spin else None, z, agree)
 
 
 # ---- formatting ----------------------------------------------------------------
@@ -358,7 +407,7 @@ def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int
         out.append([r.family, str(r.n), _n(o.states) if o.ok else "FAILED", spin_states,
                     _n(s.states) if s else "-", agree, _s(o.seconds), _s(s.seconds) if s else "-", ratio,
                     cpu_ratio, _s(s.pan_seconds) if s else "-",
-                    _rate(o.states, o.search_seconds), _rate(s.states, s.pan_seconds) if s else "-",
+                    _rate(o.states, o.search_seconds), _rate(s.states, s.search_seconds) if s else "-",
                     _mb(o.maxrss_kb), _mb(s.maxrss_kb) if s else "-", multi])
     return table(headers, out)
 
@@ -444,7 +493,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_shipped:
             for spec in sorted((ROOT / "models").glob("*.spec")):
                 print(f"  models/{spec.name} ...", file=sys.stderr, flush=True)
-                shipped.append((spec, run_ours(check, spec, {}, args.repeats, work, base_only=False)))
+                ours = OursBench(check, spec, {}, work, base_only=False)
+                for _ in range(args.repeats):
+                    ours.once()
+                shipped.append((spec, ours.result()))
     print(f"Bench models (base variant; time = median wall time to verdict, end to end; "
           f"load average now {os.getloadavg()[0]:.2f})")
     print(bench_table(rows, has_workers, spin_note, args.workers))
@@ -466,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     print("time: ours `check` wall time; SPIN time: spin -a + gcc -O2 + ./pan wall time, default "
           "settings; ratio = ours / SPIN (target <= 1.0).")
     print("pan time: pan alone, with the default hash table (-w24) and a DFS stack (-m) just deeper than the search.")
-    print("states/s: over the search alone (our engine's own clock; pan's wall time). "
+    print("states/s: over the search alone, by each tool's own clock (ours: the JSON's seconds; pan: "
+          "its 'elapsed time'). "
           "MB: peak resident memory of `check` / of pan.")
     if depths:
         print("pan's default -m10000 is too shallow for: " + ", ".join(depths) +
