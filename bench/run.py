@@ -22,6 +22,7 @@ Usage: python bench/run.py [--sizes quick|default|large] [--model NAME=N,N ...]
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -127,10 +128,10 @@ def check_command(explicit: str | None) -> list[str]:
     return [sys.executable, "-m", "checker"]
 
 
-def workers_flag(check: list[str]) -> bool:
-    """Whether this `check` can search with several worker processes yet."""
-    r = run_measured(check + ["--help"])
-    return "--workers" in r.stdout
+@functools.cache
+def check_help(check: tuple[str, ...]) -> str:
+    """`check --help`: which options this `check` has (--workers, --with-timing)."""
+    return run_measured(list(check) + ["--help"]).stdout
 
 
 class OursBench:
@@ -139,6 +140,8 @@ class OursBench:
     def __init__(self, check: list[str], spec: Path, defines: dict[str, int], work: Path,
                  base_only: bool, extra: tuple[str, ...] = ()):
         self.argv = check + [str(spec), "--brief"] + list(extra)
+        if "--with-timing" in check_help(tuple(check)):  # the JSON has seconds only when asked
+            self.argv.append("--with-timing")
         for name, value in defines.items():
             self.argv += ["-D", f"{name}={value}"]
         if base_only:
@@ -157,7 +160,8 @@ class OursBench:
             self.failure = r
             return
         self.last = json.loads(self.out.read_text())
-        self.samples.append((r, sum(v["stats"]["seconds"] for v in self.last["variants"])))
+        seconds = [v["stats"].get("seconds") for v in self.last["variants"]]
+        self.samples.append((r, None if None in seconds else sum(seconds)))
 
     def result(self) -> OursResult:
         if self.failure is not None:
@@ -170,7 +174,8 @@ class OursBench:
                     for v in self.last["variants"]]
         runs = [r for r, _ in self.samples]
         return OursResult(True, sum(v["states"] for v in variants), median([r.seconds for r in runs]),
-                          median([r.cpu_seconds for r in runs]), median([t for _, t in self.samples]),
+                          median([r.cpu_seconds for r in runs]),
+                          median([t for _, t in self.samples if t is not None]),
                           int(median([r.maxrss_kb for r in runs])), variants)
 
 
@@ -413,14 +418,15 @@ def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int
 
 
 def shipped_table(results: list[tuple[Path, OursResult]]) -> str:
-    headers = ["model", "variant", "states", "verdicts", "time", "MB"]
+    headers = ["model", "variant", "states", "properties (as expected)", "time", "MB"]
     out = []
     for path, r in results:
         if not r.ok:
             out.append([path.name, "-", "FAILED", r.note[:60], _s(r.seconds), _mb(r.maxrss_kb)])
             continue
         for k, v in enumerate(r.variants):
-            verdicts = ", ".join(f"{p} {x}" for p, x in v["verdicts"].items())
+            broken = [p for p, x in v["verdicts"].items() if x != "holds"]
+            verdicts = f"{len(v['verdicts'])} hold" if not broken else "violated: " + ", ".join(broken)
             first = k == 0
             out.append([path.name if first else "", v["name"], _n(v["states"]), verdicts,
                         _s(r.seconds) if first else "", _mb(r.maxrss_kb) if first else ""])
@@ -470,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # keep the table after the progress lines
     check = check_command(args.check)
-    has_workers = workers_flag(check)
+    has_workers = "--workers" in check_help(tuple(check))
     missing = [t for t in ("spin", "gcc") if shutil.which(t) is None]
     spin_ok = not args.no_spin and not missing
     spin_note = "off" if args.no_spin else ("not installed" if missing else "")
