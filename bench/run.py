@@ -54,16 +54,13 @@ class Family:
     promela: Path
     param: str
     sizes: dict[str, tuple[int, ...]]  # size preset -> values of the constant
-    what: str
 
 
 FAMILIES = (
     Family("philosophers", BENCH / "models/philosophers.spec", BENCH / "promela/philosophers.pml", "N",
-           {"quick": (4, 6), "default": (6, 7, 8, 9), "large": (6, 7, 8, 9, 10)},
-           "dining philosophers, resource-ordered forks"),
+           {"quick": (4, 6), "default": (6, 7, 8, 9), "large": (6, 7, 8, 9, 10)}),
     Family("kvm_vcpus", BENCH / "models/kvm_vcpus.spec", BENCH / "promela/kvm_vcpus.pml", "N",
-           {"quick": (1, 2), "default": (2, 3), "large": (2, 3)},
-           "N vCPUs: mode, request bit, cmpxchg kick, one hrtimer each"),
+           {"quick": (1, 2), "default": (2, 3), "large": (2, 3)}),
 )
 
 
