@@ -143,7 +143,7 @@ class OursBench:
             self.argv += ["-D", f"{name}={value}"]
         if base_only:
             self.argv += ["--variant", "base"]
-        self.out = work / f"ours-{spec.stem}-{len(extra)}.json"
+        self.out = work / f"ours-{spec.stem}-{'-'.join(extra)}.json"
         self.samples: list[tuple[Proc, float]] = []  # the run, and the engine's own seconds
         self.last: dict | None = None
         self.failure: Proc | None = None
@@ -330,7 +330,8 @@ def bench_row(fam: Family, n: int, args, check: list[str], has_workers: bool, sp
     """Measure one size. The tools take turns within each repeat, so that a change in the
     machine's load during the run falls on both rather than on one."""
     defines = {fam.param: n}
-    ours = OursBench(check, fam.spec, defines, work, base_only=True)
+    single = ("--workers", "1") if has_workers else ()  # explicit, whatever the default becomes
+    ours = OursBench(check, fam.spec, defines, work, base_only=True, extra=single)
     multi = None
     if has_workers:
         multi = OursBench(check, fam.spec, defines, work, base_only=True,
