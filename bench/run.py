@@ -4,8 +4,10 @@
 For every bench model family (bench/models/*.spec, with a Promela twin in bench/promela/)
 and every size N it runs:
 
-  ours  `check FILE -D N=n --variant base --brief --json OUT`, end to end (Python start-up,
-        parse, compile, search), single worker; and with `--workers` once `check` has it.
+  ours  `check FILE -D N=n --variant base --workers 1 --brief --json OUT --with-timing`,
+        end to end (Python start-up, parse, compile, search); and with `--workers W`.
+        Options this `check` lacks (read from `check --help`) are left out, and the
+        W-worker column then says n/a.
   SPIN  end to end with default settings: `spin -a`, `gcc -O2 -o pan pan.c`, `./pan`;
         and once with reductions off (`spin -o3 -a`, `gcc -O2 -DNOREDUCE`) to compare
         state counts, which must agree exactly with ours.
