@@ -1,0 +1,560 @@
+#!/usr/bin/env python3
+"""Benchmark timerace against SPIN on the same models, side by side, in one run.
+
+For every bench model family (bench/models/*.spec, with a Promela twin in bench/promela/)
+and every size N it runs:
+
+  ours  `check FILE -D N=n --variant base --workers 1 --brief --json OUT --with-timing`,
+        end to end (Python start-up, parse, compile, search); and with `--workers W`.
+        Options this `check` lacks (read from `check --help`) are left out, and the
+        W-worker column then says n/a.
+  SPIN  end to end with default settings: `spin -a`, `gcc -O2 -o pan pan.c`, `./pan`;
+        and once with reductions off (`spin -o3 -a`, `gcc -O2 -DNOREDUCE`) to compare
+        state counts, which must agree exactly with ours.
+
+It then checks every shipped model (models/*.spec, all variants, `check --brief`) and
+prints one table per part. It installs nothing: SPIN and gcc are used if they are on PATH,
+and the SPIN columns say "not installed" otherwise. Times are medians of --repeats runs;
+peak memory is the child's ru_maxrss (os.wait4), the same measure for both tools.
+
+Usage: python bench/run.py [--sizes quick|default|large] [--model NAME=N,N ...]
+                           [--repeats K] [--no-spin] [--no-shipped] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+
+# pan's default depth limit is 10,000 steps; deeper searches are retried with this
+# many times more until pan stops reporting "max search depth too small".
+PAN_DEFAULT_DEPTH = 10_000
+PAN_DEPTH_STEP = 10
+PAN_MAX_DEPTH = 100_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """A model that scales with one constant, written in both languages."""
+
+    name: str
+    spec: Path
+    promela: Path
+    param: str
+    sizes: dict[str, tuple[int, ...]]  # size preset -> values of the constant
+
+
+FAMILIES = (
+    Family("philosophers", BENCH / "models/philosophers.spec", BENCH / "promela/philosophers.pml", "N",
+           {"quick": (4, 6), "default": (6, 7, 8, 9), "large": (6, 7, 8, 9, 10)}),
+    Family("kvm_vcpus", BENCH / "models/kvm_vcpus.spec", BENCH / "promela/kvm_vcpus.pml", "N",
+           {"quick": (1, 2), "default": (2, 3), "large": (2, 3)}),
+)
+
+
+# ---- running a child and measuring it -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """One finished child process: exit code, wall time, peak memory, output."""
+
+    returncode: int
+    seconds: float
+    cpu_seconds: float  # user + system: less sensitive than wall time to a busy machine
+    maxrss_kb: int
+    stdout: str
+    stderr: str
+
+
+def run_measured(argv: list[str], cwd: Path | None = None) -> Proc:
+    """Run a command; wall time and ru_maxrss come from this child alone (os.wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        p = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Proc(p.returncode, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
+                    out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+
+def median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+# ---- ours ----------------------------------------------------------------------
+
+
+@dataclass
+class OursResult:
+    ok: bool  # exit 0: every property as expected, search complete
+    states: int | None  # of the base variant (bench) or summed over variants (shipped)
+    seconds: float | None  # median wall time, end to end
+    cpu_seconds: float | None  # median CPU time, end to end
+    search_seconds: float | None  # median engine time reported in the JSON
+    maxrss_kb: int | None
+    variants: list[dict] = field(default_factory=list)
+    note: str = ""
+
+
+def check_command(explicit: str | None) -> list[str]:
+    """The `check` to benchmark: --check, else the one next to this Python, else PATH."""
+    if explicit:
+        return [explicit]
+    beside = Path(sys.executable).parent / "check"
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("check")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "checker"]
+
+
+@functools.cache
+def check_help(check: tuple[str, ...]) -> str:
+    """`check --help`: which options this `check` has (--workers, --with-timing)."""
+    return run_measured(list(check) + ["--help"]).stdout
+
+
+class OursBench:
+    """`check` on one spec; each `once()` is one timed run, end to end."""
+
+    def __init__(self, check: list[str], spec: Path, defines: dict[str, int], work: Path,
+                 base_only: bool, extra: tuple[str, ...] = ()):
+        self.argv = check + [str(spec), "--brief"] + list(extra)
+        if "--with-timing" in check_help(tuple(check)):  # the JSON has seconds only when asked
+            self.argv.append("--with-timing")
+        for name, value in defines.items():
+            self.argv += ["-D", f"{name}={value}"]
+        if base_only:
+            self.argv += ["--variant", "base"]
+        self.out = work / f"ours-{spec.stem}-{'-'.join(extra)}.json"
+        self.samples: list[tuple[Proc, float]] = []  # the run, and the engine's own seconds
+        self.last: dict | None = None
+        self.failure: Proc | None = None
+
+    def once(self) -> None:
+        if self.failure is not None:
+            return
+        self.out.unlink(missing_ok=True)
+        r = run_measured(self.argv + ["--json", str(self.out)])
+        if r.returncode != 0 or not self.out.exists():
+            self.failure = r
+            return
+        self.last = json.loads(self.out.read_text())
+        seconds = [v["stats"].get("seconds") for v in self.last["variants"]]
+        self.samples.append((r, None if None in seconds else sum(seconds)))
+
+    def result(self) -> OursResult:
+        if self.failure is not None:
+            r = self.failure
+            tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
+            return OursResult(False, None, r.seconds, r.cpu_seconds, None, r.maxrss_kb,
+                              note=f"exit {r.returncode}: " + " | ".join(tail))
+        variants = [{"name": v["name"], "states": v["stats"]["states"], "complete": v["stats"]["complete"],
+                     "verdicts": {o["property"]: o["verdict"] for o in v["outcomes"]}}
+                    for v in self.last["variants"]]
+        runs = [r for r, _ in self.samples]
+        return OursResult(True, sum(v["states"] for v in variants), median([r.seconds for r in runs]),
+                          median([r.cpu_seconds for r in runs]),
+                          median([t for _, t in self.samples if t is not None]),
+                          int(median([r.maxrss_kb for r in runs])), variants)
+
+
+# ---- SPIN ----------------------------------------------------------------------
+
+
+@dataclass
+class SpinRun:
+    ok: bool
+    states: int | None  # pan's "states, stored"
+    errors: int | None
+    depth: int | None
+    pan_depth_limit: int  # the -m that let the search finish
+    seconds: float | None  # median wall time of spin -a + gcc + pan
+    cpu_seconds: float | None  # median CPU time of the same
+    pan_seconds: float | None  # median wall time of pan alone
+    search_seconds: float | None  # median of pan's own "elapsed time" (the search)
+    maxrss_kb: int | None  # median peak memory of pan
+    pan_memory_mb: float | None  # pan's own "total actual memory usage"
+    note: str = ""
+
+
+_STORED = re.compile(r"^\s*(\d+) states, stored", re.M)
+_ERRORS = re.compile(r"errors: (\d+)")
+_DEPTH = re.compile(r"depth reached (\d+)")
+_MEMORY = re.compile(r"^\s*([\d.]+)\s+total actual memory usage", re.M)
+_ELAPSED = re.compile(r"pan: elapsed time ([\d.e+-]+) seconds")
+_TOO_SHALLOW = "max search depth too small"
+
+
+def promela_instance(template: Path, param: str, n: int) -> str:
+    """The Promela twin for one size: the constant and its FORALL_N expansion in front.
+
+    Promela has no quantifier, so invariants over all N processes are written with
+    FORALL_N(P), which this expands to P(0) && ... && P(n-1)."""
+    conj = " && ".join(f"P({i})" for i in range(n))
+    return f"#define {param} {n}\n#define FORALL_N(P) ({conj})\n" + template.read_text()
+
+
+def _elapsed(pans: list[Proc]) -> list[float]:
+    return [float(m.group(1)) for m in (_ELAPSED.search(p.stdout) for p in pans) if m]
+
+
+def pan_depth_args(limit: int) -> list[str]:
+    """pan's -m option, left out at its default."""
+    return [] if limit == PAN_DEFAULT_DEPTH else [f"-m{limit}"]
+
+
+def _round_up(x: int) -> int:
+    """x rounded up to two significant digits (a readable -m value)."""
+    unit = 10 ** max(len(str(x)) - 2, 0)
+    return -(-x // unit) * unit
+
+
+class SpinBench:
+    """SPIN on one Promela file: spin -a, gcc -O2, ./pan.
+
+    `reduce=False` turns off statement merging and partial-order reduction. Building
+    does an untimed calibration run first, which is all a state count needs; each
+    `once()` is then one timed run, end to end."""
+
+    def __init__(self, pml: Path, work: Path, reduce: bool):
+        self.dir = work / f"{pml.stem}-{'por' if reduce else 'noreduce'}"
+        self.dir.mkdir(exist_ok=True)
+        shutil.copy(pml, self.dir / pml.name)
+        self.spin_argv = ["spin", "-a", pml.name] if reduce else ["spin", "-o3", "-a", pml.name]
+        self.gcc_argv = ["gcc", "-O2", "-o", "pan", "pan.c"]
+        if not reduce:
+            self.gcc_argv[2:2] = ["-DNOREDUCE"]
+        self.samples: list[tuple[float, float, Proc]] = []  # wall, cpu (all three), pan
+        self.failure: str | None = None
+        self.limit = PAN_DEFAULT_DEPTH  # -m for the timed runs
+        self.calibrated = PAN_DEFAULT_DEPTH  # -m of the calibration run
+        self.last: Proc | None = None
+        self.calibrate()
+
+    def build(self) -> tuple[float, float] | None:
+        """spin -a and gcc: their wall and CPU seconds, or None (and a failure) if one fails."""
+        wall = cpu = 0.0
+        for argv in (self.spin_argv, self.gcc_argv):
+            r = run_measured(argv, cwd=self.dir)
+            wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
+            if r.returncode != 0:
+                self.failure = f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
+                return None
+        return wall, cpu
+
+    def pan(self) -> Proc:
+        return run_measured(["./pan"] + pan_depth_args(self.limit), cwd=self.dir)
+
+    def calibrate(self) -> None:
+        """Find a depth limit that lets pan finish: pan stops at -m and says so. The timed
+        runs then get a stack just deeper than the search (pan's depth-first order is
+        deterministic), so that SPIN is not charged for an oversized stack."""
+        if self.build() is None:
+            return
+        while True:
+            self.last = self.pan()
+            if _TOO_SHALLOW not in self.last.stdout or self.limit >= PAN_MAX_DEPTH:
+                break
+            self.limit *= PAN_DEPTH_STEP
+        depth = _DEPTH.search(self.last.stdout)
+        self.calibrated = self.limit
+        if self.limit > PAN_DEFAULT_DEPTH and depth:
+            self.limit = min(self.limit, _round_up(int(depth.group(1)) * 11 // 10))
+
+    def once(self) -> None:
+        if self.failure is not None or _TOO_SHALLOW in self.last.stdout:
+            return
+        built = self.build()
+        if built is None:
+            return
+        p = self.pan()
+        self.last = p
+        if _TOO_SHALLOW not in p.stdout:
+            self.samples.append((built[0] + p.seconds, built[1] + p.cpu_seconds, p))
+
+    def result(self) -> SpinRun:
+        if self.failure is not None or self.last is None:
+            return SpinRun(False, None, None, None, self.limit, None, None, None, None, None, None,
+                           self.failure or "no run")
+        out = self.last.stdout
+        stored, errors, depth, mem = (rx.search(out) for rx in (_STORED, _ERRORS, _DEPTH, _MEMORY))
+        complete = _TOO_SHALLOW not in out
+        ok = bool(stored and errors and complete and int(errors.group(1)) == 0)
+        note = "" if complete else f"incomplete even with -m{self.calibrated}"
+        if errors and int(errors.group(1)):
+            note = "pan reports errors: " + "; ".join(l.strip() for l in out.splitlines() if "pan:" in l)[:300]
+        pans = [p for _, _, p in self.samples] or [self.last]
+        limit = self.limit if self.samples else self.calibrated
+        return SpinRun(ok, int(stored.group(1)) if stored else None, int(errors.group(1)) if errors else None,
+                       int(depth.group(1)) if depth else None, limit,
+                       median([w for w, _, _ in self.samples]), median([c for _, c, _ in self.samples]),
+                       median([p.seconds for p in pans]), median(_elapsed(pans)),
+                       int(median([p.maxrss_kb for p in pans])),
+                       float(mem.group(1)) if mem else None, note)
+
+
+# ---- one row of the bench table -------------------------------------------------
+
+
+@dataclass
+class Row:
+    family: str
+    n: int
+    ours: OursResult
+    workers: OursResult | None
+    spin: SpinRun | None  # default settings, timed
+    spin_noreduce: SpinRun | None  # reductions off, for the state count
+    counts_agree: bool | None
+
+
+def bench_row(fam: Family, n: int, args, check: list[str], has_workers: bool, spin_ok: bool,
+              work: Path) -> Row:
+    """Measure one size. The tools take turns within each repeat, so that a change in the
+    machine's load during the run falls on both rather than on one."""
+    defines = {fam.param: n}
+    single = ("--workers", "1") if has_workers else ()  # explicit, whatever the default becomes
+    ours = OursBench(check, fam.spec, defines, work, base_only=True, extra=single)
+    multi = None
+    if has_workers:
+        multi = OursBench(check, fam.spec, defines, work, base_only=True,
+                          extra=("--workers", str(args.workers)))
+    spin = noreduce = None
+    if spin_ok:
+        d = work / f"{fam.name}-{n}"
+        d.mkdir()
+        pml = d / fam.promela.name
+        pml.write_text(promela_instance(fam.promela, fam.param, n))
+        noreduce = SpinBench(pml, d, reduce=False)
+        spin = SpinBench(pml, d, reduce=True)
+    for _ in range(args.repeats):
+        for bench in (ours, multi, spin):
+            if bench is not None:
+                bench.once()
+    o = ours.result()
+    z = noreduce.result() if noreduce else None
+    agree = None
+    if o.states is not None and z is not None and z.states is not None:
+        agree = o.states == z.states
+    return Row(fam.name, n, o, multi.result() if multi else None, spin.result() if spin else None, z, agree)
+
+
+# ---- formatting ----------------------------------------------------------------
+
+
+def _n(x: int | None) -> str:
+    return "-" if x is None else f"{x:,}"
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _mb(kb: int | None) -> str:
+    return "-" if kb is None else f"{kb / 1024:.0f}"
+
+
+def _rate(states: int | None, seconds: float | None) -> str:
+    if states is None or not seconds or seconds < 0.01:  # below the clocks' resolution
+        return "-"
+    return f"{states / seconds:,.0f}"
+
+
+def table(headers: list[str], rows: list[list[str]], left: frozenset[int] = frozenset({0})) -> str:
+    """A plain-text table; numbers right-aligned, the columns in `left` left-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    right = [i not in left for i in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int) -> str:
+    headers = ["model", "N", "states", "SPIN states", "SPIN POR", "agree", "time", "SPIN time", "ratio",
+               "cpu ratio", "pan time", "states/s", "SPIN st/s", "MB", "SPIN MB", f"time {workers}w"]
+    out = []
+    for r in rows:
+        o, s, z = r.ours, r.spin, r.spin_noreduce
+        spin_states = _n(z.states) if z else spin_note
+        agree = {True: "yes", False: "NO", None: "-"}[r.counts_agree]
+        ratio = cpu_ratio = "-"
+        if o.seconds and s and s.seconds:
+            ratio = f"{o.seconds / s.seconds:.2f}"
+        if o.cpu_seconds and s and s.cpu_seconds:
+            cpu_ratio = f"{o.cpu_seconds / s.cpu_seconds:.2f}"
+        if not has_workers:
+            multi = "n/a"
+        elif r.workers and r.workers.ok:
+            multi = _s(r.workers.seconds)
+        else:
+            multi = "failed"
+        out.append([r.family, str(r.n), _n(o.states) if o.ok else "FAILED", spin_states,
+                    _n(s.states) if s else "-", agree, _s(o.seconds), _s(s.seconds) if s else "-", ratio,
+                    cpu_ratio, _s(s.pan_seconds) if s else "-",
+                    _rate(o.states, o.search_seconds), _rate(s.states, s.search_seconds) if s else "-",
+                    _mb(o.maxrss_kb), _mb(s.maxrss_kb) if s else "-", multi])
+    return table(headers, out)
+
+
+def shipped_table(results: list[tuple[Path, OursResult]]) -> str:
+    headers = ["model", "variant", "states", "properties (as expected)", "time", "MB"]
+    out = []
+    for path, r in results:
+        if not r.ok:
+            out.append([path.name, "-", "FAILED", r.note[:60], _s(r.seconds), _mb(r.maxrss_kb)])
+            continue
+        for k, v in enumerate(r.variants):
+            broken = [p for p, x in v["verdicts"].items() if x != "holds"]
+            verdicts = f"{len(v['verdicts'])} hold" if not broken else "violated: " + ", ".join(broken)
+            first = k == 0
+            out.append([path.name if first else "", v["name"], _n(v["states"]), verdicts,
+                        _s(r.seconds) if first else "", _mb(r.maxrss_kb) if first else ""])
+    return table(headers, out, left=frozenset({0, 1, 3}))
+
+
+# ---- main ----------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", choices=("quick", "default", "large"), default="default",
+                   help="size preset for every family (default: %(default)s)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME[=N,N...]",
+                   help="bench only this family, optionally at these sizes (repeatable)")
+    p.add_argument("--repeats", type=int, default=3, metavar="K",
+                   help="timed runs per tool and size; medians are quoted (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 2, metavar="W",
+                   help="workers for the multi-worker column, once `check` has --workers")
+    p.add_argument("--check", metavar="PATH", help="the `check` executable to benchmark")
+    p.add_argument("--no-spin", action="store_true", help="do not run SPIN even if it is installed")
+    p.add_argument("--no-shipped", action="store_true", help="skip the shipped models in models/")
+    p.add_argument("--json", metavar="OUT", help="also write every measurement as JSON")
+    args = p.parse_args(argv)
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
+    known = {f.name: f for f in FAMILIES}
+    plan: list[tuple[Family, tuple[int, ...]]] = []
+    for item in args.model:
+        name, _, sizes = item.partition("=")
+        if name not in known:
+            p.error(f"unknown model {name!r}; the families are: {', '.join(known)}")
+        try:
+            ns = tuple(int(x) for x in sizes.split(",")) if sizes else known[name].sizes[args.sizes]
+        except ValueError:
+            p.error(f"--model {item}: sizes must be integers, e.g. {name}=4,6")
+        plan.append((known[name], ns))
+    if not args.model:
+        plan = [(f, f.sizes[args.sizes]) for f in FAMILIES]
+    args.plan = plan
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # keep the table after the progress lines
+    check = check_command(args.check)
+    has_workers = "--workers" in check_help(tuple(check))
+    missing = [t for t in ("spin", "gcc") if shutil.which(t) is None]
+    spin_ok = not args.no_spin and not missing
+    spin_note = "off" if args.no_spin else ("not installed" if missing else "")
+    load = os.getloadavg()
+    print(f"timerace bench: {os.cpu_count()} cores, load {load[0]:.2f}; medians of {args.repeats} run(s); "
+          f"check = {' '.join(check)}")
+    if missing and not args.no_spin:
+        print(f"SPIN columns empty: {', '.join(missing)} not on PATH (this script installs nothing)")
+    if not has_workers:
+        print("multi-worker column n/a: this `check` has no --workers option yet")
+    print(flush=True)
+    rows: list[Row] = []
+    shipped: list[tuple[Path, OursResult]] = []
+    with tempfile.TemporaryDirectory(prefix="timerace-bench-") as tmp:
+        work = Path(tmp)
+        for fam, sizes in args.plan:
+            for n in sizes:
+                print(f"  {fam.name} N={n} ...", file=sys.stderr, flush=True)
+                rows.append(bench_row(fam, n, args, check, has_workers, spin_ok, work))
+        if not args.no_shipped:
+            for spec in sorted((ROOT / "models").glob("*.spec")):
+                print(f"  models/{spec.name} ...", file=sys.stderr, flush=True)
+                ours = OursBench(check, spec, {}, work, base_only=False)
+                for _ in range(args.repeats):
+                    ours.once()
+                shipped.append((spec, ours.result()))
+    print(f"Bench models (base variant; time = median wall time to verdict, end to end; "
+          f"load average now {os.getloadavg()[0]:.2f})")
+    print(bench_table(rows, has_workers, spin_note, args.workers))
+    problems = []
+    for r in rows:
+        if not r.ours.ok:
+            problems.append(f"{r.family} N={r.n}: ours failed: {r.ours.note}")
+        for label, s in (("SPIN", r.spin), ("SPIN -DNOREDUCE", r.spin_noreduce)):
+            if s is not None and not s.ok:
+                problems.append(f"{r.family} N={r.n}: {label}: {s.note or 'no verdict'}")
+        if r.counts_agree is False:
+            problems.append(f"{r.family} N={r.n}: state counts differ: ours {_n(r.ours.states)}, "
+                            f"SPIN without reductions {_n(r.spin_noreduce.states)}")
+    depths = [f"{r.family} N={r.n} -m{r.spin.pan_depth_limit}" for r in rows
+              if r.spin and r.spin.pan_depth_limit != PAN_DEFAULT_DEPTH]
+    print()
+    print("states: ours; SPIN states: pan's 'states, stored' with reductions off (spin -o3 -a, "
+          "gcc -DNOREDUCE); SPIN POR: with its default reductions.")
+    print("time: ours `check` wall time; SPIN time: spin -a + gcc -O2 + ./pan wall time, default "
+          "settings; ratio = ours / SPIN (target <= 1.0).")
+    print("pan time: pan alone, with the default hash table (-w24) and a DFS stack (-m) just deeper than the search.")
+    print("states/s: over the search alone, by each tool's own clock (ours: the JSON's seconds; pan: "
+          "its 'elapsed time'). "
+          "MB: peak resident memory of `check` / of pan.")
+    if depths:
+        print("pan's default -m10000 is too shallow for: " + ", ".join(depths) +
+              " (found by untimed calibration runs)")
+    if shipped or not args.no_shipped:
+        print()
+        print("Shipped models (models/*.spec, every variant, `check --brief`; no Promela twins yet, "
+              "so no SPIN column)")
+        if shipped:
+            print(shipped_table(shipped))
+        else:
+            print("(no models/*.spec in this checkout)")
+        for path, r in shipped:
+            if not r.ok:
+                problems.append(f"models/{path.name}: {r.note}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "cores": os.cpu_count(), "load": load, "repeats": args.repeats, "check": check,
+            "workers_supported": has_workers,
+            "bench": [asdict(r) for r in rows],
+            "shipped": [{"model": str(p.relative_to(ROOT)), **asdict(r)} for p, r in shipped],
+        }, indent=2) + "\n")
+    if problems:
+        print()
+        for msg in problems:
+            print("PROBLEM: " + msg)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
