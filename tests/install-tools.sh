@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the outside tools that some exporter tests use, only where missing:
 #   - Graphviz (`dot`), which renders the DOT exports to SVG;
-#   - the real Mermaid parser (npm packages in tests/mermaid, run by Node.js).
+#   - the real Mermaid parser (npm packages in tests/mermaid, run by Node.js);
+#   - SPIN, whose state counts the bench tests compare with ours.
 # As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
 # it says what is missing, and the tests that need it skip locally (under CI they fail).
 set -euo pipefail
 cd "$(dirname "$0")"
 missing=()
 command -v dot >/dev/null || missing+=(graphviz)
+command -v spin >/dev/null || missing+=(spin)
 { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

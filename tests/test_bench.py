@@ -8,6 +8,7 @@ installed), and the runner produces its table without installing anything.
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -93,8 +94,8 @@ def test_runner_rejects_an_unknown_family():
     assert e.value.code == 2
 
 
-@pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
-                    reason="SPIN or gcc not installed (apt-get install spin)")
+@pytest.mark.skipif((shutil.which("spin") is None or shutil.which("gcc") is None) and not os.environ.get("CI"),
+                    reason="SPIN or gcc not installed (tests/install-tools.sh installs them); under CI this fails")
 def test_spin_stores_the_same_states_without_reductions(tmp_path, capsys):
     sizes = [("philosophers", 4), ("kvm_vcpus", 1)]
     argv = ["--repeats", "1", "--no-shipped", "--json", str(tmp_path / "b.json")]
