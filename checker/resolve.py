@@ -1078,23 +1078,29 @@ class _Resolver:
             raise SpecError(span, f"a bit number must be an integer, not {x.type.describe()}",
                             "declare the set as bitset(Enum) to use enum members as bits")
 
+    def _process_index(self, e, ctx: _Ctx, example: str) -> m.TExpr | None:
+        """The instance named by `p[i]` in `p[i]@label` or `p[i].name` (None for a single
+        process), checked against the process array's size."""
+        count = self.process_counts[e.process]
+        if count is None:
+            if e.index is not None:
+                raise SpecError(e.index.span, f"'{e.process}' is a single process, not an array")
+            return None
+        if e.index is None:
+            raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
+                            f"name one: {example}")
+        idx = self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False}))
+        if not m.is_intlike(idx.type):
+            raise SpecError(e.index.span, "a process index must be an integer")
+        if isinstance(idx, m.Const) and not 0 <= idx.value < count:
+            raise SpecError(e.index.span, f"process index {idx.value} is outside 0..{count - 1}")
+        return idx
+
     def _at(self, e: ast.AtLabel, ctx: _Ctx) -> m.TExpr:
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
                             did_you_mean(e.process, self.process_decls))
-        count = self.process_counts[e.process]
-        idx = None
-        if count is not None:
-            if e.index is None:
-                raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
-                                f"name one: {e.process}[i]@{e.label}")
-            idx = self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False}))
-            if not m.is_intlike(idx.type):
-                raise SpecError(e.index.span, "a process index must be an integer")
-            if isinstance(idx, m.Const) and not 0 <= idx.value < count:
-                raise SpecError(e.index.span, f"process index {idx.value} is outside 0..{count - 1}")
-        elif e.index is not None:
-            raise SpecError(e.index.span, f"'{e.process}' is a single process, not an array")
+        idx = self._process_index(e, ctx, f"{e.process}[i]@{e.label}")
         labels = self.process_labels.get(e.process)
         if labels is None:
             labels = _labels_of(self.process_decls[e.process], self.inlines)
@@ -1113,19 +1119,7 @@ class _Resolver:
         if ctx.process is not None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
                             "processes share only global variables; properties may read locals as proc.name")
-        count = self.process_counts[e.process]
-        idx = None
-        if count is not None:
-            if e.index is None:
-                raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
-                                f"name one: {e.process}[i].{e.name}")
-            idx = self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False}))
-            if not m.is_intlike(idx.type):
-                raise SpecError(e.index.span, "a process index must be an integer")
-            if isinstance(idx, m.Const) and not 0 <= idx.value < count:
-                raise SpecError(e.index.span, f"process index {idx.value} is outside 0..{count - 1}")
-        elif e.index is not None:
-            raise SpecError(e.index.span, f"'{e.process}' is a single process, not an array")
+        idx = self._process_index(e, ctx, f"{e.process}[i].{e.name}")
         proc = self.processes.get(e.process)
         if proc is None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties")

@@ -542,16 +542,7 @@ class Search:
 
     # -- what a state shows
     def _check_state(self, s: int, i: int) -> None:
-        for fn, name in self.invariants:
-            if name in self.found:
-                continue
-            try:
-                ok = fn(s)
-            except ModelError as e:
-                self.model_error = (i, s, None, f"evaluating invariant {name}: {e}")
-                raise _Stop from None
-            if not ok:
-                self._violated(name, i, s, None, m.PropertyKind.INVARIANT.value, f"invariant {name} is violated")
+        self._check_predicates(self.invariants, s, i, m.PropertyKind.INVARIANT, "invariant {} is violated")
         if self.finals:
             self._check_final(s, i)
 
@@ -559,17 +550,22 @@ class Search:
         if not self.cm.final_state_packed(s):
             return
         self.final_count += 1
-        for fn, name in self.finals:
+        self._check_predicates(self.finals, s, i, m.PropertyKind.FINAL,
+                               "final condition {} is violated in a final state")
+
+    def _check_predicates(self, preds, s: int, i: int, kind: m.PropertyKind, message: str) -> None:
+        """Record the first state in which each not-yet-violated predicate fails."""
+        for fn, name in preds:
             if name in self.found:
                 continue
             try:
                 ok = fn(s)
             except ModelError as e:
-                self.model_error = (i, s, None, f"evaluating final condition {name}: {e}")
+                what = "invariant" if kind is m.PropertyKind.INVARIANT else "final condition"
+                self.model_error = (i, s, None, f"evaluating {what} {name}: {e}")
                 raise _Stop from None
             if not ok:
-                self._violated(name, i, s, None, m.PropertyKind.FINAL.value,
-                               f"final condition {name} is violated in a final state")
+                self._violated(name, i, s, None, kind.value, message.format(name))
 
     def _violated(self, name: str, i: int, s: int, k: int | None, kind: str, message: str) -> None:
         if name not in self.found:  # the first found is a shortest: states come level by level
