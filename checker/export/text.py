@@ -42,6 +42,16 @@ def _mixed_memory(result: RunResult) -> bool:
     return len({v.memory for v in result.variants}) > 1
 
 
+def _engine_of(o, v) -> str:
+    """Which engine decided this row: lemmas are Z3's; liveness verdicts come from the
+    fair-cycle search over the graph the explicit engine built."""
+    if o.kind == "lemma":
+        return "z3"
+    if o.kind == "liveness" and v.stats.engine == "explicit":
+        return "liveness"
+    return v.stats.engine
+
+
 def summary_table(result: RunResult) -> str:
     mixed = _mixed_memory(result)
     rows = [("variant", "property", "verdict", "expected", "", "states", "depth", "time", "engine")]
@@ -53,7 +63,7 @@ def summary_table(result: RunResult) -> str:
             rows.append((v.variant if first else "", o.property, verdict_word(o), exp, _mark(o),
                          states if first else "", str(v.stats.depth) if first else "",
                          f"{v.stats.seconds:.2f}s" if first else "",
-                         "z3" if o.kind == "lemma" else v.stats.engine))
+                         _engine_of(o, v)))
             first = False
         if not v.outcomes and v.model_error is None:
             done = "explored" if v.stats.complete else "incomplete"
