@@ -131,6 +131,8 @@ class Stats:
     workers_note: str = ""  # why fewer workers than asked for, or when they started
     collision_probability: float | None = None  # --hash-compact: estimated chance a state was missed
     notes: tuple[str, ...] = ()  # what else the engine wants said about this search
+    ample_states: int | None = None  # partial-order reduction: states expanded with an ample set (None: off)
+    reductions: tuple[str, ...] = ()  # the reductions applied, or why not, in words
 
 
 @dataclass(frozen=True, slots=True)

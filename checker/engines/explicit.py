@@ -123,16 +123,26 @@ class Reduction:
     the engine calls them with packed states. The base class reduces nothing.
 
     `ample(s, actors)`: the actors (rows of `Search.actors`) to expand in state s, a
-    subset of `actors`; returning `actors` itself expands everything. A deadlock is
-    still judged on every actor, not on the subset.
+    subset of `actors` with an enabled step whenever s has one (so that a state
+    without a successor is still a deadlock); returning `actors` itself expands
+    everything. `movable(s)`: in graph mode, the gid mask of the actors the last
+    `ample(s, ...)` left out that could move in s (fairness is judged on every actor).
     `canonical(t)`: the representative of successor t's class (symmetry), looked up
-    and stored in its place."""
+    and stored in its place; `concretise(states, steps, failing)` turns a path of
+    representatives (state tuples, each step taken from the one before) into a run of
+    the model, and the failing step into one that fails at its end."""
 
     def ample(self, s: int, actors: list) -> list:
         return actors
 
+    def movable(self, s: int) -> int:
+        return 0
+
     def canonical(self, t: int) -> int:
         return t
+
+    def concretise(self, states: list, steps: list, failing):
+        return states, steps, failing
 
     #: False when `canonical` is the identity: the engine then skips the call
     canonicalises: bool = False
@@ -305,7 +315,8 @@ class Search:
         self.ends = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot), inst.end_pcs) for inst in instances]
         self.invariants = [(inv.packed, inv.property.name) for inv in cm.invariants]
         self.finals = [(fin.packed, fin.property.name) for fin in cm.finals]
-        self.initial: list[int] = list(dict.fromkeys(cm.pack(s) for s in cm.program.initial_states))
+        canonical = reduction.canonical if reduction is not None and reduction.canonicalises else (lambda t: t)
+        self.initial: list[int] = list(dict.fromkeys(canonical(cm.pack(s)) for s in cm.program.initial_states))
         # per stored state: its parent's id (-1 for an initial state) and the step taken
         self.parent = array("l")
         self.via = array("H" if len(self.steps) < 1 << 16 else "L")
@@ -319,6 +330,7 @@ class Search:
         self.depth = 0
         self.final_count = 0
         self.buffer_full = 0
+        self.ample_states = 0  # states expanded with an ample set smaller than all their steps
         self.limit: str | None = None
         # per property: (state id, packed state, number of the failing step or None, kind, message)
         self.found: dict[str, tuple[int, int, int | None, str, str]] = {}
@@ -380,6 +392,7 @@ class Search:
         expanded = self.expanded
         finals = bool(self.finals)
         transitions = 0
+        ample_states = 0
         if route is not None:
             me, owners, outbox, sent = route.me, route.owners, route.outbox, route.sent
         try:
@@ -398,7 +411,13 @@ class Search:
                     if finals:
                         self._check_final(s, i)
                 moved = full = False
-                for shift, mask, table in (actors if ample is None else ample(s, actors)):
+                if ample is None:
+                    chosen = actors
+                else:  # partial-order reduction: an ample set of the actors
+                    chosen = ample(s, actors)
+                    if chosen is not actors:
+                        ample_states += 1
+                for shift, mask, table in chosen:
                     for fn, k in table[s >> shift & mask]:
                         try:
                             t = fn(s)
@@ -463,6 +482,7 @@ class Search:
             self.count = count
             self.expanded = expanded
             self.transitions += transitions
+            self.ample_states += ample_states
             del self.parent[count:], self.via[count:]  # an interrupted append leaves no half record
         return nxt
 
@@ -486,7 +506,8 @@ class Search:
                 self._check_state(s, i)
                 moved = full = False
                 can_move = 0
-                for shift, mask, table in (actors if ample is None else ample(s, actors)):
+                chosen = actors if ample is None else ample(s, actors)
+                for shift, mask, table in chosen:
                     for fn, k in table[s >> shift & mask]:
                         try:
                             t = fn(s)
@@ -526,6 +547,9 @@ class Search:
                     self.buffer_full += 1
                 if not moved and self.limits.check_deadlock and "deadlock" not in self.found:
                     self._deadlock(s, i)
+                if chosen is not actors:  # fairness is judged on every actor that could move
+                    self.ample_states += 1
+                    can_move |= red.movable(s)
                 first.append(len(dst))
                 enabled.append(can_move)
                 self.expanded += 1
@@ -609,7 +633,9 @@ class Search:
                       final_states=self.final_count if self.finals else None, buffer_full_states=self.buffer_full,
                       bytes_per_state=memory / self.count if memory is not None and self.count else None,
                       workers=workers, workers_note=note,
-                      collision_probability=self.seen.collision_probability() if self.hash_compact else None)
+                      collision_probability=self.seen.collision_probability() if self.hash_compact else None,
+                      ample_states=self.ample_states if self.reduction is not None and self.reduction.selects
+                      else None)
         result = Exploration(stats)
         builder = TraceBuilder(self.cm)
         if self.graph:
@@ -618,20 +644,27 @@ class Search:
             result.graph = StateGraph([unpack(s) for s in self.states], len(self.initial), expanded, self.first,
                                       self.dst, self.step, self.steps, self.enabled)
         for name, (i, s, cs, kind, msg) in self.found.items():
-            result.counterexamples[name] = Counterexample(name, kind, msg, self.trace_to(builder, i, s, cs))
+            trace, last = self.trace_to(builder, i, s, cs)
+            if kind == m.PropertyKind.DEADLOCK.value:
+                msg = _stuck_message(self.cm, last)  # the run's own last state (symmetry: not the representative)
+            result.counterexamples[name] = Counterexample(name, kind, msg, trace)
         if self.model_error is not None:
             i, s, cs, msg = self.model_error
-            result.model_error = Counterexample("model error", "model error", msg, self.trace_to(builder, i, s, cs))
+            result.model_error = Counterexample("model error", "model error", msg, self.trace_to(builder, i, s, cs)[0])
         return result
 
-    def trace_to(self, builder: "TraceBuilder", i: int, s: int, k: int | None) -> Trace:
+    def trace_to(self, builder: "TraceBuilder", i: int, s: int, k: int | None) -> tuple[Trace, tuple]:
+        """The trace to stored state i (packed s), ending in step k's failure if k is
+        given; and the trace's last state."""
         cs = self.steps[k] if k is not None else None
         start, ks = self.steps_to(i)
         states, steps = self.replay(start, ks)
         if self.cm.pack(states[-1]) != s:
             raise AssertionError("internal error: replaying the stored path does not reach the state")
+        if self.reduction is not None and self.reduction.canonicalises:
+            states, steps, cs = self.reduction.concretise(states, steps, cs)  # representatives -> a run
         failure = (cs, states[-1]) if cs is not None else None
-        return builder.trace(states, steps, failure=failure)
+        return builder.trace(states, steps, failure=failure), states[-1]
 
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,

@@ -209,6 +209,7 @@ class _Team:
         search.depth = max([search.depth] + [r.get("depth", 0) for r in self.reported])
         search.final_count += self.total("finals")
         search.buffer_full += self.total("buffer_full")
+        search.ample_states += self.total("ample")
         search.steps_to = self.steps_to  # parent links live in the workers
         result = search.exploration(seconds, memory, self.workers, note)
         if search.hash_compact:  # a collision only hides a state within one worker's table
@@ -285,7 +286,7 @@ class _Worker:
         self.rss = _rss_bytes()
         # the inherited prefix stays as it is; this worker's own states are numbered anew
         s.parent, s.via = array("l"), array(s.via.typecode)
-        s.count = s.expanded = s.transitions = s.final_count = s.buffer_full = 0
+        s.count = s.expanded = s.transitions = s.final_count = s.buffer_full = s.ample_states = 0
         s.found, s.model_error, s.limit = {}, None, None
         self.level, self.ids = level, ids
         self.ticker = _Ticker(team.ticks, w, team.prefix)
@@ -332,7 +333,7 @@ class _Worker:
         grown = _rss_bytes()
         team.reports.put({
             "worker": self.w, "queue": len(nxt), "count": s.count, "transitions": s.transitions,
-            "depth": s.depth, "finals": s.final_count, "buffer_full": s.buffer_full,
+            "depth": s.depth, "finals": s.final_count, "buffer_full": s.buffer_full, "ample": s.ample_states,
             "found": {k: v for k, v in s.found.items()}, "model_error": s.model_error, "limit": s.limit,
             "grown": grown - self.rss if grown is not None and self.rss is not None else 0,
             "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
