@@ -97,6 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
+    red = p.add_argument_group("reductions (verdicts are the same with and without them)")
+    red.add_argument("--no-por", action="store_true",
+                     help="turn partial-order reduction off (on by default; counterexamples are the same either way)")
+    sym = red.add_mutually_exclusive_group()
+    sym.add_argument("--symmetry", action="store_const", const="on", dest="symmetry", default="auto",
+                     help="reduce by symmetry of process arrays, and say why wherever the model is not symmetric "
+                          "(by default it is applied silently where the model is provably symmetric)")
+    sym.add_argument("--no-symmetry", action="store_const", const="off", dest="symmetry",
+                     help="turn symmetry reduction off")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--progress", action="store_true", default=None,
@@ -196,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=args.engine, depth=10 if args.depth is None else args.depth,
-                       timeout=args.timeout)
+                       timeout=args.timeout,
+                       por=not args.no_por, symmetry=args.symmetry)
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
                 print(compile_variant(spec, v, opts).source)

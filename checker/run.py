@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from . import ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
-from .engines import liveness
-from .engines.explicit import Limits, explore, state_space
+from .engines import liveness, reduce
+from .engines.explicit import Exploration, Limits, explore, state_space
+from .engines.reduce import SymmetryMode
 from .errors import SpecError
 from .parse import parse
 from .progress import Progress
@@ -41,6 +42,8 @@ class Options:
     engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
     depth: int = 10  # bmc: the bound; induction: the largest k
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
+    por: bool = True  # partial-order reduction (engines/reduce.py)
+    symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
 
 
 def load(path: str) -> Spec:
@@ -118,7 +121,14 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
     wants_graph = opts.graph_limit is not None
-    exploration = explore(cm, opts.limits, progress, graph=wants_liveness or wants_graph,
+    searched, merged = cm, 0  # with partial-order reduction, local steps merge into the next
+    if opts.por and not wants_graph:
+        program, merged = reduce.merge_local_steps(cm.program)
+        if merged:
+            searched = compile_program(program)
+    red = reduce.plan(searched, opts.por, opts.symmetry, whole_graph=wants_graph, merged=merged)
+    exploration = explore(searched, opts.limits, progress, graph=wants_liveness or wants_graph,
+                          reduction=red if red.active else None,
                           hash_compact=opts.hash_compact, workers=opts.workers)
     stats = exploration.stats
     if stats.workers == 1 and not opts.workers_asked:
@@ -129,16 +139,15 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     space = None
     if wants_graph and exploration.graph is not None and len(exploration.graph.states) <= opts.graph_limit:
         space = state_space(cm, exploration.graph, stats.complete)
-    live: dict[str, liveness.LivenessOutcome] = {}
-    if wants_liveness:
-        try:
-            live, seconds = liveness.check(cm, exploration)
-            stats = replace(stats, seconds=stats.seconds + seconds)
-        except KeyboardInterrupt:
-            live = {p.name: liveness.LivenessOutcome(Verdict.INCOMPLETE, None, "interrupted")
-                    for p, _, _ in cm.liveness}
-            stats = replace(stats, complete=False, limit="interrupted")
+    live, stats = _check_liveness(searched, exploration, stats)
     exploration.graph = None  # the graph is large; nothing after this needs it
+    notes = list(red.notes)
+    if red.por is not None and (exploration.counterexamples or exploration.model_error is not None
+                                or any(lo.verdict is Verdict.VIOLATED for lo in live.values())):
+        exploration, live, note, seconds = _rebuild_counterexamples(cm, exploration, live, red, opts)
+        notes.append(note)
+        stats = replace(stats, seconds=stats.seconds + seconds)
+    stats = replace(stats, reductions=tuple(notes))
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -200,6 +209,80 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     constants = tuple((k, v) for k, v in model.constants.items())
     return VariantResult(variant, constants, tuple(outcomes), sym.stats, model.memory, fairness_of(model),
                          sym.model_error, checker_bugs=tuple(sym.checker_bugs))
+
+
+def _check_liveness(cm: CompiledModel, exploration: Exploration, stats):
+    live: dict[str, liveness.LivenessOutcome] = {}
+    if cm.liveness:
+        try:
+            live, seconds = liveness.check(cm, exploration)
+            stats = replace(stats, seconds=stats.seconds + seconds)
+        except KeyboardInterrupt:
+            live = {p.name: liveness.LivenessOutcome(Verdict.INCOMPLETE, None, "interrupted")
+                    for p, _, _ in cm.liveness}
+            stats = replace(stats, complete=False, limit="interrupted")
+    return live, stats
+
+
+def _rebuild_counterexamples(cm: CompiledModel, reduced: Exploration, live: dict, red: reduce.Plan,
+                             opts: Options):
+    """The counterexamples of a search with partial-order reduction, found again by a
+    search without it, so that each is a shortest one (the reduced state graph may
+    only hold longer paths to a violation, and its steps may be merged ones), the same
+    as --no-por gives.
+
+    A safety violation found with the reduction is a real run, so a search without it
+    finds one too, and breadth-first the shortest: it runs to depth L (the reduced
+    trace's length), then doubles the depth until it has every violation the reduced
+    search found (a merged step stands for several). A liveness violation needs the
+    whole graph. Should the search without reduction find a violation the reduced one
+    missed, or miss one it found, that is a bug in the reduction: the run stops with an
+    internal error rather than report either."""
+    import time
+
+    start = time.monotonic()
+    unreduced = reduce.plan(cm, por=False, symmetry=opts.symmetry) if red.symmetry is not None else None
+    out = Exploration(reduced.stats, dict(reduced.counterexamples), reduced.model_error)
+    searched = []
+    wanted = set(reduced.counterexamples)
+    if wanted or reduced.model_error is not None:
+        lengths = [cx.trace.length for cx in reduced.counterexamples.values()]
+        if reduced.model_error is not None:
+            lengths.append(reduced.model_error.trace.length)
+        depth = max(1, max(lengths))
+        while True:
+            again = explore(cm, replace(opts.limits, max_depth=depth, max_states=None), reduction=unreduced)
+            if reduced.model_error is not None and again.model_error is not None:
+                break  # the search without reduction stops at its first model error: take what it has
+            if again.model_error is not None:
+                raise AssertionError("partial-order reduction missed a model error")
+            if reduced.model_error is None and wanted <= set(again.counterexamples):
+                break
+            if again.stats.limit != "max-depth":
+                raise AssertionError("a violation found with partial-order reduction is not found without it")
+            depth *= 2
+        searched.append(f"{again.stats.states:,} states to depth {depth}")
+        if reduced.model_error is not None:
+            out.model_error = again.model_error
+            out.counterexamples = dict(again.counterexamples)
+        else:
+            missed = set(again.counterexamples) - wanted
+            if missed:
+                raise AssertionError(f"partial-order reduction missed {', '.join(sorted(missed))}")
+            out.counterexamples.update(again.counterexamples)
+    violated = [name for name, lo in live.items() if lo.verdict is Verdict.VIOLATED]
+    if violated:
+        whole = explore(cm, opts.limits, graph=True)
+        full_live, _ = _check_liveness(cm, whole, whole.stats)
+        searched.append(f"{whole.stats.states:,} states for the lasso")
+        live = dict(live)
+        for name in violated:
+            if full_live[name].verdict is not Verdict.VIOLATED:
+                raise AssertionError(f"partial-order reduction found {name} violated, the full graph does not")
+            live[name] = full_live[name]
+    note = "counterexamples rebuilt without partial-order reduction, so each is a shortest one: " \
+        + ", ".join(searched)
+    return out, live, note, time.monotonic() - start
 
 
 def check_spec(spec: Spec, opts: Options) -> RunResult:

@@ -1,5 +1,6 @@
 """What x86-TSO costs: distinct states of every variant of every model, under sequential
-consistency and under x86-TSO (each variant's own `memory` line is overridden).
+consistency and under x86-TSO (each variant's own `memory` line is overridden), without
+reductions (as `check --no-por`).
 
     python scripts/memory_cost.py                  # every models/*.spec
     python scripts/memory_cost.py models/x.spec    # some
@@ -29,7 +30,8 @@ def rows(path: str, store_buffer: int | None):
     spec = load(path)
     runs = {}
     for memory in ("sc", "tso"):
-        opts = Options(memory=memory, store_buffer=store_buffer, use_expectations=False, progress=False)
+        opts = Options(memory=memory, store_buffer=store_buffer, use_expectations=False, progress=False,
+                       por=False, symmetry="off")
         runs[memory] = check_spec(spec, opts)
     for sc, tso in zip(runs["sc"].variants, runs["tso"].variants):
         ratio = tso.stats.states / sc.stats.states if sc.stats.states else float("nan")

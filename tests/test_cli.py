@@ -86,7 +86,9 @@ def test_json_output(counter, tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["model"] == "counter" and data["version"] == 1
     base = data["variants"][0]
-    assert base["name"] == "base" and base["stats"]["states"] == 13
+    # the default search reduces by symmetry (13 states without); the JSON says so
+    assert base["name"] == "base" and base["stats"]["states"] == 8 and base["stats"]["ample_states"] == 0
+    assert "symmetry: states counted up to permutations of inc[2]" in base["stats"]["reductions"]
     o = next(o for o in base["outcomes"] if o["property"] == "both_counted")
     assert o["verdict"] == "violated" and o["as_expected"]
     actions = o["counterexample"]["trace"]["actions"]

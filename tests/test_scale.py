@@ -3,6 +3,7 @@
 
 The counts below are those of the unreduced search before the packed-state engine
 (issue 7): a change is a reviewable event, never a side effect of making it faster.
+Every search here runs without reductions (tests/test_reduce.py covers those).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def summary(result):
 
 @pytest.fixture(scope="module")
 def one_worker():
-    return {p: summary(check_spec(load(str(p)), Options(workers=1))) for p in SPECS}
+    return {p: summary(check_spec(load(str(p)), Options(por=False, symmetry="off", workers=1))) for p in SPECS}
 
 
 def test_every_model_and_litmus_test_is_pinned(one_worker):
@@ -122,7 +123,7 @@ def eager_workers(monkeypatch):
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_two_workers_find_what_one_finds(path, one_worker, eager_workers):
-    result = check_spec(load(str(path)), Options(workers=2))
+    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2))
     assert summary(result) == one_worker[path]
     used = [v.stats.workers for v in result.variants]
     if "liveness" not in {o.kind for v in result.variants for o in v.outcomes}:
@@ -131,7 +132,7 @@ def test_two_workers_find_what_one_finds(path, one_worker, eager_workers):
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_hash_compact_counts_what_one_finds(path, one_worker):
-    result = check_spec(load(str(path)), Options(workers=1, hash_compact=True))
+    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=1, hash_compact=True))
     assert summary(result) == one_worker[path]
 
 
@@ -167,8 +168,8 @@ def philosophers(tmp_path_factory):
 
 def test_a_big_model_uses_two_workers_and_agrees(philosophers):
     spec = load(str(philosophers))
-    one = check_spec(spec, Options(workers=1))
-    two = check_spec(spec, Options(workers=2, workers_asked=True))
+    one = check_spec(spec, Options(por=False, symmetry="off", workers=1))
+    two = check_spec(spec, Options(por=False, symmetry="off", workers=2, workers_asked=True))
     assert summary(one) == summary(two)
     assert one.variants[0].stats.states == 52_224  # the bench family's N = 7 (SPIN agrees)
     for v in two.variants:
@@ -180,14 +181,16 @@ def test_wide_states_hash_and_still_agree(philosophers, monkeypatch, capsys):
     """States wider than a fingerprint are hashed; at these sizes nothing collides."""
     monkeypatch.setattr(Fingerprints, "EXACT_BITS", 0)
     spec = load(str(philosophers))
-    one = summary(check_spec(spec, Options(workers=1, variants=("base",))))
+    one = summary(check_spec(spec, Options(por=False, symmetry="off", workers=1, variants=("base",))))
     for workers in (1, 2):
-        compact = check_spec(spec, Options(workers=workers, hash_compact=True, variants=("base",)))
+        compact = check_spec(spec, Options(por=False, symmetry="off", workers=workers, hash_compact=True,
+                                           variants=("base",)))
         assert summary(compact) == one
         p = compact.variants[0].stats.collision_probability
         n = one["base"][0]
         assert p == pytest.approx(n * (n - 1) / 2 * 2.0 ** -63, rel=0.01 if workers == 1 else 1.0)
-    assert main([str(philosophers), "--variant", "base", "--hash-compact", "--brief", "--workers", "1"]) == 0
+    assert main([str(philosophers), "--variant", "base", "--hash-compact", "--brief", "--workers", "1", "--no-por",
+                 "--no-symmetry"]) == 0
     out = capsys.readouterr().out
     assert "base: --hash-compact: holds with collision probability <= 1.5e-10" in out
 
@@ -212,9 +215,11 @@ def test_fingerprint_table_is_a_set():
 
 
 def test_memory_per_state_is_reported(philosophers, capsys):
-    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "1"]) == 0
+    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "1", "--no-por",
+                 "--no-symmetry"]) == 0
     assert "base: memory " in capsys.readouterr().out
-    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "2"]) == 0
+    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "2", "--no-por",
+                 "--no-symmetry"]) == 0
     out = capsys.readouterr().out
     assert "base: 2 workers from depth" in out and "bytes per stored state" in out
 
@@ -230,7 +235,7 @@ def test_small_models_fall_back_to_one_worker_and_say_so(capsys):
 
 def test_liveness_runs_in_one_process_and_says_so():
     result = check_spec(load(str(ROOT / "models" / "pi_timer.spec")),
-                        Options(workers=2, workers_asked=True, variants=("base",)))
+                        Options(por=False, symmetry="off", workers=2, workers_asked=True, variants=("base",)))
     assert result.variants[0].stats.workers == 1
     assert result.variants[0].stats.workers_note == "liveness needs the whole graph in one process"
 

@@ -95,6 +95,8 @@ def to_dict(result: RunResult, timing: bool = False) -> dict:
             "limit": v.stats.limit,
             "final_states": v.stats.final_states,
             "buffer_full_states": v.stats.buffer_full_states,
+            "ample_states": v.stats.ample_states,
+            "reductions": list(v.stats.reductions),
         }
         if timing:
             out["seconds"] = round(v.stats.seconds, 3)

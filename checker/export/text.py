@@ -161,9 +161,26 @@ def search_notes(result: RunResult) -> list[str]:
     return lines
 
 
+def reduction_notes(result: RunResult) -> list[str]:
+    """What each variant's search reduced, grouped where variants say the same."""
+    groups: dict[str, list[str]] = {}
+    for v in result.variants:
+        for note in v.stats.reductions:
+            groups.setdefault(note, []).append(v.variant)
+    por = [v for v in result.variants if v.stats.ample_states is not None]
+    lines = []
+    if por:
+        lines.append("partial-order reduction (--no-por turns it off), states expanded with an ample set: "
+                     + ", ".join(f"{v.variant} {v.stats.ample_states:,}/{v.stats.states:,}" for v in por))
+    for note, variants in groups.items():
+        every = len(variants) == len(result.variants)
+        lines.append(note + ("" if every or len(result.variants) == 1 else f" ({', '.join(variants)})"))
+    return lines
+
+
 def footer(result: RunResult) -> str:
     lines = [f"CHECKER BUG in variant {v.variant}: {bug}" for v in result.variants for bug in v.checker_bugs]
-    lines += final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
+    lines += reduction_notes(result) + final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         if v.stats.engine == "explicit":
