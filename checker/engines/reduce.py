@@ -25,10 +25,13 @@ outside C; and every step in A is
   property reads (with a `final` condition, moving into or out of a valid end counts);
 - no back edge of its process's control flow (a depth-first search from the entry):
   the static cycle proviso;
-and some step in A is enabled (known statically when one has no guard, no sleep and no
-store buffer to wait for, else tried). The engine expands A, for the smallest cluster
-found from each instance, or every step when there is none. Assertions and deadlocks
-need no visibility; an ample set is never empty where something can move.
+and some step in A has a successor in the state: it is enabled and does not fail
+(known statically for a step with no guard, no sleep, no store buffer to wait for and
+nothing that can fail, else tried). A step that only fails an assertion or raises a
+model error ends the search there, so it does not count. The engine expands A, for
+the smallest cluster found from each instance, or every step when there is none.
+Assertions and deadlocks need no visibility; an ample set is never empty where
+something can move.
 
 Why the verdicts are those of the full search: take a state s expanded with A, and a
 run w of the full model from s to a violation (a state that breaks an invariant, a
@@ -40,7 +43,8 @@ deadlock).
   same violation.
 - Otherwise every step of w commutes with A. For an enabled a in A, w runs from a(s)
   to a(end), which breaks the same invariant (a is invisible), fails the same step, or
-  is no deadlock after all (a is still enabled there). This case cannot repeat for
+  is no deadlock after all (a is still enabled there). (This is why a must have a
+  successor: a failing step leaves nothing to go on from.) This case cannot repeat for
   ever: the states would go round a cycle of the reduced graph; some process moving in
   a cycle goes round a loop of its control flow, so takes a back edge, which no
   reduced ample set contains.
@@ -301,6 +305,7 @@ class Analysis:
     visible: dict = field(default_factory=dict)  # (gid, pc) -> a step there is visible
     closes_loop: dict = field(default_factory=dict)  # (gid, pc) -> a step there is a back edge
     always_enabled: dict = field(default_factory=dict)  # (gid, pc) -> a step there is always enabled
+    proceeds: dict = field(default_factory=dict)  # (gid, pc) -> ... and surely has a successor (cannot fail)
     why: dict = field(default_factory=dict)  # (gid, pc) -> what it shares or shows, in words
 
     def candidate(self, gid: int, pc: int) -> bool:
@@ -351,15 +356,17 @@ def analyse(program: ir.Program) -> Analysis:
             targets: dict = {}
             for pc, steps in enumerate(p.steps_at):
                 lst = []
-                always = False
+                always = proceeds = False
                 for st in steps:
                     r, w, g, a = col.step(p, i, st)
+                    proceeds |= a and _cannot_fail(st.body)
                     referenced.update(x for x in r if isinstance(x, tuple))
                     lst.append((r, w, g))
                     targets.setdefault(pc, set()).update(g)
                     always |= a
                 raw[(gid, pc)] = lst
                 an.always_enabled[(gid, pc)] = always
+                an.proceeds[(gid, pc)] = proceeds
             closing = back_edges(p, targets)
             for pc in range(len(p.steps_at)):
                 an.closes_loop[(gid, pc)] = pc in closing
@@ -396,7 +403,7 @@ def analyse(program: ir.Program) -> Analysis:
         key = (n_inst + k, 0)
         an.footprints[key] = (Footprint(whole, whole | located),)
         an.closes_loop[key] = False  # flushes only shrink the buffer: they close no loop
-        an.always_enabled[key] = False
+        an.always_enabled[key] = an.proceeds[key] = False
     actors: dict = {}  # gid -> (reads, writes) over all its steps
     for (gid, _pc), fps in an.footprints.items():
         r, w = actors.setdefault(gid, (set(), set()))
@@ -518,14 +525,26 @@ class PartialOrder:
         out = []
         for c in sorted(clusters, key=lambda c: (bin(c).count("1"), c)):
             members = [g for g in range(self.n_actors) if c >> g & 1]
-            sure = any(an.always_enabled[(g, pcs[g] if g < self.n_inst else 0)] for g in members)
+            sure = any(an.proceeds[(g, pcs[g] if g < self.n_inst else 0)] for g in members)
             out.append((c, [actors[g] for g in members], None if sure else tuple(members)))
             if sure:
                 break  # a cluster that surely moves: no later one is ever tried
         return tuple(out)
 
     def _can_move(self, s: int, members) -> bool:
-        return self._movable(s, members) != 0
+        """Some step of the members has a successor in packed state s (one that only
+        fails an assertion or raises a model error has none: an ample set of such steps
+        would end the search there)."""
+        for g in members:
+            shift, fmask = self.actor_fields[g]
+            table = self.cm.instances[g].steps_at if g < self.n_inst else self.cm.flushes[g - self.n_inst].steps_at
+            for cs in table[s >> shift & fmask]:
+                try:
+                    if cs.packed(s) is not None:
+                        return True
+                except (AssertionViolation, ModelError, StoreBufferFull):
+                    pass
+        return False
 
     def _movable(self, s: int, gids) -> int:
         """The actors among `gids` with a step enabled in packed state s (one that
@@ -1066,13 +1085,14 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
     A step t merges into the next when, in every instance of its process, t is the only
     step at its pc, always enabled, invisible, no back edge, and conflicts with no other
     actor; and it has one target. The merged step runs the chain, then the first step
-    u that is not such a step (unless u sleeps or sits at a choice): atomically, which
-    changes no verdict, since the chain commutes with everything any other actor does
-    and no property sees it, so running it just before u is as good as running it
-    earlier. u's guard becomes the merged step's (it must not read what the chain
-    writes); the pc of u must be a valid end exactly when the chain's first pc is, so
-    that a process stuck before the merged step is stuck where it would have been.
-    Returns the program and the number of steps merged away."""
+    u that is not such a step (unless u sits at a choice): atomically, which changes no
+    verdict, since the chain commutes with everything any other actor does and no
+    property sees it, so running it just before u is as good as running it earlier.
+    u must be always enabled too, or wait only on a guard that reads nothing the chain
+    writes, in front of a chain that cannot fail (an assertion or a model error must
+    not hide behind a wait); the pc of u must be a valid end exactly when the chain's
+    first pc is, so that a process stuck before the merged step is stuck where it
+    would have been. Returns the program and the number of steps merged away."""
     an = analyse(program)
     layout = program.layout
     procs = []
@@ -1113,8 +1133,15 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
             first = p.steps_at[start][0]
             nxt = p.steps_at[after]
             end = (start in p.end_pcs) == (after in p.end_pcs)
-            guard_ok = len(nxt) == 1 and all(not (_reads_of(program, p, g, nxt[0].guard) & written) for g in gids)
-            if len(nxt) == 1 and nxt[0].kind is not ir.StepKind.SCHEDULE and guard_ok and end and after not in chain:
+            # u may take part only if it cannot be disabled where the chain could still run
+            # (and fail: an assertion, a value out of range); a guard that reads nothing the
+            # chain writes may wait in front of a chain that cannot fail
+            sure = all(an.always_enabled[(g, after)] for g in gids)
+            hoist = len(nxt) == 1 and nxt[0].kind is not ir.StepKind.SCHEDULE and not nxt[0].fence \
+                and not any(_buffered(layout, fp) for g in gids for fp in an.footprints[(g, after)]) \
+                and all(not (_reads_of(program, p, g, nxt[0].guard) & written) for g in gids) \
+                and _cannot_fail(ops)
+            if len(nxt) == 1 and (sure or hoist) and end and after not in chain:
                 u = nxt[0]
                 step = ir.Step(uid, p.name, u.kind, u.guard, tuple(ops) + u.body, first.span,
                                "; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), first.inline,
@@ -1135,6 +1162,67 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
         procs.append(ir.ProcessIR(p.name, p.count, p.unfair, p.pc_names, tuple(steps_at), tuple(new_steps),
                                   p.end_pcs, p.label_pcs, p.sleeps, p.plain_stores))
     return ir.Program(program.model, layout, tuple(procs), program.initial_states, program.properties), merged_count
+
+
+def _buffered(layout: ir.StateLayout, fp: Footprint) -> bool:
+    """The step goes through a store buffer (it may wait for room in it)."""
+    return any(isinstance(x, int) and layout.slots[x].kind is ir.SlotKind.BUFFER for x in fp.reads | fp.writes)
+
+
+def _cannot_fail(ops) -> bool:
+    """Ops that surely run to the end (nothing that can fail an assertion or raise a
+    model error): barriers, gotos, branches on conditions that cannot fail, and plain
+    assignments to a scalar of a constant in its range or of a variable of the same
+    type."""
+    for op in ops:
+        if isinstance(op, (ir.OBarrier, ir.OGoto)):
+            continue
+        if isinstance(op, ir.OIf):
+            if _expr_cannot_fail(op.cond) and _cannot_fail(op.then) and _cannot_fail(op.orelse):
+                continue
+            return False
+        if not (isinstance(op, ir.OAssign) and isinstance(op.target, m.Var)):
+            return False
+        t, v = op.target.type, op.value
+        if isinstance(v, m.Var) and v.type == t:
+            continue
+        if not isinstance(v, m.Const):
+            return False
+        if isinstance(t, m.BoolT) and v.value in (0, 1):
+            continue
+        if isinstance(t, m.EnumT) and 0 <= v.value < len(t.members):
+            continue
+        if isinstance(t, m.IntT) and t.lo is not None and t.lo <= v.value <= t.hi:
+            continue
+        return False
+    return True
+
+
+_SAFE_READS = frozenset({"READ_ONCE", "atomic_read", "smp_load_acquire", "bitmap_empty", "waitqueue_active",
+                         "swait_active"})
+
+
+def _expr_cannot_fail(x: m.TExpr | None) -> bool:
+    """An expression whose evaluation raises nothing: no division, shift or computed
+    index (any of which may be out of range)."""
+    if x is None or isinstance(x, (m.Const, m.Var, m.SelfE, m.Bound)):
+        return True
+    if isinstance(x, m.Un):
+        return _expr_cannot_fail(x.operand)
+    if isinstance(x, m.Bin):
+        return x.op not in ("/", "%", "<<", ">>") and _expr_cannot_fail(x.left) and _expr_cannot_fail(x.right)
+    if isinstance(x, m.Ite):
+        return all(_expr_cannot_fail(e) for e in (x.cond, x.then, x.orelse))
+    if isinstance(x, m.At):
+        return x.index is None or isinstance(x.index, m.Const)
+    if isinstance(x, m.Elem):
+        t = x.sym.type
+        return isinstance(x.index, m.Const) and t.lo <= x.index.value <= t.hi
+    if isinstance(x, m.Builtin):
+        if x.name == "test_bit":
+            return isinstance(x.args[0], m.Const) and _expr_cannot_fail(x.args[1])
+        return x.name in _SAFE_READS and all(_expr_cannot_fail(a) for a in x.args)
+    return False
 
 
 def _reads_of(program: ir.Program, p: ir.ProcessIR, gid: int, guard: m.TExpr | None) -> set:
