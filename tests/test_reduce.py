@@ -97,7 +97,7 @@ def test_counterexamples_found_with_reductions_replay(path):
     for v in result.variants:
         cm = compile_variant(spec, v.variant, Options())
         for cx in [o.counterexample for o in v.outcomes] + [v.model_error]:
-            if cx is not None:
+            if cx is not None and cx.kind != "lemma":  # a lemma's counterexample is values, not a run
                 r = replay(cm, cx, "-", v.variant, False)
                 assert r.reproduced, (v.variant, cx.property, r.reason)
 

@@ -67,7 +67,7 @@ Symmetry is described below, at `Symmetry`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import ir, model as m
 from ..compile import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull, _div, _mod
@@ -97,6 +97,8 @@ def static_value(x: m.TExpr, inst: int | None) -> int | None:
         return int(x.value)
     if isinstance(x, m.SelfE):
         return inst
+    if isinstance(getattr(x, "type", None), m.BitVecT):
+        return None  # wraps around: not worth folding here
     if isinstance(x, m.Un):
         a = static_value(x.operand, inst)
         if a is None:
@@ -185,7 +187,7 @@ class _Collector:
             for k in self.instances(x.process, x.index, inst):
                 self.reads.add(self.at(x.process, k, x.label))
             self.expr(x.index, inst)
-        elif isinstance(x, m.Un):
+        elif isinstance(x, (m.Un, m.Conv)):
             self.expr(x.operand, inst)
         elif isinstance(x, m.Bin):
             self.expr(x.left, inst)
@@ -681,7 +683,7 @@ class _SymmetryWalker:
         elif isinstance(x, (m.At, m.LocalOf)):
             if self.procs[x.process].count is not None:
                 self.indexed(("proc", x.process), x.index)
-        elif isinstance(x, m.Un):
+        elif isinstance(x, (m.Un, m.Conv)):
             self.expr(x.operand)
         elif isinstance(x, m.Bin):
             lt, rt = self.index_term(x.left), self.index_term(x.right)
@@ -873,6 +875,8 @@ def _normal(x: m.TExpr | None, domain: Domain, perm: tuple[int, ...] | None):
         return ("b", getattr(x, "uid", -1))
     if isinstance(x, m.Un):
         return ("u", x.op, _normal(x.operand, domain, perm))
+    if isinstance(x, m.Conv):
+        return ("conv", x.type.describe(), _normal(x.operand, domain, perm))
     if isinstance(x, m.Bin):
         if x.op in _COMMUTATIVE:
             parts = []
@@ -1143,15 +1147,13 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
                 and _cannot_fail(ops)
             if len(nxt) == 1 and (sure or hoist) and end and after not in chain:
                 u = nxt[0]
-                step = ir.Step(uid, p.name, u.kind, u.guard, tuple(ops) + u.body, first.span,
-                               "; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), first.inline,
-                               first.label, u.fence)
+                step = replace(first, uid=uid, kind=u.kind, guard=u.guard, body=tuple(ops) + u.body,
+                               text="; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), fence=u.fence)
                 gone.update(chain)
             elif len(chain) >= 2:
-                last = p.steps_at[chain[-1]][0]
-                step = ir.Step(uid, p.name, first.kind, None, tuple(ops) + (ir.OGoto(after),), first.span,
-                               "; ".join(p.steps_at[pc][0].text for pc in chain), first.inline, first.label,
-                               last.fence)
+                step = replace(first, uid=uid, guard=None, body=tuple(ops) + (ir.OGoto(after),),
+                               text="; ".join(p.steps_at[pc][0].text for pc in chain),
+                               fence=p.steps_at[chain[-1]][0].fence)
                 gone.update(chain[:-1])
             else:
                 continue
@@ -1159,9 +1161,8 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
             steps_at[start] = (step,)
             new_steps.append(step)
         merged_count += len(gone) * p.instances
-        procs.append(ir.ProcessIR(p.name, p.count, p.unfair, p.pc_names, tuple(steps_at), tuple(new_steps),
-                                  p.end_pcs, p.label_pcs, p.sleeps, p.plain_stores))
-    return ir.Program(program.model, layout, tuple(procs), program.initial_states, program.properties), merged_count
+        procs.append(replace(p, steps_at=tuple(steps_at), steps=tuple(new_steps)))
+    return replace(program, processes=tuple(procs)), merged_count
 
 
 def _buffered(layout: ir.StateLayout, fp: Footprint) -> bool:
@@ -1207,7 +1208,7 @@ def _expr_cannot_fail(x: m.TExpr | None) -> bool:
     index (any of which may be out of range)."""
     if x is None or isinstance(x, (m.Const, m.Var, m.SelfE, m.Bound)):
         return True
-    if isinstance(x, m.Un):
+    if isinstance(x, (m.Un, m.Conv)):
         return _expr_cannot_fail(x.operand)
     if isinstance(x, m.Bin):
         return x.op not in ("/", "%", "<<", ">>") and _expr_cannot_fail(x.left) and _expr_cannot_fail(x.right)
@@ -1278,7 +1279,7 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
     order = None
-    if por:
+    if por and cm.instances:  # (a model of lemmas alone has nothing to interleave)
         order = PartialOrder(cm, analyse(cm.program), singletons=liveness)
         if merged:
             notes.append(f"partial-order reduction: {merged} local step{'s' if merged != 1 else ''} merged "
