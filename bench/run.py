@@ -5,12 +5,13 @@ For every bench model family (bench/models/*.spec, with a Promela twin in bench/
 and every size N it runs:
 
   ours  `check FILE -D N=n --variant base --workers 1 --brief --json OUT --with-timing`,
-        end to end (Python start-up, parse, compile, search); and with `--workers W`.
-        Options this `check` lacks (read from `check --help`) are left out, and the
-        W-worker column then says n/a.
+        end to end (Python start-up, parse, compile, search), with its default
+        reductions; and with `--workers W`; and once, untimed, with reductions off
+        (`--no-por --no-symmetry`) for the state count. Options this `check` lacks (read
+        from `check --help`) are left out, and the W-worker column then says n/a.
   SPIN  end to end with default settings: `spin -a`, `gcc -O2 -o pan pan.c`, `./pan`;
         and once with reductions off (`spin -o3 -a`, `gcc -O2 -DNOREDUCE`) to compare
-        state counts, which must agree exactly with ours.
+        state counts, which must agree exactly with ours without reductions.
 
 It then checks every shipped model (models/*.spec, all variants, `check --brief`) and
 prints one table per part. It installs nothing: SPIN and gcc are used if they are on PATH,
@@ -325,6 +326,7 @@ class Row:
     spin: SpinRun | None  # default settings, timed
     spin_noreduce: SpinRun | None  # reductions off, for the state count
     counts_agree: bool | None
+    ours_noreduce: OursResult | None = None  # reductions off (--no-por --no-symmetry), for the state count
 
 
 def bench_row(fam: Family, n: int, args, check: list[str], has_workers: bool, spin_ok: bool,
@@ -346,16 +348,25 @@ def bench_row(fam: Family, n: int, args, check: list[str], has_workers: bool, sp
         pml.write_text(promela_instance(fam.promela, fam.param, n))
         noreduce = SpinBench(pml, d, reduce=False)
         spin = SpinBench(pml, d, reduce=True)
+    # our default run reduces too (partial-order, symmetry): like SPIN's, its state count is
+    # compared from one untimed run with the reductions off
+    plain = None
+    if "--no-por" in check_help(tuple(check)):
+        plain = OursBench(check, fam.spec, defines, work, base_only=True,
+                          extra=single + ("--no-por", "--no-symmetry"))
+        plain.once()
     for _ in range(args.repeats):
         for bench in (ours, multi, spin):
             if bench is not None:
                 bench.once()
     o = ours.result()
+    u = plain.result() if plain else o
     z = noreduce.result() if noreduce else None
     agree = None
-    if o.states is not None and z is not None and z.states is not None:
-        agree = o.states == z.states
-    return Row(fam.name, n, o, multi.result() if multi else None, spin.result() if spin else None, z, agree)
+    if u.states is not None and z is not None and z.states is not None:
+        agree = u.states == z.states
+    return Row(fam.name, n, o, multi.result() if multi else None, spin.result() if spin else None, z, agree,
+               plain.result() if plain else None)
 
 
 # ---- formatting ----------------------------------------------------------------
@@ -391,11 +402,12 @@ def table(headers: list[str], rows: list[list[str]], left: frozenset[int] = froz
 
 
 def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int) -> str:
-    headers = ["model", "N", "states", "SPIN states", "SPIN POR", "agree", "time", "SPIN time", "ratio",
-               "cpu ratio", "pan time", "states/s", "SPIN st/s", "MB", "SPIN MB", f"time {workers}w"]
+    headers = ["model", "N", "states", "SPIN states", "agree", "reduced", "SPIN POR", "time", "SPIN time",
+               "ratio", "cpu ratio", "pan time", "states/s", "SPIN st/s", "MB", "SPIN MB", f"time {workers}w"]
     out = []
     for r in rows:
         o, s, z = r.ours, r.spin, r.spin_noreduce
+        u = r.ours_noreduce or o  # a `check` without reductions counts all states in its timed run
         spin_states = _n(z.states) if z else spin_note
         agree = {True: "yes", False: "NO", None: "-"}[r.counts_agree]
         ratio = cpu_ratio = "-"
@@ -409,8 +421,9 @@ def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int
             multi = _s(r.workers.seconds)
         else:
             multi = "failed"
-        out.append([r.family, str(r.n), _n(o.states) if o.ok else "FAILED", spin_states,
-                    _n(s.states) if s else "-", agree, _s(o.seconds), _s(s.seconds) if s else "-", ratio,
+        out.append([r.family, str(r.n), _n(u.states) if u.ok else "FAILED", spin_states, agree,
+                    _n(o.states) if o.ok and r.ours_noreduce else "-",
+                    _n(s.states) if s else "-", _s(o.seconds), _s(s.seconds) if s else "-", ratio,
                     cpu_ratio, _s(s.pan_seconds) if s else "-",
                     _rate(o.states, o.search_seconds), _rate(s.states, s.search_seconds) if s else "-",
                     _mb(o.maxrss_kb), _mb(s.maxrss_kb) if s else "-", multi])
@@ -510,17 +523,21 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         if not r.ours.ok:
             problems.append(f"{r.family} N={r.n}: ours failed: {r.ours.note}")
+        if r.ours_noreduce is not None and not r.ours_noreduce.ok:
+            problems.append(f"{r.family} N={r.n}: ours without reductions failed: {r.ours_noreduce.note}")
         for label, s in (("SPIN", r.spin), ("SPIN -DNOREDUCE", r.spin_noreduce)):
             if s is not None and not s.ok:
                 problems.append(f"{r.family} N={r.n}: {label}: {s.note or 'no verdict'}")
         if r.counts_agree is False:
-            problems.append(f"{r.family} N={r.n}: state counts differ: ours {_n(r.ours.states)}, "
+            problems.append(f"{r.family} N={r.n}: state counts differ: ours {_n((r.ours_noreduce or r.ours).states)}, "
                             f"SPIN without reductions {_n(r.spin_noreduce.states)}")
     depths = [f"{r.family} N={r.n} -m{r.spin.pan_depth_limit}" for r in rows
               if r.spin and r.spin.pan_depth_limit != PAN_DEFAULT_DEPTH]
     print()
-    print("states: ours; SPIN states: pan's 'states, stored' with reductions off (spin -o3 -a, "
-          "gcc -DNOREDUCE); SPIN POR: with its default reductions.")
+    print("states: ours with reductions off (--no-por --no-symmetry, one untimed run); SPIN states: pan's "
+          "'states, stored' with reductions off (spin -o3 -a, gcc -DNOREDUCE); agree: the two are equal.")
+    print("reduced: ours with its default reductions (partial-order, symmetry; the timed runs); "
+          "SPIN POR: pan's with its default reductions (partial-order, statement merging).")
     print("time: ours `check` wall time; SPIN time: spin -a + gcc -O2 + ./pan wall time, default "
           "settings; ratio = ours / SPIN (target <= 1.0).")
     print("pan time: pan alone, with the default hash table (-w24) and a DFS stack (-m) just deeper than the search.")
