@@ -33,6 +33,9 @@ class Limits:
     max_states: int | None = None
     max_depth: int | None = None
     check_deadlock: bool = True
+    # stop after the level at which every one of these properties has its (shortest)
+    # counterexample: run.py's search for the traces of a reduced search's violations
+    until_found: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -704,6 +707,9 @@ def run_levels(search: Search, level: list[int], first_id: int, depth: int, prog
             first_id += len(level)
             level = nxt
             depth += 1
+            if search.limits.until_found and search.limits.until_found <= search.found.keys():
+                search.limit = "found what was asked for"
+                break
     except _Stop:
         level = []
     except KeyboardInterrupt:
