@@ -1282,11 +1282,10 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
     if por and cm.instances:  # (a model of lemmas alone has nothing to interleave)
         order = PartialOrder(cm, analyse(cm.program), singletons=liveness)
         if merged:
-            notes.append(f"partial-order reduction: {merged} local step{'s' if merged != 1 else ''} merged "
-                         "into the step that follows")
+            notes.append(f"local steps merged into the step that follows them: {merged}")
         if liveness:
-            notes.append("partial-order reduction with single-process ample sets (liveness: weak fairness "
-                         "is kept by expanding only steps that no other process can see)")
+            notes.append("liveness: ample sets of one process whose steps no other process can see, "
+                         "which keeps weak fairness")
     sym = None
     if symmetry != SymmetryMode.OFF:
         domains, reasons = symmetry_domains(cm.program)

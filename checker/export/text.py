@@ -162,19 +162,27 @@ def search_notes(result: RunResult) -> list[str]:
 
 
 def reduction_notes(result: RunResult) -> list[str]:
-    """What each variant's search reduced, grouped where variants say the same."""
-    groups: dict[str, list[str]] = {}
-    for v in result.variants:
-        for note in v.stats.reductions:
-            groups.setdefault(note, []).append(v.variant)
-    por = [v for v in result.variants if v.stats.ample_states is not None]
+    """What each variant's search reduced. Notes read "what: detail"; one line per
+    "what", with the detail once if every variant says the same, else per variant."""
     lines = []
+    por = [v for v in result.variants if v.stats.ample_states is not None]
     if por:
         lines.append("partial-order reduction (--no-por turns it off), states expanded with an ample set: "
                      + ", ".join(f"{v.variant} {v.stats.ample_states:,}/{v.stats.states:,}" for v in por))
-    for note, variants in groups.items():
-        every = len(variants) == len(result.variants)
-        lines.append(note + ("" if every or len(result.variants) == 1 else f" ({', '.join(variants)})"))
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for v in result.variants:
+        for note in v.stats.reductions:
+            what, _, detail = note.partition(": ")
+            groups.setdefault(what, []).append((v.variant, detail))
+    for what, said in groups.items():
+        details = {d for _, d in said}
+        if len(details) == 1 and (len(said) == len(result.variants) or len(result.variants) == 1):
+            lines.append(f"{what}: {said[0][1]}" if said[0][1] else what)
+        elif len(details) == 1:
+            lines.append(f"{what}: {said[0][1]} ({', '.join(v for v, _ in said)})" if said[0][1]
+                         else f"{what} ({', '.join(v for v, _ in said)})")
+        else:
+            lines.append(f"{what}: " + ", ".join(f"{v} {d}" for v, d in said))
     return lines
 
 
