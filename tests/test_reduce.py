@@ -559,3 +559,19 @@ def test_reductions_agree_across_workers_and_fingerprints(tmp_path, monkeypatch)
         assert (other.stats.states, other.stats.ample_states) == (one.stats.states, one.stats.ample_states)
         assert [(o.property, o.verdict, o.counterexample) for o in other.outcomes] == \
             [(o.property, o.verdict, o.counterexample) for o in one.outcomes]
+
+
+def test_an_exported_symmetric_trace_replays(tmp_path):
+    """The file a user gets (ITF) under symmetry replays on the model with `--replay`."""
+    spec = tmp_path / "counter.spec"
+    spec.write_text((ROOT / "tests/models/counter.spec").read_text())
+    assert main([str(spec), "--brief", "--symmetry", "--itf", str(tmp_path / "itf")]) == 0
+    trace = tmp_path / "itf" / "counter.base.both_counted.itf.json"
+    assert trace.exists()
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(spec), "--replay", str(trace)]) == 0  # reproduces, as base expects
+    assert "the violation still reproduces" in out.getvalue()
