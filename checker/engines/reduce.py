@@ -450,11 +450,12 @@ class PartialOrder:
     """The ample-set hook. In a state, a *cluster* is a set of actors closed under
     conflict at their current pcs: none of their steps there conflicts with an actor
     outside it, none is visible and none closes a loop. `ample(s, actors)` returns the
-    smallest cluster, found from each instance in turn, that has an enabled step in s
-    (statically known when one of its steps is always enabled, otherwise tried), or
-    every actor. `singletons`: only clusters of one instance whose steps there conflict
-    with nobody, the form the liveness argument needs (module docstring). Clusters
-    depend only on the instances' pcs, so they are cached by that slice of the state."""
+    smallest cluster, found from each instance in turn, that has a step with a
+    successor in s (statically known when one of its steps is always enabled and
+    cannot fail, otherwise tried), or every actor. `singletons`: only clusters of one
+    instance whose steps there conflict with nobody, the form the liveness argument
+    needs (module docstring). Clusters depend only on the instances' pcs, which are
+    neighbouring bit fields of the packed state, so they are cached by those bits."""
 
     def __init__(self, cm: CompiledModel, an: Analysis, singletons: bool):
         self.cm = cm
