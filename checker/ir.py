@@ -483,7 +483,6 @@ class _ProcessBuilder:
             if body and isinstance(body[0], m.SAwait):
                 guard = body.pop(0).cond
             ops = self.ops(body)
-            first = self.text(s.span).split("{", 1)
             return self.step(StepKind.ATOMIC, s, ops, nxt, ctx, guard=guard,
                              text=self.text(s.span))
         raise SpecError(s.span, f"unsupported statement {type(s).__name__}")
@@ -556,7 +555,6 @@ class _ProcessBuilder:
         # breadth-first from the entry, so pcs are numbered in a stable, readable order
         visit(entry)
         i = 0
-        step_nodes: list[_Node] = []
         while i < len(order):
             n = order[i]
             i += 1

@@ -263,7 +263,23 @@ def test_progress_is_silent_off_a_terminal():
 
 
 def test_progress_shows_on_a_pseudo_terminal():
+    import threading
+
     master, slave = os.openpty()
+    chunks: list[bytes] = []
+
+    def drain():  # read while the search writes, so a full pty buffer never blocks it
+        while True:
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     try:
         with os.fdopen(slave, "w", closefd=False) as tty:
             p = Progress(None, tty, interval=0)
@@ -272,10 +288,11 @@ def test_progress_shows_on_a_pseudo_terminal():
             cm = compile_variant(load(str(ROOT / "models" / "pi_timer.spec")), "base", Options())
             explore(cm, Limits(), p)
             tty.flush()
-        text = os.read(master, 1 << 16).decode()
     finally:
-        os.close(master)
         os.close(slave)
+        reader.join(timeout=30)
+        os.close(master)
+    text = b"".join(chunks).decode()
     assert re.search(r"\rstates [0-9,]+  queue [0-9,]+  depth [0-9]+  [0-9,]+ states/s  [0-9,]+ MiB", text)
     assert text.endswith("\r")  # erased when the search ends
 
