@@ -28,6 +28,7 @@ import sys
 
 from . import __version__
 from .engines.explicit import Limits
+from .engines.fastloop import level_loop_source
 from .errors import SpecError
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, write_outputs
 from .run import ENGINES, Options, check_spec, compile_variant, load, replay_trace, selected_variants
@@ -209,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
                        por=not args.no_por, symmetry=args.symmetry)
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
-                print(compile_variant(spec, v, opts).source)
+                cm = compile_variant(spec, v, opts)
+                print(cm.source)
+                print(level_loop_source(cm, opts.limits.check_deadlock, opts.hash_compact))
             return EXIT_OK
         if args.replay:
             from .export.text import format_replay

@@ -26,6 +26,7 @@ from ..compile import AssertionViolation, CompiledFlush, CompiledModel, Compiled
 from ..progress import Progress
 from ..trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
                      show_value)
+from .fastloop import DONE, FULL, INTERRUPTED, LevelLoopWriter, LoopShape
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +138,10 @@ class Reduction:
 
     def ample(self, s: int, actors: list) -> list:
         return actors
+
+    def ample_mask(self, s: int, actors: list) -> int:
+        """`ample` as a mask of actor numbers (bit g: `actors[g]`)."""
+        return (1 << len(actors)) - 1
 
     def movable(self, s: int) -> int:
         return 0
@@ -283,6 +288,20 @@ def _rss_bytes() -> int | None:
         return None
 
 
+def actor_tables(cm: CompiledModel) -> tuple[tuple, list]:
+    """Every step once, numbered (a flush is an actor of its own, its gid after the
+    instances'), and per actor (shift, mask, (packed step, number) pairs by field
+    value): the tables the search walks in each state."""
+    pk = cm.packing
+    steps = tuple({id(cs): cs for inst in cm.instances for at in inst.steps_at for cs in at}.values()) \
+        + tuple(cm.flushes)
+    number = {id(cs): k for k, cs in enumerate(steps)}
+    actors = [(pk.shift[slot], pk.mask(slot), tuple(tuple((cs.packed, number[id(cs)]) for cs in at) for at in table))
+              for slot, table in [(inst.pc_slot, inst.steps_at) for inst in cm.instances]
+              + [(f.slot, f.steps_at) for f in cm.flushes]]
+    return steps, actors
+
+
 class Search:
     """One variant's breadth-first search, level by level, over packed states.
 
@@ -297,7 +316,7 @@ class Search:
     routing successors they do not own to their owners."""
 
     def __init__(self, cm: CompiledModel, limits: Limits, graph: bool = False, hash_compact: bool = False,
-                 reduction: Reduction | None = None):
+                 reduction: Reduction | None = None, generated: bool = True):
         self.cm = cm
         self.limits = limits
         self.graph = graph
@@ -305,16 +324,8 @@ class Search:
         self.reduction = reduction
         pk = cm.packing
         instances = cm.instances
-        # every step once, numbered; a flush is its own actor (its gid follows the instances')
-        self.steps = tuple({id(cs): cs for inst in instances for at in inst.steps_at for cs in at}.values()) \
-            + tuple(cm.flushes)
-        number = {id(cs): k for k, cs in enumerate(self.steps)}
+        self.steps, self.actors = actor_tables(cm)
         self.gids = tuple(cs.gid for cs in self.steps)
-        self.actors = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot),
-                        tuple(tuple((cs.packed, number[id(cs)]) for cs in at) for at in inst.steps_at))
-                       for inst in instances]
-        self.actors += [(pk.shift[f.slot], pk.mask(f.slot), tuple(tuple((c.packed, number[id(c)]) for c in at)
-                                                                  for at in f.steps_at)) for f in cm.flushes]
         self.ends = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot), inst.end_pcs) for inst in instances]
         self.invariants = [(inv.packed, inv.property.name) for inv in cm.invariants]
         self.finals = [(fin.packed, fin.property.name) for fin in cm.finals]
@@ -324,6 +335,8 @@ class Search:
         self.parent = array("l")
         self.via = array("H" if len(self.steps) < 1 << 16 else "L")
         self.seen: set[int] | Fingerprints = Fingerprints(pk.bits) if self.hash_compact else set()
+        # the model's own level loop, for the states that need no decision (fastloop.py)
+        self.loops = LevelLoopWriter(cm, self.actors) if generated else None
         self.index: dict[int, int] = {}  # graph mode: state -> id
         self.states: list[int] = []  # graph mode: every state by id
         self.first, self.dst, self.step, self.enabled = array("l", [0]), array("l"), array("l"), array("q")
@@ -373,6 +386,53 @@ class Search:
         successor that another worker owns goes into that worker's outbox instead."""
         if self.graph:
             return self._level_graph(frontier, ids, depth, progress)
+        if self.loops is not None and route is None and not (
+                self.limits.max_depth is not None and depth >= self.limits.max_depth):
+            return self._level_generated(frontier, ids, depth, progress)
+        return self._level_generic(frontier, ids, depth, progress, route)
+
+    def _level_generated(self, frontier: list[int], ids, depth: int, progress) -> list[int]:
+        """`level` through the model's generated loop (engines/fastloop.py), which stops
+        at every state that needs a decision; such a state is expanded here by the
+        generic loop, and the generated loop resumes after it."""
+        self.depth = max(self.depth, depth)
+        red = self.reduction
+        nxt: list[int] = []
+        max_states = self.limits.max_states if self.limits.max_states is not None else 1 << 62
+        tick = None
+        if progress is not None:
+            def tick(count: int, queued: int) -> None:
+                progress.tick(count, queued, depth)
+        seen = self.seen
+        j = 0
+        while True:
+            shape = LoopShape(
+                invariants=tuple(k for k, (_, name) in enumerate(self.invariants) if name not in self.found),
+                deadlock=self.limits.check_deadlock and "deadlock" not in self.found,
+                compact=self.hash_compact, canonical=red is not None and red.canonicalises,
+                ample=red is not None and red.selects, progress=progress is not None)
+            loop = self.loops.loop(shape)
+            status, j, count, expanded, transitions, ample_states = loop(
+                frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,
+                self.parent.append, self.via.append, tick, red.ample_mask if shape.ample else None, self.actors,
+                red.canonical if shape.canonical else None)
+            self.count, self.expanded = count, expanded
+            self.transitions += transitions
+            self.ample_states += ample_states
+            del self.parent[count:], self.via[count:]  # an interrupt may leave a half record
+            if status == DONE:
+                return nxt
+            if status == FULL:
+                self.limit = "max-states"
+                raise _Stop
+            if status == INTERRUPTED:
+                raise KeyboardInterrupt
+            nxt += self._level_generic(frontier[j:j + 1], ids[j:j + 1], depth, progress, None)
+            j += 1
+            if j >= len(frontier):
+                return nxt
+
+    def _level_generic(self, frontier: list[int], ids, depth: int, progress, route: "Route | None") -> list[int]:
         limits = self.limits
         at_limit = limits.max_depth is not None and depth >= limits.max_depth
         max_states = limits.max_states if limits.max_states is not None else 1 << 62

@@ -472,22 +472,28 @@ class PartialOrder:
         self.fields = [(pk.shift[k] - self.shift, pk.mask(k), pk.lo[k]) for k in pcs]
         self.actor_fields = [pk.field(inst.pc_slot) for inst in cm.instances] + [pk.field(f.slot) for f in cm.flushes]
         self.cache: dict = {}
+        self.chosen: dict[int, list] = {}  # gid mask -> those rows of the search's actors
         self.flush_conflicts = [an.conflicts[(g, 0)] for g in range(self.n_inst, self.n_actors)]
         self.all_mask = (1 << self.n_actors) - 1
         self.last: tuple | None = None  # (state, mask of the actors chosen)
 
     def ample(self, s: int, actors: list) -> list:
+        mask = self.ample_mask(s, actors)
+        return actors if mask == self.all_mask else self.chosen[mask]
+
+    def ample_mask(self, s: int, actors: list) -> int:
+        """`ample` as a gid mask (the generated level loop tests one bit per actor)."""
         key = s >> self.shift & self.mask
         options = self.cache.get(key)
         if options is None:
             options = self.cache[key] = self._options(tuple((key >> sh & mk) + lo for sh, mk, lo in self.fields),
                                                       actors)
-        for mask, chosen, unsure in options:
+        for mask, unsure in options:
             if unsure is None or self._can_move(s, unsure):
                 self.last = (s, mask)
-                return chosen
+                return mask
         self.last = (s, self.all_mask)
-        return actors
+        return self.all_mask
 
     def _cluster(self, seed: int, pcs: tuple) -> int | None:
         """The smallest cluster containing instance `seed`, as a gid mask, or None."""
@@ -517,8 +523,8 @@ class PartialOrder:
         return mask
 
     def _options(self, pcs: tuple, actors: list) -> tuple:
-        """The clusters at this pc vector, smallest first: (gid mask, the actors, None
-        if one of its steps is always enabled, else the instances to try)."""
+        """The clusters at this pc vector, smallest first: (gid mask, None if one of its
+        steps is always enabled, else the instances to try); `chosen` gets their actors."""
         an = self.an
         movers = self.all_mask & ~((1 << self.n_inst) - 1)  # a flush may always have a step
         for g in range(self.n_inst):
@@ -529,7 +535,8 @@ class PartialOrder:
         for c in sorted(clusters, key=lambda c: (bin(c).count("1"), c)):
             members = [g for g in range(self.n_actors) if c >> g & 1]
             sure = any(an.proceeds[(g, pcs[g] if g < self.n_inst else 0)] for g in members)
-            out.append((c, [actors[g] for g in members], None if sure else tuple(members)))
+            self.chosen.setdefault(c, [actors[g] for g in members])
+            out.append((c, None if sure else tuple(members)))
             if sure:
                 break  # a cluster that surely moves: no later one is ever tried
         return tuple(out)
@@ -1258,6 +1265,7 @@ class Plan(Reduction):
         self.canonicalises = symmetry is not None
         if por is not None:
             self.ample = por.ample
+            self.ample_mask = por.ample_mask
             self.movable = por.movable
         if symmetry is not None:
             self.canonical = symmetry.canonical
