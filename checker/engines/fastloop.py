@@ -27,7 +27,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from ..compile import CompiledModel
+from ..compile import CompiledModel, _comment
 
 #: what a generated loop returns first: the level is done, state j needs the generic
 #: loop, the state limit was reached after state j - 1, or Ctrl-C arrived at state j
@@ -97,7 +97,7 @@ class LevelLoopWriter:
         body: list[str] = []
         for k in shape.invariants:
             inv = self.cm.invariants[k]
-            body.append(f"# invariant {inv.property.name}")
+            body.append(f"# invariant {_comment(inv.property.name)}")
             body.append(f"if not ({self.predicate(inv.name)}):")
             body.append("    return 1, j, count, expanded, transitions, ample_states")
         if shape.ample:
@@ -106,7 +106,7 @@ class LevelLoopWriter:
             cases = [(pc, at) for pc, at in enumerate(table) if at]
             if not cases:
                 continue
-            name = self.actor_name(g)
+            name = _comment(self.actor_name(g))
             if shape.ample:
                 body.append(f"if am & {1 << g:#x}:  # {name}")
                 body.extend("    " + line for line in self.actor(shift, mask, cases, shape))
