@@ -446,6 +446,10 @@ def _name(layout: ir.StateLayout, x: Resource) -> str:
 # ---- partial-order reduction at run time ------------------------------------------
 
 
+#: after this many pc vectors, the ample-set cache stays only if it was hit at least as often
+CACHE_TRIAL = 1 << 14
+
+
 class PartialOrder:
     """The ample-set hook. In a state, a *cluster* is a set of actors closed under
     conflict at their current pcs: none of their steps there conflicts with an actor
@@ -455,7 +459,9 @@ class PartialOrder:
     cannot fail, otherwise tried), or every actor. `singletons`: only clusters of one
     instance whose steps there conflict with nobody, the form the liveness argument
     needs (module docstring). Clusters depend only on the instances' pcs, which are
-    neighbouring bit fields of the packed state, so they are cached by those bits."""
+    neighbouring bit fields of the packed state, so they are cached by those bits
+    (unless nearly every state has a pc vector of its own, as in dining philosophers,
+    where the cache would only cost memory)."""
 
     def __init__(self, cm: CompiledModel, an: Analysis, singletons: bool):
         self.cm = cm
@@ -472,10 +478,18 @@ class PartialOrder:
         self.fields = [(pk.shift[k] - self.shift, pk.mask(k), pk.lo[k]) for k in pcs]
         self.actor_fields = [pk.field(inst.pc_slot) for inst in cm.instances] + [pk.field(f.slot) for f in cm.flushes]
         self.cache: dict = {}
+        self.caching, self.lookups = True, 0
         self.chosen: dict[int, list] = {}  # gid mask -> those rows of the search's actors
         self.flush_conflicts = [an.conflicts[(g, 0)] for g in range(self.n_inst, self.n_actors)]
         self.all_mask = (1 << self.n_actors) - 1
         self.last: tuple | None = None  # (state, mask of the actors chosen)
+        # per instance and pc, what the clusters are built from, as lists (no dict lookups):
+        # (has a step, is a candidate, conflict mask, a step surely has a successor)
+        self.at = [[(bool(an.footprints.get((g, pc))), an.candidate(g, pc), an.conflicts.get((g, pc), 0),
+                     an.proceeds.get((g, pc), False)) for pc in range(len(inst.process.steps_at))]
+                   for g, inst in enumerate(cm.instances)]
+        self.flush_visible = [an.visible[(g, 0)] for g in range(self.n_inst, self.n_actors)]
+        self.flush_proceeds = [an.proceeds[(g, 0)] for g in range(self.n_inst, self.n_actors)]
 
     def ample(self, s: int, actors: list) -> list:
         mask = self.ample_mask(s, actors)
@@ -486,8 +500,14 @@ class PartialOrder:
         key = s >> self.shift & self.mask
         options = self.cache.get(key)
         if options is None:
-            options = self.cache[key] = self._options(tuple((key >> sh & mk) + lo for sh, mk, lo in self.fields),
-                                                      actors)
+            options = self._options(tuple((key >> sh & mk) + lo for sh, mk, lo in self.fields), actors)
+            if self.caching:
+                self.cache[key] = options
+                if len(self.cache) == CACHE_TRIAL:  # nearly every state its own pc vector: stop caching
+                    self.caching = self.lookups > 2 * CACHE_TRIAL
+                    if not self.caching:
+                        self.cache.clear()
+        self.lookups += 1
         for mask, unsure in options:
             if unsure is None or self._can_move(s, unsure):
                 self.last = (s, mask)
@@ -495,29 +515,31 @@ class PartialOrder:
         self.last = (s, self.all_mask)
         return self.all_mask
 
-    def _cluster(self, seed: int, pcs: tuple) -> int | None:
-        """The smallest cluster containing instance `seed`, as a gid mask, or None."""
-        an = self.an
-        if not an.candidate(seed, pcs[seed]):
+    def _cluster(self, seed: int, here: list) -> int | None:
+        """The smallest cluster containing instance `seed`, as a gid mask, or None;
+        `here[g]`: instance g's row of `at` at its current pc."""
+        _, candidate, need, _ = here[seed]
+        if not candidate:
             return None
         mask = 1 << seed
-        need = an.conflicts[(seed, pcs[seed])]
         if self.singletons:
             return mask if not need else None
+        n_inst = self.n_inst
         while need & ~mask:
             new = need & ~mask
             mask |= new
             g = 0
             while new:
                 if new & 1:
-                    if g < self.n_inst:
-                        if not an.candidate(g, pcs[g]) and an.footprints.get((g, pcs[g])):
+                    if g < n_inst:
+                        has_step, candidate, conflicts, _ = here[g]
+                        if has_step and not candidate:
                             return None
-                        need |= an.conflicts[(g, pcs[g])]
+                        need |= conflicts
                     else:
-                        if an.visible[(g, 0)]:
+                        if self.flush_visible[g - n_inst]:
                             return None
-                        need |= self.flush_conflicts[g - self.n_inst]
+                        need |= self.flush_conflicts[g - n_inst]
                 new >>= 1
                 g += 1
         return mask
@@ -525,16 +547,16 @@ class PartialOrder:
     def _options(self, pcs: tuple, actors: list) -> tuple:
         """The clusters at this pc vector, smallest first: (gid mask, None if one of its
         steps is always enabled, else the instances to try); `chosen` gets their actors."""
-        an = self.an
+        here = [rows[pc] for rows, pc in zip(self.at, pcs)]
         movers = self.all_mask & ~((1 << self.n_inst) - 1)  # a flush may always have a step
-        for g in range(self.n_inst):
-            if an.footprints.get((g, pcs[g])):
+        for g, row in enumerate(here):
+            if row[0]:
                 movers |= 1 << g
-        clusters = {c for g in range(self.n_inst) if (c := self._cluster(g, pcs)) is not None and movers & ~c}
+        clusters = {c for g in range(self.n_inst) if (c := self._cluster(g, here)) is not None and movers & ~c}
         out = []
         for c in sorted(clusters, key=lambda c: (bin(c).count("1"), c)):
             members = [g for g in range(self.n_actors) if c >> g & 1]
-            sure = any(an.proceeds[(g, pcs[g] if g < self.n_inst else 0)] for g in members)
+            sure = any(here[g][3] if g < self.n_inst else self.flush_proceeds[g - self.n_inst] for g in members)
             self.chosen.setdefault(c, [actors[g] for g in members])
             out.append((c, None if sure else tuple(members)))
             if sure:
