@@ -245,8 +245,9 @@ def test_the_cycle_proviso_keeps_the_other_processes_from_starving():
     ex = explore(cm, reduction=plan)
     assert "ok" in ex.counterexamples and ex.stats.ample_states > 0
     # the same reduction without the proviso misses the violation: the test has teeth
-    naive = reduce.plan(cm, True, "off")
-    naive.por.an.closes_loop = dict.fromkeys(naive.por.an.closes_loop, False)
+    an = reduce.analyse(cm.program)
+    an.closes_loop = dict.fromkeys(an.closes_loop, False)
+    naive = reduce.Plan(reduce.PartialOrder(cm, an, singletons=False))
     assert "ok" not in explore(cm, reduction=naive).counterexamples
 
 
