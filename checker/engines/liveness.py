@@ -46,8 +46,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-import networkx as nx
-
 from .. import model as m
 from ..compile import CompiledModel, CompiledStep, ModelError
 from ..ir import source_text
@@ -169,6 +167,8 @@ class _Graph:
         rarely more than a fraction of the state space. Everything else here is plain
         array work on the explicit engine's graph.
         """
+        import networkx as nx  # here, not at the top: a run without liveness properties never loads it
+
         n, dst, step, step_gid, enabled, fair = self.n, self.g.dst, self.g.step, self.step_gid, self.g.enabled, self.fair
         dg = nx.DiGraph()
         nodes = [u for u in range(n) if in_r[u]]
