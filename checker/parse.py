@@ -7,6 +7,7 @@ expected, in words a kernel developer reads, at the spot where the text went wro
 from __future__ import annotations
 
 import functools
+import os
 from importlib import resources
 
 import lark
@@ -29,7 +30,23 @@ def grammar_text() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    """The LALR parser. Building its tables takes about a quarter of a second, as long
+    as checking a small model, so lark keeps them in the user's cache directory
+    (`$XDG_CACHE_HOME/timerace`, else `~/.cache/timerace`); lark checks the grammar's
+    hash on loading, rebuilds when it differs, and carries on without the cache when
+    the directory cannot be written."""
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True,
+                cache=_cache_file())
+
+
+def _cache_file() -> str | bool:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "timerace")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    return os.path.join(folder, f"grammar-lark-{lark.__version__}.cache")
 
 
 def parse(source: str, file: str = "<spec>") -> ast.Spec:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _search(cm, generated: bool, **kw) -> Search:
     limits = kw.pop("limits", Limits())
-    search = Search(cm, limits, generated=generated, **kw)
+    search = Search(cm, limits, generate_from=0 if generated else None, **kw)
     run_levels(search, search.add_initial(), 0, 0, None)
     return search
 

@@ -288,6 +288,11 @@ def _rss_bytes() -> int | None:
         return None
 
 
+#: the generated level loop takes over once this many states are stored: writing it
+#: costs tens of milliseconds, more than the whole search of a small model
+GENERATE_FROM = 20_000
+
+
 def actor_tables(cm: CompiledModel) -> tuple[tuple, list]:
     """Every step once, numbered (a flush is an actor of its own, its gid after the
     instances'), and per actor (shift, mask, (packed step, number) pairs by field
@@ -316,7 +321,7 @@ class Search:
     routing successors they do not own to their owners."""
 
     def __init__(self, cm: CompiledModel, limits: Limits, graph: bool = False, hash_compact: bool = False,
-                 reduction: Reduction | None = None, generated: bool = True):
+                 reduction: Reduction | None = None, generate_from: int | None = GENERATE_FROM):
         self.cm = cm
         self.limits = limits
         self.graph = graph
@@ -336,7 +341,8 @@ class Search:
         self.via = array("H" if len(self.steps) < 1 << 16 else "L")
         self.seen: set[int] | Fingerprints = Fingerprints(pk.bits) if self.hash_compact else set()
         # the model's own level loop, for the states that need no decision (fastloop.py)
-        self.loops = LevelLoopWriter(cm, self.actors) if generated else None
+        self.loops = LevelLoopWriter(cm, self.actors) if generate_from is not None else None
+        self.generate_from = generate_from
         self.index: dict[int, int] = {}  # graph mode: state -> id
         self.states: list[int] = []  # graph mode: every state by id
         self.first, self.dst, self.step, self.enabled = array("l", [0]), array("l"), array("l"), array("q")
@@ -386,7 +392,7 @@ class Search:
         successor that another worker owns goes into that worker's outbox instead."""
         if self.graph:
             return self._level_graph(frontier, ids, depth, progress)
-        if self.loops is not None and route is None and not (
+        if self.loops is not None and self.count >= self.generate_from and route is None and not (
                 self.limits.max_depth is not None and depth >= self.limits.max_depth):
             return self._level_generated(frontier, ids, depth, progress)
         return self._level_generic(frontier, ids, depth, progress, route)
