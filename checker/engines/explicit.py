@@ -421,7 +421,7 @@ class Search:
             status, j, count, expanded, transitions, ample_states = loop(
                 frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,
                 self.parent.append, self.via.append, tick, red.ample_mask if shape.ample else None, self.actors,
-                red.canonical if shape.canonical else None)
+                red.canonical if shape.canonical else None, None)
             self.count, self.expanded = count, expanded
             self.transitions += transitions
             self.ample_states += ample_states

@@ -45,6 +45,7 @@ class LoopShape:
     canonical: bool  # successors go through the symmetry's canonical(t) first
     ample: bool  # partial-order reduction: ample_mask(s) says which actors to expand
     progress: bool  # call tick(count, queued) every 1024 states
+    route: bool = False  # a parallel worker: a successor another worker owns goes to its outbox
 
 
 class _Unsupported(Exception):
@@ -55,7 +56,7 @@ class _Unsupported(Exception):
 _LOOP_NAMES = frozenset({
     "frontier", "ids", "j", "count", "expanded", "max_states", "seen", "seen_add", "nxt_append",
     "parent_append", "via_append", "tick", "ample_mask", "actors", "canonical", "transitions", "ample_states",
-    "before", "sid", "succ", "field", "am", "_it"})
+    "before", "sid", "succ", "field", "am", "route", "me", "owners", "omask", "outbox", "owner", "box"})
 
 
 class LevelLoopWriter:
@@ -87,13 +88,15 @@ class LevelLoopWriter:
     def source(self, shape: LoopShape) -> str:
         lines = [
             "def level(frontier, ids, j, count, expanded, max_states, seen, seen_add, nxt_append, parent_append,",
-            "          via_append, tick, ample_mask, actors, canonical):",
+            "          via_append, tick, ample_mask, actors, canonical, route):",
             "    # one level of the breadth-first search, from frontier[j] on (engines/fastloop.py)",
             "    transitions = ample_states = before = 0",
             "    try:",
             "        for s, sid in zip(frontier[j:] if j else frontier, ids[j:] if j else ids):",
             "            before = transitions",
         ]
+        if shape.route:
+            lines.insert(3, "    me, owners, omask, outbox = route.me, route.owners, route.omask, route.outbox")
         body: list[str] = []
         for k in shape.invariants:
             inv = self.cm.invariants[k]
@@ -189,10 +192,15 @@ class LevelLoopWriter:
         lines = ["transitions += 1"]
         if shape.canonical:
             lines.append("succ = canonical(succ)")
+        test = "if"
+        if shape.route:  # as Search._level_generic routes (engines/parallel.py owns the states)
+            lines += ["owner = owners[(succ & omask) % 65521]", "if owner != me:", "    box = outbox[owner]",
+                      "    box[0].append(succ)", "    box[1].append(sid)", f"    box[2].append({k})"]
+            test = "elif"
         if shape.compact:
-            lines.append("if seen_add(succ):")
+            lines.append(f"{test} seen_add(succ):")
         else:
-            lines += ["if succ not in seen:", "    seen_add(succ)"]
+            lines += [f"{test} succ not in seen:", "    seen_add(succ)"]
         lines += ["    nxt_append(succ)", "    parent_append(sid)", f"    via_append({k})", "    count += 1"]
         return ast.parse("\n".join(lines)).body
 
