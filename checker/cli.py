@@ -108,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     sym.add_argument("--no-symmetry", action="store_const", const="off", dest="symmetry",
                      help="turn symmetry reduction off")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
+    p.add_argument("--promela", metavar="OUT",
+                   help="write each variant's Promela twin for SPIN and exit: OUT is the .pml file for one "
+                        "variant, a directory (OUT/<model>.<variant>.pml) for several; variants that cannot "
+                        "be translated faithfully (memory tso, u32/u64) are refused (exit 2)")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
@@ -208,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                        engine=args.engine, depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout,
                        por=not args.no_por, symmetry=args.symmetry)
+        if args.promela:
+            return _write_promela(spec, opts, args.promela)
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
                 cm = compile_variant(spec, v, opts)
@@ -256,6 +262,40 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
     return exit_code(result)
+
+
+def _write_promela(spec, opts, out: str) -> int:
+    """`--promela OUT`: the twins that translate are written; each refusal is an error."""
+    import os
+
+    from .export.files import write_text
+    from .run import promela_twin
+
+    variants = selected_variants(spec, opts.variants)
+    single = len(variants) == 1
+    written, refused = [], 0
+    for v in variants:
+        try:
+            stem, text = promela_twin(spec, v, opts)
+        except SpecError as e:
+            refused += 1
+            sys.stderr.write(e.render(spec.source if e.span.file == spec.file else None) + "\n")
+            continue
+        path = out if single else os.path.join(out, stem + ".pml")
+        try:
+            write_text(path, text)
+        except OSError as e:
+            sys.stderr.write(f"check: error: cannot write {e.filename or path}: {e.strerror}\n")
+            return EXIT_INPUT
+        written.append(path)
+    if written:
+        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
+                         + ", ".join(written) + "\n")
+    if refused:
+        sys.stderr.write(f"check: {refused} of {len(variants)} variant{'s' if len(variants) != 1 else ''} "
+                         "not translated to Promela (see the errors above)\n")
+        return EXIT_INPUT
+    return EXIT_OK
 
 
 def _silence_stdout() -> None:

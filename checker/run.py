@@ -86,6 +86,16 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     return compile_program(ir.build(model))
 
 
+def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
+    """(`<model>.<variant>` as a file stem, the variant's Promela twin); a SpecError if the
+    variant cannot be translated faithfully."""
+    from .export.files import _safe
+    from .promela import translate
+
+    model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
+    return f"{_safe(model.name)}.{_safe(variant)}", translate(ir.build(model))
+
+
 def fairness_of(model: m.Model) -> tuple[str, ...]:
     """The fairness the liveness engine assumes, e.g. ("weak fairness for vcpu[0], vcpu[1],
     hrtimer", "none for guest"): weak fairness per process instance unless `unfair`."""

@@ -1,0 +1,898 @@
+"""IR -> Promela: a twin of one variant that SPIN explores state for state as we do.
+
+A pipeline branch beside compile.py: it reads the resolved, lowered `ir.Program` (one
+variant, constants applied) and writes Promela text; it never sees the parse tree and
+never runs the model.
+
+The encoding is chosen so that pan's state is exactly our state:
+
+* Every slot of our state vector is a Promela global: variables (a process's locals as
+  `<instance>_<name>`), each instance's program counter `pc_<instance>` and, for a
+  process that sleeps, its task state `task_<instance>`.
+* Each process instance is one `active proctype` with a single `do` loop; each IR step
+  is one option `d_step { pc == k && guard -> body; pc = next }`. SPIN's own control
+  point therefore never changes (the loop is end-labelled), and one of our steps is one
+  pan transition. The body is the IR's semantics translated operation by operation, in
+  the order the compiled Python evaluates it (side effects of kernel primitives inside
+  an expression happen first, as `_Compiler.builtin` emits them); constants, `self` and
+  quantifiers are folded by the compiler's own `simplify`, so both sides fold alike.
+  Scratch values live in `hidden` globals, which are not part of pan's state.
+* Properties are checked by one monitor process that never leaves its end-labelled
+  loop: each check is an option `d_step { violated -> assert(name) }` that returns to
+  where it was, so it adds no state, and `./pan -c0` can go on past a violation and
+  still count exactly our states. The `assert` names the property: pan prints
+  "assertion violated invariant_<name>" (a hidden byte that is always 0). Our deadlock
+  ("no step enabled, and some process not at a valid end") is the predicate itself,
+  written out from every step's enabling condition, not SPIN's `timeout` (which the
+  monitor's own options would disturb) nor its invalid-end-state check (which cannot
+  see our end labels).
+* A failed `assert` statement in the model: the step's effects are undone and the step
+  ends where it began (a self-loop), as our search records the violation and stores no
+  successor. A value out of its range, a bad index, a division by zero: an assertion
+  `model_error_...` (our search stops there).
+* Several initial states (`any`): a chooser process picks one in its first step, and
+  the processes wait for it (`tr_chosen`). pan then stores one state more than we do,
+  the one before the choice; the header says so.
+* Liveness properties become `ltl` claims, checked with `./pan -a -f -N name`: SPIN's
+  weak fairness (-f) is per process, as ours; a process declared `unfair` has no SPIN
+  equivalent (pan treats it as fair), which the header says.
+
+What cannot be translated faithfully is refused with a SpecError (exit 2): `memory
+tso` (store buffers are not encoded), unsigned arithmetic wider than 16 bits (Promela's
+`int` is 32-bit signed; u32/u64 would wrap differently), and values or sets too wide
+for a 32-bit int.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from . import model as m
+from .compile import _Compiler
+from .errors import Span, SpecError
+from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
+                 OWhile, Program, ProcessIR, Step, StepKind, builtins_in, walk_ops)
+
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed int
+
+# Promela keywords and names pan's C code or our own globals use: a model name that is
+# one of these gets a trailing underscore.
+_RESERVED = frozenset("""
+active assert atomic bit bool break byte c_code c_decl c_expr c_state c_track chan d_step
+d_proctype do else empty enabled eval false fi full goto hidden if init inline int len local
+mtype nempty never nfull np_ od of pc_value printf printm priority proctype provided run
+short show skip timeout true typedef unless unsigned xr xs select for in get_priority
+set_priority ltl always eventually until weak strong release implies equivalent stutter
+notrace trace _ _pid _nr_pr _last _priority now""".split())
+
+_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _ident(text: str) -> str:
+    return _IDENT.sub("_", text.replace("[", "_").replace("]", ""))
+
+
+def _comment(text: str) -> str:
+    """Text made safe inside a /* */ comment, on one line."""
+    return "".join(ch for ch in " ".join(text.split()) if ch.isprintable() and ch.isascii()).replace("*/", "* /")
+
+
+def refuse(program: Program) -> None:
+    """Raise a SpecError if this variant has no faithful Promela twin."""
+    model = program.model
+    where = model.processes[0].span if model.processes else Span(model.file, 0, 0, 0, 0)
+    if model.memory == "tso":
+        raise SpecError(where, f"variant '{model.variant}' uses `memory tso`: the Promela twin does not "
+                        "encode x86-TSO store buffers, so it cannot be translated faithfully",
+                        "translate the variant under sequential consistency (--memory-model sc) "
+                        "or pick an sc variant with --variant")
+    for sl in program.layout.slots:
+        t = sl.type
+        if isinstance(t, m.BitVecT) and t.width > MAX_BV_WIDTH:
+            sym = next((s for (s, _i) in program.layout.var_base if (sl.var or sl.name).endswith(s.name)), None)
+            raise SpecError(sym.span if sym else where,
+                            f"'{sl.var or sl.name}' is a u{t.width}: Promela's int is 32-bit signed, so "
+                            f"u{t.width} arithmetic cannot be translated faithfully",
+                            "the Promela twin supports unsigned types up to u16; check this model "
+                            "with timerace itself (u64 via c_state/c_expr is not implemented)")
+        if isinstance(t, m.IntT) and t.lo is not None and (t.lo < INT_MIN or t.hi > INT_MAX):
+            raise SpecError(where, f"'{sl.name}' ranges over {t.describe()}, wider than Promela's 32-bit int")
+        if isinstance(t, m.BitsetT) and t.size > 30:
+            raise SpecError(where, f"'{sl.name}' is a set of {t.size} bits, more than a Promela int holds")
+    if len(program.layout.instance_names) > 30 and any(isinstance(sl.type, m.WaitQueueT)
+                                                        for sl in program.layout.slots):
+        raise SpecError(where, "a wait queue of more than 30 processes does not fit a Promela int")
+
+
+# ---- Promela statements -----------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    """`if` or `do`: options of (guard, statements)."""
+
+    kind: str  # "if" | "do"
+    options: list[tuple[str, list]] = field(default_factory=list)
+    label: str | None = None
+
+
+def _render(seq: list, depth: int) -> list[str]:
+    """Statements, one a line, separated by `;`."""
+    out: list[str] = []
+    pad = "\t" * depth
+    for k, st in enumerate(seq):
+        sep = ";" if k < len(seq) - 1 else ""
+        if isinstance(st, _Block):
+            head = f"{st.label}: " if st.label else ""
+            out.append(f"{pad}{head}{st.kind}")
+            for guard, body in st.options:
+                lines = _render(body, depth + 2) if body else [pad + "\t\tskip"]
+                out.append(f"{pad}:: {guard} ->")
+                out.extend(lines)
+            out.append(f"{pad}{'fi' if st.kind == 'if' else 'od'}{sep}")
+        else:
+            out.append(f"{pad}{st}{sep}")
+    return out
+
+
+class _Seq:
+    """The statements of one step's body being built, with hidden scratch variables."""
+
+    def __init__(self, owner: "_Translator"):
+        self.owner = owner
+        self.stack: list[list] = [[]]
+
+    def emit(self, st):
+        self.stack[-1].append(st)
+
+    def fresh(self) -> str:
+        return self.owner.fresh()
+
+    def push(self) -> list:
+        self.stack.append([])
+        return self.stack[-1]
+
+    def pop(self) -> list:
+        return self.stack.pop()
+
+
+# ---- the translator ---------------------------------------------------------------
+
+
+class _Translator:
+    def __init__(self, program: Program):
+        self.program = program
+        self.model = program.model
+        self.layout = program.layout
+        self.folder = _Compiler(program)  # its `simplify`: constants, `self`, quantifiers
+        self.names: dict = {}  # (VarSym, instance or None) -> Promela name
+        self.used: set[str] = set(_RESERVED)
+        self.temps = 0
+        self.temps_max = 0
+        self.labels = 0
+        self.proc: ProcessIR | None = None
+        self.inst: int | None = None
+        self.errors: dict[str, str] = {}  # assertion name -> what it means
+        self.loops: list[tuple[str, str | None]] = []  # ("while", continue label) | ("once", None)
+        self.failed_label: str | None = None  # inside a step with asserts: where a failure goes
+        self.enum_names: dict[tuple[str, int], str] = {}
+        self.static_init: dict[int, int] = {}  # slot -> the value its declaration gives
+
+    # -- names
+    def unique(self, base: str) -> str:
+        name = _ident(base)
+        if not re.match(r"[A-Za-z]", name):
+            name = "v_" + name
+        while name in self.used or name.startswith("tr_"):
+            name += "_"
+        self.used.add(name)
+        return name
+
+    def fresh(self) -> str:
+        self.temps += 1
+        self.temps_max = max(self.temps_max, self.temps)
+        return f"tr_t{self.temps}"
+
+    def var_name(self, sym: m.VarSym, inst: int | None) -> str:
+        key = (sym, inst if sym.scope is m.Scope.LOCAL else None)
+        if key not in self.names:
+            raise KeyError(sym.name)
+        return self.names[key]
+
+    def pc(self, gid: int) -> str:
+        return f"pc_{self.inst_ident[gid]}"
+
+    def task(self, gid: int) -> str:
+        return f"task_{self.inst_ident[gid]}"
+
+    # -- declarations
+    def declare(self) -> list[str]:
+        out = []
+        self.inst_ident = [self.unique(n) for n in self.layout.instance_names]
+        for (sym, inst), base in self.layout.var_base.items():
+            prefix = f"{self.layout.instance_names[self.layout.gid_base[sym.process] + inst]}_" \
+                if sym.scope is m.Scope.LOCAL else ""
+            self.names[(sym, inst)] = self.unique(prefix + sym.name)
+        for sym_inst, base in self.layout.var_base.items():
+            sym, inst = sym_inst
+            name = self.names[sym_inst]
+            t = sym.type
+            elem = t.elem if isinstance(t, m.ArrayT) else t
+            ptype = self.ptype(elem)
+            inits = [self.program.init_choices[base + k] for k in range((t.length if isinstance(t, m.ArrayT) else 1))]
+            first = [c[0] for c in inits]
+            common = max(set(first), key=first.count)  # the others are set by the chooser
+            for k in range(len(first)):
+                self.static_init[base + k] = common
+            if isinstance(t, m.ArrayT):
+                decl = f"{ptype} {name}[{t.length}] = {common}"
+            else:
+                decl = f"{ptype} {name} = {common}"
+            what = f"{sym.name}: {t.describe()}"
+            if sym.scope is m.Scope.LOCAL:
+                what = f"{self.layout.instance_names[self.layout.gid_base[sym.process] + inst]}.{what}"
+            out.append(f"{decl};\t/* {_comment(what)} */")
+        for p in self.program.processes:
+            for i in range(p.instances):
+                gid = self.layout.gid_base[p.name] + i
+                ptype = "byte" if len(p.pc_names) <= 256 else "short"
+                out.append(f"{ptype} pc_{self.inst_ident[gid]} = 0;\t/* {_comment(p.instance_name(i))}'s "
+                           f"program counter: {_comment(', '.join(f'{k} {n}' for k, n in enumerate(p.pc_names)))} */")
+        for gid in sorted(self.layout.task_slot):
+            out.append(f"bit task_{self.inst_ident[gid]} = 0;\t/* {_comment(self.layout.instance_names[gid])}"
+                       "'s task state: 0 RUNNING, 1 INTERRUPTIBLE */")
+        return out
+
+    def ptype(self, t: m.Type) -> str:
+        if isinstance(t, m.BoolT):
+            return "bit"
+        if isinstance(t, m.EnumT):
+            return "byte"
+        if isinstance(t, m.IntT):
+            if 0 <= t.lo and t.hi <= 255:
+                return "byte"
+            if -32768 <= t.lo and t.hi <= 32767:
+                return "short"
+            return "int"
+        if isinstance(t, m.BitVecT):
+            return "byte" if t.width <= 8 else "int"
+        if isinstance(t, m.BitsetT):
+            return "byte" if t.size <= 8 else "int"
+        if isinstance(t, m.WaitQueueT):
+            return "byte" if len(self.layout.instance_names) <= 8 else "int"
+        raise TypeError(t)
+
+    # -- expressions (the order and the folding of compile._Compiler.expr)
+    def simplify(self, x: m.TExpr) -> m.TExpr:
+        self.folder.inst = self.inst
+        self.folder.proc = self.proc
+        return self.folder.simplify(x)
+
+    def model_error(self, seq: _Seq, cond: str, kind: str, what: str):
+        """`if cond: the model goes wrong` (an assertion named after what went wrong)."""
+        name = "model_error_" + _ident(kind)
+        self.errors.setdefault(name, what)
+        opt = [f"assert({name})"]
+        seq.emit(_Block("if", [(f"({cond})", opt), ("else", [])]))
+
+    def expr(self, x: m.TExpr, seq: _Seq) -> str:
+        if isinstance(x, m.Const):
+            return self.const(x)
+        if isinstance(x, (m.Var, m.Elem)):
+            return self.lvalue(x, seq)
+        if isinstance(x, m.LocalOf):
+            return self.local_of(x, seq)
+        if isinstance(x, m.SelfE):
+            return str(self.inst)
+        if isinstance(x, m.Bound):
+            raise SpecError(x.span, "a quantifier over a range that is not constant cannot be translated")
+        if isinstance(x, m.Conv):
+            self.check_bv(x.type, x.span)
+            a = self.expr(x.operand, seq)
+            from .compile import _fits_bv
+            return a if _fits_bv(x.operand, x.type) else f"({a} & {x.type.mask})"
+        if isinstance(x, m.Un):
+            a = self.expr(x.operand, seq)
+            if isinstance(x.type, m.BitVecT):
+                self.check_bv(x.type, x.span)
+                return f"((-{a}) & {x.type.mask})" if x.op == "-" else f"({a} ^ {x.type.mask})"
+            return {"!": f"(!{a})", "-": f"(-{a})", "~": f"(~{a})"}[x.op]
+        if isinstance(x, m.Bin):
+            a = self.expr(x.left, seq)
+            b = self.expr(x.right, seq)
+            if isinstance(x.type, m.BitVecT):
+                self.check_bv(x.type, x.span)
+                w, mask = x.type.width, x.type.mask
+                if x.op in ("+", "-", "*"):
+                    return f"(({a} {x.op} {b}) & {mask})"
+                if x.op in ("&", "|", "^"):
+                    return f"({a} {x.op} {b})"
+                if x.op in ("/", "%"):
+                    self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
+                    return f"({a} {x.op} {b})"
+                if x.op == "<<":
+                    return f"({b} < {w} -> (({a} << {b}) & {mask}) : 0)"
+                return f"({b} < {w} -> ({a} >> {b}) : 0)"
+            if x.op in ("/", "%"):
+                # C, like our _div, truncates toward zero
+                self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
+                return f"({a} {x.op} {b})"
+            if x.op in ("<<", ">>"):
+                self.model_error(seq, f"{b} < 0 || {b} > 30", "shift_count",
+                                 "a shift count outside 0..30 (ours: negative, or past 4096)")
+            if x.op == "->":
+                return f"(!{a} || {b})"
+            return f"({a} {x.op} {b})"
+        if isinstance(x, m.Ite):
+            c = self.expr(x.cond, seq)
+            return f"({c} -> {self.expr(x.then, seq)} : {self.expr(x.orelse, seq)})"
+        if isinstance(x, m.At):
+            return self.at(x, seq)
+        if isinstance(x, m.Quant):
+            x = self.simplify(x)  # unrolled
+            return self.expr(x, seq)
+        if isinstance(x, m.Builtin):
+            return self.builtin(x, seq)
+        raise TypeError(x)
+
+    def const(self, x: m.Const) -> str:
+        if isinstance(x.type, m.EnumT) and 0 <= x.value < len(x.type.members):
+            return self.enum_names.get((x.type.name, x.value), str(x.value))
+        if isinstance(x.type, m.BoolT):
+            return "true" if x.value else "false"
+        return str(int(x.value))
+
+    def check_bv(self, t: m.BitVecT, span: Span):
+        if t.width > MAX_BV_WIDTH:
+            raise SpecError(span, f"u{t.width} arithmetic cannot be translated faithfully to Promela's "
+                            "32-bit signed int", "the Promela twin supports unsigned types up to u16")
+
+    def index(self, sym: m.VarSym, idx: m.TExpr, seq: _Seq) -> str:
+        t = sym.type
+        assert isinstance(t, m.ArrayT)
+        name = self.var_name(sym, self.inst)
+        if isinstance(idx, m.Const):
+            if not t.lo <= idx.value <= t.hi:
+                self.model_error(seq, "true", "index", f"an index outside {sym.name}")
+                return f"{name}[0]"
+            return f"{name}[{idx.value - t.lo}]"
+        code = self.expr(idx, seq)
+        it = idx.type
+        if not (isinstance(it, m.IntT) and it.lo is not None and t.lo <= it.lo and it.hi <= t.hi):
+            tmp = self.fresh()
+            seq.emit(f"{tmp} = {code}")
+            self.model_error(seq, f"{tmp} < {t.lo} || {tmp} > {t.hi}", "index", f"an index outside {sym.name}")
+            code = tmp
+        return f"{name}[{code} - {t.lo}]" if t.lo else f"{name}[{code}]"
+
+    def lvalue(self, x: m.TExpr, seq: _Seq) -> str:
+        if isinstance(x, m.Var):
+            return self.var_name(x.sym, self.inst)
+        return self.index(x.sym, x.index, seq)
+
+    def instance_choice(self, process: str, idx: m.TExpr | None, seq: _Seq, of) -> str:
+        """`of(gid)` for the instance `idx` of `process` (a choice when idx is computed)."""
+        proc = next(p for p in self.program.processes if p.name == process)
+        base = self.layout.gid_base[process]
+        if idx is None:
+            return of(base)
+        if isinstance(idx, m.Const) and 0 <= idx.value < proc.instances:
+            return of(base + idx.value)
+        code = self.expr(idx, seq)
+        self.model_error(seq, f"{code} < 0 || {code} > {proc.instances - 1}", "index",
+                         f"an instance of {process} that does not exist")
+        out = "0"
+        for i in reversed(range(proc.instances)):
+            out = f"({code} == {i} -> {of(base + i)} : {out})"
+        return out
+
+    def at(self, x: m.At, seq: _Seq) -> str:
+        proc = next(p for p in self.program.processes if p.name == x.process)
+        pcs = sorted(proc.label_pcs.get(x.label, ()))
+
+        def of(gid: int) -> str:
+            if not pcs:
+                return "false"
+            pc = self.pc(gid)
+            return "(" + " || ".join(f"{pc} == {k}" for k in pcs) + ")"
+
+        return self.instance_choice(x.process, x.index, seq, of)
+
+    def local_of(self, x: m.LocalOf, seq: _Seq) -> str:
+        base = self.layout.gid_base[x.process]
+        return self.instance_choice(x.process, x.index, seq, lambda gid: self.names[(x.sym, gid - base)])
+
+    def builtin(self, c: m.Builtin, seq: _Seq) -> str:
+        n, a = c.name, c.args
+        if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
+            return self.expr(a[0], seq)
+        if n == "test_bit":
+            nr = self.expr(a[0], seq)
+            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < a[1].type.size:
+                self.model_error(seq, f"{nr} < 0 || {nr} >= {a[1].type.size}", "bit_number",
+                                 "a bit number outside its set")
+            return f"(({self.expr(a[1], seq)} >> {nr}) & 1)"
+        if n == "bitmap_empty":
+            return f"({self.expr(a[0], seq)} == 0)"
+        if n in ("min", "max"):
+            x, y = self.expr(a[0], seq), self.expr(a[1], seq)
+            return f"({x} <= {y} -> {x} : {y})" if n == "min" else f"({x} >= {y} -> {x} : {y})"
+        if n in ("waitqueue_active", "swait_active"):
+            return f"({self.expr(a[0], seq)} != 0)"
+        if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
+            self.store(a[0], a[1], seq)
+            return ""
+        if n in ("atomic_inc", "atomic_dec", "atomic_add", "atomic_sub",
+                 "atomic_inc_return", "atomic_dec_return", "atomic_dec_and_test"):
+            target = a[1] if n in ("atomic_add", "atomic_sub") else a[0]
+            delta = {"atomic_inc": "1", "atomic_inc_return": "1", "atomic_dec": "-1",
+                     "atomic_dec_return": "-1", "atomic_dec_and_test": "-1"}.get(n)
+            if delta is None:
+                d = self.expr(a[0], seq)
+                delta = d if n == "atomic_add" else f"-({d})"
+            cur = self.expr(target, seq)
+            new = self.fresh()
+            if isinstance(target.type, m.BitVecT):
+                self.check_bv(target.type, c.span)
+                seq.emit(f"{new} = ({cur} + {delta}) & {target.type.mask}")
+            else:
+                seq.emit(f"{new} = {cur} + {delta}")
+            self.store_code(target, new, None, seq)
+            if n == "atomic_dec_and_test":
+                return f"({new} == 0)"
+            return new if n.endswith("_return") else ""
+        if n in ("test_and_set_bit", "test_and_clear_bit", "set_bit", "clear_bit"):
+            nr = self.expr(a[0], seq)
+            addr = self.lvalue(a[1], seq)
+            size = a[1].type.size
+            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < size:
+                self.model_error(seq, f"{nr} < 0 || {nr} >= {size}", "bit_number", "a bit number outside its set")
+            old = self.fresh()
+            seq.emit(f"{old} = ({addr} >> {nr}) & 1")
+            if "set" in n:
+                seq.emit(f"{addr} = {addr} | (1 << {nr})")
+            else:
+                seq.emit(f"{addr} = {addr} & ~(1 << {nr})")
+            return old if n.startswith("test_and") else ""
+        if n == "xchg":
+            old = self.fresh()
+            seq.emit(f"{old} = {self.expr(a[0], seq)}")
+            self.store(a[0], a[1], seq)
+            return old
+        if n == "cmpxchg":
+            old = self.fresh()
+            seq.emit(f"{old} = {self.expr(a[0], seq)}")
+            expect = self.expr(a[1], seq)
+            seq.push()
+            self.store(a[0], a[2], seq)
+            then = seq.pop()
+            seq.emit(_Block("if", [(f"({old} == {expect})", then), ("else", [])]))
+            return old
+        if n in ("prepare_to_wait", "finish_wait"):
+            addr = self.lvalue(a[0], seq)
+            gid = self.layout.gid_base[self.proc.name] + self.inst
+            if n == "prepare_to_wait":
+                seq.emit(f"{addr} = {addr} | {1 << gid}")
+                seq.emit(f"{self.task(gid)} = 1")
+            else:
+                seq.emit(f"{self.task(gid)} = 0")
+                seq.emit(f"{addr} = {addr} & ~{1 << gid}")
+            return ""
+        if n in ("wake_up", "swake_up_one"):
+            addr = self.lvalue(a[0], seq)
+            w = self.fresh()
+            seq.emit(f"{w} = {addr}")
+            sleepers = sorted(self.layout.task_slot)
+            if n == "wake_up":
+                for gid in sleepers:
+                    seq.emit(_Block("if", [(f"({w} & {1 << gid})", [f"{self.task(gid)} = 0"]), ("else", [])]))
+                seq.emit(f"{addr} = 0")
+            else:
+                opts = [(f"({w} & {1 << gid})", [f"{self.task(gid)} = 0", f"{addr} = {w} & ~{1 << gid}"])
+                        for gid in sleepers]
+                # the first sleeper in gid order, as `if ... elif ...`
+                rest: list = []
+                for guard, body in reversed(opts):
+                    rest = [_Block("if", [(guard, body), ("else", rest)])]
+                for st in rest:
+                    seq.emit(st)
+            return ""
+        raise SpecError(c.span, f"the kernel primitive {n}() has no Promela translation")
+
+    # -- stores (compile._Compiler.store_code)
+    def store(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
+        code = self.expr(value, seq)
+        self.store_code(target, code, value, seq)
+
+    def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, seq: _Seq):
+        from .compile import _fits, _fits_bv, _is_01
+
+        addr = self.lvalue(target, seq)
+        t = target.type
+        if isinstance(t, m.BoolT) and not _is_01(value):
+            code = f"({code} -> 1 : 0)"
+        if isinstance(t, m.BitVecT) and not _fits_bv(value, t):
+            self.check_bv(t, target.span)
+            code = f"(({code}) & {t.mask})"
+        check = None
+        const = value.value if isinstance(value, m.Const) else None
+        if isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
+            check = (t.lo, t.hi)
+        elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t) \
+                and not (const is not None and 0 <= const < (1 << t.size)):
+            check = (0, (1 << t.size) - 1)
+        if check:
+            tmp = self.fresh()
+            seq.emit(f"{tmp} = {code}")
+            name = target.sym.name
+            self.model_error(seq, f"{tmp} < {check[0]} || {tmp} > {check[1]}", f"range_{name}",
+                             f"a value outside the range of {name} ({check[0]}..{check[1]})")
+            code = tmp
+        seq.emit(f"{addr} = {code}")
+
+    # -- operations (compile._Compiler.op)
+    def ops(self, ops, seq: _Seq):
+        for op in ops:
+            self.op(op, seq)
+
+    def op(self, op, seq: _Seq):
+        if isinstance(op, OGoto):
+            gid = self.layout.gid_base[self.proc.name] + self.inst
+            seq.emit(f"{self.pc(gid)} = {op.pc}\t/* -> {_comment(self.proc.pc_names[op.pc])} */")
+            if self.failed_label:
+                seq.emit("goto tr_done")
+        elif isinstance(op, OAssign):
+            self.store(self.simplify(op.target), self.simplify(op.value), seq)
+        elif isinstance(op, OEval):
+            code = self.builtin(self.simplify(op.call), seq)
+            del code  # a value nobody reads (its side effects are emitted)
+        elif isinstance(op, OIf):
+            cond = self.simplify(op.cond)
+            if isinstance(cond, m.Const):
+                self.ops(op.then if cond.value else op.orelse, seq)
+                return
+            c = self.expr(cond, seq)
+            seq.push()
+            self.ops(op.then, seq)
+            then = seq.pop()
+            seq.push()
+            self.ops(op.orelse, seq)
+            orelse = seq.pop()
+            seq.emit(_Block("if", [(f"({c})", then), ("else", orelse)]))
+        elif isinstance(op, OWhile):
+            self.labels += 1
+            top = f"tr_loop{self.labels}"
+            self.loops.append(("while", top))
+            body = seq.push()
+            body.append(f"{top}: skip")
+            c = self.expr(self.simplify(op.cond), seq)
+            seq.emit(_Block("if", [(f"(!{c})", ["break"]), ("else", [])]))
+            self.ops(op.body, seq)
+            seq.pop()
+            self.loops.pop()
+            seq.emit(_Block("do", [("true", body)]))
+        elif isinstance(op, OBreak):
+            seq.emit("break")
+        elif isinstance(op, OContinue):
+            kind, top = self.loops[-1] if self.loops else ("once", None)
+            seq.emit(f"goto {top}" if kind == "while" else "break")
+        elif isinstance(op, OInline):
+            self.loops.append(("once", None))
+            body = seq.push()
+            self.ops(op.body, seq)
+            body.append("break")
+            seq.pop()
+            self.loops.pop()
+            seq.emit(_Block("do", [("true", body)]))
+        elif isinstance(op, OReturn):
+            seq.emit("break")
+        elif isinstance(op, OAssert):
+            cond = self.simplify(op.cond)
+            name = "assert_" + _ident(op.property)
+            if isinstance(cond, m.Const):
+                if not cond.value:
+                    seq.emit(f"assert({name})")
+                    seq.emit("goto tr_failed")
+                return
+            c = self.expr(cond, seq)
+            seq.emit(_Block("if", [(f"(!{c})", [f"assert({name})", "goto tr_failed"]), ("else", [])]))
+        elif isinstance(op, OBarrier):
+            pass  # no effect under sequential consistency
+        else:
+            raise TypeError(op)
+
+    # -- steps
+    def enabled(self, p: ProcessIR, inst: int, st: Step, pc_value: int) -> str | None:
+        """The step's enabling condition as a pure expression (None: never enabled)."""
+        self.proc, self.inst = p, inst
+        gid = self.layout.gid_base[p.name] + inst
+        parts = [f"{self.pc(gid)} == {pc_value}"]
+        if st.kind is StepKind.SCHEDULE:
+            parts.append(f"{self.task(gid)} == 0")
+        if st.guard is not None:
+            g = self.simplify(st.guard)
+            if isinstance(g, m.Const):
+                if not g.value:
+                    return None
+            else:
+                seq = _Seq(self)
+                code = self.expr(g, seq)
+                if seq.stack[0]:
+                    # a guard whose evaluation can go wrong (a computed index): its checks
+                    # need statements, which a guard cannot have
+                    raise SpecError(st.span, "a guard with a computed index or division cannot be translated "
+                                    "to a Promela d_step guard", "compute the index in a step before the await")
+                parts.append(code)
+        return " && ".join(parts)
+
+    def step_option(self, p: ProcessIR, inst: int, st: Step, pc_value: int) -> list[str] | None:
+        cond = self.enabled(p, inst, st, pc_value)
+        if cond is None:
+            return None
+        self.temps = 0
+        asserts = any(isinstance(o, OAssert) for o in walk_ops(st.body))
+        self.failed_label = "tr_failed" if asserts else None
+        seq = _Seq(self)
+        saved = []
+        if asserts:  # a failed assert leaves no successor: undo the step's writes
+            saved = self.save_writes(p, inst, st, seq)
+        self.ops(st.body, seq)
+        body = seq.stack[0]
+        if asserts:
+            body.append("tr_failed: " + "; ".join(f"{var} = {copy}" for var, copy in saved) if saved
+                        else "tr_failed: skip")
+            body.append("tr_done: skip")
+        self.failed_label = None
+        where = f"{st.span.file}:{st.span.line}"
+        lines = [f"\t:: d_step {{ /* {_comment(where)}  {_comment(st.text)[:90]} */"]
+        lines.append(f"\t\t{cond} ->")
+        lines += _render(body, 2)
+        lines.append("\t   }")
+        return lines
+
+    def save_writes(self, p, inst, st, seq: _Seq) -> list[tuple[str, str]]:
+        """Copy everything the step may write to hidden variables first (a failed assert
+        restores them): every variable it assigns or passes to a writing primitive, the
+        wait queues and task states, and the pc."""
+        self.proc, self.inst = p, inst
+        from .resolve import BUILTINS
+
+        syms = []
+        for o in walk_ops(st.body):
+            if isinstance(o, OAssign):
+                syms.append(o.target.sym)
+            xs = (o.call,) if isinstance(o, OEval) else (o.value,) if isinstance(o, OAssign) else \
+                (o.cond,) if isinstance(o, (OIf, OWhile, OAssert)) else ()
+            for x in xs:
+                for b in builtins_in(x):
+                    if BUILTINS[b.name].effect and b.args:
+                        syms += [arg.sym for arg in b.args if isinstance(arg, (m.Var, m.Elem))]
+                    if b.name in ("prepare_to_wait", "finish_wait", "wake_up", "swake_up_one"):
+                        syms.append("tasks")
+        out = []
+        seen = set()
+        for sym in syms:
+            if sym == "tasks":
+                names = [self.task(g) for g in sorted(self.layout.task_slot)]
+            else:
+                name = self.var_name(sym, self.inst)
+                names = [f"{name}[{k}]" for k in range(sym.type.length)] if isinstance(sym.type, m.ArrayT) \
+                    else [name]
+            for nm in names:
+                if nm not in seen:
+                    seen.add(nm)
+                    out.append(nm)
+        out.append(self.pc(self.layout.gid_base[p.name] + inst))
+        pairs = []
+        for nm in out:
+            copy = self.fresh()
+            seq.emit(f"{copy} = {nm}")
+            pairs.append((nm, copy))
+        return pairs
+
+
+def _chooser(t: _Translator) -> list[str] | None:
+    """Several initial states: one transition from the state before the choice to each."""
+    multi = [(k, c) for k, c in enumerate(t.program.init_choices)
+             if len(c) > 1 or k in t.static_init and c[0] != t.static_init[k]]
+    if not multi:
+        return None
+    slot_name = {}
+    for (sym, inst), base in t.layout.var_base.items():
+        name = t.names[(sym, inst)]
+        if isinstance(sym.type, m.ArrayT):
+            for k in range(sym.type.length):
+                slot_name[base + k] = f"{name}[{k}]"
+        else:
+            slot_name[base] = name
+    lines = ["/* Initial values that a declaration cannot give (`any`, or arrays whose elements",
+             " * start differently): the chooser sets them in one step, and the processes wait for",
+             " * it. pan stores one state more than timerace: the one before the choice. */",
+             "bit tr_chosen = 0;", "", "active proctype tr_init()", "{", "\tif"]
+    import itertools
+
+    count = 1
+    for _k, c in multi:
+        count *= len(c)
+    if count > 4096:
+        raise SpecError(t.model.processes[0].span, f"`any` gives {count:,} initial states: too many for the "
+                        "Promela twin's chooser (at most 4,096)")
+    for values in itertools.product(*(c for _k, c in multi)):
+        assigns = "; ".join(f"{slot_name[k]} = {v}" for (k, _c), v in zip(multi, values))
+        lines.append(f"\t:: d_step {{ {assigns}; tr_chosen = 1 }}")
+    lines += ["\tfi", "}"]
+    return lines
+
+
+def translate(program: Program) -> str:
+    """The Promela twin of one variant (raises SpecError if it has none)."""
+    refuse(program)
+    model = program.model
+    t = _Translator(program)
+    # enum members as macros, named as in the model
+    enum_lines = []
+    enums = {}
+    for sl in program.layout.slots:
+        ty = sl.type
+        if isinstance(ty, m.EnumT):
+            enums[ty.name] = ty
+        if isinstance(ty, m.BitsetT) and ty.elem is not None:
+            enums[ty.elem.name] = ty.elem
+    decls_first = []
+    for name, ty in enums.items():
+        for k, member in enumerate(ty.members):
+            macro = t.unique(member)
+            t.enum_names[(name, k)] = macro
+            enum_lines.append(f"#define {macro} {k}\t/* {_comment(name)} */")
+    decls = t.declare()
+    del decls_first
+    chooser = _chooser(t)
+    procs: list[str] = []
+    gate = "tr_chosen && " if chooser else ""
+    enabled_all: list[str] = []
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = program.layout.gid_base[p.name] + i
+            fair = "" if not p.unfair else " /* declared `unfair`: SPIN's -f treats it as fair */"
+            procs.append(f"active proctype {t.inst_ident[gid]}()\t/* {_comment(p.instance_name(i))}{fair} */")
+            procs.append("{")
+            procs.append("end:\tdo")
+            for pc_value, at in enumerate(p.steps_at):
+                for st in at:
+                    lines = t.step_option(p, i, st, pc_value)
+                    if lines is None:
+                        continue
+                    cond = t.enabled(p, i, st, pc_value)
+                    enabled_all.append(f"({cond})")
+                    if gate:
+                        lines[1] = lines[1].replace("\t\t", "\t\t" + gate, 1)
+                    procs += lines
+            procs.append("\tod")
+            procs.append("}")
+            procs.append("")
+    # properties
+    t.proc, t.inst = None, None
+    checks: list[tuple[str, str, str]] = []  # (assert name, violated-condition, comment)
+    ltl: list[tuple[str, str, str]] = []
+    skipped: list[str] = []
+    ends = []
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = program.layout.gid_base[p.name] + i
+            pcs = sorted(p.end_pcs)
+            ends.append("(" + " || ".join(f"pc_{t.inst_ident[gid]} == {k}" for k in pcs) + ")" if pcs else "false")
+    all_at_end = " && ".join(ends) or "true"
+    for prop in program.properties:
+        pname = _ident(prop.name)
+        if prop.kind is m.PropertyKind.INVARIANT:
+            c = t.pure(prop.cond)
+            checks.append((f"invariant_{pname}", f"!{c}", f"invariant {prop.name}"))
+        elif prop.kind is m.PropertyKind.FINAL:
+            c = t.pure(prop.cond)
+            checks.append((f"final_{pname}", f"({all_at_end}) && !{c}",
+                           f"final {prop.name}: checked where every process is at a valid end"))
+        elif prop.kind is m.PropertyKind.DEADLOCK:
+            anyone = " ||\n\t\t   ".join(enabled_all) or "false"
+            checks.append(("deadlock", f"!({all_at_end}) && !(\n\t\t   {anyone})",
+                           "deadlock: no step enabled, some process not at a valid end"))
+        elif prop.kind is m.PropertyKind.LIVENESS:
+            goal = t.pure(prop.goal)
+            if prop.trigger is not None:
+                trig = t.pure(prop.trigger)
+                f = f"[] (({'tr_chosen && ' if chooser else ''}{trig}) -> <> {goal})"
+            else:
+                f = f"[] <> {goal}"
+            ltl.append((pname, f, prop.name))
+        elif prop.kind is m.PropertyKind.ASSERT:
+            pass  # in the steps
+        else:
+            skipped.append(f"{prop.kind.value} {prop.name}")
+    header = _header(program, ltl, skipped, bool(chooser), t)
+    out = [header, ""]
+    out += enum_lines
+    if enum_lines:
+        out.append("")
+    out += decls
+    names = [c[0] for c in checks] + sorted(t.errors) + \
+        sorted({"assert_" + _ident(o.property) for p in program.processes for st in p.steps
+                for o in walk_ops(st.body) if isinstance(o, OAssert)})
+    out.append("")
+    out.append("/* Always 0: each names a property in pan's \"assertion violated <name>\" */")
+    for nm in names:
+        what = next((c[2] for c in checks if c[0] == nm), t.errors.get(nm, nm))
+        out.append(f"hidden byte {nm};\t/* {_comment(what)} */")
+    if t.temps_max:
+        out.append("hidden int " + ", ".join(f"tr_t{k}" for k in range(1, t.temps_max + 1)) +
+                   ";\t/* scratch values inside one step */")
+    out.append("")
+    if chooser:
+        out += chooser
+        out.append("")
+    out += procs
+    if checks:
+        out.append("/* The properties, checked in every state without adding one: each option returns to")
+        out.append(" * where it was. */")
+        out.append("active proctype tr_monitor()")
+        out.append("{")
+        out.append("end:\tdo")
+        for name, cond, what in checks:
+            out.append(f"\t:: d_step {{ /* {_comment(what)} */")
+            out.append(f"\t\t{gate}{cond} -> assert({name}) }}")
+        out.append("\tod")
+        out.append("}")
+        out.append("")
+    for name, f, orig in ltl:
+        out.append(f"ltl {name} {{ {f} }}\t/* property {_comment(orig)} */")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _pure(self: _Translator, x: m.TExpr) -> str:
+    """A property's condition: a pure expression (no statements can precede it)."""
+    seq = _Seq(self)
+    code = self.expr(self.simplify(x), seq)
+    if seq.stack[0]:
+        raise SpecError(x.span, "a property with a computed index (which could go wrong) cannot be translated "
+                        "to Promela", "index with a quantifier over the array's range instead")
+    return code
+
+
+_Translator.pure = _pure
+
+
+def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> str:
+    model = program.model
+    consts = ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in model.constants.items())
+    stem = f"{model.name}.{model.variant}"
+    lines = [f"/* Promela twin of {_comment(model.file)}, model {_comment(model.name)}, variant "
+             f"{_comment(model.variant)}",
+             f" * (generated by timerace `check --promela`; memory model {model.memory}).",
+             f" * Constants: {_comment(consts) or 'none'}.",
+             " *",
+             " * One timerace step is one pan transition (see checker/promela.py), so with reductions off",
+             " * pan stores exactly the states timerace counts (`check --no-por --no-symmetry`):",
+             f" *   spin -o3 -a {stem}.pml && gcc -O2 -DNOREDUCE -DNOCLAIM -o pan pan.c && ./pan -m100000 -c0",
+             " * (-c0 goes on past violations, -DNOCLAIM leaves the ltl claims out; raise -m if pan says",
+             " * the depth is too small). Default settings, for the time to a verdict:",
+             f" *   spin -a {stem}.pml && gcc -O2 -o pan pan.c && ./pan -m100000",
+             " * A violation reads \"assertion violated <name>\": invariant_<property>, final_<property>,",
+             " * assert_<property>, deadlock, or model_error_<what> (the model itself went wrong)."]
+    if chooser:
+        lines.append(" * The model has several initial states: pan stores one more state than timerace (the")
+        lines.append(" * one before the chooser picks the initial values).")
+    if ltl:
+        lines.append(" * Liveness, one pan run per claim, built without -DNOCLAIM (SPIN's weak fairness, -f,")
+        lines.append(" * is per process, as ours):")
+        for name, _f, _o in ltl:
+            lines.append(f" *   ./pan -m100000 -a -f -A -N {name}")
+        lines.append(" * (-A: the invariant checks are left to the safety run.)")
+        unfair = [p.name for p in program.processes if p.unfair]
+        if unfair:
+            lines.append(f" * NOTE: {_comment(', '.join(unfair))} declared `unfair`: SPIN has no per-process fairness,")
+            lines.append(" * so pan assumes it fair too; a liveness verdict may differ from timerace's.")
+    if model.lemmas or skipped:
+        names = [lm.name for lm in model.lemmas] or [s.split()[-1] for s in skipped]
+        lines.append(f" * Not translated: lemmas {_comment(', '.join(names))} (timerace proves them with Z3).")
+    lines.append(" */")
+    return "\n".join(lines)
