@@ -314,6 +314,111 @@ class SpinBench:
                        float(mem.group(1)) if mem else None, note)
 
 
+# ---- Promela twins of the shipped models (check --promela) -------------------------
+
+_VIOLATED = re.compile(r"assertion violated \(?([A-Za-z_]\w*)\)?")
+_CLAIM = re.compile(r"^ltl (\w+)", re.M)
+_CHOOSER = "active proctype tr_init()"
+
+
+@dataclass
+class TwinCheck:
+    """pan on one twin with reductions off: its state count and what it found violated."""
+
+    states: int | None  # "states, stored" of the safety run (-DNOREDUCE -DNOCLAIM, -c0)
+    extra_states: int  # states pan stores that we do not (1: the one before a chooser picks initial values)
+    violated: set[str]  # safety: invariant_X, deadlock, final_X, assert_X, model_error_...
+    cycles: dict[str, bool]  # liveness claim -> pan found a fair acceptance cycle
+    depth_limit: int
+    failure: str | None = None
+
+    def verdicts(self) -> dict[str, str]:
+        """By our property names (claims and invariants named as in the model)."""
+        out = {}
+        for name in self.violated:
+            prop = name.split("_", 1)[1] if name.split("_", 1)[0] in ("invariant", "final", "assert") else name
+            out[prop] = "violated"
+        for claim, cycle in self.cycles.items():
+            out[claim] = "violated" if cycle else "holds"
+        return out
+
+
+def claims_of(pml_text: str) -> list[str]:
+    return _CLAIM.findall(pml_text)
+
+
+def _pan_until_deep_enough(argv: list[str], cwd: Path, limit: int = PAN_DEFAULT_DEPTH) -> tuple[Proc, int]:
+    while True:
+        r = run_measured(argv + pan_depth_args(limit), cwd=cwd)
+        if _TOO_SHALLOW not in r.stdout or limit >= PAN_MAX_DEPTH:
+            return r, limit
+        limit *= PAN_DEPTH_STEP
+
+
+def twin_check(pml: Path, work: Path, optimise: str = "-O2") -> TwinCheck:
+    """Build and run pan with reductions off on a twin written by `check --promela`: one
+    safety run that goes on past violations (-c0) for the state count and the violated
+    assertions, and one `-a -f -A -N claim` run per liveness claim (-A: assertions are the
+    safety run's business). Untimed: this is for agreement, not speed."""
+    d = work / f"{pml.stem}-twin"
+    d.mkdir(parents=True, exist_ok=True)
+    text = pml.read_text()
+    (d / pml.name).write_text(text)
+    claims = claims_of(text)
+    extra = 1 if _CHOOSER in text else 0
+
+    def build(*flags: str) -> str | None:
+        for argv in (["spin", "-o3", "-a", pml.name], ["gcc", optimise, "-DNOREDUCE", *flags, "-o", "pan", "pan.c"]):
+            r = run_measured(argv, cwd=d)
+            if r.returncode != 0:
+                return f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
+        return None
+
+    failure = build("-DNOCLAIM")
+    if failure:
+        return TwinCheck(None, extra, set(), {}, PAN_DEFAULT_DEPTH, failure)
+    safety, limit = _pan_until_deep_enough(["./pan", "-c0"], d)
+    stored = _STORED.search(safety.stdout)
+    if _TOO_SHALLOW in safety.stdout or not stored:
+        return TwinCheck(None, extra, set(), {}, limit, "pan did not finish: " + safety.stdout[-300:])
+    violated = set(_VIOLATED.findall(safety.stdout))
+    cycles = {}
+    if claims:
+        failure = build()
+        if failure:
+            return TwinCheck(int(stored.group(1)), extra, violated, {}, limit, failure)
+        for claim in claims:
+            r, _ = _pan_until_deep_enough(["./pan", "-a", "-f", "-A", "-N", claim], d, limit)
+            errors = _ERRORS.search(r.stdout)
+            if errors is None or _TOO_SHALLOW in r.stdout:
+                return TwinCheck(int(stored.group(1)), extra, violated, cycles, limit,
+                                 f"pan -a -N {claim} did not finish: " + r.stdout[-300:])
+            cycles[claim] = "acceptance cycle" in r.stdout
+    return TwinCheck(int(stored.group(1)), extra, violated, cycles, limit)
+
+
+def twin_disagreements(ours: dict, twin: TwinCheck) -> list[str]:
+    """Where pan and our unreduced run (one variant of our JSON) differ; [] if they agree."""
+    if twin.failure:
+        return [twin.failure]
+    out = []
+    states = ours["stats"]["states"]
+    if twin.states != states + twin.extra_states:
+        out.append(f"states: ours {states:,}, pan {twin.states:,}"
+                   + (f" (of which {twin.extra_states} before the initial choice)" if twin.extra_states else ""))
+    if any(n.startswith("model_error_") for n in twin.violated) != (ours.get("model_error") is not None):
+        out.append(f"model error: ours {ours.get('model_error') is not None}, pan "
+                   f"{sorted(n for n in twin.violated if n.startswith('model_error_'))}")
+    pan = twin.verdicts()
+    for o in ours["outcomes"]:
+        if o["kind"] == "lemma":
+            continue
+        theirs = pan.get(o["property"], "holds")
+        if o["verdict"] != theirs:
+            out.append(f"{o['kind']} {o['property']}: ours {o['verdict']}, pan {theirs}")
+    return out
+
+
 # ---- one row of the bench table -------------------------------------------------
 
 
