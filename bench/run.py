@@ -347,6 +347,14 @@ def claims_of(pml_text: str) -> list[str]:
     return _CLAIM.findall(pml_text)
 
 
+def nfair_flags(pml_text: str) -> list[str]:
+    """pan's weak fairness (-f) handles fewer than 4 * NFAIR processes (the claim
+    included; NFAIR defaults to 2): the gcc flag a twin with more needs."""
+    procs = pml_text.count("\nactive proctype ") + 1
+    nfair = max(2, (procs + 1) // 4 + 1)
+    return [] if nfair == 2 else [f"-DNFAIR={nfair}"]
+
+
 def _pan_until_deep_enough(argv: list[str], cwd: Path, limit: int = PAN_DEFAULT_DEPTH) -> tuple[Proc, int]:
     while True:
         r = run_measured(argv + pan_depth_args(limit), cwd=cwd)
@@ -384,7 +392,7 @@ def twin_check(pml: Path, work: Path, optimise: str = "-O2") -> TwinCheck:
     violated = set(_VIOLATED.findall(safety.stdout))
     cycles = {}
     if claims:
-        failure = build()
+        failure = build(*nfair_flags(text))
         if failure:
             return TwinCheck(int(stored.group(1)), extra, violated, {}, limit, failure)
         for claim in claims:
@@ -402,13 +410,16 @@ def twin_disagreements(ours: dict, twin: TwinCheck) -> list[str]:
     if twin.failure:
         return [twin.failure]
     out = []
+    pan_error = sorted(n for n in twin.violated if n.startswith("model_error_"))
+    if ours.get("model_error") is not None or pan_error:
+        # our search stops at a model error (its count and verdicts are partial); pan -c0 goes on
+        if ours.get("model_error") is None or not pan_error:
+            out.append(f"model error: ours {'yes' if ours.get('model_error') else 'no'}, pan {pan_error or 'no'}")
+        return out
     states = ours["stats"]["states"]
     if twin.states != states + twin.extra_states:
         out.append(f"states: ours {states:,}, pan {twin.states:,}"
                    + (f" (of which {twin.extra_states} before the initial choice)" if twin.extra_states else ""))
-    if any(n.startswith("model_error_") for n in twin.violated) != (ours.get("model_error") is not None):
-        out.append(f"model error: ours {ours.get('model_error') is not None}, pan "
-                   f"{sorted(n for n in twin.violated if n.startswith('model_error_'))}")
     pan = twin.verdicts()
     for o in ours["outcomes"]:
         if o["kind"] == "lemma":

@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
     p.add_argument("--promela", metavar="OUT",
                    help="write each variant's Promela twin for SPIN and exit: OUT is the .pml file for one "
-                        "variant, a directory (OUT/<model>.<variant>.pml) for several; variants that cannot "
+                        "variant (unless OUT is a folder), a folder (OUT/<model>.<variant>.pml) for several; variants that cannot "
                         "be translated faithfully (memory tso, u32/u64) are refused (exit 2)")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--progress", action="store_true", default=None,
@@ -272,7 +272,7 @@ def _write_promela(spec, opts, out: str) -> int:
     from .run import promela_twin
 
     variants = selected_variants(spec, opts.variants)
-    single = len(variants) == 1
+    single = len(variants) == 1 and not os.path.isdir(out)  # one variant into a folder: OUT/<stem>.pml
     written, refused = [], 0
     for v in variants:
         try:

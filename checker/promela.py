@@ -882,11 +882,18 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
         lines.append(" * The model has several initial states: pan stores one more state than timerace (the")
         lines.append(" * one before the chooser picks the initial values).")
     if ltl:
+        procs = sum(p.instances for p in program.processes) + 2 + (1 if chooser else 0)  # monitor, claim
+        nfair = max(2, (procs + 1) // 4 + 1)
+        flag = f" -DNFAIR={nfair}" if nfair > 2 else ""
         lines.append(" * Liveness, one pan run per claim, built without -DNOCLAIM (SPIN's weak fairness, -f,")
-        lines.append(" * is per process, as ours):")
+        lines.append(f" * is per process, as ours): gcc -O2{flag} -o pan pan.c, then")
         for name, _f, _o in ltl:
             lines.append(f" *   ./pan -m100000 -a -f -A -N {name}")
         lines.append(" * (-A: the invariant checks are left to the safety run.)")
+        if any(isinstance(o, OAssert) for p in program.processes for st in p.steps for o in walk_ops(st.body)):
+            lines.append(" * NOTE: a step whose assert fails loops in place here (pan -c0 can go on without a")
+            lines.append(" * new state), while timerace drops it: once an assert has failed, a liveness verdict")
+            lines.append(" * may differ.")
         unfair = [p.name for p in program.processes if p.unfair]
         if unfair:
             lines.append(f" * NOTE: {_comment(', '.join(unfair))} declared `unfair`: SPIN has no per-process fairness,")
