@@ -355,6 +355,9 @@ def nfair_flags(pml_text: str) -> list[str]:
     return [] if nfair == 2 else [f"-DNFAIR={nfair}"]
 
 
+TWIN_HASH = "-w20"  # 8 MB: pan's default 128 MB table costs 0.1 s to set up, and the count is the same
+
+
 def _pan_until_deep_enough(argv: list[str], cwd: Path, limit: int = PAN_DEFAULT_DEPTH) -> tuple[Proc, int]:
     while True:
         r = run_measured(argv + pan_depth_args(limit), cwd=cwd)
@@ -385,7 +388,7 @@ def twin_check(pml: Path, work: Path, optimise: str = "-O2") -> TwinCheck:
     failure = build("-DNOCLAIM")
     if failure:
         return TwinCheck(None, extra, set(), {}, PAN_DEFAULT_DEPTH, failure)
-    safety, limit = _pan_until_deep_enough(["./pan", "-c0"], d)
+    safety, limit = _pan_until_deep_enough(["./pan", TWIN_HASH, "-c0"], d)
     stored = _STORED.search(safety.stdout)
     if _TOO_SHALLOW in safety.stdout or not stored:
         return TwinCheck(None, extra, set(), {}, limit, "pan did not finish: " + safety.stdout[-300:])
@@ -396,7 +399,7 @@ def twin_check(pml: Path, work: Path, optimise: str = "-O2") -> TwinCheck:
         if failure:
             return TwinCheck(int(stored.group(1)), extra, violated, {}, limit, failure)
         for claim in claims:
-            r, _ = _pan_until_deep_enough(["./pan", "-a", "-f", "-A", "-N", claim], d, limit)
+            r, _ = _pan_until_deep_enough(["./pan", TWIN_HASH, "-a", "-f", "-A", "-N", claim], d, limit)
             errors = _ERRORS.search(r.stdout)
             if errors is None or _TOO_SHALLOW in r.stdout:
                 return TwinCheck(int(stored.group(1)), extra, violated, cycles, limit,

@@ -1,0 +1,210 @@
+"""Promela twins (`check --promela`, checker/promela.py).
+
+The point of a twin is exactness: with SPIN's reductions off, pan stores exactly the
+states our unreduced search counts and finds exactly the violations we find. That is
+checked live against pan for every sc variant of every shipped model (SPIN and gcc are
+installed by tests/install-tools.sh; missing, the test skips locally and fails under
+CI, as in test_bench.py), and for one small model that uses the rest of the language.
+What cannot be translated faithfully (tso, u64) must be refused, never emitted.
+
+Cost: one `check` per model and, per variant, `spin -o3 -a`, `gcc -O0` and one pan run,
+plus a second gcc and one pan run per liveness claim, two variants at a time: about 35 s
+for the whole file on the 2-core machine (pi_timer's 13 variants about 12 s).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from test_bench import CHECK, run as bench
+from tools import require
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = sorted((ROOT / "models").glob("*.spec"))
+
+# Uses what the shipped models do not: a failing assert inside an atomic block after a
+# write (the twin must undo the write), while/continue/break inside atomic, an inline
+# `return`, both wake-ups, a process array with locals, an array with a lower bound of
+# 1 and per-element initial values, `any`, u8 wrap-around, bitsets of an enum, a `final`
+# condition and a deadlock.
+RICH = """model rich;
+const N = 2;
+const BUG = false;
+enum Mode { IDLE, BUSY, DONE }
+enum Flag { F0, F1, F2 }
+var mode[N]: Mode = IDLE;
+var cnt: 0..6 = 0;
+var start[N]: 0..1 = any;
+var flags: bitset(Flag);
+var small: u8 = 250;
+var tok: 0..3 = 0;
+var arr[1..3]: 0..3 = {1, 2, 3};
+waitqueue wq;
+
+inline bump(k) {
+  if (cnt >= 5) return;
+  cnt = cnt + k;
+}
+
+process worker[N] {
+  var mine: 0..3 = 0;
+  loop {
+    choose {
+      atomic { await mode[self] == IDLE; mode[self] = BUSY; bump(1); }
+    } or {
+      atomic { await start[self] > 0; start[self] = start[self] - 1; mine = min(mine + 1, 3); }
+    }
+    here: if (test_and_set_bit(F1, flags)) { clear_bit(F1, flags); }
+    atomic {
+      while (tok < 3) { tok = tok + 1; if (tok == 2) continue; if (tok == 3) break; }
+      tok = 0;
+    }
+    if (cmpxchg(mode[self], BUSY, DONE) == BUSY) small = small + 3;
+    xchg(arr[1 + self], self + 1);
+    if (mode[self] == DONE) break;
+  }
+  prepare_to_wait(wq);
+  if (cnt < 9) schedule();
+  finish_wait(wq);
+  atomic { cnt = cnt + 1; assert ok: cnt != 4 || !BUG; }
+}
+
+process waker {
+  loop {
+    await waitqueue_active(wq);
+    choose { swake_up_one(wq); } or { wake_up(wq); }
+    if (cnt >= 6) break;
+  }
+}
+
+invariant bounded: forall i in 0..N-1: (worker[i].mine <= 3 && (worker[i]@here -> small >= 250 || small < 10));
+invariant few: cnt < 4;
+final all_done: cnt >= 1;
+property progress: always eventually cnt >= 2;
+expect violated deadlock, few;
+variant bug { BUG = true; } expect violated ok;
+"""
+
+
+def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(CHECK + [str(a) for a in args], capture_output=True, text=True, cwd=cwd)
+
+
+def ours_unreduced(spec: Path, tmp_path: Path) -> dict:
+    out = tmp_path / f"{spec.stem}.json"
+    check(spec, "--no-por", "--no-symmetry", "--brief", "--json", out)
+    return json.loads(out.read_text())
+
+
+def needs_spin():
+    require(shutil.which("spin") is not None and shutil.which("gcc") is not None,
+            "SPIN or gcc is not installed")
+
+
+def agreement(spec: Path, tmp_path: Path) -> tuple[dict, list[str], dict[str, list[str]]]:
+    """Our unreduced run, the variants not translated, and per translated variant what
+    pan sees differently (empty lists when it agrees)."""
+    ours = ours_unreduced(spec, tmp_path)
+    twins = tmp_path / "twins"
+    twins.mkdir()
+    r = check(spec, "--promela", twins)
+    untranslated, jobs = [], {}
+    with ThreadPoolExecutor(2) as pool:  # the work is in spin, gcc and pan: two at a time
+        for v in ours["variants"]:
+            pml = twins / f"{ours['model']}.{v['name']}.pml"
+            if not pml.exists():
+                untranslated.append(v["name"])
+                continue
+            jobs[v["name"]] = (v, pool.submit(bench.twin_check, pml, tmp_path, "-O0"))
+        differences = {name: bench.twin_disagreements(v, job.result()) for name, (v, job) in jobs.items()}
+    assert r.returncode == (2 if untranslated else 0), r.stderr
+    return ours, untranslated, differences
+
+
+@pytest.mark.parametrize("spec", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_pan_agrees_with_us_on_every_sc_variant(spec, tmp_path):
+    """State counts (reductions off on both sides) and every verdict: invariants,
+    deadlock, liveness under weak fairness."""
+    needs_spin()
+    ours, untranslated, differences = agreement(spec, tmp_path)
+    refused = {v["name"] for v in ours["variants"] if v["memory_model"] == "tso"}
+    if spec.stem == "hv_timer_advance":  # u64 throughout
+        refused = {v["name"] for v in ours["variants"]}
+    assert set(untranslated) == refused
+    assert {k: d for k, d in differences.items() if d} == {}
+    if spec.stem != "hv_timer_advance":
+        assert differences, "no variant of a shipped model translated"
+
+
+def test_pan_agrees_on_a_model_using_the_rest_of_the_language(tmp_path):
+    needs_spin()
+    spec = tmp_path / "rich.spec"
+    spec.write_text(RICH)
+    assert check(spec, "--brief").returncode == 0  # the model's own expectations
+    ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == []
+    assert differences == {"base": [], "bug": []}
+    bug = next(v for v in ours["variants"] if v["name"] == "bug")
+    assert {o["property"]: o["verdict"] for o in bug["outcomes"]}["ok"] == "violated"
+
+
+def test_twin_text(tmp_path):
+    spec = tmp_path / "rich.spec"
+    spec.write_text(RICH)
+    out = tmp_path / "rich.pml"
+    r = check(spec, "--variant", "bug", "--promela", out)
+    assert r.returncode == 0, r.stderr
+    assert f"wrote 1 file: {out}" in r.stderr
+    text = out.read_text()
+    head = text.split("*/", 1)[0]
+    assert "model rich, variant bug" in head
+    assert "BUG = true" in head and "N = 2" in head
+    assert "spin -o3 -a rich.bug.pml && gcc -O2 -DNOREDUCE -DNOCLAIM" in head
+    assert "./pan -m100000 -a -f -A -N progress" in head
+    assert "one more state than timerace" in head  # `any`: the chooser's state
+    assert "active proctype worker_0()" in text and "active proctype worker_1()" in text
+    assert "pc_worker_0 == 0 && (mode[0] == IDLE) ->" in text  # `self` folded per instance
+    assert "hidden byte invariant_few;" in text and "hidden byte deadlock;" in text
+    assert "assert(assert_ok)" in text and "goto tr_failed" in text
+    assert "ltl progress { [] <> (cnt >= 2) }" in text
+    assert "#define BUSY 1" in text
+
+
+def test_several_variants_go_to_a_folder(tmp_path):
+    spec = ROOT / "models" / "halt_poll.spec"
+    r = check(spec, "--promela", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert "halt_poll.base.pml" in files and "halt_poll.no_wake_on_expiry.pml" in files
+    assert f"wrote {len(files)} files" in r.stderr
+
+
+def test_tso_is_refused(tmp_path):
+    out = tmp_path / "sb.pml"
+    r = check(ROOT / "tests" / "litmus" / "sb.spec", "--variant", "base", "--promela", out)
+    assert r.returncode == 2
+    assert "uses `memory tso`" in r.stderr and "cannot be translated faithfully" in r.stderr
+    assert "hint:" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_tso_variants_are_refused_the_others_written(tmp_path):
+    r = check(ROOT / "models" / "vcpu_requests.spec", "--promela", tmp_path)
+    assert r.returncode == 2
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["vcpu_requests.no_kick_sc.pml", "vcpu_requests.no_vcpu_mb_sc.pml",
+                       "vcpu_requests.plain_request_plain_mode_sc.pml"]
+    assert "5 of 8 variants not translated to Promela" in r.stderr
+
+
+def test_u64_is_refused(tmp_path):
+    r = check(ROOT / "models" / "hv_timer_advance.spec", "--variant", "base", "--promela", tmp_path / "x.pml")
+    assert r.returncode == 2
+    assert "is a u64" in r.stderr and "32-bit" in r.stderr and "hint:" in r.stderr
+    assert not (tmp_path / "x.pml").exists()
