@@ -433,6 +433,121 @@ def twin_disagreements(ours: dict, twin: TwinCheck) -> list[str]:
     return out
 
 
+class TwinBench:
+    """SPIN's time to a verdict on one twin, default settings, end to end: `spin -a`,
+    `gcc -O2` (with -DNFAIR where pan's fairness needs it), one safety run `./pan` and one
+    `./pan -a -f -N claim` per liveness claim, each with a depth limit (-m) found by an
+    untimed calibration run. Each `once()` is one timed run of all of it."""
+
+    def __init__(self, pml: Path, work: Path):
+        self.dir = work / f"{pml.stem}-timed"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        text = pml.read_text()
+        (self.dir / pml.name).write_text(text)
+        self.build_argv = [["spin", "-a", pml.name], ["gcc", "-O2", *nfair_flags(text), "-o", "pan", "pan.c"]]
+        self.runs = [["./pan"]] + [["./pan", "-a", "-f", "-N", c] for c in claims_of(text)]
+        self.limits: list[int] = []
+        self.samples: list[tuple[float, float]] = []  # wall, cpu
+        self.failure: str | None = None
+        if self.build() is None:
+            return
+        for argv in self.runs:  # calibration, untimed
+            r, limit = _pan_until_deep_enough(argv, self.dir)
+            if _TOO_SHALLOW in r.stdout:
+                self.failure = f"{' '.join(argv)}: incomplete even with -m{limit}"
+            depth = _DEPTH.search(r.stdout)
+            if limit > PAN_DEFAULT_DEPTH and depth:
+                limit = min(limit, _round_up(int(depth.group(1)) * 11 // 10))
+            self.limits.append(limit)
+
+    def build(self) -> tuple[float, float] | None:
+        wall = cpu = 0.0
+        for argv in self.build_argv:
+            r = run_measured(argv, cwd=self.dir)
+            wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
+            if r.returncode != 0:
+                self.failure = f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
+                return None
+        return wall, cpu
+
+    def once(self) -> None:
+        if self.failure is not None:
+            return
+        built = self.build()
+        if built is None:
+            return
+        wall, cpu = built
+        for argv, limit in zip(self.runs, self.limits):
+            r = run_measured(argv + pan_depth_args(limit), cwd=self.dir)
+            wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
+        self.samples.append((wall, cpu))
+
+
+@dataclass
+class ShippedModel:
+    """One models/*.spec: ours on every variant, and SPIN on the twins of those that translate."""
+
+    model: str
+    ours: OursResult  # `check FILE --brief`, every variant, timed
+    untranslated: dict[str, str] = field(default_factory=dict)  # variant -> why (the refusal)
+    ours_twinned: OursResult | None = None  # `check FILE --brief --variant ...`: the translated ones only
+    unreduced: dict[str, int] = field(default_factory=dict)  # variant -> our states, --no-por --no-symmetry
+    spin_states: dict[str, int | None] = field(default_factory=dict)  # pan, reductions off (minus a chooser's state)
+    disagreements: dict[str, list[str]] = field(default_factory=dict)  # variant -> what pan sees differently
+    spin_seconds: float | None = None  # median over repeats of the sum over translated variants
+    spin_cpu_seconds: float | None = None
+    pan_depths: dict[str, list[int]] = field(default_factory=dict)
+    spin_failure: str | None = None
+
+
+def shipped_model(spec: Path, args, check: list[str], spin_ok: bool, work: Path) -> ShippedModel:
+    """Measure one shipped model; ours and SPIN take turns within each repeat."""
+    twins = work / f"twins-{spec.stem}"
+    twins.mkdir()
+    r = run_measured(check + [str(spec), "--promela", str(twins)])
+    plain_json = work / f"unreduced-{spec.stem}.json"
+    run_measured(check + [str(spec), "--no-por", "--no-symmetry", "--brief", "--json", str(plain_json)])
+    plain = json.loads(plain_json.read_text()) if plain_json.exists() else {"variants": [], "model": spec.stem}
+    refusals = [line.split("error: ", 1)[1] for line in r.stderr.splitlines() if "error: variant" in line
+                or ": error: " in line]
+    ours = OursBench(check, spec, {}, work, base_only=False)
+    rec = ShippedModel(spec.name, OursResult(False, None, None, None, None, None))
+    twinned, spin_runs = [], []
+    for v in plain["variants"]:
+        rec.unreduced[v["name"]] = v["stats"]["states"]
+        pml = twins / f"{plain['model']}.{v['name']}.pml"
+        if not pml.exists():
+            rec.untranslated[v["name"]] = "memory tso" if v["memory_model"] == "tso" else \
+                "; ".join(sorted({x.split(": ")[0] for x in refusals}))[:60] or "refused"
+            continue
+        twinned.append(v["name"])
+        if spin_ok:
+            t = twin_check(pml, work)
+            rec.spin_states[v["name"]] = None if t.states is None else t.states - t.extra_states
+            rec.disagreements[v["name"]] = twin_disagreements(v, t)
+            bench = TwinBench(pml, work)
+            rec.pan_depths[v["name"]] = bench.limits
+            if bench.failure:
+                rec.spin_failure = f"{v['name']}: {bench.failure}"
+            spin_runs.append(bench)
+    subset = None
+    if twinned and rec.untranslated:
+        extra = tuple(x for name in twinned for x in ("--variant", name))
+        subset = OursBench(check, spec, {}, work, base_only=False, extra=extra)
+    for _ in range(args.repeats):
+        ours.once()
+        if subset is not None:
+            subset.once()
+        for b in spin_runs:
+            b.once()
+    rec.ours = ours.result()
+    rec.ours_twinned = subset.result() if subset is not None else (rec.ours if twinned else None)
+    if spin_runs and all(len(b.samples) == args.repeats for b in spin_runs):
+        rec.spin_seconds = median([sum(b.samples[k][0] for b in spin_runs) for k in range(args.repeats)])
+        rec.spin_cpu_seconds = median([sum(b.samples[k][1] for b in spin_runs) for k in range(args.repeats)])
+    return rec
+
+
 # ---- one row of the bench table -------------------------------------------------
 
 
@@ -549,20 +664,38 @@ def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int
     return table(headers, out)
 
 
-def shipped_table(results: list[tuple[Path, OursResult]]) -> str:
-    headers = ["model", "variant", "states", "properties (as expected)", "time", "MB"]
+def shipped_table(models: list[ShippedModel], spin_note: str) -> str:
+    headers = ["model", "variant", "states", "SPIN states", "agree", "time", "SPIN time", "ratio", "cpu ratio",
+               "MB", "properties (as expected)"]
     out = []
-    for path, r in results:
+    for sm in models:
+        r = sm.ours
         if not r.ok:
-            out.append([path.name, "-", "FAILED", r.note[:60], _s(r.seconds), _mb(r.maxrss_kb)])
+            out.append([sm.model, "-", "FAILED", "-", "-", _s(r.seconds), "-", "-", "-", _mb(r.maxrss_kb), r.note[:60]])
             continue
+        timed = sm.ours_twinned
+        ratio = cpu_ratio = "-"
+        if timed and timed.seconds and sm.spin_seconds:
+            ratio = f"{timed.seconds / sm.spin_seconds:.2f}"
+        if timed and timed.cpu_seconds and sm.spin_cpu_seconds:
+            cpu_ratio = f"{timed.cpu_seconds / sm.spin_cpu_seconds:.2f}"
         for k, v in enumerate(r.variants):
+            name = v["name"]
             broken = [p for p, x in v["verdicts"].items() if x != "holds"]
             verdicts = f"{len(v['verdicts'])} hold" if not broken else "violated: " + ", ".join(broken)
+            if name in sm.untranslated:
+                spin, agree = "-", "not translated: " + sm.untranslated[name]
+            elif not sm.spin_states:
+                spin, agree = spin_note or "-", "-"
+            else:
+                spin = _n(sm.spin_states.get(name))
+                agree = "yes" if not sm.disagreements.get(name) else "NO"
             first = k == 0
-            out.append([path.name if first else "", v["name"], _n(v["states"]), verdicts,
-                        _s(r.seconds) if first else "", _mb(r.maxrss_kb) if first else ""])
-    return table(headers, out, left=frozenset({0, 1, 3}))
+            out.append([sm.model if first else "", name, _n(sm.unreduced.get(name)), spin, agree,
+                        _s(timed.seconds) if first and timed else "", _s(sm.spin_seconds) if first else "",
+                        ratio if first else "", cpu_ratio if first else "", _mb(r.maxrss_kb) if first else "",
+                        verdicts])
+    return table(headers, out, left=frozenset({0, 1, 4, 10}))
 
 
 # ---- main ----------------------------------------------------------------------
@@ -621,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
         print("multi-worker column n/a: this `check` has no --workers option yet")
     print(flush=True)
     rows: list[Row] = []
-    shipped: list[tuple[Path, OursResult]] = []
+    shipped: list[ShippedModel] = []
     with tempfile.TemporaryDirectory(prefix="timerace-bench-") as tmp:
         work = Path(tmp)
         for fam, sizes in args.plan:
@@ -631,10 +764,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_shipped:
             for spec in sorted((ROOT / "models").glob("*.spec")):
                 print(f"  models/{spec.name} ...", file=sys.stderr, flush=True)
-                ours = OursBench(check, spec, {}, work, base_only=False)
-                for _ in range(args.repeats):
-                    ours.once()
-                shipped.append((spec, ours.result()))
+                shipped.append(shipped_model(spec, args, check, spin_ok, work))
     print(f"Bench models (base variant; time = median wall time to verdict, end to end; "
           f"load average now {os.getloadavg()[0]:.2f})")
     print(bench_table(rows, has_workers, spin_note, args.workers))
@@ -668,21 +798,42 @@ def main(argv: list[str] | None = None) -> int:
               " (found by untimed calibration runs)")
     if shipped or not args.no_shipped:
         print()
-        print("Shipped models (models/*.spec, every variant, `check --brief`; no Promela twins yet, "
-              "so no SPIN column)")
+        print("Shipped models (models/*.spec, every variant; SPIN on the Promela twins from `check --promela`)")
         if shipped:
-            print(shipped_table(shipped))
+            print(shipped_table(shipped, spin_note))
         else:
             print("(no models/*.spec in this checkout)")
-        for path, r in shipped:
-            if not r.ok:
-                problems.append(f"models/{path.name}: {r.note}")
+        print()
+        print("states: ours with reductions off (--no-por --no-symmetry); SPIN states: pan's 'states, stored' on the "
+              "twin with reductions off (spin -o3 -a, gcc -DNOREDUCE -DNOCLAIM, pan -c0), less the one state before a "
+              "chooser picks `any` initial values; agree: that count and every verdict (invariants, deadlock, "
+              "liveness by pan -a -f -A -N claim) are the same.")
+        print("time: `check FILE --brief`, default settings, end to end, over the variants that translate (all of "
+              "them unless some are not translated, then `--variant` for each that is); SPIN time: per translated "
+              "variant spin -a + gcc -O2 + ./pan (safety) + ./pan -a -f -N claim per liveness claim, summed over "
+              "the variants; ratio = ours / SPIN (target <= 1.0). MB: peak memory of `check` on the whole model.")
+        print("SPIN's weak fairness (-f) is per process, as ours; a process declared `unfair` has no SPIN "
+              "equivalent (none in models/ today).")
+        deep = [f"{sm.model} {v} -m{max(ls)}" for sm in shipped for v, ls in sm.pan_depths.items()
+                if ls and max(ls) != PAN_DEFAULT_DEPTH]
+        if deep:
+            print("pan's default -m10000 is too shallow for: " + ", ".join(deep))
+        for sm in shipped:
+            if not sm.ours.ok:
+                problems.append(f"models/{sm.model}: {sm.ours.note}")
+            if sm.ours_twinned is not None and not sm.ours_twinned.ok:
+                problems.append(f"models/{sm.model} (translated variants): {sm.ours_twinned.note}")
+            if sm.spin_failure:
+                problems.append(f"models/{sm.model}: SPIN: {sm.spin_failure}")
+            for v, d in sm.disagreements.items():
+                if d:
+                    problems.append(f"models/{sm.model} {v}: pan disagrees: " + "; ".join(d))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "cores": os.cpu_count(), "load": load, "repeats": args.repeats, "check": check,
             "workers_supported": has_workers,
             "bench": [asdict(r) for r in rows],
-            "shipped": [{"model": str(p.relative_to(ROOT)), **asdict(r)} for p, r in shipped],
+            "shipped": [asdict(sm) for sm in shipped],
         }, indent=2) + "\n")
     if problems:
         print()
