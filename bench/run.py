@@ -14,7 +14,9 @@ and every size N it runs:
         state counts, which must agree exactly with ours without reductions.
 
 It then checks every shipped model (models/*.spec, all variants, `check --brief`) and
-prints one table per part. It installs nothing: SPIN and gcc are used if they are on PATH,
+compares it with SPIN on the Promela twins `check --promela` writes of the variants that
+translate (time to verdict; counts and verdicts with reductions off, which must agree),
+listing the variants that do not translate with the reason. It prints one table per part. It installs nothing: SPIN and gcc are used if they are on PATH,
 and the SPIN columns say "not installed" otherwise. Times are medians of --repeats runs;
 peak memory is the child's ru_maxrss (os.wait4), the same measure for both tools.
 
