@@ -14,6 +14,7 @@ for the whole file on the 2-core machine (pi_timer's 13 variants about 12 s).
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -208,3 +209,21 @@ def test_u64_is_refused(tmp_path):
     assert r.returncode == 2
     assert "is a u64" in r.stderr and "32-bit" in r.stderr and "hint:" in r.stderr
     assert not (tmp_path / "x.pml").exists()
+
+
+def test_bench_compares_a_shipped_model_with_spin(tmp_path):
+    """bench/run.py's shipped-models table: SPIN on the twins that translate, the others
+    listed with the reason (one timed repeat; no time is asserted)."""
+    needs_spin()
+    sm = bench.shipped_model(ROOT / "models" / "vcpu_requests.spec", argparse.Namespace(repeats=1), CHECK,
+                             True, tmp_path)
+    sc = {"no_vcpu_mb_sc", "plain_request_plain_mode_sc", "no_kick_sc"}
+    assert set(sm.untranslated) == set(sm.unreduced) - sc
+    assert set(sm.untranslated.values()) == {"memory tso"}
+    assert sm.disagreements == {v: [] for v in sc}
+    assert sm.spin_states == {v: sm.unreduced[v] for v in sc}
+    assert sm.ours_twinned is not None and sm.ours_twinned.ok and len(sm.ours_twinned.variants) == 3
+    assert sm.spin_seconds is not None and sm.spin_seconds > 0
+    text = bench.shipped_table([sm], "")
+    assert "not translated: memory tso" in text
+    assert "no_kick_sc" in text and "yes" in text
