@@ -546,8 +546,7 @@ class _Translator:
         elif isinstance(op, OAssign):
             self.store(self.simplify(op.target), self.simplify(op.value), seq)
         elif isinstance(op, OEval):
-            code = self.builtin(self.simplify(op.call), seq)
-            del code  # a value nobody reads (its side effects are emitted)
+            self.builtin(self.simplify(op.call), seq)  # for its side effects; the value is unused
         elif isinstance(op, OIf):
             cond = self.simplify(op.cond)
             if isinstance(cond, m.Const):
@@ -602,6 +601,15 @@ class _Translator:
             pass  # no effect under sequential consistency
         else:
             raise TypeError(op)
+
+    def pure(self, x: m.TExpr) -> str:
+        """A property's condition: a pure expression (no statements can precede it)."""
+        seq = _Seq(self)
+        code = self.expr(self.simplify(x), seq)
+        if seq.stack[0]:
+            raise SpecError(x.span, "a property with a computed index (which could go wrong) cannot be "
+                            "translated to Promela", "index with a quantifier over the array's range instead")
+        return code
 
     # -- steps
     def enabled(self, p: ProcessIR, inst: int, st: Step, pc_value: int) -> str | None:
@@ -740,14 +748,12 @@ def translate(program: Program) -> str:
             enums[ty.name] = ty
         if isinstance(ty, m.BitsetT) and ty.elem is not None:
             enums[ty.elem.name] = ty.elem
-    decls_first = []
     for name, ty in enums.items():
         for k, member in enumerate(ty.members):
             macro = t.unique(member)
             t.enum_names[(name, k)] = macro
             enum_lines.append(f"#define {macro} {k}\t/* {_comment(name)} */")
     decls = t.declare()
-    del decls_first
     chooser = _chooser(t)
     procs: list[str] = []
     gate = "tr_chosen && " if chooser else ""
@@ -846,19 +852,6 @@ def translate(program: Program) -> str:
     for name, f, orig in ltl:
         out.append(f"ltl {name} {{ {f} }}\t/* property {_comment(orig)} */")
     return "\n".join(out).rstrip() + "\n"
-
-
-def _pure(self: _Translator, x: m.TExpr) -> str:
-    """A property's condition: a pure expression (no statements can precede it)."""
-    seq = _Seq(self)
-    code = self.expr(self.simplify(x), seq)
-    if seq.stack[0]:
-        raise SpecError(x.span, "a property with a computed index (which could go wrong) cannot be translated "
-                        "to Promela", "index with a quantifier over the array's range instead")
-    return code
-
-
-_Translator.pure = _pure
 
 
 def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> str:
