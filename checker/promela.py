@@ -28,7 +28,16 @@ The encoding is chosen so that pan's state is exactly our state:
   see our end labels).
 * A failed `assert` statement in the model: the step's effects are undone and the step
   ends where it began (a self-loop), as our search records the violation and stores no
-  successor. A value out of its range, a bad index, a division by zero: an assertion
+  successor.
+* `memory tso`: each CPU's store buffer is two global arrays in our layout's encoding
+  (`sb_<cpu>_a[k]` the address, our slot number + 1, 0 for empty; `sb_<cpu>_v[k]` the
+  value; oldest first), exactly as compile.py keeps it: a plain store appends (a full
+  buffer: the step is undone, as above, where our search treats it as disabled; either
+  way no successor, and the flush is enabled there), a load takes the newest matching
+  entry else memory, a fence step is enabled only with an empty buffer, locked
+  operations and locked `atomic` blocks use memory directly, and one process per buffer
+  (`flush_<cpu>`) moves the oldest entry to memory. Its weak fairness under -f is our
+  "every buffer drains". A value out of its range, a bad index, a division by zero: an assertion
   `model_error_...` (our search stops there).
 * Several initial states (`any`): a chooser process picks one in its first step, and
   the processes wait for it (`tr_chosen`). pan then stores one state more than we do,
@@ -37,10 +46,10 @@ The encoding is chosen so that pan's state is exactly our state:
   weak fairness (-f) is per process, as ours; a process declared `unfair` has no SPIN
   equivalent (pan treats it as fair), which the header says.
 
-What cannot be translated faithfully is refused with a SpecError (exit 2): `memory
-tso` (store buffers are not encoded), unsigned arithmetic wider than 16 bits (Promela's
-`int` is 32-bit signed; u32/u64 would wrap differently), and values or sets too wide
-for a 32-bit int.
+What cannot be translated faithfully is refused with a SpecError (exit 2): unsigned
+arithmetic wider than 16 bits (Promela's `int` is 32-bit signed; u32/u64 would wrap
+differently; c_state/c_expr with uint64_t is not implemented), and values or sets too
+wide for a 32-bit int.
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ from . import model as m
 from .compile import _Compiler
 from .errors import Span, SpecError
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                 OWhile, Program, ProcessIR, Step, StepKind, builtins_in, walk_ops)
+                 OWhile, Program, ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed int
@@ -83,11 +92,6 @@ def refuse(program: Program) -> None:
     """Raise a SpecError if this variant has no faithful Promela twin."""
     model = program.model
     where = model.processes[0].span if model.processes else Span(model.file, 0, 0, 0, 0)
-    if model.memory == "tso":
-        raise SpecError(where, f"variant '{model.variant}' uses `memory tso`: the Promela twin does not "
-                        "encode x86-TSO store buffers, so it cannot be translated faithfully",
-                        "translate the variant under sequential consistency (--memory-model sc) "
-                        "or pick an sc variant with --variant")
     for sl in program.layout.slots:
         t = sl.type
         if isinstance(t, m.BitVecT) and t.width > MAX_BV_WIDTH:
@@ -176,9 +180,12 @@ class _Translator:
         self.inst: int | None = None
         self.errors: dict[str, str] = {}  # assertion name -> what it means
         self.loops: list[tuple[str, str | None]] = []  # ("while", continue label) | ("once", None)
-        self.failed_label: str | None = None  # inside a step with asserts: where a failure goes
+        self.failed_label: str | None = None  # a step that may fail (assert, full buffer): where it goes
+        self.done_label = ""
         self.enum_names: dict[tuple[str, int], str] = {}
         self.static_init: dict[int, int] = {}  # slot -> the value its declaration gives
+        self.buffer: StoreBuffer | None = None  # tso: the store buffer of the CPU being translated
+        self.direct = False  # tso: inside a locked operation loads and stores use memory
 
     # -- names
     def unique(self, base: str) -> str:
@@ -243,7 +250,20 @@ class _Translator:
         for gid in sorted(self.layout.task_slot):
             out.append(f"bit task_{self.inst_ident[gid]} = 0;\t/* {_comment(self.layout.instance_names[gid])}"
                        "'s task state: 0 RUNNING, 1 INTERRUPTIBLE */")
+        for b in self.layout.buffers:
+            locs = ", ".join(sorted(f"{self.names[(v, None)]} = {self.address_of(v)}" for v in b.locations))
+            out.append(f"byte {self.sb(b)}_a[{b.capacity}] = 0;\t/* {_comment(b.name)}: the addresses "
+                       f"(slot + 1) of its stores, oldest first, 0 = empty: {_comment(locs)} */")
+            out.append(f"int {self.sb(b)}_v[{b.capacity}] = 0;\t/* ... and their values */")
         return out
+
+    def sb(self, b: StoreBuffer) -> str:
+        return f"sb_{self.inst_ident[b.gid]}"
+
+    def address_of(self, sym: m.VarSym) -> str:
+        """A buffered variable's address as our state layout numbers it (its slot + 1;
+        an array: its first element's)."""
+        return str(self.layout.slot_of(sym, None) + 1)
 
     def ptype(self, t: m.Type) -> str:
         if isinstance(t, m.BoolT):
@@ -281,7 +301,7 @@ class _Translator:
         if isinstance(x, m.Const):
             return self.const(x)
         if isinstance(x, (m.Var, m.Elem)):
-            return self.lvalue(x, seq)
+            return self.load(x, seq)
         if isinstance(x, m.LocalOf):
             return self.local_of(x, seq)
         if isinstance(x, m.SelfE):
@@ -367,6 +387,35 @@ class _Translator:
             code = tmp
         return f"{name}[{code} - {t.lo}]" if t.lo else f"{name}[{code}]"
 
+    def buffered(self, target: m.TExpr) -> StoreBuffer | None:
+        """The store buffer a plain access to `target` goes through (compile._Compiler.buffered)."""
+        if self.buffer is None or self.direct or not isinstance(target, (m.Var, m.Elem)) \
+                or target.sym.scope is not m.Scope.GLOBAL or target.sym not in self.buffer.locations:
+            return None
+        return self.buffer
+
+    def slot_code(self, x: m.TExpr, seq: _Seq) -> str:
+        """`x`'s address (slot + 1) as code; `lvalue` has already checked a computed index."""
+        base = self.layout.slot_of(x.sym, None) + 1
+        if isinstance(x, m.Var):
+            return str(base)
+        t = x.sym.type
+        if isinstance(x.index, m.Const):
+            return str(base + x.index.value - t.lo)
+        return f"({base - t.lo} + {self.expr(x.index, seq)})"
+
+    def load(self, x: m.TExpr, seq: _Seq) -> str:
+        """The newest entry of this CPU's buffer for that address, else memory."""
+        code = self.lvalue(x, seq)
+        buf = self.buffered(x)
+        if buf is None:
+            return code
+        addr = self.slot_code(x, seq)
+        sb = self.sb(buf)
+        for k in range(buf.capacity):  # oldest first, so that the newest ends up outermost
+            code = f"({sb}_a[{k}] == {addr} -> {sb}_v[{k}] : {code})"
+        return code
+
     def lvalue(self, x: m.TExpr, seq: _Seq) -> str:
         if isinstance(x, m.Var):
             return self.var_name(x.sym, self.inst)
@@ -405,6 +454,17 @@ class _Translator:
         return self.instance_choice(x.process, x.index, seq, lambda gid: self.names[(x.sym, gid - base)])
 
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:
+        """A locked primitive reads and writes memory directly (its step is a fence)."""
+        from .resolve import BUILTINS, LOCKED
+
+        outer = self.direct
+        self.direct = outer or BUILTINS[c.name].tso == LOCKED
+        try:
+            return self._builtin(c, seq)
+        finally:
+            self.direct = outer
+
+    def _builtin(self, c: m.Builtin, seq: _Seq) -> str:
         n, a = c.name, c.args
         if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
             return self.expr(a[0], seq)
@@ -530,7 +590,22 @@ class _Translator:
             self.model_error(seq, f"{tmp} < {check[0]} || {tmp} > {check[1]}", f"range_{name}",
                              f"a value outside the range of {name} ({check[0]}..{check[1]})")
             code = tmp
-        seq.emit(f"{addr} = {code}")
+        buf = self.buffered(target)
+        if buf is None:
+            seq.emit(f"{addr} = {code}")
+            return
+        # tso: the store goes into this CPU's buffer; memory keeps the old value until a flush
+        if not re.fullmatch(r"-?\w+", code):
+            tmp = self.fresh()
+            seq.emit(f"{tmp} = {code}")
+            code = tmp
+        where = self.slot_code(target, seq)
+        sb = self.sb(buf)
+        rest: list = [f"goto {self.failed_label}"]  # full: the step waits for a flush (no successor)
+        for k in reversed(range(buf.capacity)):
+            rest = [_Block("if", [(f"({sb}_a[{k}] == 0)", [f"{sb}_a[{k}] = {where}", f"{sb}_v[{k}] = {code}"]),
+                                  ("else", rest)])]
+        seq.emit(rest[0])
 
     # -- operations (compile._Compiler.op)
     def ops(self, ops, seq: _Seq):
@@ -542,7 +617,7 @@ class _Translator:
             gid = self.layout.gid_base[self.proc.name] + self.inst
             seq.emit(f"{self.pc(gid)} = {op.pc}\t/* -> {_comment(self.proc.pc_names[op.pc])} */")
             if self.failed_label:
-                seq.emit("goto tr_done")
+                seq.emit(f"goto {self.done_label}")
         elif isinstance(op, OAssign):
             self.store(self.simplify(op.target), self.simplify(op.value), seq)
         elif isinstance(op, OEval):
@@ -593,10 +668,10 @@ class _Translator:
             if isinstance(cond, m.Const):
                 if not cond.value:
                     seq.emit(f"assert({name})")
-                    seq.emit("goto tr_failed")
+                    seq.emit(f"goto {self.failed_label}")
                 return
             c = self.expr(cond, seq)
-            seq.emit(_Block("if", [(f"(!{c})", [f"assert({name})", "goto tr_failed"]), ("else", [])]))
+            seq.emit(_Block("if", [(f"(!{c})", [f"assert({name})", f"goto {self.failed_label}"]), ("else", [])]))
         elif isinstance(op, OBarrier):
             pass  # no effect under sequential consistency
         else:
@@ -617,6 +692,9 @@ class _Translator:
         self.proc, self.inst = p, inst
         gid = self.layout.gid_base[p.name] + inst
         parts = [f"{self.pc(gid)} == {pc_value}"]
+        self.buffer = self.layout.buffer_of(gid) if self.model.memory == "tso" else None
+        if self.buffer is not None and st.fence:
+            parts.append(f"{self.sb(self.buffer)}_a[0] == 0")  # a fence waits for an empty buffer
         if st.kind is StepKind.SCHEDULE:
             parts.append(f"{self.task(gid)} == 0")
         if st.guard is not None:
@@ -641,17 +719,21 @@ class _Translator:
             return None
         self.temps = 0
         asserts = any(isinstance(o, OAssert) for o in walk_ops(st.body))
-        self.failed_label = "tr_failed" if asserts else None
+        buffered = self.buffer is not None and any(True for _ in plain_stores(st))
+        self.failed_label = f"tr_failed{st.uid}" if asserts or buffered else None
+        self.done_label = f"tr_done{st.uid}"
         seq = _Seq(self)
         saved = []
-        if asserts:  # a failed assert leaves no successor: undo the step's writes
+        if self.failed_label:  # a failed assert or a full store buffer: no successor, undo the writes
             saved = self.save_writes(p, inst, st, seq)
+        # a locked `atomic` block is one LOCK-prefixed instruction: memory, not the buffer
+        self.direct = st.kind is StepKind.ATOMIC and st.fence
         self.ops(st.body, seq)
+        self.direct = False
         body = seq.stack[0]
-        if asserts:
-            body.append("tr_failed: " + "; ".join(f"{var} = {copy}" for var, copy in saved) if saved
-                        else "tr_failed: skip")
-            body.append("tr_done: skip")
+        if self.failed_label:
+            body.append(f"{self.failed_label}: " + "; ".join(f"{var} = {copy}" for var, copy in saved))
+            body.append(f"{self.done_label}: skip")
         self.failed_label = None
         where = f"{st.span.file}:{st.span.line}"
         lines = [f"\t:: d_step {{ /* {_comment(where)}  {_comment(st.text)[:90]} */"]
@@ -693,6 +775,9 @@ class _Translator:
                     seen.add(nm)
                     out.append(nm)
         out.append(self.pc(self.layout.gid_base[p.name] + inst))
+        if self.buffer is not None:
+            sb = self.sb(self.buffer)
+            out += [f"{sb}_{part}[{k}]" for k in range(self.buffer.capacity) for part in "av"]
         pairs = []
         for nm in out:
             copy = self.fresh()
@@ -778,6 +863,33 @@ def translate(program: Program) -> str:
             procs.append("\tod")
             procs.append("}")
             procs.append("")
+    # tso: one process per store buffer moves its oldest store to memory
+    t.buffer = None
+    for b in program.layout.buffers:
+        sb = t.sb(b)
+        enabled_all.append(f"({sb}_a[0] != 0)")
+        writes = []
+        for sym in sorted(b.locations, key=lambda v: program.layout.slot_of(v, None)):
+            base = program.layout.slot_of(sym, None) + 1
+            name = t.names[(sym, None)]
+            if isinstance(sym.type, m.ArrayT):
+                writes += [(f"({sb}_a[0] == {base + k})", [f"{name}[{k}] = {sb}_v[0]"])
+                           for k in range(sym.type.length)]
+            else:
+                writes.append((f"({sb}_a[0] == {base})", [f"{name} = {sb}_v[0]"]))
+        shift = [f"{sb}_{part}[{k}] = {sb}_{part}[{k + 1}]" for k in range(b.capacity - 1) for part in "av"]
+        shift += [f"{sb}_a[{b.capacity - 1}] = 0", f"{sb}_v[{b.capacity - 1}] = 0"]
+        procs.append(f"active proctype flush_{t.inst_ident[b.gid]}()\t/* the oldest store in "
+                     f"{_comment(b.name)} reaches memory; the others move up */")
+        procs.append("{")
+        procs.append("end:\tdo")
+        procs.append("\t:: d_step {")
+        procs.append(f"\t\t{gate}{sb}_a[0] != 0 ->")
+        procs += _render([_Block("if", writes)] + shift, 2)
+        procs.append("\t   }")
+        procs.append("\tod")
+        procs.append("}")
+        procs.append("")
     # properties
     t.proc, t.inst = None, None
     checks: list[tuple[str, str, str]] = []  # (assert name, violated-condition, comment)
@@ -789,6 +901,7 @@ def translate(program: Program) -> str:
             gid = program.layout.gid_base[p.name] + i
             pcs = sorted(p.end_pcs)
             ends.append("(" + " || ".join(f"pc_{t.inst_ident[gid]} == {k}" for k in pcs) + ")" if pcs else "false")
+    ends += [f"{t.sb(b)}_a[0] == 0" for b in program.layout.buffers]  # final: buffers drained too
     all_at_end = " && ".join(ends) or "true"
     for prop in program.properties:
         pname = _ident(prop.name)
@@ -860,7 +973,8 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
     stem = f"{model.name}.{model.variant}"
     lines = [f"/* Promela twin of {_comment(model.file)}, model {_comment(model.name)}, variant "
              f"{_comment(model.variant)}",
-             f" * (generated by timerace `check --promela`; memory model {model.memory}).",
+             f" * (generated by timerace `check --promela`; memory model {model.memory}"
+             + (f", store buffers of {model.store_buffer} stores" if model.memory == "tso" else "") + ").",
              f" * Constants: {_comment(consts) or 'none'}.",
              " *",
              " * One timerace step is one pan transition (see checker/promela.py), so with reductions off",
@@ -875,7 +989,8 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
         lines.append(" * The model has several initial states: pan stores one more state than timerace (the")
         lines.append(" * one before the chooser picks the initial values).")
     if ltl:
-        procs = sum(p.instances for p in program.processes) + 2 + (1 if chooser else 0)  # monitor, claim
+        procs = sum(p.instances for p in program.processes) + len(program.layout.buffers) + 2 \
+            + (1 if chooser else 0)  # flushes, monitor, claim, chooser
         nfair = max(2, (procs + 1) // 4 + 1)
         flag = f" -DNFAIR={nfair}" if nfair > 2 else ""
         lines.append(" * Liveness, one pan run per claim, built without -DNOCLAIM (SPIN's weak fairness, -f,")
