@@ -46,6 +46,10 @@ The encoding is chosen so that pan's state is exactly our state:
   weak fairness (-f) is per process, as ours; a process declared `unfair` has no SPIN
   equivalent (pan treats it as fair), which the header says.
 
+Arithmetic on plain integers is Promela's 32-bit `int` (C's, as pan runs it), where
+ours is unbounded: the values of a model's ranges are small, but an intermediate value
+beyond 2^31 would wrap in the twin (not checked).
+
 What cannot be translated faithfully is refused with a SpecError (exit 2): unsigned
 arithmetic wider than 16 bits (Promela's `int` is 32-bit signed; u32/u64 would wrap
 differently; c_state/c_expr with uint64_t is not implemented), and values or sets too
@@ -92,15 +96,15 @@ def refuse(program: Program) -> None:
     """Raise a SpecError if this variant has no faithful Promela twin."""
     model = program.model
     where = model.processes[0].span if model.processes else Span(model.file, 0, 0, 0, 0)
-    for sl in program.layout.slots:
-        t = sl.type
+    for sym, _inst in program.layout.var_base:
+        t = sym.type.elem if isinstance(sym.type, m.ArrayT) else sym.type
         if isinstance(t, m.BitVecT) and t.width > MAX_BV_WIDTH:
-            sym = next((s for (s, _i) in program.layout.var_base if (sl.var or sl.name).endswith(s.name)), None)
-            raise SpecError(sym.span if sym else where,
-                            f"'{sl.var or sl.name}' is a u{t.width}: Promela's int is 32-bit signed, so "
+            raise SpecError(sym.span, f"'{sym.name}' is a u{t.width}: Promela's int is 32-bit signed, so "
                             f"u{t.width} arithmetic cannot be translated faithfully",
                             "the Promela twin supports unsigned types up to u16; check this model "
                             "with timerace itself (u64 via c_state/c_expr is not implemented)")
+    for sl in program.layout.slots:
+        t = sl.type
         if isinstance(t, m.IntT) and t.lo is not None and (t.lo < INT_MIN or t.hi > INT_MAX):
             raise SpecError(where, f"'{sl.name}' ranges over {t.describe()}, wider than Promela's 32-bit int")
         if isinstance(t, m.BitsetT) and t.size > 30:
@@ -325,6 +329,9 @@ class _Translator:
             if isinstance(x.type, m.BitVecT):
                 self.check_bv(x.type, x.span)
                 w, mask = x.type.width, x.type.mask
+                if x.op == "*" and w > 8:
+                    raise SpecError(x.span, f"a u{w} product can exceed Promela's 32-bit int",
+                                    "the Promela twin multiplies unsigned values up to u8")
                 if x.op in ("+", "-", "*"):
                     return f"(({a} {x.op} {b}) & {mask})"
                 if x.op in ("&", "|", "^"):
@@ -340,8 +347,13 @@ class _Translator:
                 self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
                 return f"({a} {x.op} {b})"
             if x.op in ("<<", ">>"):
-                self.model_error(seq, f"{b} < 0 || {b} > 30", "shift_count",
-                                 "a shift count outside 0..30 (ours: negative, or past 4096)")
+                rt = x.right.type
+                if not (isinstance(x.right, m.Const) and 0 <= x.right.value <= 30 or isinstance(rt, m.IntT)
+                        and rt.lo is not None and rt.hi <= 30):
+                    raise SpecError(x.span, "a shift whose count may exceed 30 cannot be translated faithfully "
+                                    "to Promela's 32-bit int", "give the count a range within 0..30")
+                if not (isinstance(x.right, m.Const) or rt.lo >= 0):
+                    self.model_error(seq, f"{b} < 0", "shift_count", "a negative shift count")
             if x.op == "->":
                 return f"(!{a} || {b})"
             return f"({a} {x.op} {b})"
