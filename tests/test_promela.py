@@ -286,3 +286,12 @@ def test_bench_lists_the_variants_that_do_not_translate(tmp_path):
     assert sm.spin_seconds is None and sm.ours_twinned is None
     text = bench.shipped_table([sm], "")
     assert text.count("not translated: 'guest_tsc' is a u64") == 4
+
+
+def test_shift_beyond_int_is_refused(tmp_path):
+    spec = tmp_path / "shift.spec"
+    spec.write_text("model shift; var k: 0..40 = 0; var x: 0..1 = 0;\n"
+                    "process p { k = 35; x = (1 << k) > 0 ? 1 : 0; }\n")
+    r = check(spec, "--promela", tmp_path / "shift.pml")
+    assert r.returncode == 2
+    assert "shift whose count may exceed 30" in r.stderr and "shift.spec:2:" in r.stderr
