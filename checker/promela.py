@@ -50,10 +50,16 @@ Arithmetic on plain integers is Promela's 32-bit `int` (C's, as pan runs it), wh
 ours is unbounded: the values of a model's ranges are small, but an intermediate value
 beyond 2^31 would wrap in the twin (not checked).
 
-What cannot be translated faithfully is refused with a SpecError (exit 2): unsigned
-arithmetic wider than 16 bits (Promela's `int` is 32-bit signed; u32/u64 would wrap
-differently; c_state/c_expr with uint64_t is not implemented), and values or sets too
-wide for a 32-bit int.
+* u32/u64 variables (Promela's `int` is 32-bit signed) live in C: `c_state "uint64_t x"`
+  in pan's state vector, and every condition or assignment that touches such a value is
+  written in C (`c_expr { ... }`, `c_code { ... }`, Promela's globals as `now.<name>`),
+  where unsigned arithmetic wraps modulo 2**width exactly as ours does (model.bv_binop).
+
+What cannot be translated faithfully is refused with a SpecError (exit 2): u32/u64
+values in an ltl claim, a kernel primitive, a tso store buffer, a step that may fail an
+assert (its undo), or a division by a computed value; several initial values of a u64;
+a shift of a plain int whose count may pass 30 and u16 products (they leave a 32-bit
+int); values or sets too wide for a 32-bit int.
 """
 
 from __future__ import annotations
@@ -96,13 +102,12 @@ def refuse(program: Program) -> None:
     """Raise a SpecError if this variant has no faithful Promela twin."""
     model = program.model
     where = model.processes[0].span if model.processes else Span(model.file, 0, 0, 0, 0)
-    for sym, _inst in program.layout.var_base:
-        t = sym.type.elem if isinstance(sym.type, m.ArrayT) else sym.type
-        if isinstance(t, m.BitVecT) and t.width > MAX_BV_WIDTH:
-            raise SpecError(sym.span, f"'{sym.name}' is a u{t.width}: Promela's int is 32-bit signed, so "
-                            f"u{t.width} arithmetic cannot be translated faithfully",
-                            "the Promela twin supports unsigned types up to u16; check this model "
-                            "with timerace itself (u64 via c_state/c_expr is not implemented)")
+    for b in program.layout.buffers:
+        wide = [v for v in b.locations if _c_type(v.type.elem if isinstance(v.type, m.ArrayT) else v.type)]
+        if wide:
+            raise SpecError(wide[0].span, f"'{wide[0].name}' is a {wide[0].type.describe()} stored through a "
+                            "tso store buffer: the Promela twin's buffers hold 32-bit ints",
+                            "translate the variant under sequential consistency (--memory-model sc)")
     for sl in program.layout.slots:
         t = sl.type
         if isinstance(t, m.IntT) and t.lo is not None and (t.lo < INT_MIN or t.hi > INT_MAX):
@@ -112,6 +117,30 @@ def refuse(program: Program) -> None:
     if len(program.layout.instance_names) > 30 and any(isinstance(sl.type, m.WaitQueueT)
                                                         for sl in program.layout.slots):
         raise SpecError(where, "a wait queue of more than 30 processes does not fit a Promela int")
+
+
+def _c_type(t: m.Type) -> str | None:
+    """The C type a u32/u64 lives in (Promela's int cannot hold it); None otherwise."""
+    if isinstance(t, m.BitVecT) and t.width > MAX_BV_WIDTH:
+        return "uint32_t" if t.width <= 32 else "uint64_t"
+    return None
+
+
+def _children(x) -> tuple:
+    """The sub-expressions of an expression (or of a builtin call)."""
+    if isinstance(x, m.Builtin):
+        return x.args
+    if isinstance(x, m.Bin):
+        return (x.left, x.right)
+    if isinstance(x, (m.Un, m.Conv)):
+        return (x.operand,)
+    if isinstance(x, m.Ite):
+        return (x.cond, x.then, x.orelse)
+    if isinstance(x, (m.Elem, m.At, m.LocalOf)):
+        return (x.index,) if x.index is not None else ()
+    if isinstance(x, m.Quant):
+        return (x.body,)
+    return ()
 
 
 # ---- Promela statements -----------------------------------------------------------
@@ -188,6 +217,9 @@ class _Translator:
         self.done_label = ""
         self.enum_names: dict[tuple[str, int], str] = {}
         self.static_init: dict[int, int] = {}  # slot -> the value its declaration gives
+        self.c = False  # writing C (c_expr/c_code) rather than Promela: an expression on u32/u64 values
+        self.c_syms: set = {sym for sym, _i in program.layout.var_base if _c_type(sym.type)}
+        self.gated = False  # the processes wait for the chooser (`tr_chosen`)
         self.buffer: StoreBuffer | None = None  # tso: the store buffer of the CPU being translated
         self.direct = False  # tso: inside a locked operation loads and stores use memory
 
@@ -212,11 +244,28 @@ class _Translator:
             raise KeyError(sym.name)
         return self.names[key]
 
+    def ref(self, name: str) -> str:
+        """A global of the state vector: `now.name` in C."""
+        return f"now.{name}" if self.c else name
+
+    def ite(self, c: str, a: str, b: str) -> str:
+        return f"({c} ? {a} : {b})" if self.c else f"({c} -> {a} : {b})"
+
     def pc(self, gid: int) -> str:
-        return f"pc_{self.inst_ident[gid]}"
+        return self.ref(f"pc_{self.inst_ident[gid]}")
 
     def task(self, gid: int) -> str:
-        return f"task_{self.inst_ident[gid]}"
+        return self.ref(f"task_{self.inst_ident[gid]}")
+
+    def needs_c(self, x) -> bool:
+        """Whether an expression reads a u32/u64 variable or computes on such values."""
+        if x is None:
+            return False
+        if isinstance(x, (m.Var, m.Elem, m.LocalOf)) and x.sym in self.c_syms:
+            return True
+        if isinstance(x, m.TExpr) and _c_type(x.type):
+            return True
+        return any(self.needs_c(c) for c in _children(x))
 
     # -- declarations
     def declare(self) -> list[str]:
@@ -230,6 +279,9 @@ class _Translator:
             sym, inst = sym_inst
             name = self.names[sym_inst]
             t = sym.type
+            if sym in self.c_syms:
+                out.append(self.c_state(sym, name, base))
+                continue
             elem = t.elem if isinstance(t, m.ArrayT) else t
             ptype = self.ptype(elem)
             inits = [self.program.init_choices[base + k] for k in range((t.length if isinstance(t, m.ArrayT) else 1))]
@@ -262,12 +314,28 @@ class _Translator:
         return out
 
     def sb(self, b: StoreBuffer) -> str:
-        return f"sb_{self.inst_ident[b.gid]}"
+        return self.ref(f"sb_{self.inst_ident[b.gid]}")
 
     def address_of(self, sym: m.VarSym) -> str:
         """A buffered variable's address as our state layout numbers it (its slot + 1;
         an array: its first element's)."""
         return str(self.layout.slot_of(sym, None) + 1)
+
+    def c_state(self, sym: m.VarSym, name: str, base: int) -> str:
+        """A u32/u64 variable: C state in pan's state vector (`now.name`)."""
+        t = sym.type
+        ctype = _c_type(t.elem if isinstance(t, m.ArrayT) else t)
+        n = t.length if isinstance(t, m.ArrayT) else 1
+        inits = [self.program.init_choices[base + k] for k in range(n)]
+        if any(len(c) != 1 for c in inits) or (n > 1 and any(c[0] != 0 for c in inits)):
+            raise SpecError(sym.span, f"'{sym.name}' is a {t.describe()} with several (or, for an array, "
+                            "non-zero) initial values: the Promela twin keeps it in C state, which starts "
+                            "with one value", "give it one initial value")
+        for k in range(n):
+            self.static_init[base + k] = inits[k][0]
+        dims = f"[{n}]" if isinstance(t, m.ArrayT) else ""
+        init = "" if isinstance(t, m.ArrayT) else f' "{inits[0][0]}"'
+        return f'c_state "{ctype} {name}{dims}" "Global"{init}\t/* {_comment(sym.name + ": " + t.describe())}, in C */'
 
     def ptype(self, t: m.Type) -> str:
         if isinstance(t, m.BoolT):
@@ -316,9 +384,13 @@ class _Translator:
             self.check_bv(x.type, x.span)
             a = self.expr(x.operand, seq)
             from .compile import _fits_bv
-            return a if _fits_bv(x.operand, x.type) else f"({a} & {x.type.mask})"
+            if _fits_bv(x.operand, x.type):
+                return a
+            return f"(({_c_type(x.type)})({a}))" if _c_type(x.type) else f"({a} & {x.type.mask})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, seq)
+            if _c_type(x.type):  # C's unsigned arithmetic wraps as ours does
+                return f"(({_c_type(x.type)})({x.op}({a})))"
             if isinstance(x.type, m.BitVecT):
                 self.check_bv(x.type, x.span)
                 return f"((-{a}) & {x.type.mask})" if x.op == "-" else f"({a} ^ {x.type.mask})"
@@ -326,6 +398,18 @@ class _Translator:
         if isinstance(x, m.Bin):
             a = self.expr(x.left, seq)
             b = self.expr(x.right, seq)
+            if _c_type(x.type):  # in C: unsigned arithmetic modulo 2**width, as ours (model.bv_binop)
+                ct, w = _c_type(x.type), x.type.width
+                if x.op in ("+", "-", "*"):
+                    return f"(({ct})({a} {x.op} {b}))"
+                if x.op in ("&", "|", "^"):
+                    return f"({a} {x.op} {b})"
+                if x.op in ("/", "%"):
+                    if not (isinstance(x.right, m.Const) and x.right.value != 0):
+                        raise SpecError(x.span, "a u32/u64 division by a computed value cannot be translated "
+                                        "(its division-by-zero check would need a statement)")
+                    return f"({a} {x.op} {b})"
+                return f"({b} < {w} ? (({ct})({a} {x.op} {b})) : 0)"
             if isinstance(x.type, m.BitVecT):
                 self.check_bv(x.type, x.span)
                 w, mask = x.type.width, x.type.mask
@@ -340,8 +424,8 @@ class _Translator:
                     self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
                     return f"({a} {x.op} {b})"
                 if x.op == "<<":
-                    return f"({b} < {w} -> (({a} << {b}) & {mask}) : 0)"
-                return f"({b} < {w} -> ({a} >> {b}) : 0)"
+                    return self.ite(f"{b} < {w}", f"(({a} << {b}) & {mask})", "0")
+                return self.ite(f"{b} < {w}", f"({a} >> {b})", "0")
             if x.op in ("/", "%"):
                 # C, like our _div, truncates toward zero
                 self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
@@ -359,7 +443,7 @@ class _Translator:
             return f"({a} {x.op} {b})"
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, seq)
-            return f"({c} -> {self.expr(x.then, seq)} : {self.expr(x.orelse, seq)})"
+            return self.ite(c, self.expr(x.then, seq), self.expr(x.orelse, seq))
         if isinstance(x, m.At):
             return self.at(x, seq)
         if isinstance(x, m.Quant):
@@ -370,21 +454,23 @@ class _Translator:
         raise TypeError(x)
 
     def const(self, x: m.Const) -> str:
-        if isinstance(x.type, m.EnumT) and 0 <= x.value < len(x.type.members):
+        if isinstance(x.type, m.EnumT) and 0 <= x.value < len(x.type.members) and not self.c:
             return self.enum_names.get((x.type.name, x.value), str(x.value))
         if isinstance(x.type, m.BoolT):
-            return "true" if x.value else "false"
+            return ("1" if x.value else "0") if self.c else ("true" if x.value else "false")
+        if self.c and not INT_MIN <= x.value <= INT_MAX:
+            return f"{int(x.value)}ULL"
         return str(int(x.value))
 
     def check_bv(self, t: m.BitVecT, span: Span):
-        if t.width > MAX_BV_WIDTH:
+        if t.width > MAX_BV_WIDTH and not self.c:
             raise SpecError(span, f"u{t.width} arithmetic cannot be translated faithfully to Promela's "
                             "32-bit signed int", "the Promela twin supports unsigned types up to u16")
 
     def index(self, sym: m.VarSym, idx: m.TExpr, seq: _Seq) -> str:
         t = sym.type
         assert isinstance(t, m.ArrayT)
-        name = self.var_name(sym, self.inst)
+        name = self.ref(self.var_name(sym, self.inst))
         if isinstance(idx, m.Const):
             if not t.lo <= idx.value <= t.hi:
                 self.model_error(seq, "true", "index", f"an index outside {sym.name}")
@@ -425,12 +511,12 @@ class _Translator:
         addr = self.slot_code(x, seq)
         sb = self.sb(buf)
         for k in range(buf.capacity):  # oldest first, so that the newest ends up outermost
-            code = f"({sb}_a[{k}] == {addr} -> {sb}_v[{k}] : {code})"
+            code = self.ite(f"{sb}_a[{k}] == {addr}", f"{sb}_v[{k}]", code)
         return code
 
     def lvalue(self, x: m.TExpr, seq: _Seq) -> str:
         if isinstance(x, m.Var):
-            return self.var_name(x.sym, self.inst)
+            return self.ref(self.var_name(x.sym, self.inst))
         return self.index(x.sym, x.index, seq)
 
     def instance_choice(self, process: str, idx: m.TExpr | None, seq: _Seq, of) -> str:
@@ -446,7 +532,7 @@ class _Translator:
                          f"an instance of {process} that does not exist")
         out = "0"
         for i in reversed(range(proc.instances)):
-            out = f"({code} == {i} -> {of(base + i)} : {out})"
+            out = self.ite(f"{code} == {i}", of(base + i), out)
         return out
 
     def at(self, x: m.At, seq: _Seq) -> str:
@@ -455,7 +541,7 @@ class _Translator:
 
         def of(gid: int) -> str:
             if not pcs:
-                return "false"
+                return "0" if self.c else "false"
             pc = self.pc(gid)
             return "(" + " || ".join(f"{pc} == {k}" for k in pcs) + ")"
 
@@ -463,7 +549,7 @@ class _Translator:
 
     def local_of(self, x: m.LocalOf, seq: _Seq) -> str:
         base = self.layout.gid_base[x.process]
-        return self.instance_choice(x.process, x.index, seq, lambda gid: self.names[(x.sym, gid - base)])
+        return self.instance_choice(x.process, x.index, seq, lambda gid: self.ref(self.names[(x.sym, gid - base)]))
 
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:
         """A locked primitive reads and writes memory directly (its step is a fence)."""
@@ -490,7 +576,7 @@ class _Translator:
             return f"({self.expr(a[0], seq)} == 0)"
         if n in ("min", "max"):
             x, y = self.expr(a[0], seq), self.expr(a[1], seq)
-            return f"({x} <= {y} -> {x} : {y})" if n == "min" else f"({x} >= {y} -> {x} : {y})"
+            return self.ite(f"{x} <= {y}", x, y) if n == "min" else self.ite(f"{x} >= {y}", x, y)
         if n in ("waitqueue_active", "swait_active"):
             return f"({self.expr(a[0], seq)} != 0)"
         if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
@@ -631,30 +717,36 @@ class _Translator:
             if self.failed_label:
                 seq.emit(f"goto {self.done_label}")
         elif isinstance(op, OAssign):
-            self.store(self.simplify(op.target), self.simplify(op.value), seq)
+            target, value = self.simplify(op.target), self.simplify(op.value)
+            if self.needs_c(target) or self.needs_c(value):
+                self.c_assign(target, value, seq)
+            else:
+                self.store(target, value, seq)
         elif isinstance(op, OEval):
+            if self.needs_c(op.call):
+                raise SpecError(op.call.span, f"{op.call.name}() on u32/u64 values cannot be translated to Promela")
             self.builtin(self.simplify(op.call), seq)  # for its side effects; the value is unused
         elif isinstance(op, OIf):
             cond = self.simplify(op.cond)
             if isinstance(cond, m.Const):
                 self.ops(op.then if cond.value else op.orelse, seq)
                 return
-            c = self.expr(cond, seq)
+            c = self.guard(cond, seq)
             seq.push()
             self.ops(op.then, seq)
             then = seq.pop()
             seq.push()
             self.ops(op.orelse, seq)
             orelse = seq.pop()
-            seq.emit(_Block("if", [(f"({c})", then), ("else", orelse)]))
+            seq.emit(_Block("if", [(c, then), ("else", orelse)]))
         elif isinstance(op, OWhile):
             self.labels += 1
             top = f"tr_loop{self.labels}"
             self.loops.append(("while", top))
             body = seq.push()
             body.append(f"{top}: skip")
-            c = self.expr(self.simplify(op.cond), seq)
-            seq.emit(_Block("if", [(f"(!{c})", ["break"]), ("else", [])]))
+            c = self.guard(self.simplify(op.cond), seq, negate=True)
+            seq.emit(_Block("if", [(c, ["break"]), ("else", [])]))
             self.ops(op.body, seq)
             seq.pop()
             self.loops.pop()
@@ -682,8 +774,8 @@ class _Translator:
                     seq.emit(f"assert({name})")
                     seq.emit(f"goto {self.failed_label}")
                 return
-            c = self.expr(cond, seq)
-            seq.emit(_Block("if", [(f"(!{c})", [f"assert({name})", f"goto {self.failed_label}"]), ("else", [])]))
+            c = self.guard(cond, seq, negate=True)
+            seq.emit(_Block("if", [(c, [f"assert({name})", f"goto {self.failed_label}"]), ("else", [])]))
         elif isinstance(op, OBarrier):
             pass  # no effect under sequential consistency
         else:
@@ -699,11 +791,23 @@ class _Translator:
         return code
 
     # -- steps
-    def enabled(self, p: ProcessIR, inst: int, st: Step, pc_value: int) -> str | None:
-        """The step's enabling condition as a pure expression (None: never enabled)."""
+    def enabled(self, p: ProcessIR, inst: int, st: Step, pc_value: int, c: bool = False) -> str | None:
+        """The step's enabling condition as a pure expression (None: never enabled); in C
+        (without the `c_expr` around it) when asked or when its guard needs C."""
         self.proc, self.inst = p, inst
+        if not c and st.guard is not None and self.needs_c(self.simplify(st.guard)):
+            inner = self.enabled(p, inst, st, pc_value, c=True)
+            return None if inner is None else f"c_expr {{ {inner} }}"
+        self.c = c
+        try:
+            return self._enabled(p, inst, st, pc_value)
+        finally:
+            self.c = False
+
+    def _enabled(self, p: ProcessIR, inst: int, st: Step, pc_value: int) -> str | None:
         gid = self.layout.gid_base[p.name] + inst
-        parts = [f"{self.pc(gid)} == {pc_value}"]
+        parts = [self.ref("tr_chosen")] if self.gated else []
+        parts.append(f"{self.pc(gid)} == {pc_value}")
         self.buffer = self.layout.buffer_of(gid) if self.model.memory == "tso" else None
         if self.buffer is not None and st.fence:
             parts.append(f"{self.sb(self.buffer)}_a[0] == 0")  # a fence waits for an empty buffer
@@ -722,8 +826,53 @@ class _Translator:
                     # need statements, which a guard cannot have
                     raise SpecError(st.span, "a guard with a computed index or division cannot be translated "
                                     "to a Promela d_step guard", "compute the index in a step before the await")
-                parts.append(code)
+                parts.append(f"({code})" if self.c else code)
         return " && ".join(parts)
+
+    def guard(self, x: m.TExpr, seq: _Seq, negate: bool = False) -> str:
+        """A condition as an option's guard: Promela, or `c_expr { ... }` on u32/u64 values."""
+        if self.needs_c(x):
+            code = self.cexpr(x, "a condition")
+            return f"c_expr {{ {'!' if negate else ''}({code}) }}"
+        code = self.expr(x, seq)
+        return f"(!{code})" if negate else f"({code})"
+
+    def cexpr(self, x: m.TExpr, what: str) -> str:
+        """A pure expression in C (no statements may precede it)."""
+        self.c = True
+        try:
+            seq = _Seq(self)
+            code = self.expr(x, seq)
+        finally:
+            self.c = False
+        if seq.stack[0]:
+            raise SpecError(x.span, f"{what} on u32/u64 values with a computed index or a check that needs a "
+                            "statement cannot be translated to Promela")
+        return code
+
+    def c_assign(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
+        """`target = value` in C (compile._Compiler.store_code: a C cast is the conversion
+        modulo 2**width; a range check is a model error)."""
+        code = self.cexpr(value, "an assignment")
+        tgt = self.cexpr(target, "an assignment")
+        t = target.type
+        from .compile import _fits
+        if _c_type(t):
+            body = f"{tgt} = ({_c_type(t)})({code});"
+        elif isinstance(t, m.BoolT):
+            body = f"{tgt} = ({code}) ? 1 : 0;"
+        elif isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
+            unsigned = isinstance(value.type, m.BitVecT)
+            name = "model_error_" + _ident(f"range_{target.sym.name}")
+            self.errors.setdefault(name, f"a value outside the range of {target.sym.name} ({t.lo}..{t.hi})")
+            low = f"tr_c < {t.lo} || " if not (unsigned and t.lo <= 0) else ""
+            body = (f"{{ {'uint64_t' if unsigned else 'int64_t'} tr_c = ({code}); if ({low}tr_c > {t.hi}) "
+                    f"uerror(\"assertion violated {name}\"); {tgt} = tr_c; }}")
+        elif isinstance(t, (m.IntT, m.EnumT)):
+            body = f"{tgt} = ({code});"
+        else:
+            raise SpecError(target.span, f"a {t.describe()} assigned from u32/u64 values cannot be translated")
+        seq.emit(f"c_code {{ {body} }}")
 
     def step_option(self, p: ProcessIR, inst: int, st: Step, pc_value: int) -> list[str] | None:
         cond = self.enabled(p, inst, st, pc_value)
@@ -779,6 +928,9 @@ class _Translator:
             if sym == "tasks":
                 names = [self.task(g) for g in sorted(self.layout.task_slot)]
             else:
+                if sym in self.c_syms:
+                    raise SpecError(st.span, f"a step that may fail (an assert) and writes the {sym.type.describe()} "
+                                    f"'{sym.name}' cannot be translated: its undo would need C copies")
                 name = self.var_name(sym, self.inst)
                 names = [f"{name}[{k}]" for k in range(sym.type.length)] if isinstance(sym.type, m.ArrayT) \
                     else [name]
@@ -854,7 +1006,8 @@ def translate(program: Program) -> str:
     chooser = _chooser(t)
     procs: list[str] = []
     gate = "tr_chosen && " if chooser else ""
-    enabled_all: list[str] = []
+    t.gated = bool(chooser)
+    steps: list[tuple[ProcessIR, int, Step, int]] = []  # every step that can ever be enabled
     for p in program.processes:
         for i in range(p.instances):
             gid = program.layout.gid_base[p.name] + i
@@ -867,10 +1020,7 @@ def translate(program: Program) -> str:
                     lines = t.step_option(p, i, st, pc_value)
                     if lines is None:
                         continue
-                    cond = t.enabled(p, i, st, pc_value)
-                    enabled_all.append(f"({cond})")
-                    if gate:
-                        lines[1] = lines[1].replace("\t\t", "\t\t" + gate, 1)
+                    steps.append((p, i, st, pc_value))
                     procs += lines
             procs.append("\tod")
             procs.append("}")
@@ -879,7 +1029,6 @@ def translate(program: Program) -> str:
     t.buffer = None
     for b in program.layout.buffers:
         sb = t.sb(b)
-        enabled_all.append(f"({sb}_a[0] != 0)")
         writes = []
         for sym in sorted(b.locations, key=lambda v: program.layout.slot_of(v, None)):
             base = program.layout.slot_of(sym, None) + 1
@@ -907,28 +1056,46 @@ def translate(program: Program) -> str:
     checks: list[tuple[str, str, str]] = []  # (assert name, violated-condition, comment)
     ltl: list[tuple[str, str, str]] = []
     skipped: list[str] = []
-    ends = []
-    for p in program.processes:
-        for i in range(p.instances):
-            gid = program.layout.gid_base[p.name] + i
-            pcs = sorted(p.end_pcs)
-            ends.append("(" + " || ".join(f"pc_{t.inst_ident[gid]} == {k}" for k in pcs) + ")" if pcs else "false")
-    ends += [f"{t.sb(b)}_a[0] == 0" for b in program.layout.buffers]  # final: buffers drained too
-    all_at_end = " && ".join(ends) or "true"
+    in_c = any(st.guard is not None and t.needs_c(t.simplify(st.guard)) for _p, _i, st, _k in steps)
+
+    def at_end(c: bool) -> str:
+        """Every process at a valid end (and every store buffer drained)."""
+        t.c = c
+        ends = []
+        for p in program.processes:
+            for i in range(p.instances):
+                pc = t.pc(program.layout.gid_base[p.name] + i)
+                ends.append("(" + " || ".join(f"{pc} == {k}" for k in sorted(p.end_pcs)) + ")"
+                            if p.end_pcs else "0")
+        ends += [f"{t.sb(b)}_a[0] == 0" for b in program.layout.buffers]
+        t.c = False
+        return " && ".join(ends) or "1"
+
+    def anyone(c: bool) -> str:
+        """Some step (or flush) enabled."""
+        conds = [f"({t.enabled(p, i, st, k, c=c)})" for p, i, st, k in steps]
+        t.c = c
+        conds += [f"({t.sb(b)}_a[0] != 0)" for b in program.layout.buffers]
+        t.c = False
+        return " ||\n\t\t   ".join(conds) or "0"
+
     for prop in program.properties:
         pname = _ident(prop.name)
-        if prop.kind is m.PropertyKind.INVARIANT:
-            c = t.pure(prop.cond)
-            checks.append((f"invariant_{pname}", f"!{c}", f"invariant {prop.name}"))
-        elif prop.kind is m.PropertyKind.FINAL:
-            c = t.pure(prop.cond)
-            checks.append((f"final_{pname}", f"({all_at_end}) && !{c}",
-                           f"final {prop.name}: checked where every process is at a valid end"))
+        if prop.kind in (m.PropertyKind.INVARIANT, m.PropertyKind.FINAL):
+            c_mode = t.needs_c(t.simplify(prop.cond))
+            c = t.cexpr(t.simplify(prop.cond), "a property") if c_mode else t.pure(prop.cond)
+            if prop.kind is m.PropertyKind.INVARIANT:
+                checks.append((f"invariant_{pname}", f"!{c}", c_mode, f"invariant {prop.name}"))
+            else:
+                checks.append((f"final_{pname}", f"({at_end(c_mode)}) && !{c}", c_mode,
+                               f"final {prop.name}: checked where every process is at a valid end"))
         elif prop.kind is m.PropertyKind.DEADLOCK:
-            anyone = " ||\n\t\t   ".join(enabled_all) or "false"
-            checks.append(("deadlock", f"!({all_at_end}) && !(\n\t\t   {anyone})",
+            checks.append(("deadlock", f"!({at_end(in_c)}) && !(\n\t\t   {anyone(in_c)})", in_c,
                            "deadlock: no step enabled, some process not at a valid end"))
         elif prop.kind is m.PropertyKind.LIVENESS:
+            if t.needs_c(t.simplify(prop.goal)) or prop.trigger is not None and t.needs_c(t.simplify(prop.trigger)):
+                raise SpecError(prop.span, f"liveness property {prop.name} reads u32/u64 values, which an ltl "
+                                "claim cannot (c_expr is not allowed there)")
             goal = t.pure(prop.goal)
             if prop.trigger is not None:
                 trig = t.pure(prop.trigger)
@@ -942,6 +1109,8 @@ def translate(program: Program) -> str:
             skipped.append(f"{prop.kind.value} {prop.name}")
     header = _header(program, ltl, skipped, bool(chooser), t)
     out = [header, ""]
+    if t.c_syms:
+        out += ["c_decl { \\#include <stdint.h> }\t/* u32/u64 variables live in C: pan's `now.<name>` */", ""]
     out += enum_lines
     if enum_lines:
         out.append("")
@@ -952,7 +1121,7 @@ def translate(program: Program) -> str:
     out.append("")
     out.append("/* Always 0: each names a property in pan's \"assertion violated <name>\" */")
     for nm in names:
-        what = next((c[2] for c in checks if c[0] == nm), t.errors.get(nm, nm))
+        what = next((c[3] for c in checks if c[0] == nm), t.errors.get(nm, nm))
         out.append(f"hidden byte {nm};\t/* {_comment(what)} */")
     if t.temps_max:
         out.append("hidden int " + ", ".join(f"tr_t{k}" for k in range(1, t.temps_max + 1)) +
@@ -968,9 +1137,12 @@ def translate(program: Program) -> str:
         out.append("active proctype tr_monitor()")
         out.append("{")
         out.append("end:\tdo")
-        for name, cond, what in checks:
+        for name, cond, c_mode, what in checks:
             out.append(f"\t:: d_step {{ /* {_comment(what)} */")
-            out.append(f"\t\t{gate}{cond} -> assert({name}) }}")
+            if c_mode:
+                out.append(f"\t\tc_expr {{ {'now.tr_chosen && ' if gate else ''}{cond} }} -> assert({name}) }}")
+            else:
+                out.append(f"\t\t{gate}{cond} -> assert({name}) }}")
         out.append("\tod")
         out.append("}")
         out.append("")

@@ -5,9 +5,10 @@ states our unreduced search counts and finds exactly the violations we find. Tha
 checked live against pan for every sc variant of every shipped model (SPIN and gcc are
 installed by tests/install-tools.sh; missing, the test skips locally and fails under
 CI, as in test_bench.py), and for one small model that uses the rest of the language.
-What cannot be translated faithfully (u64) must be refused, never emitted; `memory tso`
-is translated (store buffers as in our layout) and compared like the rest, on the shipped
-tso variants, three litmus tests and a small model whose one-entry buffer fills up.
+What cannot be translated faithfully must be refused, never emitted. `memory tso` is
+translated (store buffers as in our layout) and compared like the rest, on the shipped
+tso variants, three litmus tests and a small model whose one-entry buffer fills up; u64
+variables live in C state (hv_timer_advance).
 
 Cost: one `check` per model and, per variant, `spin -o3 -a`, `gcc -O0` and one pan run,
 plus a second gcc and one pan run per liveness claim, two variants at a time: about 35 s
@@ -136,11 +137,9 @@ def test_pan_agrees_with_us_on_every_variant(spec, tmp_path):
     deadlock, liveness under weak fairness; sc and tso."""
     needs_spin()
     ours, untranslated, differences = agreement(spec, tmp_path)
-    refused = {v["name"] for v in ours["variants"]} if spec.stem == "hv_timer_advance" else set()  # u64
-    assert set(untranslated) == refused
+    assert untranslated == []
     assert {k: d for k, d in differences.items() if d} == {}
-    if spec.stem != "hv_timer_advance":
-        assert differences, "no variant of a shipped model translated"
+    assert set(differences) == {v["name"] for v in ours["variants"]}
 
 
 def test_pan_agrees_on_a_model_using_the_rest_of_the_language(tmp_path):
@@ -254,10 +253,32 @@ def test_tso_twin_text(tmp_path):
     assert "goto tr_failed" in text  # a full buffer: the step is undone
 
 
-def test_u64_is_refused(tmp_path):
-    r = check(ROOT / "models" / "hv_timer_advance.spec", "--variant", "base", "--promela", tmp_path / "x.pml")
+def test_u64_lives_in_c(tmp_path):
+    out = tmp_path / "hv.pml"
+    r = check(ROOT / "models" / "hv_timer_advance.spec", "--variant", "unguarded", "--promela", out)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert 'c_state "uint64_t guest_tsc" "Global" "0"' in text
+    assert "c_code { now.guest_tsc = (uint64_t)(((uint64_t)(now.guest_tsc + 1))); }" in text
+    assert "c_expr { now.tr_chosen && now.pc_vcpu == 3 && " in text  # an await on u64 values
+    assert "Not translated: lemmas expiry_not_after_deadline" in text
+
+
+WIDE = """model wide;
+var t: u64 = 0;
+process p { while (t < 3) { t = t + 1; } }
+property grows: always eventually t >= 1;
+variant other { }
+"""
+
+
+def test_u64_in_an_ltl_claim_is_refused(tmp_path):
+    spec = tmp_path / "wide.spec"
+    spec.write_text(WIDE)
+    r = check(spec, "--variant", "base", "--promela", tmp_path / "x.pml")
     assert r.returncode == 2
-    assert "is a u64" in r.stderr and "32-bit" in r.stderr and "hint:" in r.stderr
+    assert "liveness property grows reads u32/u64 values" in r.stderr and "wide.spec:4:" in r.stderr
+    assert "Traceback" not in r.stderr
     assert not (tmp_path / "x.pml").exists()
 
 
@@ -279,13 +300,14 @@ def test_bench_compares_a_model_with_spin(tmp_path):
 
 
 def test_bench_lists_the_variants_that_do_not_translate(tmp_path):
-    sm = bench.shipped_model(ROOT / "models" / "hv_timer_advance.spec", argparse.Namespace(repeats=1), CHECK,
-                             True, tmp_path)
-    assert set(sm.untranslated) == set(sm.unreduced) and len(sm.unreduced) == 4
-    assert set(sm.untranslated.values()) == {"'guest_tsc' is a u64"}
+    spec = tmp_path / "wide.spec"
+    spec.write_text(WIDE)
+    sm = bench.shipped_model(spec, argparse.Namespace(repeats=1), CHECK, True, tmp_path)
+    assert set(sm.untranslated) == {"base", "other"} == set(sm.unreduced)
+    assert all(why.startswith("liveness property grows reads u32/u64 values") for why in sm.untranslated.values())
     assert sm.spin_seconds is None and sm.ours_twinned is None
     text = bench.shipped_table([sm], "")
-    assert text.count("not translated: 'guest_tsc' is a u64") == 4
+    assert text.count("not translated: liveness property grows") == 2
 
 
 def test_shift_beyond_int_is_refused(tmp_path):
