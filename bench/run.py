@@ -815,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
               "variant spin -a + gcc -O2 + ./pan (safety) + ./pan -a -f -N claim per liveness claim, summed over "
               "the variants; ratio = ours / SPIN (target <= 1.0). MB: peak memory of `check` on the whole model.")
         print("SPIN's weak fairness (-f) is per process, as ours; a process declared `unfair` has no SPIN "
-              "equivalent (none in models/ today).")
+              "equivalent (none in models/ today). Lemmas are checked by Z3 alone: not part of the comparison.")
         deep = [f"{sm.model} {v} -m{max(ls)}" for sm in shipped for v, ls in sm.pan_depths.items()
                 if ls and max(ls) != PAN_DEFAULT_DEPTH]
         if deep:
