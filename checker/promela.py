@@ -607,13 +607,15 @@ class _Translator:
             size = a[1].type.size
             if not isinstance(a[0], m.Const) or not 0 <= a[0].value < size:
                 self.model_error(seq, f"{nr} < 0 || {nr} >= {size}", "bit_number", "a bit number outside its set")
-            old = self.fresh()
-            seq.emit(f"{old} = ({addr} >> {nr}) & 1")
+            old = None
+            if n.startswith("test_and"):  # the old bit is the value
+                old = self.fresh()
+                seq.emit(f"{old} = ({addr} >> {nr}) & 1")
             if "set" in n:
                 seq.emit(f"{addr} = {addr} | (1 << {nr})")
             else:
                 seq.emit(f"{addr} = {addr} & ~(1 << {nr})")
-            return old if n.startswith("test_and") else ""
+            return old or ""
         if n == "xchg":
             old = self.fresh()
             seq.emit(f"{old} = {self.expr(a[0], seq)}")
