@@ -179,6 +179,9 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--dot-graph and --svg need --dot DIR (where the .dot files go)")
     if args.replay and req.any:
         parser.error("--replay re-runs one saved trace; it writes no output files")
+    if args.promela and (req.any or args.replay or args.dump_python):
+        parser.error("--promela writes Promela twins and checks nothing; it takes no output files, "
+                     "--replay or --dump-python")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
     if args.depth is not None and args.engine == "explicit":

@@ -317,3 +317,8 @@ def test_shift_beyond_int_is_refused(tmp_path):
     r = check(spec, "--promela", tmp_path / "shift.pml")
     assert r.returncode == 2
     assert "shift whose count may exceed 30" in r.stderr and "shift.spec:2:" in r.stderr
+
+
+def test_promela_takes_no_other_outputs(tmp_path):
+    r = check(ROOT / "models" / "halt_poll.spec", "--promela", tmp_path / "x", "--json", tmp_path / "r.json")
+    assert r.returncode == 2 and "--promela writes Promela twins and checks nothing" in r.stderr
