@@ -11,8 +11,8 @@ tso variants, three litmus tests and a small model whose one-entry buffer fills 
 variables live in C state (hv_timer_advance).
 
 Cost: one `check` per model and, per variant, `spin -o3 -a`, `gcc -O0` and one pan run,
-plus a second gcc and one pan run per liveness claim, two variants at a time: about 35 s
-for the whole file on the 2-core machine (pi_timer's 13 variants about 12 s).
+plus a second gcc and one pan run per liveness claim, two variants at a time: about 36 s
+for the whole file on the 2-core machine (pi_timer's 13 variants 7-15 s, with the load).
 """
 
 from __future__ import annotations
