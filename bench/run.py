@@ -451,10 +451,14 @@ class TwinBench:
         self.limits: list[int] = []
         self.samples: list[tuple[float, float]] = []  # wall, cpu
         self.failure: str | None = None
+        self.por_states: int | None = None  # the safety run's "states, stored": SPIN's reductions on
         if self.build() is None:
             return
         for argv in self.runs:  # calibration, untimed
             r, limit = _pan_until_deep_enough(argv, self.dir)
+            stored = _STORED.search(r.stdout)
+            if argv == ["./pan"] and stored:
+                self.por_states = int(stored.group(1))
             if _TOO_SHALLOW in r.stdout:
                 self.failure = f"{' '.join(argv)}: incomplete even with -m{limit}"
             depth = _DEPTH.search(r.stdout)
@@ -495,6 +499,7 @@ class ShippedModel:
     ours_twinned: OursResult | None = None  # `check FILE --brief --variant ...`: the translated ones only
     unreduced: dict[str, int] = field(default_factory=dict)  # variant -> our states, --no-por --no-symmetry
     spin_states: dict[str, int | None] = field(default_factory=dict)  # pan, reductions off (minus a chooser's state)
+    spin_por: dict[str, int | None] = field(default_factory=dict)  # pan, default reductions (minus the same)
     disagreements: dict[str, list[str]] = field(default_factory=dict)  # variant -> what pan sees differently
     spin_seconds: float | None = None  # median over repeats of the sum over translated variants
     spin_cpu_seconds: float | None = None
@@ -528,6 +533,7 @@ def shipped_model(spec: Path, args, check: list[str], spin_ok: bool, work: Path)
             rec.spin_states[v["name"]] = None if t.states is None else t.states - t.extra_states
             rec.disagreements[v["name"]] = twin_disagreements(v, t)
             bench = TwinBench(pml, work)
+            rec.spin_por[v["name"]] = None if bench.por_states is None else bench.por_states - t.extra_states
             rec.pan_depths[v["name"]] = bench.limits
             if bench.failure:
                 rec.spin_failure = f"{v['name']}: {bench.failure}"
@@ -667,13 +673,14 @@ def bench_table(rows: list[Row], has_workers: bool, spin_note: str, workers: int
 
 
 def shipped_table(models: list[ShippedModel], spin_note: str) -> str:
-    headers = ["model", "variant", "states", "SPIN states", "agree", "time", "SPIN time", "ratio", "cpu ratio",
-               "MB", "properties (as expected)"]
+    headers = ["model", "variant", "states", "SPIN states", "agree", "reduced", "SPIN POR", "time", "SPIN time",
+               "ratio", "cpu ratio", "MB", "properties (as expected)"]
     out = []
     for sm in models:
         r = sm.ours
         if not r.ok:
-            out.append([sm.model, "-", "FAILED", "-", "-", _s(r.seconds), "-", "-", "-", _mb(r.maxrss_kb), r.note[:60]])
+            out.append([sm.model, "-", "FAILED", "-", "-", "-", "-", _s(r.seconds), "-", "-", "-", _mb(r.maxrss_kb),
+                        r.note[:60]])
             continue
         timed = sm.ours_twinned
         ratio = cpu_ratio = "-"
@@ -694,10 +701,11 @@ def shipped_table(models: list[ShippedModel], spin_note: str) -> str:
                 agree = "yes" if not sm.disagreements.get(name) else "NO"
             first = k == 0
             out.append([sm.model if first else "", name, _n(sm.unreduced.get(name)), spin, agree,
+                        _n(v["states"]), _n(sm.spin_por.get(name)) if sm.spin_por else "-",
                         _s(timed.seconds) if first and timed else "", _s(sm.spin_seconds) if first else "",
                         ratio if first else "", cpu_ratio if first else "", _mb(r.maxrss_kb) if first else "",
                         verdicts])
-    return table(headers, out, left=frozenset({0, 1, 4, 10}))
+    return table(headers, out, left=frozenset({0, 1, 4, 12}))
 
 
 # ---- main ----------------------------------------------------------------------
@@ -810,6 +818,10 @@ def main(argv: list[str] | None = None) -> int:
               "twin with reductions off (spin -o3 -a, gcc -DNOREDUCE -DNOCLAIM, pan -c0), less the one state before a "
               "chooser picks `any` initial values; agree: that count and every verdict (invariants, deadlock, "
               "liveness by pan -a -f -A -N claim) are the same.")
+        print("reduced: ours with the default reductions (partial-order reduction and local-step merging; the "
+              "timed runs); SPIN POR: pan's 'states, stored' in the default safety run (partial-order reduction, "
+              "statement merging), less the chooser's state. With liveness properties our reduction keeps to "
+              "ample sets of one process (weak fairness), while pan's safety run reduces freely.")
         print("time: `check FILE --brief`, default settings, end to end, over the variants that translate (all of "
               "them unless some are not translated, then `--variant` for each that is); SPIN time: per translated "
               "variant spin -a + gcc -O2 + ./pan (safety) + ./pan -a -f -N claim per liveness claim, summed over "
