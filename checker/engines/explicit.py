@@ -160,31 +160,24 @@ class Reduction:
 
 @dataclass(slots=True)
 class Route:
-    """A parallel worker's routing: a state s with owner(s) != `me` goes to
-    outbox[owner(s)] as (states, parent ids, steps), once per level (`sent`)."""
+    """A parallel worker's routing: the owner of packed state s is
+    `owners[(s & omask) % OWNER_MOD]`; a successor another worker owns goes to
+    outbox[owner] as (states, parent ids, steps), once per level (`sent`). `omask`
+    selects the bits the owner depends on (all ones: the whole state), so that most
+    transitions, which leave those bits alone, stay with the worker that found them
+    (engines/parallel.choose_partition)."""
 
     me: int
     workers: int
     outbox: list[tuple[list, list, list]]
-    owners: tuple[int, ...]  # owner_table(workers)
+    owners: tuple[int, ...]  # OWNER_MOD entries, each a worker
+    omask: int
     sent: list[set]  # per worker: the states already sent to it this level
 
 
-#: states are partitioned by s % OWNER_MOD (which mixes every digit of s), looked up in
-#: a fixed pseudo-random table: two cheap operations per successor, and balanced shares
+#: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
+#: looked up in a table: three cheap operations per successor
 OWNER_MOD = 65521
-
-
-def owner_table(workers: int) -> tuple[int, ...]:
-    x, table = 12345, []
-    for _ in range(OWNER_MOD):
-        x = (x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
-        table.append((x >> 33) % workers)
-    return tuple(table)
-
-
-def owner(s: int, workers: int, table: tuple[int, ...]) -> int:
-    return table[s % OWNER_MOD]
 
 
 class Fingerprints:
@@ -463,7 +456,7 @@ class Search:
         transitions = 0
         ample_states = 0
         if route is not None:
-            me, owners, outbox, sent = route.me, route.owners, route.outbox, route.sent
+            me, owners, omask, outbox, sent = route.me, route.owners, route.omask, route.outbox, route.sent
         try:
             for s, i in zip(frontier, ids):
                 if checks:
@@ -508,7 +501,7 @@ class Search:
                         if canonical is not None:
                             t = canonical(t)
                         if route is not None:
-                            o = owners[t % 65521]  # OWNER_MOD
+                            o = owners[(t & omask) % 65521]  # OWNER_MOD
                             if o != me:  # another worker's state: it goes to its owner
                                 if t in sent[o]:
                                     continue

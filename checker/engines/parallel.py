@@ -31,6 +31,7 @@ Needs the `fork` start method (Linux); elsewhere the search runs in one process.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import os
 import queue as queue_mod
@@ -38,10 +39,12 @@ import signal
 import time
 import traceback
 from array import array
+from collections import Counter
+from dataclasses import dataclass
 
 from ..compile import CompiledModel
 from ..progress import Progress
-from .explicit import Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, owner, owner_table, run_levels
+from .explicit import OWNER_MOD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
 
 #: below this many states one process is faster: starting workers costs more than it saves
 PARALLEL_FROM = 20_000
@@ -97,6 +100,165 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """Which worker owns a packed state: `owners[(s & omask) % OWNER_MOD]` (the hot loop
+    in explicit.Search.level computes exactly this). Every state has exactly one owner,
+    whatever the mask: the owner is a function of the state."""
+
+    omask: int  # -1 (all ones): the whole state
+    owners: tuple[int, ...]  # OWNER_MOD entries, each a worker number
+    slots: tuple[int, ...]  # the slots whose bits omask selects (empty: the whole state)
+    staying: float  # measured on the sample: the share of transitions whose owner is their source's
+    balance: float  # measured on the sample: the largest worker's share of states times the workers
+
+    def owner(self, s: int) -> int:
+        return self.owners[(s & self.omask) % OWNER_MOD]
+
+
+@functools.cache
+def owner_table(workers: int) -> tuple[int, ...]:
+    """A fixed pseudo-random assignment of the OWNER_MOD residues to workers."""
+    x, table = 12345, []
+    for _ in range(OWNER_MOD):
+        x = (x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        table.append((x >> 33) % workers)
+    return tuple(table)
+
+
+#: at most this many states of the level where the workers start are expanded to choose
+#: the partition (a few tens of milliseconds)
+SAMPLE_STATES = 2000
+#: the cost of one transition routed to another worker, in units of one expanded
+#: transition (measured on 2 cores: routing about doubles a transition's cost)
+ROUTE_COST = 1.0
+#: how much a slot set with few values is expected to drift from an even split over the
+#: levels to come: 1 + DRIFT / sqrt(effective number of values), fitted on kvm_vcpus
+DRIFT = 0.5
+
+
+def choose_partition(search: Search, level: list[int], workers: int) -> Partition:
+    """The owner function for a parallel search starting at `level`: the bits of a set
+    of slots that few transitions change (so that their successors stay on the worker
+    that owns their source, as in Lerda & Sisto's distributed SPIN) and whose values
+    split the states evenly, or the whole state when no such set does better.
+
+    Measured on a sample of `level`: each sampled state's successors are computed, and
+    per slot set S the cost of a level is estimated as (largest share of the states,
+    times the workers) * (1 + ROUTE_COST * share of transitions that change S *
+    (workers - 1) / workers). Slots are added greedily, the cheapest set kept.
+
+    The share is the harder half: the slots that seldom change are the ones whose
+    values drift slowly with depth, so the start level is a poor picture of the levels
+    to come. It is estimated twice, and the worse estimate counts: with the owner table
+    fitted to the sample (each residue seen to the least loaded worker, largest first;
+    unseen ones pseudo-random), on the sampled successors; and from the
+    effective number of values n (1 / sum of squared frequencies) as 1 + DRIFT /
+    sqrt(n), which a set with few values cannot beat however well it splits today."""
+    pk = search.cm.packing
+    fields = [(k, pk.mask(k) << pk.shift[k]) for k in range(len(pk.width)) if pk.width[k]]
+    step = max(1, len(level) // SAMPLE_STATES)
+    sample = level[::step][:SAMPLE_STATES]
+    changes: Counter[int] = Counter()  # per transition: bit j set iff fields[j] changed
+    successors = []
+    for s in sample:
+        for t in _successors(search, s):
+            d = s ^ t
+            changes[sum(1 << j for j, (_, mask) in enumerate(fields) if d & mask)] += 1
+            successors.append(t)
+    default = owner_table(workers)
+    whole = Partition(-1, default, (), 1.0 / workers, _balance(default, Counter(successors), workers))
+    transitions = sum(changes.values())
+    if not transitions or workers < 2:
+        return whole
+    spread = (workers - 1) / workers
+
+    def cost(balance: float, changed: float) -> float:
+        return balance * (1 + ROUTE_COST * changed * spread)
+
+    best, best_cost = None, cost(1.0, 1.0)
+    chosen = 0  # bit j: fields[j] is in the set
+    omask = 0
+    while True:
+        trial = None
+        for j, (_, mask) in enumerate(fields):
+            if chosen >> j & 1:
+                continue
+            bits = chosen | 1 << j
+            changed = sum(c for p, c in changes.items() if p & bits) / transitions
+            if cost(1.0, changed) >= best_cost:  # even a perfect split would cost more
+                continue
+            m = omask | mask
+            values = Counter(map(m.__and__, sample))
+            table = _fit(default, values, workers)
+            spread_values = len(sample) ** 2 / sum(n * n for n in values.values())
+            balance = max(_balance(table, Counter(map(m.__and__, successors)), workers),
+                          1 + DRIFT / spread_values ** 0.5)
+            c = cost(balance, changed)
+            if trial is None or c < trial[0]:
+                trial = (c, j, table)
+        if trial is None:
+            break
+        c, j, table = trial
+        chosen |= 1 << j
+        omask |= fields[j][1]
+        if c < best_cost:
+            best_cost = c
+            best = (chosen, omask, table)
+    if best is None:
+        return whole
+    chosen, omask, table = best
+    slots = tuple(k for j, (k, _) in enumerate(fields) if chosen >> j & 1)
+    staying = sum(1 for s in sample for t in _successors(search, s)
+                  if table[(s & omask) % OWNER_MOD] == table[(t & omask) % OWNER_MOD]) / transitions
+    return Partition(omask, tuple(table), slots, staying,
+                     _balance(table, Counter(map(omask.__and__, successors)), workers))
+
+
+def _successors(search: Search, s: int):
+    """The successors the search stores for s (ample set and canonical form included);
+    steps that fail or raise are left out (the search reports those)."""
+    red = search.reduction
+    actors = search.actors
+    if red is not None and red.selects:
+        actors = red.ample(s, actors)
+    canonical = red.canonical if red is not None and red.canonicalises else None
+    for shift, mask, table in actors:
+        for fn, _ in table[s >> shift & mask]:
+            try:
+                t = fn(s)
+            except Exception:  # noqa: BLE001 - a failing step has no successor
+                continue
+            if t is not None:
+                yield canonical(t) if canonical is not None else t
+
+
+def _fit(default: tuple[int, ...], values: Counter, workers: int) -> list[int]:
+    """The owner table for masked `values` (value -> how many states have it): the
+    residues seen, most frequent first, each to the least loaded worker; the others
+    as in `default`."""
+    table = list(default)
+    residues: Counter[int] = Counter()
+    for v, n in values.items():
+        residues[v % OWNER_MOD] += n
+    load = [0] * workers
+    for r, n in sorted(residues.items(), key=lambda rn: (-rn[1], rn[0])):
+        w = min(range(workers), key=load.__getitem__)
+        table[r] = w
+        load[w] += n
+    return table
+
+
+def _balance(table, values: Counter, workers: int) -> float:
+    """The largest worker's share of the states counted in `values` (masked value ->
+    how many), times the workers (1.0: an even split)."""
+    shares = [0] * workers
+    for v, n in values.items():
+        shares[table[v % OWNER_MOD]] += n
+    total = sum(shares)
+    return max(shares) * workers / total if total else 1.0
+
+
 class _Team:
     """The coordinator's view of the workers: their pipes, their reports, the merge."""
 
@@ -106,14 +268,14 @@ class _Team:
         self.depth = depth
         self.prefix = search.count  # states stored before the workers started (global ids 0..prefix-1)
         ids = range(first_id, first_id + len(level))
-        self.owners = owner_table(workers)
+        self.partition = choose_partition(search, level, workers)
         self.inboxes = [ctx.Queue() for _ in range(workers)]
         self.reports = ctx.Queue()
         self.commands = [ctx.SimpleQueue() for _ in range(workers)]
         self.ticks = ctx.Array("q", 3 * workers, lock=False)  # per worker: states, queue, depth
         self.procs = []
         for w in range(workers):
-            mine = [(s, i) for s, i in zip(level, ids) if owner(s, workers, self.owners) == w]
+            mine = [(s, i) for s, i in zip(level, ids) if self.partition.owner(s) == w]
             p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
                             name=f"timerace-worker-{w}", daemon=True)
             self.procs.append(p)
@@ -308,7 +470,7 @@ class _Worker:
     def run_level(self, depth: int) -> None:
         s, team, n = self.search, self.team, self.n
         outbox = [([], [], []) for _ in range(n)]
-        route = Route(self.w, n, outbox, team.owners, [set() for _ in range(n)])
+        route = Route(self.w, n, outbox, team.partition.owners, team.partition.omask, [set() for _ in range(n)])
         first_local = s.count
         nxt = []
         try:
