@@ -469,7 +469,7 @@ class _Worker:
 
     def run_level(self, depth: int) -> None:
         s, team, n = self.search, self.team, self.n
-        outbox = [([], [], []) for _ in range(n)]
+        outbox = [self.batch() for _ in range(n)]
         route = Route(self.w, n, outbox, team.partition.owners, team.partition.omask, [set() for _ in range(n)])
         first_local = s.count
         nxt = []
@@ -479,7 +479,7 @@ class _Worker:
             pass
         for o in range(n):
             if o != self.w:
-                team.inboxes[o].put((self.w, outbox[o]))
+                team.inboxes[o].put((self.w, [a.tobytes() if isinstance(a, array) else a for a in outbox[o]]))
         outbox = None
         received = {}
         while len(received) < n - 1:
@@ -487,7 +487,14 @@ class _Worker:
             received[src] = batch
         at_limit = s.limits.max_depth is not None and depth >= s.limits.max_depth
         for src in sorted(received):
-            ts, ps, ks = received[src]
+            ts, ps, ks = self.batch()
+            wire = received[src]
+            if isinstance(ts, array):
+                ts.frombytes(wire[0])
+            else:
+                ts = wire[0]
+            ps.frombytes(wire[1])
+            ks.frombytes(wire[2])
             self.absorb(ts, ps, ks, nxt, at_limit)
         received = None
         self.level = nxt
@@ -501,7 +508,15 @@ class _Worker:
             "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
         })
 
-    def absorb(self, ts: list[int], ps: list[int], ks: list[int], nxt: list[int], at_limit: bool) -> None:
+    def batch(self) -> tuple:
+        """An empty batch for one peer: (states, parent ids, steps) in arrays, so that
+        it travels as three byte strings instead of pickled ints; states wider than 64
+        bits stay in a list."""
+        s = self.search
+        states = array("Q") if s.cm.packing.bits <= 64 else []
+        return states, array("q"), array(s.via.typecode)
+
+    def absorb(self, ts, ps, ks, nxt: list[int], at_limit: bool) -> None:
         """Successors other workers found for states this one owns: the new ones join
         the next level with their parent link."""
         s = self.search
