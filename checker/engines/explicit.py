@@ -162,7 +162,7 @@ class Reduction:
 class Route:
     """A parallel worker's routing: the owner of packed state s is
     `owners[(s & omask) % OWNER_MOD]`; a successor another worker owns goes to
-    outbox[owner] as (states, parent ids, steps), once per level (`sent`). `omask`
+    outbox[owner] as (states, parent ids, steps); the owner drops the ones it has. `omask`
     selects the bits the owner depends on (all ones: the whole state), so that most
     transitions, which leave those bits alone, stay with the worker that found them
     (engines/parallel.choose_partition)."""
@@ -172,7 +172,6 @@ class Route:
     outbox: list[tuple[list, list, list]]
     owners: tuple[int, ...]  # OWNER_MOD entries, each a worker
     omask: int
-    sent: list[set]  # per worker: the states already sent to it this level
 
 
 #: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
@@ -456,7 +455,7 @@ class Search:
         transitions = 0
         ample_states = 0
         if route is not None:
-            me, owners, omask, outbox, sent = route.me, route.owners, route.omask, route.outbox, route.sent
+            me, owners, omask, outbox = route.me, route.owners, route.omask, route.outbox
         try:
             for s, i in zip(frontier, ids):
                 if checks:
@@ -503,9 +502,6 @@ class Search:
                         if route is not None:
                             o = owners[(t & omask) % 65521]  # OWNER_MOD
                             if o != me:  # another worker's state: it goes to its owner
-                                if t in sent[o]:
-                                    continue
-                                sent[o].add(t)
                                 box = outbox[o]
                                 box[0].append(t)
                                 box[1].append(i)

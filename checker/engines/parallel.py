@@ -95,7 +95,8 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         return again
     memory = team.memory(rss)
     result = team.exploration(time.monotonic() - start, memory,
-                              f"{workers} workers from depth {depth} ({first_id + len(level):,} states)")
+                              f"{workers} workers from depth {depth} ({first_id + len(level):,} states), "
+                              f"{team.partition.describe(cm)}")
     team.close()
     return result
 
@@ -114,6 +115,14 @@ class Partition:
 
     def owner(self, s: int) -> int:
         return self.owners[(s & self.omask) % OWNER_MOD]
+
+    def describe(self, cm: CompiledModel) -> str:
+        if not self.slots:
+            return "states owned by a hash of the whole state"
+        names = [cm.layout.slots[k].name for k in self.slots]
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        return (f"states owned by {len(names)} of {len(cm.layout.slots)} slots ({shown}): "
+                f"{self.staying:.0%} of sampled transitions stay on their worker")
 
 
 @functools.cache
@@ -470,7 +479,7 @@ class _Worker:
     def run_level(self, depth: int) -> None:
         s, team, n = self.search, self.team, self.n
         outbox = [self.batch() for _ in range(n)]
-        route = Route(self.w, n, outbox, team.partition.owners, team.partition.omask, [set() for _ in range(n)])
+        route = Route(self.w, n, outbox, team.partition.owners, team.partition.omask)
         first_local = s.count
         nxt = []
         try:

@@ -1,0 +1,153 @@
+"""The parallel search's partition (engines/parallel.choose_partition): which worker owns
+a state. Whatever slots it hashes, every state has exactly one owner, the workers
+together store exactly the states one worker stores, and traces stay shortest.
+
+No timing here: whether the partition pays is measured in bench/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checker.engines import parallel
+from checker.engines.explicit import OWNER_MOD, Limits, Search, run_levels
+from checker.run import Options, check_spec, compile_variant, load
+from test_scale import PHILOSOPHERS, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def philosophers(tmp_path_factory):
+    path = tmp_path_factory.mktemp("phil") / "philosophers.spec"
+    path.write_text(PHILOSOPHERS)
+    return path
+
+
+def prefix(path: Path, variant: str = "base", defines=None, states: int = 20_000):
+    """A search run in one process up to where the workers would start, and its level."""
+    cm = compile_variant(load(str(path)), variant, Options(defines=defines or {}))
+    search = Search(cm, Limits())
+    level, _, _ = run_levels(search, search.add_initial(), 0, 0, None,
+                             until=lambda lv, d: search.count >= states and len(lv) >= 500)
+    assert level, "the model ended before the workers would start"
+    return cm, search, level
+
+
+def everything(cm) -> set[int]:
+    search = Search(cm, Limits())
+    run_levels(search, search.add_initial(), 0, 0, None)
+    return search.seen
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_every_state_has_exactly_one_owner(philosophers, workers):
+    cm, search, level = prefix(philosophers)
+    part = parallel.choose_partition(search, level, workers)
+    assert part.slots, "the philosophers' forks seldom change: a locality partition is expected"
+    assert part.omask != -1 and len(part.owners) == OWNER_MOD
+    shares = [0] * workers
+    for s in everything(cm):
+        o = part.owners[(s & part.omask) % OWNER_MOD]  # the hot loop's expression
+        assert o == part.owner(s) and 0 <= o < workers
+        shares[o] += 1
+    # the slots are chosen for an even split: no worker is left (nearly) idle
+    assert min(shares) * workers > 0.6 * sum(shares)
+
+
+def test_the_owner_depends_only_on_the_chosen_slots(philosophers):
+    cm, search, level = prefix(philosophers)
+    part = parallel.choose_partition(search, level, 2)
+    pk = cm.packing
+    chosen = 0
+    for k in part.slots:
+        chosen |= pk.mask(k) << pk.shift[k]
+    assert chosen == part.omask
+    # flipping a bit outside the chosen slots never moves a state to another worker
+    for s in level[:200]:
+        for k in range(len(pk.width)):
+            if k not in part.slots and pk.width[k]:
+                assert part.owner(s ^ 1 << pk.shift[k]) == part.owner(s)
+
+
+def test_most_transitions_stay_with_their_worker(philosophers):
+    """What the partition is for: measured on the whole state space, far more than the
+    1 / workers of a hash of the whole state stay local."""
+    cm, search, level = prefix(philosophers)
+    part = parallel.choose_partition(search, level, 2)
+    full = Search(cm, Limits())
+    lv = full.add_initial()
+    stay = moves = 0
+    depth = 0
+    while lv:
+        for s in lv:
+            for t in parallel._successors(full, s):
+                moves += 1
+                stay += part.owner(s) == part.owner(t)
+        lv = full.level(lv, range(full.count - len(lv), full.count), depth)
+        depth += 1
+    assert stay > 0.75 * moves
+    assert part.staying > 0.75
+
+
+COUNTER = """
+model counter;
+var x: 0..59999 = 0;
+process p { loop { x = (x + 1) % 60000; } }
+"""
+
+
+def test_no_good_slots_means_the_whole_state(tmp_path):
+    """Every transition changes x: no slot set keeps successors local, so the owner is a
+    hash of the whole state, as before locality partitions."""
+    path = tmp_path / "counter.spec"
+    path.write_text(COUNTER)
+    cm = compile_variant(load(str(path)), "base", Options())
+    search = Search(cm, Limits())
+    level, _, _ = run_levels(search, search.add_initial(), 0, 0, None, until=lambda lv, d: d >= 30)
+    part = parallel.choose_partition(search, level, 2)
+    assert part.omask == -1 and part.slots == ()
+    assert "whole state" in part.describe(cm)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_locality_partition_finds_what_one_worker_finds(philosophers, workers):
+    """Same states, transitions, depth, verdicts and counterexample lengths as one worker
+    (the `strict` variant's violation included), with the locality partition in use."""
+    spec = load(str(philosophers))
+    one = check_spec(spec, Options(por=False, symmetry="off", workers=1))
+    many = check_spec(spec, Options(por=False, symmetry="off", workers=workers, workers_asked=True))
+    assert summary(many) == summary(one)
+    for v in many.variants:
+        assert v.stats.workers == workers
+        assert "states owned by" in v.stats.workers_note and "whole state" not in v.stats.workers_note
+
+
+def test_whole_state_partition_with_large_batches_still_agrees(philosophers, monkeypatch):
+    """With the owner a hash of the whole state about half of all successors cross to
+    the other worker, in batches far bigger than a pipe's buffer: sending them must not
+    block a worker that is not yet reading its own inbox."""
+    whole = parallel.Partition(-1, parallel.owner_table(2), (), 0.5, 1.0)
+    monkeypatch.setattr(parallel, "choose_partition", lambda search, level, workers: whole)
+    spec = load(str(philosophers))
+    one = check_spec(spec, Options(por=False, symmetry="off", workers=1, variants=("base",)))
+    two = check_spec(spec, Options(por=False, symmetry="off", workers=2, variants=("base",)))
+    assert summary(two) == summary(one)
+    assert two.variants[0].stats.workers == 2
+
+
+WIDE = PHILOSOPHERS.replace("var fork[N]: 0..N = 0;", "var fork[N]: 0..N = 0;\nvar stamp: u64 = 0;")
+
+
+def test_states_wider_than_64_bits_travel_too(tmp_path):
+    """A u64 variable makes states wider than an array('Q') item: batches carry ints."""
+    path = tmp_path / "wide.spec"
+    path.write_text(WIDE)
+    spec = load(str(path))
+    assert compile_variant(spec, "base", Options()).packing.bits > 64
+    one = check_spec(spec, Options(por=False, symmetry="off", workers=1))
+    two = check_spec(spec, Options(por=False, symmetry="off", workers=2))
+    assert summary(two) == summary(one)
+    assert all(v.stats.workers == 2 for v in two.variants)
