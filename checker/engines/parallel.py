@@ -143,7 +143,7 @@ SAMPLE_STATES = 2000
 ROUTE_COST = 1.0
 #: how much a slot set with few values is expected to drift from an even split over the
 #: levels to come: 1 + DRIFT / sqrt(effective number of values), fitted on kvm_vcpus
-DRIFT = 0.5
+DRIFT = 0.3
 
 
 def choose_partition(search: Search, level: list[int], workers: int) -> Partition:
@@ -166,8 +166,8 @@ def choose_partition(search: Search, level: list[int], workers: int) -> Partitio
     sqrt(n), which a set with few values cannot beat however well it splits today."""
     pk = search.cm.packing
     fields = [(k, pk.mask(k) << pk.shift[k]) for k in range(len(pk.width)) if pk.width[k]]
-    step = max(1, len(level) // SAMPLE_STATES)
-    sample = level[::step][:SAMPLE_STATES]
+    n = min(len(level), SAMPLE_STATES)
+    sample = [level[i * len(level) // n] for i in range(n)]  # spread over the whole level
     changes: Counter[int] = Counter()  # per transition: bit j set iff fields[j] changed
     successors = []
     for s in sample:
@@ -180,6 +180,7 @@ def choose_partition(search: Search, level: list[int], workers: int) -> Partitio
     transitions = sum(changes.values())
     if not transitions or workers < 2:
         return whole
+    successors = successors[::max(1, len(successors) // SAMPLE_STATES)]  # enough to judge a split
     spread = (workers - 1) / workers
 
     def cost(balance: float, changed: float) -> float:
