@@ -96,7 +96,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
     memory = team.memory(rss)
     result = team.exploration(time.monotonic() - start, memory,
                               f"{workers} workers from depth {depth} ({first_id + len(level):,} states), "
-                              f"{team.partition.describe(cm)}")
+                              f"{team.partition.describe(cm)}; {team.evenness()}")
     team.close()
     return result
 
@@ -284,8 +284,13 @@ class _Team:
         self.commands = [ctx.SimpleQueue() for _ in range(workers)]
         self.ticks = ctx.Array("q", 3 * workers, lock=False)  # per worker: states, queue, depth
         self.procs = []
+        # per level, the largest share a worker expanded and the states expanded: how
+        # far from even the split turned out (the level ends when the slowest does)
+        self.largest = self.expanded = 0
         for w in range(workers):
             mine = [(s, i) for s, i in zip(level, ids) if self.partition.owner(s) == w]
+            self.largest = max(self.largest, len(mine))
+            self.expanded += len(mine)
             p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
                             name=f"timerace-worker-{w}", daemon=True)
             self.procs.append(p)
@@ -335,9 +340,16 @@ class _Team:
                 return "interrupted"
             if all(r["queue"] == 0 for r in reports.values()):
                 return None
+            self.largest += max(r["queue"] for r in reports.values())
+            self.expanded += sum(r["queue"] for r in reports.values())
             depth += 1
             if progress is not None:
                 progress.tick(self.total("count"), sum(r["queue"] for r in reports.values()), depth)
+
+    def evenness(self) -> str:
+        even = self.expanded / self.workers
+        return f"the busiest worker of each level expanded {self.largest / even:.2f}x an even share" \
+            if even else "no level was shared"
 
     def total(self, key: str) -> int:
         return sum(r.get(key, 0) for r in self.reported)
