@@ -1,4 +1,4 @@
-"""The explicit search on several cores: states partitioned by hash across worker
+"""The explicit search on several cores: states partitioned across worker
 processes, level by level, so that counterexamples stay shortest.
 
 How a run goes:
@@ -7,9 +7,12 @@ How a run goes:
   Most models are small: when the search finishes before `PARALLEL_FROM` states, no
   worker is started, and the statistics say so.
 * Otherwise, at the next level boundary, `workers` processes are forked. Each inherits
-  what was found so far and owns the states s with owner(s) == its number
-  (`explicit.owner`: s modulo a prime, through a fixed pseudo-random table). Each level, a worker expands the
-  states it owns, keeps the successors it owns and sends the others to their owners in
+  what was found so far and owns the states s with owner(s) == its number, where
+  owner(s) = owners[(s & omask) % OWNER_MOD] (`Partition`, chosen by `choose_partition`
+  on a sample of that level): omask selects a few slots that seldom change, so that
+  most successors belong to the worker that found them, or the whole state when no
+  such slots split the states evenly. Each level, a worker expands the states it owns,
+  keeps the successors it owns and sends the others to their owners in
   one batch per peer; then it takes in the batches it received (new states join its
   next level) and reports to this process, which starts the next level when every
   worker has reported. A state is stored by exactly one worker, so the counts add up
