@@ -384,15 +384,18 @@ class Search:
         successor that another worker owns goes into that worker's outbox instead."""
         if self.graph:
             return self._level_graph(frontier, ids, depth, progress)
-        if self.loops is not None and self.count >= self.generate_from and route is None and not (
+        if self.loops is not None and (self.count >= self.generate_from or route is not None) and not (
                 self.limits.max_depth is not None and depth >= self.limits.max_depth):
-            return self._level_generated(frontier, ids, depth, progress)
+            return self._level_generated(frontier, ids, depth, progress, route)
         return self._level_generic(frontier, ids, depth, progress, route)
 
-    def _level_generated(self, frontier: list[int], ids, depth: int, progress) -> list[int]:
+    def _level_generated(self, frontier: list[int], ids, depth: int, progress, route: "Route | None" = None) -> list[int]:
         """`level` through the model's generated loop (engines/fastloop.py), which stops
         at every state that needs a decision; such a state is expanded here by the
-        generic loop, and the generated loop resumes after it."""
+        generic loop, and the generated loop resumes after it. A parallel worker (`route`)
+        uses it from its first level (workers start past GENERATE_FROM states anyway); a
+        successor it routed before handing a state to the generic loop is routed again
+        there, and its owner keeps the first, identical copy."""
         self.depth = max(self.depth, depth)
         red = self.reduction
         nxt: list[int] = []
@@ -408,12 +411,12 @@ class Search:
                 invariants=tuple(k for k, (_, name) in enumerate(self.invariants) if name not in self.found),
                 deadlock=self.limits.check_deadlock and "deadlock" not in self.found,
                 compact=self.hash_compact, canonical=red is not None and red.canonicalises,
-                ample=red is not None and red.selects, progress=progress is not None)
+                ample=red is not None and red.selects, progress=progress is not None, route=route is not None)
             loop = self.loops.loop(shape)
             status, j, count, expanded, transitions, ample_states = loop(
                 frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,
                 self.parent.append, self.via.append, tick, red.ample_mask if shape.ample else None, self.actors,
-                red.canonical if shape.canonical else None, None)
+                red.canonical if shape.canonical else None, route)
             self.count, self.expanded = count, expanded
             self.transitions += transitions
             self.ample_states += ample_states
@@ -425,7 +428,7 @@ class Search:
                 raise _Stop
             if status == INTERRUPTED:
                 raise KeyboardInterrupt
-            nxt += self._level_generic(frontier[j:j + 1], ids[j:j + 1], depth, progress, None)
+            nxt += self._level_generic(frontier[j:j + 1], ids[j:j + 1], depth, progress, route)
             j += 1
             if j >= len(frontier):
                 return nxt
