@@ -502,7 +502,8 @@ class Search:
                         transitions += 1
                         if canonical is not None:
                             t = canonical(t)
-                        if route is not None:
+                        if route is not None and (compact or t not in seen):
+                            # a state this worker has stored is its own: only a new one needs its owner
                             o = owners[(t & omask) % 65521]  # OWNER_MOD
                             if o != me:  # another worker's state: it goes to its owner
                                 box = outbox[o]

@@ -192,16 +192,21 @@ class LevelLoopWriter:
         lines = ["transitions += 1"]
         if shape.canonical:
             lines.append("succ = canonical(succ)")
-        test = "if"
-        if shape.route:  # as Search._level_generic routes (engines/parallel.py owns the states)
-            lines += ["owner = owners[(succ & omask) % 65521]", "if owner != me:", "    box = outbox[owner]",
-                      "    box[0].append(succ)", "    box[1].append(sid)", f"    box[2].append({k})"]
-            test = "elif"
-        if shape.compact:
-            lines.append(f"{test} seen_add(succ):")
+        new = ["nxt_append(succ)", "parent_append(sid)", f"via_append({k})", "count += 1"]
+        # as Search._level_generic routes (engines/parallel.py owns the states)
+        route = ["owner = owners[(succ & omask) % 65521]", "if owner != me:", "    box = outbox[owner]",
+                 "    box[0].append(succ)", "    box[1].append(sid)", f"    box[2].append({k})"]
+        if shape.compact:  # a fingerprint table must not take another worker's state: route first
+            if shape.route:
+                lines += route + ["elif seen_add(succ):"]
+            else:
+                lines.append("if seen_add(succ):")
+            lines += ["    " + line for line in new]
+        elif shape.route:  # a state this worker has stored is its own: only a new one needs its owner
+            lines += ["if succ not in seen:"] + ["    " + line for line in route]
+            lines += ["    else:", "        seen_add(succ)"] + ["        " + line for line in new]
         else:
-            lines += [f"{test} succ not in seen:", "    seen_add(succ)"]
-        lines += ["    nxt_append(succ)", "    parent_append(sid)", f"    via_append({k})", "    count += 1"]
+            lines += ["if succ not in seen:", "    seen_add(succ)"] + ["    " + line for line in new]
         return ast.parse("\n".join(lines)).body
 
     def predicate(self, fname: str) -> str:
