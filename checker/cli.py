@@ -92,9 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default 1: the workers do not yet run the generated level "
-                           "loop, and on 2 cores two were still slower than one, see bench/README.md; "
-                           "a search that ends below 20,000 states, or one that needs the whole graph "
+                           "slots that seldom change (default 1: on 2 cores two workers were only 1.2-1.4x faster "
+                           "on the largest bench models, for 30-45%% more CPU, see bench/README.md; "
+                           "a search that ends below 200,000 states, or one that needs the whole graph "
                            "(liveness, --dot-graph) or --max-states, runs in one process and says so)")
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
@@ -121,11 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def default_workers() -> int:
-    """One: the parallel search is correct (same states, verdicts, traces) and its routing
-    is now cheap (a locality partition keeps about 90% of transitions on their worker),
-    but its workers run the generic level loop while one worker runs the generated one,
-    which is faster than two generic workers on 2 cores. Raise this (to
-    len(os.sched_getaffinity(0))) once bench/run.py shows two workers beating one."""
+    """One: the parallel search is correct (same states, verdicts, traces), its routing is
+    cheap (a locality partition keeps about 90% of transitions on their worker) and its
+    workers run the generated level loop, but on 2 cores two workers finished the largest
+    bench models only 1.2-1.4x sooner for 30-45% more CPU. Raise this (to
+    len(os.sched_getaffinity(0))) once bench/run.py shows a clear gain."""
     return 1
 
 

@@ -14,7 +14,7 @@ import pytest
 from checker.engines import parallel
 from checker.engines.explicit import OWNER_MOD, Limits, Search, run_levels
 from checker.run import Options, check_spec, compile_variant, load
-from test_scale import PHILOSOPHERS, summary
+from test_scale import PHILOSOPHERS, summary, workers_from_20k  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def test_no_good_slots_means_the_whole_state(tmp_path):
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_locality_partition_finds_what_one_worker_finds(philosophers, workers):
+def test_locality_partition_finds_what_one_worker_finds(philosophers, workers, workers_from_20k):
     """Same states, transitions, depth, verdicts and counterexample lengths as one worker
     (the `strict` variant's violation included), with the locality partition in use."""
     spec = load(str(philosophers))
@@ -125,7 +125,7 @@ def test_locality_partition_finds_what_one_worker_finds(philosophers, workers):
         assert "states owned by" in v.stats.workers_note and "whole state" not in v.stats.workers_note
 
 
-def test_whole_state_partition_with_large_batches_still_agrees(philosophers, monkeypatch):
+def test_whole_state_partition_with_large_batches_still_agrees(philosophers, monkeypatch, workers_from_20k):
     """With the owner a hash of the whole state about half of all successors cross to
     the other worker, in batches far bigger than a pipe's buffer: sending them must not
     block a worker that is not yet reading its own inbox."""
@@ -141,7 +141,7 @@ def test_whole_state_partition_with_large_batches_still_agrees(philosophers, mon
 WIDE = PHILOSOPHERS.replace("var fork[N]: 0..N = 0;", "var fork[N]: 0..N = 0;\nvar stamp: u64 = 0;")
 
 
-def test_states_wider_than_64_bits_travel_too(tmp_path):
+def test_states_wider_than_64_bits_travel_too(tmp_path, workers_from_20k):
     """A u64 variable makes states wider than an array('Q') item: batches carry ints."""
     path = tmp_path / "wide.spec"
     path.write_text(WIDE)
@@ -151,3 +151,14 @@ def test_states_wider_than_64_bits_travel_too(tmp_path):
     two = check_spec(spec, Options(por=False, symmetry="off", workers=2))
     assert summary(two) == summary(one)
     assert all(v.stats.workers == 2 for v in two.variants)
+
+
+def test_no_workers_once_the_levels_narrow(philosophers, monkeypatch):
+    """Past PARALLEL_FROM states the workers start only while the levels still widen: a
+    search already narrowing is mostly done, and starting workers would cost more."""
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 45_000)  # of 52,224, in the narrowing levels
+    result = check_spec(load(str(philosophers)),
+                        Options(por=False, symmetry="off", workers=2, workers_asked=True, variants=("base",)))
+    stats = result.variants[0].stats
+    assert stats.workers == 1 and stats.states == 52_224
+    assert stats.workers_note == "past 45,000 states the levels only narrowed, where one process is faster"

@@ -166,7 +166,14 @@ def philosophers(tmp_path_factory):
     return path
 
 
-def test_a_big_model_uses_two_workers_and_agrees(philosophers):
+@pytest.fixture
+def workers_from_20k(monkeypatch):
+    """Workers for the 52,224-state philosophers, below the real PARALLEL_FROM, started
+    where a big search would start them (a level of a few thousand states)."""
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 20_000)
+
+
+def test_a_big_model_uses_two_workers_and_agrees(philosophers, workers_from_20k):
     spec = load(str(philosophers))
     one = check_spec(spec, Options(por=False, symmetry="off", workers=1))
     two = check_spec(spec, Options(por=False, symmetry="off", workers=2, workers_asked=True))
@@ -214,7 +221,7 @@ def test_fingerprint_table_is_a_set():
         assert not table.contains(max(plain) + 1) or bits == 20
 
 
-def test_memory_per_state_is_reported(philosophers, capsys):
+def test_memory_per_state_is_reported(philosophers, capsys, workers_from_20k):
     assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "1", "--no-por",
                  "--no-symmetry"]) == 0
     assert "base: memory " in capsys.readouterr().out
@@ -228,7 +235,7 @@ def test_small_models_fall_back_to_one_worker_and_say_so(capsys):
     path = ROOT / "models" / "vcpu_requests.spec"
     assert main([str(path), "--brief", "--variant", "base", "--workers", "2"]) == 0
     out = capsys.readouterr().out
-    assert "base: one worker: the search ended below 20,000 states, where one process is faster" in out
+    assert "base: one worker: the search ended below 200,000 states, where one process is faster" in out
     assert main([str(path), "--brief", "--variant", "base"]) == 0  # the default: no remark
     assert "one worker" not in capsys.readouterr().out
 

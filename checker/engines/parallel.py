@@ -49,8 +49,12 @@ from ..compile import CompiledModel
 from ..progress import Progress
 from .explicit import OWNER_MOD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
 
-#: below this many states one process is faster: starting workers costs more than it saves
-PARALLEL_FROM = 20_000
+#: below this many states one process is faster: starting workers (choosing the
+#: partition, forking, each writing its level loop) costs a few tenths of a second,
+#: which one process spends on a few hundred thousand states (measured on 2 cores:
+#: 250,000 states took 1.2 s alone and 1.4 s with two workers started at 20,000). A
+#: later start also shows the partition a level more like the ones to come.
+PARALLEL_FROM = 200_000
 #: and the level where the workers start must have something to share
 LEVEL_FROM = 500
 
@@ -69,15 +73,23 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         ctx = None
         note = "no fork start method on this platform"
 
+    widest = [0]  # the widest level so far
+
     def big_enough(level: list[int], depth: int) -> bool:
-        return not note and search.count >= PARALLEL_FROM and len(level) >= LEVEL_FROM
+        """Start the workers on a level past PARALLEL_FROM states while the levels still
+        widen: a search whose levels already narrow is mostly done."""
+        growing = len(level) >= widest[0]
+        widest[0] = max(widest[0], len(level))
+        return not note and search.count >= PARALLEL_FROM and len(level) >= LEVEL_FROM and growing
 
     level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=big_enough)
     if not level:  # finished (or stopped) before it was worth starting workers
         if progress is not None:
             progress.done()
         if not note:
-            note = f"the search ended below {PARALLEL_FROM:,} states, where one process is faster"
+            note = (f"the search ended below {PARALLEL_FROM:,} states, where one process is faster"
+                    if search.count < PARALLEL_FROM else
+                    f"past {PARALLEL_FROM:,} states the levels only narrowed, where one process is faster")
         grown = _rss_bytes()
         memory = grown - rss if rss is not None and grown is not None else None
         return search.exploration(time.monotonic() - start, memory, 1, note)
