@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default 1: on 2 cores two workers were only 1.2-1.4x faster "
-                           "on the largest bench models, for 30-45%% more CPU, see bench/README.md; "
+                           "slots that seldom change (default 1: on 2 cores two workers were only 1.0-1.4x faster "
+                           "on the largest bench models, for 20-50%% more CPU, see bench/README.md; "
                            "a search that ends below 200,000 states, or one that needs the whole graph "
                            "(liveness, --dot-graph) or --max-states, runs in one process and says so)")
     perf.add_argument("--hash-compact", action="store_true",
@@ -124,7 +124,7 @@ def default_workers() -> int:
     """One: the parallel search is correct (same states, verdicts, traces), its routing is
     cheap (a locality partition keeps about 90% of transitions on their worker) and its
     workers run the generated level loop, but on 2 cores two workers finished the largest
-    bench models only 1.2-1.4x sooner for 30-45% more CPU. Raise this (to
+    bench models only 1.0-1.4x sooner for 20-50% more CPU. Raise this (to
     len(os.sched_getaffinity(0))) once bench/run.py shows a clear gain."""
     return 1
 
