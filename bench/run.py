@@ -368,6 +368,21 @@ def _pan_until_deep_enough(argv: list[str], cwd: Path, limit: int = PAN_DEFAULT_
         limit *= PAN_DEPTH_STEP
 
 
+def twin_por_states(pml: Path, work: Path, twin: TwinCheck) -> int | None:
+    """pan's state count with its default reductions (partial-order reduction, statement
+    merging) on the same search as ours: safety only (-DNOCLAIM), past every violation
+    (-c0); less the chooser's state, like the unreduced count. Untimed."""
+    d = work / f"{pml.stem}-por"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / pml.name).write_text(pml.read_text())
+    for argv in (["spin", "-a", pml.name], ["gcc", "-O2", "-DNOCLAIM", "-o", "pan", "pan.c"]):
+        if run_measured(argv, cwd=d).returncode != 0:
+            return None
+    r, _ = _pan_until_deep_enough(["./pan", TWIN_HASH, "-c0"], d, twin.depth_limit)
+    stored = _STORED.search(r.stdout)
+    return int(stored.group(1)) - twin.extra_states if stored and _TOO_SHALLOW not in r.stdout else None
+
+
 def twin_check(pml: Path, work: Path, optimise: str = "-O2") -> TwinCheck:
     """Build and run pan with reductions off on a twin written by `check --promela`: one
     safety run that goes on past violations (-c0) for the state count and the violated
@@ -451,14 +466,10 @@ class TwinBench:
         self.limits: list[int] = []
         self.samples: list[tuple[float, float]] = []  # wall, cpu
         self.failure: str | None = None
-        self.por_states: int | None = None  # the safety run's "states, stored": SPIN's reductions on
         if self.build() is None:
             return
         for argv in self.runs:  # calibration, untimed
             r, limit = _pan_until_deep_enough(argv, self.dir)
-            stored = _STORED.search(r.stdout)
-            if argv == ["./pan"] and stored:
-                self.por_states = int(stored.group(1))
             if _TOO_SHALLOW in r.stdout:
                 self.failure = f"{' '.join(argv)}: incomplete even with -m{limit}"
             depth = _DEPTH.search(r.stdout)
@@ -533,7 +544,7 @@ def shipped_model(spec: Path, args, check: list[str], spin_ok: bool, work: Path)
             rec.spin_states[v["name"]] = None if t.states is None else t.states - t.extra_states
             rec.disagreements[v["name"]] = twin_disagreements(v, t)
             bench = TwinBench(pml, work)
-            rec.spin_por[v["name"]] = None if bench.por_states is None else bench.por_states - t.extra_states
+            rec.spin_por[v["name"]] = twin_por_states(pml, work, t)
             rec.pan_depths[v["name"]] = bench.limits
             if bench.failure:
                 rec.spin_failure = f"{v['name']}: {bench.failure}"
@@ -819,8 +830,10 @@ def main(argv: list[str] | None = None) -> int:
               "chooser picks `any` initial values; agree: that count and every verdict (invariants, deadlock, "
               "liveness by pan -a -f -A -N claim) are the same.")
         print("reduced: ours with the default reductions (partial-order reduction and local-step merging; the "
-              "timed runs); SPIN POR: pan's 'states, stored' in the default safety run (partial-order reduction, "
-              "statement merging), less the chooser's state. With liveness properties our reduction keeps to "
+              "timed runs); SPIN POR: pan's 'states, stored' with its default reductions (partial-order reduction, "
+              "statement merging) on the same search as ours (spin -a, gcc -DNOCLAIM, pan -c0: safety, past every "
+              "violation), less the chooser's state; untimed. The timed SPIN safety run stops at the first "
+              "violation, as pan does by default. With liveness properties our reduction keeps to "
               "ample sets of one process (weak fairness), while pan's safety run reduces freely.")
         print("time: `check FILE --brief`, default settings, end to end, over the variants that translate (all of "
               "them unless some are not translated, then `--variant` for each that is); SPIN time: per translated "
