@@ -98,6 +98,18 @@ def run_measured(argv: list[str], cwd: Path | None = None) -> Proc:
                     out.read().decode(errors="replace"), err.read().decode(errors="replace"))
 
 
+def build_pan(steps: list[list[str]], cwd: Path) -> tuple[tuple[float, float] | None, str | None]:
+    """Run the build steps (spin -a, gcc) in order: ((wall, CPU seconds), None), or
+    (None, what failed) at the first that fails."""
+    wall = cpu = 0.0
+    for argv in steps:
+        r = run_measured(argv, cwd=cwd)
+        wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
+        if r.returncode != 0:
+            return None, f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
+    return (wall, cpu), None
+
+
 def median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -256,14 +268,8 @@ class SpinBench:
 
     def build(self) -> tuple[float, float] | None:
         """spin -a and gcc: their wall and CPU seconds, or None (and a failure) if one fails."""
-        wall = cpu = 0.0
-        for argv in (self.spin_argv, self.gcc_argv):
-            r = run_measured(argv, cwd=self.dir)
-            wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
-            if r.returncode != 0:
-                self.failure = f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
-                return None
-        return wall, cpu
+        times, self.failure = build_pan([self.spin_argv, self.gcc_argv], self.dir)
+        return times
 
     def pan(self) -> Proc:
         return run_measured(["./pan"] + pan_depth_args(self.limit), cwd=self.dir)
@@ -478,14 +484,8 @@ class TwinBench:
             self.limits.append(limit)
 
     def build(self) -> tuple[float, float] | None:
-        wall = cpu = 0.0
-        for argv in self.build_argv:
-            r = run_measured(argv, cwd=self.dir)
-            wall, cpu = wall + r.seconds, cpu + r.cpu_seconds
-            if r.returncode != 0:
-                self.failure = f"{' '.join(argv)} failed: " + (r.stdout + r.stderr).strip()[-300:]
-                return None
-        return wall, cpu
+        times, self.failure = build_pan(self.build_argv, self.dir)
+        return times
 
     def once(self) -> None:
         if self.failure is not None:
