@@ -154,14 +154,19 @@ def test_pan_agrees_on_a_model_using_the_rest_of_the_language(tmp_path):
     assert {o["property"]: o["verdict"] for o in bug["outcomes"]}["ok"] == "violated"
 
 
-def test_twin_text(tmp_path):
-    spec = tmp_path / "rich.spec"
-    spec.write_text(RICH)
-    out = tmp_path / "rich.pml"
-    r = check(spec, "--variant", "bug", "--promela", out)
+def _twin(tmp_path, name: str, source: str, variant: str) -> tuple[str, str]:
+    """Write one variant's twin with `check --promela`: (the twin, what check printed)."""
+    spec = tmp_path / f"{name}.spec"
+    spec.write_text(source)
+    out = tmp_path / f"{name}.pml"
+    r = check(spec, "--variant", variant, "--promela", out)
     assert r.returncode == 0, r.stderr
     assert f"wrote 1 file: {out}" in r.stderr
-    text = out.read_text()
+    return out.read_text(), r.stderr
+
+
+def test_twin_text(tmp_path):
+    text, _ = _twin(tmp_path, "rich", RICH, "bug")
     head = text.split("*/", 1)[0]
     assert "model rich, variant bug" in head
     assert "BUG = true" in head and "N = 2" in head
@@ -239,12 +244,7 @@ def test_pan_agrees_under_tso(name, tmp_path):
 
 
 def test_tso_twin_text(tmp_path):
-    spec = tmp_path / "tsomix.spec"
-    spec.write_text(TSO_MIX)
-    out = tmp_path / "tsomix.pml"
-    r = check(spec, "--variant", "base", "--promela", out)
-    assert r.returncode == 0, r.stderr
-    text = out.read_text()
+    text, _ = _twin(tmp_path, "tsomix", TSO_MIX, "base")
     assert "memory model tso, store buffers of 1 stores" in text
     assert "active proctype flush_writer()" in text and "sb_writer_a[0] != 0 ->" in text
     # the writer reads data[i] through its own buffer: its entry for that address, else memory
