@@ -118,3 +118,16 @@ process a { x = 1; }
     writer.functions[name] = ast.parse(f"def {name}(s):\n    while True:\n        return s\n").body[0]
     source = writer.source(LoopShape((), True, False, False, False, False))
     assert f"succ = {name}(s)" in source
+
+
+def test_final_conditions_are_checked_in_states_the_generated_loop_reaches():
+    """A final state with a successor (an end label the process may leave), and the
+    deadlock check off: only the final-state hand-off brings it to the generic loop."""
+    cm = compiled("""
+model m;
+var x: 0..3 = 0;
+process a { x = 1; end: loop { if (x < 3) x = x + 1; else x = 0; } }
+final small: x < 2;
+""")
+    s = _same_search(cm, limits=Limits(check_deadlock=False))
+    assert "small" in s.found and s.final_count > 0

@@ -411,7 +411,8 @@ class Search:
                 invariants=tuple(k for k, (_, name) in enumerate(self.invariants) if name not in self.found),
                 deadlock=self.limits.check_deadlock and "deadlock" not in self.found,
                 compact=self.hash_compact, canonical=red is not None and red.canonicalises,
-                ample=red is not None and red.selects, progress=progress is not None, route=route is not None)
+                ample=red is not None and red.selects, progress=progress is not None, route=route is not None,
+                finals=bool(self.finals))
             loop = self.loops.loop(shape)
             status, j, count, expanded, transitions, ample_states = loop(
                 frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,

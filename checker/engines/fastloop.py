@@ -46,6 +46,7 @@ class LoopShape:
     ample: bool  # partial-order reduction: ample_mask(s) says which actors to expand
     progress: bool  # call tick(count, queued) every 1024 states
     route: bool = False  # a parallel worker: a successor another worker owns goes to its outbox
+    finals: bool = False  # the model has `final` conditions: a final state goes to the generic loop
 
 
 class _Unsupported(Exception):
@@ -102,6 +103,10 @@ class LevelLoopWriter:
             inv = self.cm.invariants[k]
             body.append(f"# invariant {_comment(inv.property.name)}")
             body.append(f"if not ({self.predicate(inv.name)}):")
+            body.append("    return 1, j, count, expanded, transitions, ample_states")
+        if shape.finals:  # rare states: the generic loop counts them and checks the conditions
+            body.append("# a final state: `final` conditions are the generic loop's")
+            body.append(f"if {self.predicate('final_state')}:")
             body.append("    return 1, j, count, expanded, transitions, ample_states")
         if shape.ample:
             body.append("am = ample_mask(s, actors)")
@@ -277,7 +282,7 @@ def level_loop_source(cm: CompiledModel, deadlock: bool = True, compact: bool = 
     from .explicit import actor_tables
 
     shape = LoopShape(tuple(range(len(cm.invariants))), deadlock, compact, canonical=False, ample=False,
-                      progress=False)
+                      progress=False, finals=bool(cm.finals))
     return ("# The search's level loop for this variant (engines/fastloop.py), as it starts without reductions;\n"
             "# with partial-order reduction each actor's block runs only when its bit of the ample set is set.\n"
             + LevelLoopWriter(cm, actor_tables(cm)[1]).source(shape))
