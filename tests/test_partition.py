@@ -162,3 +162,66 @@ def test_no_workers_once_the_levels_narrow(philosophers, monkeypatch):
     stats = result.variants[0].stats
     assert stats.workers == 1 and stats.states == 52_224
     assert stats.workers_note == "past 45,000 states the levels only narrowed, where one process is faster"
+
+
+# ---- handoffs: a busier worker hands part of its level to a less busy one
+
+
+@pytest.mark.parametrize("sizes, plan", [
+    ([5000, 5000], []),  # even: nothing moves
+    ([10_000, 0], [(0, 1, 5000)]),  # the excess over the mean
+    ([5200, 4800], []),  # 200 states are not worth a message
+    ([9000, 3000, 3000], [(0, 1, 2000), (0, 2, 2000)]),  # each taker up to its shortfall
+    ([0, 6000, 6000, 0], [(1, 0, 3000), (2, 3, 3000)]),
+])
+def test_handoffs_even_out_a_level(sizes, plan):
+    assert parallel.handoffs(sizes) == plan
+
+
+def test_handoffs_never_hand_more_than_a_worker_has():
+    for sizes in ([1, 2, 3], [100_000, 1, 7], [0, 0, 0, 99_999], [10**6] * 3 + [0]):
+        plan = parallel.handoffs(sizes)
+        after = list(sizes)
+        for giver, taker, k in plan:
+            assert k >= parallel.HANDOFF_MIN and giver != taker
+            after[giver] -= k
+            after[taker] += k
+        assert min(after) >= 0 and max(after) <= max(sizes) and sum(after) == sum(sizes)
+
+
+@pytest.fixture
+def worker_0_owns_everything(monkeypatch, workers_from_20k):  # noqa: F811 - the fixture, used
+    """The most uneven partition there is: worker 0 owns every state, so every level the
+    other workers expand only what worker 0 hands them, and route every successor back."""
+    lopsided = parallel.Partition(-1, (0,) * OWNER_MOD, (), 1.0, 2.0)
+    monkeypatch.setattr(parallel, "choose_partition", lambda search, level, workers: lopsided)
+    monkeypatch.setattr(parallel, "HANDOFF_MIN", 1)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("reductions", [False, True])
+def test_handed_states_find_what_one_worker_finds(philosophers, worker_0_owns_everything, workers, reductions):
+    """States expanded by a worker that does not own them: same states, transitions,
+    depth, verdicts and counterexample lengths (the `strict` variant's violation
+    included), with and without partial-order and symmetry reduction."""
+    spec = load(str(philosophers))
+    symmetry = "auto" if reductions else "off"
+    one = check_spec(spec, Options(por=reductions, symmetry=symmetry, workers=1))
+    many = check_spec(spec, Options(por=reductions, symmetry=symmetry, workers=workers, workers_asked=True))
+    assert summary(many) == summary(one)
+    for v in many.variants:
+        assert v.stats.workers == workers, v.stats.workers_note
+        handed = int(v.stats.workers_note.split("after ")[1].split("%")[0])
+        assert handed >= 30, v.stats.workers_note
+
+
+def test_handed_states_with_fingerprints_and_wide_states(tmp_path, worker_0_owns_everything):
+    """Handoffs of states wider than 64 bits (lists, not arrays) into a worker whose
+    visited set holds fingerprints."""
+    path = tmp_path / "wide.spec"
+    path.write_text(WIDE)
+    spec = load(str(path))
+    one = check_spec(spec, Options(por=False, symmetry="off", workers=1))
+    two = check_spec(spec, Options(por=False, symmetry="off", workers=2, hash_compact=True))
+    assert summary(two) == summary(one)
+    assert all(v.stats.workers == 2 for v in two.variants)
