@@ -23,6 +23,7 @@ variant, so a reviewer can check that a new patch version closes the race):
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 
@@ -92,10 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default 1: on 2 cores two workers were only 1.0-1.4x faster "
-                           "on the largest bench models, for 20-50%% more CPU, see bench/README.md; "
-                           "a search that ends below 200,000 states, or one that needs the whole graph "
-                           "(liveness, --dot-graph) or --max-states, runs in one process and says so)")
+                           "slots that seldom change (default: the number of cores; on 2 cores two workers "
+                           "finished the largest bench models 1.2-1.5x sooner, see bench/README.md; "
+                           "a search that ends below 200,000 states (50,000 with reductions), or one that "
+                           "needs the whole graph (liveness, --dot-graph) or --max-states, runs in one process, "
+                           "and says so when --workers was given)")
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
@@ -121,12 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def default_workers() -> int:
-    """One: the parallel search is correct (same states, verdicts, traces), its routing is
-    cheap (a locality partition keeps about 90% of transitions on their worker) and its
-    workers run the generated level loop, but on 2 cores two workers finished the largest
-    bench models only 1.0-1.4x sooner for 20-50% more CPU. Raise this (to
-    len(os.sched_getaffinity(0))) once bench/run.py shows a clear gain."""
-    return 1
+    """The cores this process may run on. Small searches never start a worker (below
+    engines/parallel.PARALLEL_FROM states), and on the largest bench models two workers
+    finished 1.2-1.5x sooner than one on 2 cores (bench/README.md)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _seconds(text: str) -> float:
