@@ -113,3 +113,14 @@ def test_spin_stores_the_same_states_without_reductions(tmp_path, capsys):
         assert row["counts_agree"] is True
         assert row["spin"]["errors"] == 0
         assert row["spin"]["states"] <= row["spin_noreduce"]["states"]  # POR only removes states
+
+
+def test_speedup_compares_neighbouring_runs(capsys):
+    spec = importlib.util.spec_from_file_location("bench_speedup", BENCH / "speedup.py")
+    speedup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speedup)
+    model = str(BENCH / "models" / "kvm_vcpus.spec")
+    assert speedup.main(["--triples", "1", model, "-D", "N=1", "--variant", "base"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("1 worker ") and ", 2 workers " in lines[0] and lines[0].endswith("x")
+    assert lines[1].startswith("medians: 1 worker ") and "speed-up " in lines[1]
