@@ -14,7 +14,7 @@ import pytest
 from checker.engines import parallel
 from checker.engines.explicit import OWNER_MOD, Limits, Search, run_levels
 from checker.run import Options, check_spec, compile_variant, load
-from test_scale import PHILOSOPHERS, summary, workers_from_20k  # noqa: F401 - a fixture
+from test_scale import PHILOSOPHERS, SPECS, eager_workers, one_worker, summary, workers_from_20k  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -225,3 +225,15 @@ def test_handed_states_with_fingerprints_and_wide_states(tmp_path, worker_0_owns
     two = check_spec(spec, Options(por=False, symmetry="off", workers=2, hash_compact=True))
     assert summary(two) == summary(one)
     assert all(v.stats.workers == 2 for v in two.variants)
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_every_model_agrees_when_worker_0_owns_everything(path, one_worker, eager_workers, monkeypatch):
+    """Every shipped model and litmus test (asserts, deadlocks, `final`, model errors,
+    tso store buffers) with workers from the first level and every state owned by
+    worker 0: all the other worker expands is handed to it."""
+    lopsided = parallel.Partition(-1, (0,) * OWNER_MOD, (), 1.0, 2.0)
+    monkeypatch.setattr(parallel, "choose_partition", lambda search, level, workers: lopsided)
+    monkeypatch.setattr(parallel, "HANDOFF_MIN", 1)
+    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2))
+    assert summary(result) == one_worker[path]
