@@ -8,8 +8,8 @@ How a run goes:
   worker is started, and the statistics say so.
 * Otherwise, at the next level boundary, `workers` processes are forked (under
   reductions, which make a state dearer, after `PARALLEL_FROM // REDUCED_COST`
-  states). Each inherits what was found so far and owns the states s with owner(s) == its number, where
-  owner(s) = owners[(s & omask) % OWNER_MOD] (`Partition`, chosen by `choose_partition`
+  states). Each inherits what was found so far and owns the states s with
+  owner(s) == its number, where owner(s) = owners[(s & omask) % OWNER_MOD] (`Partition`, chosen by `choose_partition`
   on a sample of that level): omask selects a few slots that seldom change, so that
   most successors belong to the worker that found them, or the whole state when no
   such slots split the states evenly. Each level, a worker expands the states it owns,
