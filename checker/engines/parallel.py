@@ -9,10 +9,10 @@ How a run goes:
 * Otherwise, at the next level boundary, `workers` processes are forked (under
   reductions, which make a state dearer, after `PARALLEL_FROM // REDUCED_COST`
   states). Each inherits what was found so far and owns the states s with
-  owner(s) == its number, where owner(s) = owners[(s & omask) % OWNER_MOD] (`Partition`, chosen by `choose_partition`
-  on a sample of that level): omask selects a few slots that seldom change, so that
-  most successors belong to the worker that found them, or the whole state when no
-  such slots split the states evenly. Each level, a worker expands the states it owns,
+  owner(s) == its number, where owner(s) = owners[(s & omask) % OWNER_MOD]
+  (`Partition`, chosen by `choose_partition` on a sample of that level): omask selects
+  a few slots that seldom change, so that most successors belong to the worker that
+  found them, or the whole state when no such slots split the states evenly. Each level, a worker expands the states it owns,
   keeps the successors it owns and sends the others to their owners in
   one batch per peer; then it takes in the batches it received (new states join its
   next level) and reports to this process, which starts the next level when every
