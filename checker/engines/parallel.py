@@ -57,11 +57,13 @@ from ..progress import Progress
 from .explicit import OWNER_MOD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
 
 #: below this many states one process is faster: starting workers (choosing the
-#: partition, forking, each writing its level loop) costs a few tenths of a second,
-#: which one process spends on a few hundred thousand states (measured on 2 cores:
-#: 250,000 states took 1.2 s alone and 1.4 s with two workers started at 20,000). A
-#: later start also shows the partition a level more like the ones to come.
-PARALLEL_FROM = 200_000
+#: partition, forking, each writing its level loop) costs about two tenths of a second.
+#: Since handoffs even out the levels, an early partition costs little (medians of 3
+#: alternating runs, 2 workers, starting at 200,000 / 50,000 states: kvm_vcpus N=3
+#: unreduced 8.90 / 7.97 s, philosophers N=9 unreduced 3.96 / 3.22 s, philosophers N=8
+#: unreduced, 252,160 states, 0.92 / 0.97 s; a search whose levels narrow by then, as
+#: kvm_vcpus N=2's, starts none)
+PARALLEL_FROM = 50_000
 #: a state costs this many times more under reductions (an ample set, a canonical form
 #: per successor: kvm_vcpus N=3 took 2.4 us a state without them, 9 us with both), so
 #: the workers start after this many times fewer states: the one-process prefix is
