@@ -708,6 +708,20 @@ class _Translator:
         seq.emit(rest[0])
 
     # -- operations (compile._Compiler.op)
+    def do_loop(self, loop: tuple, ops, seq: _Seq, head=None, tail=None) -> None:
+        """`ops` inside `do :: true -> ... od`, with `loop` (kind, label) the target of
+        their `break` and `continue`; `head` and `tail` add to the body before and after."""
+        self.loops.append(loop)
+        body = seq.push()
+        if head is not None:
+            head(body)
+        self.ops(ops, seq)
+        if tail is not None:
+            tail(body)
+        seq.pop()
+        self.loops.pop()
+        seq.emit(_Block("do", [("true", body)]))
+
     def ops(self, ops, seq: _Seq):
         for op in ops:
             self.op(op, seq)
@@ -744,28 +758,20 @@ class _Translator:
         elif isinstance(op, OWhile):
             self.labels += 1
             top = f"tr_loop{self.labels}"
-            self.loops.append(("while", top))
-            body = seq.push()
-            body.append(f"{top}: skip")
-            c = self.guard(self.simplify(op.cond), seq, negate=True)
-            seq.emit(_Block("if", [(c, ["break"]), ("else", [])]))
-            self.ops(op.body, seq)
-            seq.pop()
-            self.loops.pop()
-            seq.emit(_Block("do", [("true", body)]))
+
+            def head(body):
+                body.append(f"{top}: skip")
+                c = self.guard(self.simplify(op.cond), seq, negate=True)
+                seq.emit(_Block("if", [(c, ["break"]), ("else", [])]))
+
+            self.do_loop(("while", top), op.body, seq, head)
         elif isinstance(op, OBreak):
             seq.emit("break")
         elif isinstance(op, OContinue):
             kind, top = self.loops[-1] if self.loops else ("once", None)
             seq.emit(f"goto {top}" if kind == "while" else "break")
-        elif isinstance(op, OInline):
-            self.loops.append(("once", None))
-            body = seq.push()
-            self.ops(op.body, seq)
-            body.append("break")
-            seq.pop()
-            self.loops.pop()
-            seq.emit(_Block("do", [("true", body)]))
+        elif isinstance(op, OInline):  # a loop run once, so that its `return` can `break`
+            self.do_loop(("once", None), op.body, seq, tail=lambda body: body.append("break"))
         elif isinstance(op, OReturn):
             seq.emit("break")
         elif isinstance(op, OAssert):
