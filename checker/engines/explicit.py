@@ -20,6 +20,7 @@ import os
 import time
 from array import array
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .. import model as m
 from ..compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
@@ -165,13 +166,29 @@ class Route:
     outbox[owner] as (states, parent ids, steps); the owner drops the ones it has. `omask`
     selects the bits the owner depends on (all ones: the whole state), so that most
     transitions, which leave those bits alone, stay with the worker that found them
-    (engines/parallel.choose_partition)."""
+    (engines/parallel.choose_partition). A worker expanding states another worker owns
+    (taken when it ran out of its own) routes every successor: its `me` is -1."""
 
     me: int
     workers: int
     outbox: list[tuple[list, list, list]]
     owners: tuple[int, ...]  # OWNER_MOD entries, each a worker
     omask: int
+    # the successors sent so far: the owner takes in a batch in order and keeps only the
+    # first copy of a state, so a later copy need not travel (a third of what a taken
+    # range sends, on kvm_vcpus N=3)
+    sent: set = field(default_factory=set)
+
+    def send(self, t: int, parent: int, step: int) -> None:
+        """Put successor t (of state `parent` by `step`) in its owner's outbox, unless
+        it is there already."""
+        if t in self.sent:
+            return
+        self.sent.add(t)
+        box = self.outbox[self.owners[(t & self.omask) % OWNER_MOD]]
+        box[0].append(t)
+        box[1].append(parent)
+        box[2].append(step)
 
 
 #: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
@@ -348,6 +365,12 @@ class Search:
         self.limit: str | None = None
         # per property: (state id, packed state, number of the failing step or None, kind, message)
         self.found: dict[str, tuple[int, int, int | None, str, str]] = {}
+        # the properties no longer checked. One process: those found (the first violation
+        # found is a shortest). A parallel worker: those found at an earlier level; within
+        # a level it keeps the violation of least `rank`, so that which worker expanded a
+        # state does not decide which violation is shown (engines/parallel.py)
+        self.settled: dict | set = self.found
+        self.rank: Callable[[int, int], tuple] | None = None
         self.model_error: tuple[int, int, int | None, str] | None = None
 
     # -- storing states
@@ -408,8 +431,8 @@ class Search:
         j = 0
         while True:
             shape = LoopShape(
-                invariants=tuple(k for k, (_, name) in enumerate(self.invariants) if name not in self.found),
-                deadlock=self.limits.check_deadlock and "deadlock" not in self.found,
+                invariants=tuple(k for k, (_, name) in enumerate(self.invariants) if name not in self.settled),
+                deadlock=self.limits.check_deadlock and "deadlock" not in self.settled,
                 compact=self.hash_compact, canonical=red is not None and red.canonicalises,
                 ample=red is not None and red.selects, progress=progress is not None, route=route is not None,
                 finals=bool(self.finals))
@@ -440,9 +463,9 @@ class Search:
         max_states = limits.max_states if limits.max_states is not None else 1 << 62
         self.depth = max(self.depth, depth)
         actors = self.actors
-        invariants = [x for x in self.invariants if x[1] not in self.found]
+        invariants = [x for x in self.invariants if x[1] not in self.settled]
         checks = bool(invariants or self.finals)
-        deadlock_wanted = limits.check_deadlock and "deadlock" not in self.found
+        deadlock_wanted = limits.check_deadlock and "deadlock" not in self.settled
         red = self.reduction
         ample = red.ample if red is not None and red.selects else None
         canonical = red.canonical if red is not None and red.canonicalises else None
@@ -459,7 +482,7 @@ class Search:
         transitions = 0
         ample_states = 0
         if route is not None:
-            me, owners, omask, outbox = route.me, route.owners, route.omask, route.outbox
+            me, owners, omask, send = route.me, route.owners, route.omask, route.send
         try:
             for s, i in zip(frontier, ids):
                 if checks:
@@ -472,7 +495,7 @@ class Search:
                         if not ok:
                             self._violated(name, i, s, None, m.PropertyKind.INVARIANT.value,
                                            f"invariant {name} is violated")
-                            invariants = [x for x in invariants if x[1] != name]
+                            invariants = [x for x in invariants if x[1] not in self.settled]
                     if finals:
                         self._check_final(s, i)
                 moved = full = False
@@ -505,12 +528,8 @@ class Search:
                             t = canonical(t)
                         if route is not None and (compact or t not in seen):
                             # a state this worker has stored is its own: only a new one needs its owner
-                            o = owners[(t & omask) % 65521]  # OWNER_MOD
-                            if o != me:  # another worker's state: it goes to its owner
-                                box = outbox[o]
-                                box[0].append(t)
-                                box[1].append(i)
-                                box[2].append(k)
+                            if owners[(t & omask) % 65521] != me:  # another worker's: to its owner
+                                send(t, i, k)
                                 continue
                         if compact:
                             if at_limit:
@@ -534,7 +553,7 @@ class Search:
                     self.buffer_full += 1
                 if not moved and deadlock_wanted:
                     self._deadlock(s, i)
-                    deadlock_wanted = "deadlock" not in self.found
+                    deadlock_wanted = "deadlock" not in self.settled
                 expanded += 1
                 if progress is not None and expanded & 1023 == 0:
                     progress.tick(count, count - expanded, depth)
@@ -608,7 +627,7 @@ class Search:
                         step.append(k)
                 if full:
                     self.buffer_full += 1
-                if not moved and self.limits.check_deadlock and "deadlock" not in self.found:
+                if not moved and self.limits.check_deadlock and "deadlock" not in self.settled:
                     self._deadlock(s, i)
                 if chosen is not actors:  # fairness is judged on every actor that could move
                     self.ample_states += 1
@@ -643,7 +662,7 @@ class Search:
     def _check_predicates(self, preds, s: int, i: int, kind: m.PropertyKind, message: str) -> None:
         """Record the first state in which each not-yet-violated predicate fails."""
         for fn, name in preds:
-            if name in self.found:
+            if name in self.settled:
                 continue
             try:
                 ok = fn(s)
@@ -655,7 +674,9 @@ class Search:
                 self._violated(name, i, s, None, kind.value, message.format(name))
 
     def _violated(self, name: str, i: int, s: int, k: int | None, kind: str, message: str) -> None:
-        if name not in self.found:  # the first found is a shortest: states come level by level
+        old = self.found.get(name)  # the first found is a shortest: states come level by level
+        if old is None or (self.rank is not None and name not in self.settled
+                           and self.rank(i, s) < self.rank(old[0], old[1])):
             self.found[name] = (i, s, k, kind, message)
 
     def _deadlock(self, s: int, i: int) -> None:

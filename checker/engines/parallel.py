@@ -18,18 +18,31 @@ How a run goes:
   next level) and reports to this process, which starts the next level when every
   worker has reported. A state is stored by exactly one worker, so the counts add up
   to the one-worker counts.
-* The slots' values drift from the split they were chosen for, so a level is seldom
-  owned evenly (5-20% more states on one worker, measured on the bench models). So
-  this process tells a worker with more than its share of the next level to hand the
-  excess to one with less (`handoffs`): the taker expands those states too, and routes
-  every successor it does not own back, as for its own states. Who expands a state
-  changes nothing else: ids, parent links and ownership stay.
+* A level is seldom owned evenly (the slots' values drift from the split they were
+  chosen for: 5-20% more states on one worker, measured on the bench models), and even
+  an even share can take one worker longer (its states have more successors, its
+  visited set is resizing, its core is slower for a while). So a worker that has
+  expanded all it owns takes ranges of states from the end of a busier worker's level
+  (work stealing, `_Worker.steal`): each worker publishes its level in shared memory,
+  and claims ranges from the front of its own while the others claim from the back.
+  Which worker expands a state then depends on timing, so nothing a run shows may
+  depend on it:
+  - a taker stores nothing: it routes every successor back (`Route.me` is -1), tagged
+    with the range's owner and start, and each owner takes in what the ranges of its
+    level produced right after the states it expanded itself, then each peer's batch
+    followed by what the ranges of that peer's level produced. States are stored in
+    exactly the order they would be if nobody had taken anything, so ids, parent
+    links, the next level and the counts are the same in every run;
+  - within a level, a worker keeps checking a property it has found violated and
+    keeps the violation of least rank (owner, id): the violation shown is the same
+    whoever expanded it (`Search.rank`, `Search.settled`).
 * Parent links are global ids: the ids given before the start stay; worker w numbers
   its k-th state P + k * W + w (P states before the start, W workers). A trace is
   rebuilt by asking the owners for parent links back to an initial state, then
   running the steps again from there (engines/explicit.Search.replay).
-* The first violation of a property found at the lowest level is kept: as with one
-  worker, its trace is a shortest one (another of the same length may be shown).
+* The violation of a property found at the lowest level is kept, the one of least
+  rank among the workers: as with one worker, its trace is a shortest one (another
+  of the same length may be shown).
   A model error stops the search; to report exactly what one worker reports (which
   properties were violated before it), the search is then run again in one process.
 * `--max-states` stops at an exact state, which only a single worker does: with that
@@ -42,6 +55,7 @@ Needs the `fork` start method (Linux); elsewhere the search runs in one process.
 from __future__ import annotations
 
 import functools
+import mmap
 import multiprocessing as mp
 import os
 import queue as queue_mod
@@ -58,7 +72,8 @@ from .explicit import OWNER_MOD, Exploration, Limits, Reduction, Route, Search, 
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs about two tenths of a second.
-#: Since handoffs even out the levels, an early partition costs little (medians of 3
+#: Since taking states from a busier worker evens out the levels, an early partition costs
+#: little (measured with handoffs, which this replaced: medians of 3
 #: alternating runs, 2 workers, starting at 200,000 / 50,000 states: kvm_vcpus N=3
 #: unreduced 8.90 / 7.97 s, philosophers N=9 unreduced 3.96 / 3.22 s, philosophers N=8
 #: unreduced, 252,160 states, 0.92 / 0.97 s; a search whose levels narrow by then, as
@@ -109,7 +124,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         grown = _rss_bytes()
         memory = grown - rss if rss is not None and grown is not None else None
         return search.exploration(time.monotonic() - start, memory, 1, note)
-    team = _Team(ctx, search, workers, level, first_id, depth)
+    team = _Team(ctx, search, workers, level, first_id, depth, ticking=progress is not None)
     try:
         outcome = team.run(progress)
     finally:
@@ -303,44 +318,31 @@ def _balance(table, values: Counter, workers: int) -> float:
     return max(shares) * workers / total if total else 1.0
 
 
-#: a worker whose share of a level exceeds the mean hands this fraction of the excess
-#: to workers below it, which expand those states and route their successors back to
-#: the owner. The giver saves a state's expansion but takes in its successors; the
-#: taker pays the expansion and the routing. Measured in instructions (callgrind,
-#: philosophers N=8 unreduced, workers from 20,000 states): the busier worker ran
-#: 4.92 G instructions without handoffs, 4.51 G handing 0.8 of the excess, 4.42 G
-#: handing all of it (the other then 4.24 G)
-HANDOFF = 1.0
-#: fewer states than this are not worth a message
-HANDOFF_MIN = 256
-
-
-def handoffs(sizes: list[int]) -> list[tuple[int, int, int]]:
-    """How the workers even out a level whose states they own `sizes` of: (giver,
-    taker, states) moves, the largest excess to the largest shortfall first. A function
-    of the sizes alone, so that a run is the same every time."""
-    mean = sum(sizes) / len(sizes)
-    # (minus the states to move, worker): the most first, then the lower worker number
-    excess = sorted((-int((n - mean) * HANDOFF), w) for w, n in enumerate(sizes) if n > mean)
-    short = sorted((-int((mean - n) * HANDOFF), w) for w, n in enumerate(sizes) if n < mean)
-    plan = []
-    while excess and short:
-        (give, giver), (take, taker) = excess[0], short[0]
-        k = min(-give, -take)
-        if k < HANDOFF_MIN:
-            break
-        plan.append((giver, taker, k))
-        excess[0], short[0] = (give + k, giver), (take + k, taker)
-        excess.sort()
-        short.sort()
-    return plan
+#: a worker claims ranges of its own level, and of a busier worker's, this fraction of
+#: what is left at a time (guided scheduling: large ranges first, few claims, and small
+#: ones at the end, so that the workers finish a level within a small range of each other)
+CLAIM_SHARE = 0.125
+#: and never fewer states than this (a claim costs a lock and a call of the level loop:
+#: some microseconds, against 2-9 us for every state)
+CLAIM_MIN = 128
+#: the shared memory where each worker publishes its level (states, then ids) for the
+#: others to take ranges from; a level too wide for it cannot be taken from. Only the
+#: pages a level uses are ever touched
+SHARED_BYTES = 1 << 28
+#: fields per worker in `_Team.shelf`
+SHELF = 6
+#: tests only: each worker leaves the second half of every level to the others and waits
+#: for them to take it, so that taken states occur every level whatever the timing
+LEAVE_HALF = False
 
 
 class _Team:
     """The coordinator's view of the workers: their pipes, their reports, the merge."""
 
-    def __init__(self, ctx, search: Search, workers: int, level: list[int], first_id: int, depth: int):
+    def __init__(self, ctx, search: Search, workers: int, level: list[int], first_id: int, depth: int,
+                 ticking: bool = False):
         self.search = search
+        self.ticking = ticking  # the workers count their progress (a terminal shows it)
         self.workers = workers
         self.depth = depth
         self.prefix = search.count  # states stored before the workers started (global ids 0..prefix-1)
@@ -350,15 +352,22 @@ class _Team:
         self.reports = ctx.Queue()
         self.commands = [ctx.SimpleQueue() for _ in range(workers)]
         self.ticks = ctx.Array("q", 3 * workers, lock=False)  # per worker: states, queue, depth
+        # per worker, the level it published, in shared memory: its depth, the next state
+        # it will claim itself (front), the end of what is left (back: others claim below
+        # it), the first state others may take (floor), and the ids of its states: the
+        # first and the step of their range (step 0: an array in shared memory, as on the
+        # first level); `claims` guards them
+        self.shelf = ctx.Array("q", SHELF * workers, lock=False)
+        for w in range(workers):
+            self.shelf[SHELF * w] = -1
+        self.claims = ctx.Lock()
+        size = max(SHARED_BYTES, mmap.PAGESIZE)
+        self.shared = [(mmap.mmap(-1, size), mmap.mmap(-1, size)) for _ in range(workers)]
         self.procs = []
-        # per level, the largest share a worker expanded and the states expanded: how
-        # far from even the split turned out (the level ends when the slowest does)
-        self.largest = self.expanded = 0
-        self.handed = 0  # states expanded by a worker other than their owner (`handoffs`)
-        self.first_sizes = []
+        # the states expanded, and those expanded by a worker that does not own them
+        self.expanded = self.taken = 0
         for w in range(workers):
             mine = [(s, i) for s, i in zip(level, ids) if self.partition.owner(s) == w]
-            self.first_sizes.append(len(mine))
             p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
                             name=f"timerace-worker-{w}", daemon=True)
             self.procs.append(p)
@@ -371,20 +380,10 @@ class _Team:
         """Drive the levels until no worker has states left; the stop reason or None."""
         search = self.search
         depth = self.depth
-        stop: str | None = None
         interrupted = False
-        sizes = self.first_sizes
         while True:
-            plan = handoffs(sizes)
-            self.handed += sum(k for _, _, k in plan)
-            after = list(sizes)
-            for giver, taker, k in plan:
-                after[giver] -= k
-                after[taker] += k
-            self.largest += max(after)
-            self.expanded += sum(after)
             for c in self.commands:
-                c.put(("level", (depth, plan)))
+                c.put(("level", (depth, tuple(search.found))))
             reports = {}
             while len(reports) < self.workers:
                 try:
@@ -399,16 +398,21 @@ class _Team:
                 if "crash" in r:
                     raise RuntimeError(f"worker {r['worker']} failed:\n{r['crash']}")
                 reports[r["worker"]] = r
+            found: dict[str, tuple] = {}  # found at this level: the least rank, as in each worker
             for w in range(self.workers):
                 r = reports[w]
                 self.reported[w] = r
+                self.expanded += r["expanded"]
+                self.taken += r["taken"]
                 for name, entry in r["found"].items():
-                    if name not in search.found:  # the lowest level first, then by worker
-                        search.found[name] = entry
+                    if name not in search.found and (name not in found or
+                                                     self.rank(*entry[:2]) < self.rank(*found[name][:2])):
+                        found[name] = entry
                 if r["model_error"] is not None and search.model_error is None:
                     search.model_error = r["model_error"]
                 if r["limit"] and search.limit is None:
                     search.limit = r["limit"]
+            search.found.update(found)
             self.depth = depth
             if search.model_error is not None:
                 return "model error"
@@ -422,12 +426,17 @@ class _Team:
             if progress is not None:
                 progress.tick(self.total("count"), sum(r["queue"] for r in reports.values()), depth)
 
+    def rank(self, i: int, s: int) -> tuple[int, int]:
+        """Which of two violations of a property at one level is shown: the one whose
+        state comes first in the order (owner, id), whoever expanded it. Deterministic,
+        since ids are (`_Worker.absorb_level`)."""
+        return self.partition.owner(s), i
+
     def evenness(self) -> str:
-        even = self.expanded / self.workers
-        if not even:
+        if not self.expanded:
             return "no level was shared"
-        return (f"the busiest worker of each level expanded {self.largest / even:.2f}x an even share, "
-                f"after {self.handed / self.expanded:.0%} of the states were handed to a less busy worker")
+        return (f"{self.taken / self.expanded:.1%} of the states were expanded by a worker that "
+                f"had run out of its own")
 
     def total(self, key: str) -> int:
         return sum(r.get(key, 0) for r in self.reported)
@@ -514,6 +523,9 @@ class _Team:
         for q in self.inboxes + [self.reports]:
             q.close()
             q.join_thread()
+        for states_mm, ids_mm in self.shared:
+            states_mm.close()
+            ids_mm.close()
 
 
 class _Ticker:
@@ -551,7 +563,13 @@ class _Worker:
         s.count = s.expanded = s.transitions = s.final_count = s.buffer_full = s.ample_states = 0
         s.found, s.model_error, s.limit = {}, None, None
         self.level, self.ids = level, ids
-        self.ticker = _Ticker(team.ticks, w, team.prefix)
+        # progress only where it is shown: ticking costs a test per state in the level loop
+        self.ticker = _Ticker(team.ticks, w, team.prefix) if team.ticking else None
+        s.rank = team.rank
+        self.shelf, self.claims = team.shelf, team.claims
+        # bytes per state in shared memory: a 64-bit word, or as many as a wide state needs
+        self.width = 8 * max(1, -(-s.cm.packing.bits // 64))
+        self.own_end = 0  # where this worker stops claiming its own level (LEAVE_HALF)
         # array type codes of a batch's states, parent ids and steps as they travel
         self.codes = ("Q" if s.cm.packing.bits <= 64 else "", "q", s.via.typecode)
 
@@ -569,52 +587,62 @@ class _Worker:
                 continue
             self.run_level(*arg)
 
-    def run_level(self, depth: int, plan: list[tuple[int, int, int]]) -> None:
-        """Expand this worker's share of level `depth` (less what `plan` has it hand to
-        others, plus what it has them hand to it), send each peer the successors it
-        owns, take in theirs."""
+    def run_level(self, depth: int, settled: tuple[str, ...]) -> None:
+        """Expand this worker's level `depth`, and ranges of the others' once its own is
+        done; send each peer the successors it owns; take in theirs, in the order that
+        makes the stored states independent of who expanded what."""
         s, team, n = self.search, self.team, self.n
-        inbox = team.inboxes[self.w]
+        s.settled = set(settled)
+        self.publish(depth)
         outbox = [self.batch() for _ in range(n)]
         route = Route(self.w, n, outbox, team.partition.owners, team.partition.omask)
         first_local = s.count
         level, ids = self.level, self.ids
-        for giver, taker, k in plan:
-            if giver == self.w:  # the tail of this level goes to `taker`, which expands it
-                cut = len(level) - k
-                team.inboxes[taker].put(("handoff", self.w, self.wire((level[cut:], ids[cut:]))))
-                level, ids = level[:cut], ids[:cut]
-        takes = sum(1 for _, taker, _ in plan if taker == self.w)
+        expanded = s.expanded
         nxt: list[int] = []
-        stopped = False
+        taken: list[tuple[int, int, list]] = []  # (owner, start, outbox) per range taken from a peer
+        n_taken = 0
         try:
-            nxt = s.level(level, ids, depth, self.ticker, route)
-        except _Stop:
-            stopped = True
-        received = {}
-        while takes:  # a giver sends its handoff before its batch; other peers' batches may come first
-            kind, src, wire = inbox.get()
-            if kind == "batch":
-                received[src] = wire
-                continue
-            takes -= 1
-            if not stopped:  # another worker's states: every successor this one does not own goes back
-                states, sids = self.unwire(wire)
-                try:
-                    nxt += s.level(states, sids, depth, self.ticker, route)
-                except _Stop:
-                    stopped = True
+            while claim := self.claim(self.w, depth, own=True):
+                nxt += s.level(level[claim[0]:claim[1]], ids[claim[0]:claim[1]], depth, self.ticker, route)
+            while claim := self.claim_elsewhere(depth):
+                v, a, b = claim
+                n_taken += b - a
+                states, sids = self.taken_range(v, a, b)
+                mine = [self.batch() for _ in range(n)]
+                taken.append((v, a, mine))
+                s.level(states, sids, depth, self.ticker, Route(-1, n, mine, team.partition.owners,
+                                                                team.partition.omask))
+            if LEAVE_HALF:  # tests: the others take the second half of this level
+                while self.left(self.w):
+                    time.sleep(0.0005)
+        except _Stop:  # a model error: the level is abandoned (the search runs again in one process)
+            self.abandon()
         for o in range(n):
             if o != self.w:
-                team.inboxes[o].put(("batch", self.w, self.wire(outbox[o])))
+                team.inboxes[o].put(("batch", self.w, self.wire(outbox[o]),
+                                     [(v, a, self.wire(mine[o])) for v, a, mine in taken if mine[o][0]]))
         outbox = None
+        received = {}
+        inbox = team.inboxes[self.w]
         while len(received) < n - 1:
-            kind, src, wire = inbox.get()
-            received[src] = wire
+            _, src, wire, ranges = inbox.get()
+            received[src] = (wire, ranges)
+        # what the ranges taken from each owner produced for this worker, in level order
+        produced: dict[int, list] = {v: [] for v in range(n)}
+        for v, a, mine in taken:
+            if mine[self.w][0]:
+                produced[v].append((a, mine[self.w]))
+        for src in received:
+            for v, a, wire in received[src][1]:
+                produced[v].append((a, self.unwire(wire)))
         at_limit = s.limits.max_depth is not None and depth >= s.limits.max_depth
-        for src in sorted(received):
-            self.absorb(*self.unwire(received[src]), nxt, at_limit)
-        received = None
+        for v in [self.w] + sorted(received):
+            if v != self.w:
+                self.absorb(*self.unwire(received[v][0]), nxt, at_limit)
+            for _, batch in sorted(produced[v], key=lambda ab: ab[0]):
+                self.absorb(*batch, nxt, at_limit)
+        received = produced = None
         self.level = nxt
         self.ids = range(self.global_id(first_local), self.global_id(s.count), n)
         grown = _rss_bytes()
@@ -624,8 +652,109 @@ class _Worker:
             "found": {k: v for k, v in s.found.items()}, "model_error": s.model_error, "limit": s.limit,
             "grown": grown - self.rss if grown is not None and self.rss is not None else 0,
             "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
+            "expanded": s.expanded - expanded, "taken": n_taken,
         })
 
+    # -- taking ranges of states from busier workers
+    def publish(self, depth: int) -> None:
+        """Put this worker's level where the others can take ranges of it."""
+        level, n, width = self.level, len(self.level), self.width
+        states_mm, ids_mm = self.team.shared[self.w]
+        floor = n  # nothing can be taken from a level too wide for the shared memory
+        if n * width <= SHARED_BYTES:
+            if width == 8:
+                states_mm[:8 * n] = array("Q", level)
+            else:
+                states_mm[:width * n] = b"".join(x.to_bytes(width, "little") for x in level)
+            floor = 0
+        ids = self.ids
+        if isinstance(ids, range):  # as every level's but the first: no need to copy them
+            first, step = ids.start, ids.step
+        else:
+            first, step = 0, 0
+            if not floor:
+                ids_mm[:8 * n] = array("q", ids)
+        self.own_end = n // 2 if LEAVE_HALF and not floor else n
+        base = SHELF * self.w
+        with self.claims:
+            self.shelf[base:base + SHELF] = [depth, 0, n, floor, first, step]
+
+    def claim(self, v: int, depth: int, own: bool) -> tuple[int, int] | None:
+        """A range of worker v's level `depth` to expand: from the front of this worker's
+        own level, from the back of another's; None when nothing is left."""
+        shelf, base = self.shelf, SHELF * v
+        with self.claims:
+            published, front, back, floor = shelf[base:base + 4]
+            if published != depth:
+                return None
+            k = max(CLAIM_MIN, int((back - front) * CLAIM_SHARE))
+            if own:
+                end = min(back, self.own_end)
+                if front >= end:
+                    return None
+                shelf[base + 1] = min(front + k, end)
+                return front, shelf[base + 1]
+            low = max(front, floor)
+            if back <= low:
+                return None
+            shelf[base + 2] = max(back - k, low)
+            return shelf[base + 2], back
+
+    def claim_elsewhere(self, depth: int) -> tuple[int, int, int] | None:
+        """(worker, start, end): a range of the level of the worker with the most left to
+        expand, once every peer has published its level; None when nothing is left."""
+        shelf = self.shelf
+        while True:
+            waiting = False
+            most, victim = 0, None
+            for v in range(self.n):
+                if v == self.w:
+                    continue
+                base = SHELF * v
+                if shelf[base] != depth:
+                    waiting = True  # it has not published this level yet
+                    continue
+                left = shelf[base + 2] - max(shelf[base + 1], shelf[base + 3])
+                if left > most:
+                    most, victim = left, v
+            if victim is not None:
+                claim = self.claim(victim, depth, own=False)
+                if claim is not None:
+                    return victim, *claim
+            elif not waiting:
+                return None
+            else:
+                time.sleep(0.0002)
+
+    def left(self, v: int) -> bool:
+        """Whether some of worker v's level is neither expanded nor claimed."""
+        with self.claims:
+            return self.shelf[SHELF * v + 2] > self.shelf[SHELF * v + 1]
+
+    def abandon(self) -> None:
+        """Leave nothing to claim at this level (a model error ends the search)."""
+        with self.claims:
+            for v in range(self.n):
+                self.shelf[SHELF * v + 1] = self.shelf[SHELF * v + 2]
+
+    def taken_range(self, v: int, a: int, b: int) -> tuple:
+        """States a..b-1 of worker v's published level, and their ids."""
+        states_mm, ids_mm = self.team.shared[v]
+        width = self.width
+        raw = states_mm[width * a:width * b]
+        if width == 8:
+            states = array("Q")
+            states.frombytes(raw)
+        else:
+            states = [int.from_bytes(raw[k:k + width], "little") for k in range(0, len(raw), width)]
+        first, step = self.shelf[SHELF * v + 4:SHELF * v + 6]
+        if step:
+            return states, range(first + a * step, first + b * step, step)
+        ids = array("q")
+        ids.frombytes(ids_mm[8 * a:8 * b])
+        return states, ids
+
+    # -- batches
     def batch(self) -> tuple:
         """An empty batch for one peer: (states, parent ids, steps), in lists while the
         level fills them (a list's append is cheaper than an array's)."""
@@ -637,8 +766,7 @@ class _Worker:
         return [array(code, items).tobytes() if code else items for code, items in zip(self.codes, batch)]
 
     def unwire(self, wire: list) -> tuple:
-        """The batch (states, parent ids, steps) that travelled as `wire` (a handoff has
-        states and ids only)."""
+        """The batch (states, parent ids, steps) that travelled as `wire`."""
         batch = []
         for code, items in zip(self.codes, wire):
             if code:
