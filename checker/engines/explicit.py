@@ -162,33 +162,46 @@ class Reduction:
 @dataclass(slots=True)
 class Route:
     """A parallel worker's routing: the owner of packed state s is
-    `owners[(s & omask) % OWNER_MOD]`; a successor another worker owns goes to
-    outbox[owner] as (states, parent ids, steps); the owner drops the ones it has. `omask`
-    selects the bits the owner depends on (all ones: the whole state), so that most
-    transitions, which leave those bits alone, stay with the worker that found them
+    `owners[(s & omask) % OWNER_MOD]`; a successor another worker owns is kept in
+    `routed` (states, parent ids, steps), and `by_owner` splits those into one batch per
+    owner at the end of the level; the owner drops the ones it has. `omask` selects the
+    bits the owner depends on (all ones: the whole state), so that most transitions,
+    which leave those bits alone, stay with the worker that found them
     (engines/parallel.choose_partition). A worker expanding states another worker owns
     (taken when it ran out of its own) routes every successor: its `me` is -1."""
 
     me: int
     workers: int
-    outbox: list[tuple[list, list, list]]
     owners: tuple[int, ...]  # OWNER_MOD entries, each a worker
     omask: int
-    # the successors sent so far: the owner takes in a batch in order and keeps only the
-    # first copy of a state, so a later copy need not travel (a third of what a taken
-    # range sends, on kvm_vcpus N=3)
+    routed: tuple[list, list, list] = field(default_factory=lambda: ([], [], []))
+    # the successors routed so far: an owner takes in a batch in order and keeps only
+    # the first copy of a state, so a later copy need not travel (a third of what a
+    # taken range routes, on kvm_vcpus N=3)
     sent: set = field(default_factory=set)
 
     def send(self, t: int, parent: int, step: int) -> None:
-        """Put successor t (of state `parent` by `step`) in its owner's outbox, unless
-        it is there already."""
-        if t in self.sent:
-            return
-        self.sent.add(t)
-        box = self.outbox[self.owners[(t & self.omask) % OWNER_MOD]]
-        box[0].append(t)
-        box[1].append(parent)
-        box[2].append(step)
+        """Route successor t (of state `parent` by `step`), unless it is routed already
+        (as the generated level loop does in line)."""
+        if t not in self.sent:
+            self.sent.add(t)
+            self.routed[0].append(t)
+            self.routed[1].append(parent)
+            self.routed[2].append(step)
+
+    def by_owner(self) -> list[tuple[list, list, list]]:
+        """The routed successors, one batch per worker (in the order they were routed)."""
+        ts, ps, ks = self.routed
+        if self.workers == 2 and self.me >= 0:  # all go to the other worker
+            return [([], [], []), (ts, ps, ks)] if self.me == 0 else [(ts, ps, ks), ([], [], [])]
+        out: list[tuple[list, list, list]] = [([], [], []) for _ in range(self.workers)]
+        owners, omask = self.owners, self.omask
+        for t, p, k in zip(ts, ps, ks):
+            box = out[owners[(t & omask) % OWNER_MOD]]
+            box[0].append(t)
+            box[1].append(p)
+            box[2].append(k)
+        return out
 
 
 #: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
@@ -435,6 +448,7 @@ class Search:
                 deadlock=self.limits.check_deadlock and "deadlock" not in self.settled,
                 compact=self.hash_compact, canonical=red is not None and red.canonicalises,
                 ample=red is not None and red.selects, progress=progress is not None, route=route is not None,
+                route_all=route is not None and route.me < 0,
                 finals=bool(self.finals))
             loop = self.loops.loop(shape)
             status, j, count, expanded, transitions, ample_states = loop(
@@ -526,7 +540,7 @@ class Search:
                         transitions += 1
                         if canonical is not None:
                             t = canonical(t)
-                        if route is not None and (compact or t not in seen):
+                        if route is not None and (compact or route.me < 0 or t not in seen):
                             # a state this worker has stored is its own: only a new one needs its owner
                             if owners[(t & omask) % 65521] != me:  # another worker's: to its owner
                                 send(t, i, k)

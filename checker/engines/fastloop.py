@@ -46,6 +46,9 @@ class LoopShape:
     ample: bool  # partial-order reduction: ample_mask(s) says which actors to expand
     progress: bool  # call tick(count, queued) every 1024 states
     route: bool = False  # a parallel worker: a successor another worker owns goes to its outbox
+    # states another worker owns (taken from its level): every successor is routed, with
+    # no lookup in this worker's visited set, which seldom holds it
+    route_all: bool = False
     finals: bool = False  # the model has `final` conditions: a final state goes to the generic loop
 
 
@@ -57,7 +60,7 @@ class _Unsupported(Exception):
 _LOOP_NAMES = frozenset({
     "frontier", "ids", "j", "count", "expanded", "max_states", "seen", "seen_add", "nxt_append",
     "parent_append", "via_append", "tick", "ample_mask", "actors", "canonical", "transitions", "ample_states",
-    "before", "sid", "succ", "field", "am", "route", "me", "owners", "omask", "send"})
+    "before", "sid", "succ", "field", "am", "route", "me", "owners", "omask", "sent", "sent_add", "rt", "rp", "rk"})
 
 
 class LevelLoopWriter:
@@ -97,7 +100,8 @@ class LevelLoopWriter:
             "            before = transitions",
         ]
         if shape.route:
-            lines.insert(3, "    me, owners, omask, send = route.me, route.owners, route.omask, route.send")
+            lines.insert(3, "    me, owners, omask, sent = route.me, route.owners, route.omask, route.sent")
+            lines.insert(4, "    sent_add, (rt, rp, rk) = sent.add, route.routed")
         body: list[str] = []
         for k in shape.invariants:
             inv = self.cm.invariants[k]
@@ -198,10 +202,13 @@ class LevelLoopWriter:
         if shape.canonical:
             lines.append("succ = canonical(succ)")
         new = ["nxt_append(succ)", "parent_append(sid)", f"via_append({k})", "count += 1"]
-        # as Search._level_generic routes (engines/parallel.py owns the states); the rare
-        # case is a call, so that every step's copy of this stays short (a loop twice as
-        # long in bytecode ran 12-23% slower on kvm_vcpus N=3)
-        route = ["if owners[(succ & omask) % 65521] != me:", f"    send(succ, sid, {k})"]
+        if shape.route_all:
+            lines += ["if succ not in sent:", "    sent_add(succ)", "    rt.append(succ)", "    rp.append(sid)",
+                      f"    rk.append({k})"]
+            return ast.parse("\n".join(lines)).body
+        # as Route.send routes (engines/parallel.py owns the states)
+        route = ["if owners[(succ & omask) % 65521] != me:", "    if succ not in sent:", "        sent_add(succ)",
+                 "        rt.append(succ)", "        rp.append(sid)", f"        rk.append({k})"]
         if shape.compact:  # a fingerprint table must not take another worker's state: route first
             if shape.route:
                 lines += route + ["elif seen_add(succ):"]

@@ -594,13 +594,13 @@ class _Worker:
         s, team, n = self.search, self.team, self.n
         s.settled = set(settled)
         self.publish(depth)
-        outbox = [self.batch() for _ in range(n)]
-        route = Route(self.w, n, outbox, team.partition.owners, team.partition.omask)
+        owners, omask = team.partition.owners, team.partition.omask
+        route = Route(self.w, n, owners, omask)
         first_local = s.count
         level, ids = self.level, self.ids
         expanded = s.expanded
         nxt: list[int] = []
-        taken: list[tuple[int, int, list]] = []  # (owner, start, outbox) per range taken from a peer
+        taken: list[tuple[int, int, list]] = []  # (owner, start, batch per worker) per range taken
         n_taken = 0
         try:
             while claim := self.claim(self.w, depth, own=True):
@@ -609,15 +609,16 @@ class _Worker:
                 v, a, b = claim
                 n_taken += b - a
                 states, sids = self.taken_range(v, a, b)
-                mine = [self.batch() for _ in range(n)]
-                taken.append((v, a, mine))
-                s.level(states, sids, depth, self.ticker, Route(-1, n, mine, team.partition.owners,
-                                                                team.partition.omask))
+                theirs = Route(-1, n, owners, omask)
+                s.level(states, sids, depth, self.ticker, theirs)
+                taken.append((v, a, theirs.by_owner()))
             if LEAVE_HALF:  # tests: the others take the second half of this level
                 while self.left(self.w):
                     time.sleep(0.0005)
         except _Stop:  # a model error: the level is abandoned (the search runs again in one process)
             self.abandon()
+        outbox = route.by_owner()
+        route = None
         for o in range(n):
             if o != self.w:
                 team.inboxes[o].put(("batch", self.w, self.wire(outbox[o]),
@@ -755,11 +756,6 @@ class _Worker:
         return states, ids
 
     # -- batches
-    def batch(self) -> tuple:
-        """An empty batch for one peer: (states, parent ids, steps), in lists while the
-        level fills them (a list's append is cheaper than an array's)."""
-        return [], [], []
-
     def wire(self, batch: tuple) -> list:
         """A batch as it travels: three byte strings of arrays instead of pickled ints
         (states wider than 64 bits stay a list)."""
