@@ -417,7 +417,7 @@ class Search:
     def level(self, frontier: list[int], ids, depth: int, progress=None, route: "Route | None" = None) -> list[int]:
         """Expand `frontier` (whose states have the ids `ids`, a range or a list) at
         `depth`; return the next level's new states. With `route` (parallel workers), a
-        successor that another worker owns goes into that worker's outbox instead."""
+        successor that another worker owns is routed to it instead (`Route`)."""
         if self.graph:
             return self._level_graph(frontier, ids, depth, progress)
         if self.loops is not None and (self.count >= self.generate_from or route is not None) and not (
@@ -430,8 +430,8 @@ class Search:
         at every state that needs a decision; such a state is expanded here by the
         generic loop, and the generated loop resumes after it. A parallel worker (`route`)
         uses it from its first level (workers start past GENERATE_FROM states anyway); a
-        successor it routed before handing a state to the generic loop is routed again
-        there, and its owner keeps the first, identical copy."""
+        successor it routed before handing a state to the generic loop is not routed
+        again there (`Route.sent`)."""
         self.depth = max(self.depth, depth)
         red = self.reduction
         nxt: list[int] = []

@@ -45,7 +45,7 @@ class LoopShape:
     canonical: bool  # successors go through the symmetry's canonical(t) first
     ample: bool  # partial-order reduction: ample_mask(s) says which actors to expand
     progress: bool  # call tick(count, queued) every 1024 states
-    route: bool = False  # a parallel worker: a successor another worker owns goes to its outbox
+    route: bool = False  # a parallel worker: a successor another worker owns is routed to it
     # states another worker owns (taken from its level): every successor is routed, with
     # no lookup in this worker's visited set, which seldom holds it
     route_all: bool = False
