@@ -314,6 +314,13 @@ def test_progress_from_workers(philosophers, eager_workers):
     lines = [ln.strip() for ln in stream.getvalue().split("\r") if ln.strip()]
     assert lines and all(ln.startswith("states ") for ln in lines)
     assert any(int(ln.split()[1].replace(",", "")) > 1024 for ln in lines)
+    # the last line, at the last level's end, counts the states stored before the workers
+    # started too, and the memory of every process (each worker maps what this one had)
+    last = lines[-1].split()
+    assert int(last[1].replace(",", "")) == result.stats.states
+    with open("/proc/self/statm") as f:
+        mine = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    assert float(last[-2].replace(",", "")) > 1.5 * mine, lines[-1]
 
 
 def test_progress_flag_forces_it(philosophers, capsys):

@@ -424,7 +424,8 @@ class _Team:
                 return None
             depth += 1
             if progress is not None:
-                progress.tick(self.total("count"), sum(r["queue"] for r in reports.values()), depth)
+                progress.tick(self.prefix + self.total("count"), sum(r["queue"] for r in reports.values()), depth,
+                              memory=self._rss_all())
 
     def rank(self, i: int, s: int) -> tuple[int, int]:
         """Which of two violations of a property at one level is shown: the one whose
