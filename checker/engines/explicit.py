@@ -541,7 +541,8 @@ class Search:
                         if canonical is not None:
                             t = canonical(t)
                         if route is not None and (compact or route.me < 0 or t not in seen):
-                            # a state this worker has stored is its own: only a new one needs its owner
+                            # a state this worker has stored is its own: only a new one needs its
+                            # owner (a worker expanding another's states routes every successor)
                             if owners[(t & omask) % 65521] != me:  # another worker's: to its owner
                                 send(t, i, k)
                                 continue

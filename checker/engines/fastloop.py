@@ -202,13 +202,12 @@ class LevelLoopWriter:
         if shape.canonical:
             lines.append("succ = canonical(succ)")
         new = ["nxt_append(succ)", "parent_append(sid)", f"via_append({k})", "count += 1"]
-        if shape.route_all:
-            lines += ["if succ not in sent:", "    sent_add(succ)", "    rt.append(succ)", "    rp.append(sid)",
-                      f"    rk.append({k})"]
-            return ast.parse("\n".join(lines)).body
         # as Route.send routes (engines/parallel.py owns the states)
-        route = ["if owners[(succ & omask) % 65521] != me:", "    if succ not in sent:", "        sent_add(succ)",
-                 "        rt.append(succ)", "        rp.append(sid)", f"        rk.append({k})"]
+        send = ["if succ not in sent:", "    sent_add(succ)", "    rt.append(succ)", "    rp.append(sid)",
+                f"    rk.append({k})"]
+        if shape.route_all:
+            return ast.parse("\n".join(lines + send)).body
+        route = ["if owners[(succ & omask) % 65521] != me:"] + ["    " + line for line in send]
         if shape.compact:  # a fingerprint table must not take another worker's state: route first
             if shape.route:
                 lines += route + ["elif seen_add(succ):"]

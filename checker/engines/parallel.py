@@ -623,28 +623,15 @@ class _Worker:
         for o in range(n):
             if o != self.w:
                 team.inboxes[o].put(("batch", self.w, self.wire(outbox[o]),
-                                     [(v, a, self.wire(mine[o])) for v, a, mine in taken if mine[o][0]]))
+                                     [(v, a, self.wire(batches[o])) for v, a, batches in taken if batches[o][0]]))
         outbox = None
         received = {}
         inbox = team.inboxes[self.w]
         while len(received) < n - 1:
             _, src, wire, ranges = inbox.get()
             received[src] = (wire, ranges)
-        # what the ranges taken from each owner produced for this worker, in level order
-        produced: dict[int, list] = {v: [] for v in range(n)}
-        for v, a, mine in taken:
-            if mine[self.w][0]:
-                produced[v].append((a, mine[self.w]))
-        for src in received:
-            for v, a, wire in received[src][1]:
-                produced[v].append((a, self.unwire(wire)))
-        at_limit = s.limits.max_depth is not None and depth >= s.limits.max_depth
-        for v in [self.w] + sorted(received):
-            if v != self.w:
-                self.absorb(*self.unwire(received[v][0]), nxt, at_limit)
-            for _, batch in sorted(produced[v], key=lambda ab: ab[0]):
-                self.absorb(*batch, nxt, at_limit)
-        received = produced = None
+        self.take_in(received, taken, nxt, depth)
+        received = taken = None
         self.level = nxt
         self.ids = range(self.global_id(first_local), self.global_id(s.count), n)
         grown = _rss_bytes()
@@ -656,6 +643,27 @@ class _Worker:
             "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
             "expanded": s.expanded - expanded, "taken": n_taken,
         })
+
+    def take_in(self, received: dict, taken: list, nxt: list[int], depth: int) -> None:
+        """Store the successors of this level that this worker owns and did not store
+        while expanding, in the order it would store them had nobody taken anything:
+        what the ranges taken from its own level produced (by their start), then per
+        peer in order its batch and what the ranges taken from the peer's level produced.
+        `received`: peer -> (its batch, [(owner of the range, start, batch)]) as wired;
+        `taken`: [(owner of the range, start, batch per worker)] this worker expanded."""
+        produced: dict[int, list] = {v: [] for v in range(self.n)}  # owner of the range -> (start, batch)
+        for v, a, batches in taken:
+            if batches[self.w][0]:
+                produced[v].append((a, batches[self.w]))
+        for src in received:
+            for v, a, wire in received[src][1]:
+                produced[v].append((a, self.unwire(wire)))
+        at_limit = self.search.limits.max_depth is not None and depth >= self.search.limits.max_depth
+        for v in [self.w] + sorted(received):
+            if v != self.w:
+                self.absorb(*self.unwire(received[v][0]), nxt, at_limit)
+            for _, batch in sorted(produced[v], key=lambda ab: ab[0]):
+                self.absorb(*batch, nxt, at_limit)
 
     # -- taking ranges of states from busier workers
     def publish(self, depth: int) -> None:
