@@ -228,6 +228,58 @@ def test_every_model_agrees_when_worker_0_owns_everything(path, one_worker, eage
     assert summary(result) == one_worker[path]
 
 
+def test_a_peer_publishing_its_level_is_not_mistaken_for_one_with_nothing_left():
+    """A peer publishes its level field by field under `claims`: depth first, then front
+    and back. A worker looking for states to take must not read the shelf in between,
+    where the new depth stands beside the last level's front and back (equal: nothing
+    left), and end its level; with LEAVE_HALF the peer then waited for it forever (seen
+    in CI)."""
+    import multiprocessing as mp
+    import threading
+
+    shelf = mp.Array("q", 2 * parallel.SHELF, lock=False)
+    claims = mp.Lock()
+    taker = object.__new__(parallel._Worker)
+    taker.shelf, taker.claims, taker.n, taker.w = shelf, claims, 2, 1
+    shelf[parallel.SHELF:2 * parallel.SHELF] = [3, 0, 0, 0, 0, 1]  # the taker's own level 3: empty
+    shelf[0:parallel.SHELF] = [2, 40, 40, 0, 0, 1]  # the peer's level 2, all expanded
+    got = []
+    with claims:  # the peer, publishing level 3 (40 states), has written its depth only
+        shelf[0] = 3
+        thread = threading.Thread(target=lambda: got.append(taker.claim_elsewhere(3)))
+        thread.start()
+        thread.join(timeout=0.2)  # long enough for a taker that does not wait to give up
+        shelf[1:parallel.SHELF] = [0, 40, 0, 0, 1]
+    thread.join(timeout=10)
+    assert got and got[0] is not None and got[0][0] == 0 and got[0][2] == 40, got
+
+
+def test_a_level_published_after_a_model_error_leaves_nothing_to_wait_for(monkeypatch):
+    """A worker that meets a model error abandons the level; a peer that publishes the
+    level only afterwards must find nothing to expand or to wait for (with LEAVE_HALF it
+    waited forever for its second half to be taken by workers that had stopped)."""
+    import mmap
+    import multiprocessing as mp
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(parallel, "LEAVE_HALF", True)
+    shelf = mp.Array("q", 2 * parallel.SHELF + 1, lock=False)
+    shelf[:] = [-1] * (2 * parallel.SHELF + 1)
+    team = SimpleNamespace(shared=[(mmap.mmap(-1, mmap.PAGESIZE), mmap.mmap(-1, mmap.PAGESIZE))] * 2)
+    workers, claims = [], mp.Lock()
+    for w in range(2):
+        worker = object.__new__(parallel._Worker)
+        worker.team, worker.shelf, worker.claims, worker.n, worker.w = team, shelf, claims, 2, w
+        worker.width, worker.level, worker.ids = 8, [5, 6, 7, 8], range(10, 14)
+        workers.append(worker)
+    stopped, late = workers
+    stopped.abandon(3)
+    late.publish(3)
+    assert late.claim(1, 3, own=True) is None
+    assert not late.left(1)
+    assert stopped.claim_elsewhere(3) is None
+
+
 def shown(result) -> dict:
     """Everything a run shows of its variants: counts, verdicts, and every trace whole."""
     return {v.variant: (v.stats.states, v.stats.transitions, v.stats.depth,

@@ -127,6 +127,9 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
     team = _Team(ctx, search, workers, level, first_id, depth, ticking=progress is not None)
     try:
         outcome = team.run(progress)
+    except BaseException:  # a worker crashed or died: stop the others
+        team.close()
+        raise
     finally:
         if progress is not None:
             progress.done()
@@ -356,10 +359,12 @@ class _Team:
         # it will claim itself (front), the end of what is left (back: others claim below
         # it), the first state others may take (floor), and the ids of its states: the
         # first and the step of their range (step 0: an array in shared memory, as on the
-        # first level); `claims` guards them
-        self.shelf = ctx.Array("q", SHELF * workers, lock=False)
+        # first level); after them, the depth where a model error abandoned the search
+        # (-1: none); `claims` guards them
+        self.shelf = ctx.Array("q", SHELF * workers + 1, lock=False)
         for w in range(workers):
             self.shelf[SHELF * w] = -1
+        self.shelf[SHELF * workers] = -1
         self.claims = ctx.Lock()
         size = max(SHARED_BYTES, mmap.PAGESIZE)
         self.shared = [(mmap.mmap(-1, size), mmap.mmap(-1, size)) for _ in range(workers)]
@@ -617,7 +622,7 @@ class _Worker:
                 while self.left(self.w):
                     time.sleep(0.0005)
         except _Stop:  # a model error: the level is abandoned (the search runs again in one process)
-            self.abandon()
+            self.abandon(depth)
         outbox = route.by_owner()
         route = None
         for o in range(n):
@@ -687,65 +692,76 @@ class _Worker:
         self.own_end = n // 2 if LEAVE_HALF and not floor else n
         base = SHELF * self.w
         with self.claims:
-            self.shelf[base:base + SHELF] = [depth, 0, n, floor, first, step]
+            front = n if self.shelf[SHELF * self.n] == depth else 0  # abandoned: nothing to claim
+            self.shelf[base:base + SHELF] = [depth, front, n, floor, first, step]
 
     def claim(self, v: int, depth: int, own: bool) -> tuple[int, int] | None:
         """A range of worker v's level `depth` to expand: from the front of this worker's
         own level, from the back of another's; None when nothing is left."""
-        shelf, base = self.shelf, SHELF * v
         with self.claims:
-            published, front, back, floor = shelf[base:base + 4]
-            if published != depth:
+            return self._claim_held(v, depth, own)
+
+    def _claim_held(self, v: int, depth: int, own: bool) -> tuple[int, int] | None:
+        """`claim`, with `claims` already held."""
+        shelf, base = self.shelf, SHELF * v
+        published, front, back, floor = shelf[base:base + 4]
+        if published != depth:
+            return None
+        k = max(CLAIM_MIN, int((back - front) * CLAIM_SHARE))
+        if own:
+            end = min(back, self.own_end)
+            if front >= end:
                 return None
-            k = max(CLAIM_MIN, int((back - front) * CLAIM_SHARE))
-            if own:
-                end = min(back, self.own_end)
-                if front >= end:
-                    return None
-                shelf[base + 1] = min(front + k, end)
-                return front, shelf[base + 1]
-            low = max(front, floor)
-            if back <= low:
-                return None
-            shelf[base + 2] = max(back - k, low)
-            return shelf[base + 2], back
+            shelf[base + 1] = min(front + k, end)
+            return front, shelf[base + 1]
+        low = max(front, floor)
+        if back <= low:
+            return None
+        shelf[base + 2] = max(back - k, low)
+        return shelf[base + 2], back
 
     def claim_elsewhere(self, depth: int) -> tuple[int, int, int] | None:
         """(worker, start, end): a range of the level of the worker with the most left to
-        expand, once every peer has published its level; None when nothing is left."""
+        expand, once every peer has published its level; None when nothing is left.
+
+        The shelf is read under `claims`: a peer publishing its level writes its fields
+        one by one, and a shelf read meanwhile can show the new depth with the last
+        level's front and back (nothing left), which must not end this worker's level
+        (with LEAVE_HALF the peer would wait for it forever)."""
         shelf = self.shelf
         while True:
-            waiting = False
-            most, victim = 0, None
-            for v in range(self.n):
-                if v == self.w:
-                    continue
-                base = SHELF * v
-                if shelf[base] != depth:
-                    waiting = True  # it has not published this level yet
-                    continue
-                left = shelf[base + 2] - max(shelf[base + 1], shelf[base + 3])
-                if left > most:
-                    most, victim = left, v
-            if victim is not None:
-                claim = self.claim(victim, depth, own=False)
-                if claim is not None:
-                    return victim, *claim
-            elif not waiting:
+            with self.claims:
+                waiting = False
+                most, victim = 0, None
+                for v in range(self.n):
+                    if v == self.w:
+                        continue
+                    base = SHELF * v
+                    if shelf[base] != depth:
+                        waiting = True  # it has not published this level yet
+                        continue
+                    left = shelf[base + 2] - max(shelf[base + 1], shelf[base + 3])
+                    if left > most:
+                        most, victim = left, v
+                if victim is not None:
+                    return victim, *self._claim_held(victim, depth, own=False)
+            if not waiting:
                 return None
-            else:
-                time.sleep(0.0002)
+            time.sleep(0.0002)
 
     def left(self, v: int) -> bool:
         """Whether some of worker v's level is neither expanded nor claimed."""
         with self.claims:
             return self.shelf[SHELF * v + 2] > self.shelf[SHELF * v + 1]
 
-    def abandon(self) -> None:
-        """Leave nothing to claim at this level (a model error ends the search)."""
+    def abandon(self, depth: int) -> None:
+        """Leave nothing to claim at this level (a model error ends the search), in the
+        levels published and in those a peer has yet to publish: with LEAVE_HALF, a peer
+        would otherwise wait for its second half to be taken by workers that stopped."""
         with self.claims:
             for v in range(self.n):
                 self.shelf[SHELF * v + 1] = self.shelf[SHELF * v + 2]
+            self.shelf[SHELF * self.n] = depth
 
     def taken_range(self, v: int, a: int, b: int) -> tuple:
         """States a..b-1 of worker v's published level, and their ids."""
