@@ -65,6 +65,10 @@ class CompiledStep:
     gid: int
     name: str  # the generated function's name
     packed: Callable | None = field(default=None, compare=False)  # packed state -> packed successor or None
+    # the bits of the packed state the step may change (-1: an address computed at run
+    # time, any bit): a parallel worker need not compute the owner of a successor by a
+    # step that leaves the owner's bits alone (engines/fastloop.py)
+    writes: int = field(default=-1, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,7 @@ class CompiledFlush:
     # system drains every buffer eventually, whatever its CPU does (fairness sees that)
     steps_at: tuple[tuple["CompiledFlush", ...], ...] = field(default=(), repr=False, compare=False)
     packed: Callable | None = field(default=None, compare=False)
+    writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +310,7 @@ class _Emitter:
         self.tmp = 0
         self.clear = 0  # bits of pending constant writes
         self.set = 0
+        self.writes = 0  # every bit the emitted code may change (-1: any, an address computed at run time)
 
     def emit(self, line: str):
         self.lines.append("    " * self.depth + line)
@@ -318,6 +324,7 @@ class _Emitter:
         code = "v"
         if self.clear:
             code = f"v & ~{self.clear:#x}" + (f" | {self.set:#x}" if self.set else "")
+            self.writes |= self.clear
         self.clear = self.set = 0
         return code
 
@@ -343,6 +350,7 @@ class _Compiler:
         self.buffer: StoreBuffer | None = None  # the store buffer of the CPU being compiled
         self.direct = False  # inside a locked operation: loads and stores use memory
         self.proc, self.inst = None, None
+        self.step_writes: dict[str, int] = {}  # step function name -> the bits it may change
 
     def run(self) -> CompiledModel:
         model = self.program.model
@@ -416,7 +424,7 @@ class _Compiler:
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i
             by_instance.setdefault((p.name, i), {})[st.uid] = CompiledStep(
-                _on_tuples(ns[fname], pack, unpack), st, i, g, fname, ns[fname])
+                _on_tuples(ns[fname], pack, unpack), st, i, g, fname, ns[fname], self.step_writes.get(fname, 0))
         for p in self.program.processes:
             for i in range(p.instances):
                 table = by_instance.get((p.name, i), {})
@@ -492,8 +500,10 @@ class _Compiler:
         val = code if not a.lo else f"{_paren(code)} - {a.lo}" if a.lo > 0 else f"{_paren(code)} + {-a.lo}"
         if a.slot is not None:
             sh = self.pk.shift[a.slot]
+            e.writes |= a.mask << sh
             e.emit(f"v = v & ~{a.mask << sh:#x} | {_paren(val)} << {sh}")
         else:
+            e.writes = -1
             sh = e.fresh()
             e.emit(f"{sh} = {a.shift_code}")
             e.emit(f"v = v & ~({a.mask} << {sh}) | {_paren(val)} << {sh}")
@@ -528,6 +538,7 @@ class _Compiler:
         self.direct = st.kind is StepKind.ATOMIC and st.fence
         self.ops(st.body, e)
         self.direct = False
+        self.step_writes[fname] = e.writes
         return "\n".join(e.lines) + "\n"
 
     def flush_function(self, fname: str, b: StoreBuffer) -> str:

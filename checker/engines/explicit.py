@@ -364,6 +364,7 @@ class Search:
         self.seen: set[int] | Fingerprints = Fingerprints(pk.bits) if self.hash_compact else set()
         # the model's own level loop, for the states that need no decision (fastloop.py)
         self.loops = LevelLoopWriter(cm, self.actors) if generate_from is not None else None
+        self._local_steps: tuple[int | None, frozenset[int]] = (None, frozenset())
         self.generate_from = generate_from
         self.index: dict[int, int] = {}  # graph mode: state -> id
         self.states: list[int] = []  # graph mode: every state by id
@@ -425,6 +426,13 @@ class Search:
             return self._level_generated(frontier, ids, depth, progress, route)
         return self._level_generic(frontier, ids, depth, progress, route)
 
+    def local_steps(self, omask: int) -> frozenset[int]:
+        """The steps that leave the bits `omask` selects alone: a successor by one of them
+        has the owner of its source (`LoopShape.local_steps`)."""
+        if self._local_steps[0] != omask:
+            self._local_steps = (omask, frozenset(k for k, cs in enumerate(self.steps) if not cs.writes & omask))
+        return self._local_steps[1]
+
     def _level_generated(self, frontier: list[int], ids, depth: int, progress, route: "Route | None" = None) -> list[int]:
         """`level` through the model's generated loop (engines/fastloop.py), which stops
         at every state that needs a decision; such a state is expanded here by the
@@ -441,15 +449,19 @@ class Search:
             def tick(count: int, queued: int) -> None:
                 progress.tick(count, queued, depth)
         seen = self.seen
+        canonical = red is not None and red.canonicalises
+        local_steps = frozenset()
+        if route is not None and route.me >= 0 and not canonical:  # symmetry may move any bits
+            local_steps = self.local_steps(route.omask)
         j = 0
         while True:
             shape = LoopShape(
                 invariants=tuple(k for k, (_, name) in enumerate(self.invariants) if name not in self.settled),
                 deadlock=self.limits.check_deadlock and "deadlock" not in self.settled,
-                compact=self.hash_compact, canonical=red is not None and red.canonicalises,
+                compact=self.hash_compact, canonical=canonical,
                 ample=red is not None and red.selects, progress=progress is not None, route=route is not None,
                 route_all=route is not None and route.me < 0,
-                finals=bool(self.finals))
+                finals=bool(self.finals), local_steps=local_steps)
             loop = self.loops.loop(shape)
             status, j, count, expanded, transitions, ample_states = loop(
                 frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,

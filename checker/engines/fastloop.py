@@ -50,6 +50,10 @@ class LoopShape:
     # no lookup in this worker's visited set, which seldom holds it
     route_all: bool = False
     finals: bool = False  # the model has `final` conditions: a final state goes to the generic loop
+    # a parallel worker's own states: the steps that leave the bits its owner depends on
+    # alone (CompiledStep.writes & omask == 0), whose successors are this worker's too
+    # (without symmetry, which may move any bits)
+    local_steps: frozenset[int] = frozenset()
 
 
 class _Unsupported(Exception):
@@ -207,18 +211,16 @@ class LevelLoopWriter:
                 f"    rk.append({k})"]
         if shape.route_all:
             return ast.parse("\n".join(lines + send)).body
-        route = ["if owners[(succ & omask) % 65521] != me:"] + ["    " + line for line in send]
-        if shape.compact:  # a fingerprint table must not take another worker's state: route first
-            if shape.route:
-                lines += route + ["elif seen_add(succ):"]
-            else:
-                lines.append("if seen_add(succ):")
-            lines += ["    " + line for line in new]
-        elif shape.route:  # a state this worker has stored is its own: only a new one needs its owner
-            lines += ["if succ not in seen:"] + ["    " + line for line in route]
-            lines += ["    else:", "        seen_add(succ)"] + ["        " + line for line in new]
+        # a step that can change the owner's bits: route first, so that another worker's
+        # state is not looked up here, where it never is (a cache miss)
+        route = shape.route and k not in shape.local_steps
+        if route:
+            lines += ["if owners[(succ & omask) % 65521] != me:"] + ["    " + line for line in send]
+        if shape.compact:
+            lines.append("elif seen_add(succ):" if route else "if seen_add(succ):")
         else:
-            lines += ["if succ not in seen:", "    seen_add(succ)"] + ["    " + line for line in new]
+            lines += ["elif succ not in seen:" if route else "if succ not in seen:", "    seen_add(succ)"]
+        lines += ["    " + line for line in new]
         return ast.parse("\n".join(lines)).body
 
     def predicate(self, fname: str) -> str:
