@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
                            "slots that seldom change (default: the number of cores; on 2 cores two workers "
-                           "finished the largest bench models 1.4-1.5x sooner, see bench/README.md; "
+                           "finished the largest bench models 1.3-1.5x sooner, see bench/README.md; "
                            "a search that ends below 50,000 states (12,500 with reductions), or one that "
                            "needs the whole graph (liveness, --dot-graph) or --max-states, runs in one process, "
                            "and says so when --workers was given)")
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 def default_workers() -> int:
     """The cores this process may run on. Small searches never start a worker (below
     engines/parallel.PARALLEL_FROM states), and on the largest bench models two workers
-    finished 1.4-1.5x sooner than one on 2 cores (bench/README.md)."""
+    finished 1.3-1.5x sooner than one on 2 cores (bench/README.md)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
