@@ -552,12 +552,11 @@ class Search:
                         transitions += 1
                         if canonical is not None:
                             t = canonical(t)
-                        if route is not None and (compact or route.me < 0 or t not in seen):
-                            # a state this worker has stored is its own: only a new one needs its
-                            # owner (a worker expanding another's states routes every successor)
-                            if owners[(t & omask) % 65521] != me:  # another worker's: to its owner
-                                send(t, i, k)
-                                continue
+                        # another worker's state goes to its owner (all of them, for a worker
+                        # expanding states it took: its `me` is -1), as the generated loop routes
+                        if route is not None and owners[(t & omask) % 65521] != me:
+                            send(t, i, k)
+                            continue
                         if compact:
                             if at_limit:
                                 if not seen.contains(t):
