@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 from ..compile import CompiledModel
 from ..progress import Progress
-from .explicit import OWNER_MOD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
+from .explicit import NO_PARENT, OWNER_MOD, WORD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs about two tenths of a second.
@@ -504,7 +504,7 @@ class _Team:
                 w = (i - self.prefix) % self.workers
                 self.commands[w].put(("parent", (i - self.prefix) // self.workers))
                 parent, via = self._answer(w)
-            if parent < 0:
+            if parent == NO_PARENT:
                 return i, ks[::-1]
             ks.append(via)
             i = parent
@@ -565,7 +565,7 @@ class _Worker:
         s = self.search = team.search
         self.rss = _rss_bytes()
         # the inherited prefix stays as it is; this worker's own states are numbered anew
-        s.parent, s.via = array("l"), array(s.via.typecode)
+        s.parent, s.via = array(WORD), array(s.via.typecode)
         s.count = s.expanded = s.transitions = s.final_count = s.buffer_full = s.ample_states = 0
         s.found, s.model_error, s.limit = {}, None, None
         self.level, self.ids = level, ids
@@ -577,7 +577,7 @@ class _Worker:
         self.width = 8 * max(1, -(-s.cm.packing.bits // 64))
         self.own_end = 0  # where this worker stops claiming its own level (LEAVE_HALF)
         # array type codes of a batch's states, parent ids and steps as they travel
-        self.codes = ("Q" if s.cm.packing.bits <= 64 else "", "q", s.via.typecode)
+        self.codes = (WORD if s.cm.packing.bits <= 64 else "", WORD, s.via.typecode)
 
     def global_id(self, local: int) -> int:
         return self.prefix + local * self.n + self.w
@@ -678,7 +678,7 @@ class _Worker:
         floor = n  # nothing can be taken from a level too wide for the shared memory
         if n * width <= SHARED_BYTES:
             if width == 8:
-                states_mm[:8 * n] = array("Q", level)
+                states_mm[:8 * n] = array(WORD, level)
             else:
                 states_mm[:width * n] = b"".join(x.to_bytes(width, "little") for x in level)
             floor = 0
@@ -688,7 +688,7 @@ class _Worker:
         else:
             first, step = 0, 0
             if not floor:
-                ids_mm[:8 * n] = array("q", ids)
+                ids_mm[:8 * n] = array(WORD, ids)
         self.own_end = n // 2 if LEAVE_HALF and not floor else n
         base = SHELF * self.w
         with self.claims:
@@ -769,14 +769,14 @@ class _Worker:
         width = self.width
         raw = states_mm[width * a:width * b]
         if width == 8:
-            states = array("Q")
+            states = array(WORD)
             states.frombytes(raw)
         else:
             states = [int.from_bytes(raw[k:k + width], "little") for k in range(0, len(raw), width)]
         first, step = self.shelf[SHELF * v + 4:SHELF * v + 6]
         if step:
             return states, range(first + a * step, first + b * step, step)
-        ids = array("q")
+        ids = array(WORD)
         ids.frombytes(ids_mm[8 * a:8 * b])
         return states, ids
 
