@@ -9,6 +9,7 @@ installed), and the runner produces its table without installing anything.
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,4 +124,10 @@ def test_speedup_compares_neighbouring_runs(capsys):
     assert speedup.main(["--triples", "1", model, "-D", "N=1", "--variant", "base"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("1 worker ") and ", 2 workers " in lines[0] and lines[0].endswith("x")
-    assert lines[1].startswith("medians: 1 worker ") and "speed-up " in lines[1]
+    assert lines[1].startswith("medians: 1 worker ") and "speed-up " in lines[1] and "ceiling" not in lines[1]
+    # --ceiling: two one-worker searches at once after each triple, each timed
+    assert speedup.main(["--triples", "1", "--ceiling", model, "-D", "N=1", "--variant", "base"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.search(r"; 2 one-worker searches at once \d+\.\d\d, \d+\.\d\d s: ceiling \d+\.\d\dx, "
+                     r"efficiency \d+%$", lines[0]), lines[0]
+    assert re.search(r", ceiling \d+\.\d\dx, efficiency \d+%$", lines[1]), lines[1]
