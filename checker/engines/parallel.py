@@ -68,7 +68,8 @@ from dataclasses import dataclass
 
 from ..compile import CompiledModel
 from ..progress import Progress
-from .explicit import NO_PARENT, OWNER_MOD, WORD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop, run_levels
+from .explicit import (NO_PARENT, OWNER_MOD, WORD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop,
+                       run_levels)
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs about two tenths of a second.
