@@ -27,7 +27,7 @@ from ..compile import AssertionViolation, CompiledFlush, CompiledModel, Compiled
 from ..progress import Progress
 from ..trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
                      show_value)
-from .fastloop import DONE, FULL, INTERRUPTED, LevelLoopWriter, LoopShape
+from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +215,6 @@ STEP = "I"
 #: the parent id of an initial state (ids are unsigned)
 NO_PARENT = (1 << 64) - 1
 
-#: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
-#: looked up in a table: three cheap operations per successor
-OWNER_MOD = 65521
 
 
 class Fingerprints:
@@ -519,7 +516,7 @@ class Search:
         transitions = 0
         ample_states = 0
         if route is not None:
-            me, owners, omask, send = route.me, route.owners, route.omask, route.send
+            me, owners, omask, send, mod = route.me, route.owners, route.omask, route.send, OWNER_MOD
         try:
             for s, i in zip(frontier, ids):
                 if checks:
@@ -565,7 +562,7 @@ class Search:
                             t = canonical(t)
                         # another worker's state goes to its owner (all of them, for a worker
                         # expanding states it took: its `me` is -1), as the generated loop routes
-                        if route is not None and owners[(t & omask) % 65521] != me:
+                        if route is not None and owners[(t & omask) % mod] != me:
                             send(t, i, k)
                             continue
                         if compact:

@@ -33,6 +33,11 @@ from ..compile import CompiledModel, _comment
 #: loop, the state limit was reached after state j - 1, or Ctrl-C arrived at state j
 DONE, GENERIC, FULL, INTERRUPTED = 0, 1, 2, 3
 
+#: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
+#: looked up in a table: three cheap operations per successor (explicit.Route,
+#: parallel.Partition, and the routing loops written here)
+OWNER_MOD = 65521
+
 
 @dataclass(frozen=True, slots=True)
 class LoopShape:
@@ -215,7 +220,7 @@ class LevelLoopWriter:
         # state is not looked up here, where it never is (a cache miss)
         route = shape.route and k not in shape.local_steps
         if route:
-            lines += ["if owners[(succ & omask) % 65521] != me:"] + ["    " + line for line in send]
+            lines += [f"if owners[(succ & omask) % {OWNER_MOD}] != me:"] + ["    " + line for line in send]
         if shape.compact:
             lines.append("elif seen_add(succ):" if route else "if seen_add(succ):")
         else:
