@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import model as m
+from .fold import fits_bv, simplify, store_needs
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Op, Program, ProcessIR, Step, StepKind, StoreBuffer)
 
@@ -217,8 +218,7 @@ def _ix(i: int, lo: int, hi: int, name: str) -> int:
 def _div(a: int, b: int) -> int:
     if b == 0:
         raise ModelError("division by zero")
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
+    return m.c_div(a, b)
 
 
 def _mod(a: int, b: int) -> int:
@@ -345,7 +345,6 @@ class _Compiler:
         self.names: list[str] = []
         self.src: list[str] = []
         self.bound: dict[int, str] = {}
-        self.consts: dict[int, int] = {}  # quantifier variables fixed while unrolling
         self.tso = program.model.memory == "tso"
         self.buffer: StoreBuffer | None = None  # the store buffer of the CPU being compiled
         self.direct = False  # inside a locked operation: loads and stores use memory
@@ -596,72 +595,9 @@ class _Compiler:
         e.emit(f"return {self.expr(self.simplify(cond), e, 's')}")
         return "\n".join(e.lines) + "\n"
 
-    # -- constant folding (per instance: `self` is known)
+    # -- constant folding (per instance: `self` is known; fold.py)
     def simplify(self, x: m.TExpr) -> m.TExpr:
-        """`x` with `self`, unrolled quantifier variables and constant subexpressions
-        folded, so that fixed array elements become fixed fields. Folds only what
-        cannot fail at run time: an index or a division that would go wrong stays in
-        the code and raises there, when (and only when) the step runs."""
-        if isinstance(x, m.SelfE):
-            return m.Const(x.span, x.type, self.inst) if self.inst is not None else x
-        if isinstance(x, m.Bound):
-            return m.Const(x.span, x.type, self.consts[x.uid]) if x.uid in self.consts else x
-        if isinstance(x, m.Conv):
-            a = self.simplify(x.operand)
-            if isinstance(a, m.Const):  # a conversion cannot fail
-                return m.Const(x.span, x.type, a.value & x.type.mask)
-            return m.Conv(x.span, x.type, a)
-        if isinstance(x, m.Un):
-            a = self.simplify(x.operand)
-            if isinstance(a, m.Const) and _foldable(x.type, a.type):
-                return m.Const(x.span, x.type, {"!": int(not a.value), "-": -a.value, "~": ~a.value}[x.op])
-            return m.Un(x.span, x.type, x.op, a)
-        if isinstance(x, m.Bin):
-            return self.simplify_bin(x)
-        if isinstance(x, m.Ite):
-            c = self.simplify(x.cond)
-            if isinstance(c, m.Const):
-                return self.simplify(x.then if c.value else x.orelse)
-            return m.Ite(x.span, x.type, c, self.simplify(x.then), self.simplify(x.orelse))
-        if isinstance(x, m.Elem):
-            return m.Elem(x.span, x.type, x.sym, self.simplify(x.index))
-        if isinstance(x, m.At) and x.index is not None:
-            return m.At(x.span, x.type, x.process, self.simplify(x.index), x.label)
-        if isinstance(x, m.LocalOf) and x.index is not None:
-            return m.LocalOf(x.span, x.type, x.sym, x.process, self.simplify(x.index))
-        if isinstance(x, m.Quant):
-            op = "&&" if x.kind == "forall" else "||"
-            out: m.TExpr = m.Const(x.span, m.BOOL, 1 if op == "&&" else 0)
-            terms = []
-            for k in range(x.lo, x.hi + 1):
-                self.consts[x.bound.uid] = k
-                try:
-                    terms.append(self.simplify(x.body))
-                finally:
-                    del self.consts[x.bound.uid]
-            for t in reversed(terms):
-                out = self.simplify_bin(m.Bin(x.span, m.BOOL, op, t, out))
-            return out
-        if isinstance(x, m.Builtin):
-            return m.Builtin(x.span, x.type, x.name, tuple(self.simplify(a) for a in x.args))
-        return x
-
-    def simplify_bin(self, x: m.Bin) -> m.TExpr:
-        a, b = self.simplify(x.left), self.simplify(x.right)
-        op = x.op
-        if isinstance(a, m.Const) and op in ("&&", "||", "->"):  # as the code would short-circuit
-            if op == "&&":
-                return b if a.value else m.Const(x.span, m.BOOL, 0)
-            if op == "||":
-                return m.Const(x.span, m.BOOL, 1) if a.value else b
-            return b if a.value else m.Const(x.span, m.BOOL, 1)
-        if op in ("&&", "||") and isinstance(b, m.Const) and b.value == (1 if op == "&&" else 0):
-            return a  # `x && true`, `x || false`: the value of x (evaluated as before)
-        if isinstance(a, m.Const) and isinstance(b, m.Const) and _foldable(x.type, a.type, b.type):
-            v = _fold_bin(op, a.value, b.value)
-            if v is not None:
-                return m.Const(x.span, x.type, v)
-        return m.Bin(x.span, x.type, op, a, b)
+        return simplify(x, self.inst)
 
     # -- operations
     def ops(self, ops: tuple[Op, ...] | list[Op], e: _Emitter):
@@ -749,23 +685,19 @@ class _Compiler:
         a = self.address(target, e, "v")
         t = target.type
         const = value.value if isinstance(value, m.Const) else None
-        if isinstance(t, m.BoolT) and not _is_01(value):
+        needs = store_needs(t, value)
+        if needs.to_bool:
             code = f"(1 if {code} else 0)"
             if const is not None:
                 const = 1 if const else 0
                 code = str(const)
-        check = None
-        if isinstance(t, m.BitVecT) and not _fits_bv(value, t):  # C conversion: modulo 2**width
+        if needs.wrap:  # C conversion: modulo 2**width
             if const is not None:
                 const = const & t.mask
                 code = str(const)
             else:
                 code = f"({code}) & {hex(t.mask)}"
-        if isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
-            check = (t.lo, t.hi)
-        elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t) \
-                and not (const is not None and 0 <= const < (1 << t.size)):
-            check = (0, (1 << t.size) - 1)
+        check = needs.check
         if check:
             e.flush()
             tmp = e.fresh()
@@ -883,7 +815,7 @@ class _Compiler:
             return self.bound[x.uid]
         if isinstance(x, m.Conv):
             a = self.expr(x.operand, e, src)
-            if _fits_bv(x.operand, x.type):
+            if fits_bv(x.operand, x.type):
                 return a
             return f"({a} & {hex(x.type.mask)})"
         if isinstance(x, m.Un):
@@ -1081,25 +1013,6 @@ class _Compiler:
         raise TypeError(f"builtin {n}")
 
 
-def _foldable(*types: m.Type) -> bool:
-    """Only plain integers, booleans and enums fold with Python's operators."""
-    return all(isinstance(t, (m.IntT, m.BoolT, m.EnumT)) for t in types)
-
-
-def _fold_bin(op: str, a: int, b: int) -> int | None:
-    """The value the generated code would compute, or None to leave it to run time
-    (a division by zero or a bad shift must fail there, when the step runs)."""
-    if op in ("/", "%") and b == 0 or op in ("<<", ">>") and (b < 0 or b > 4096):
-        return None
-    f = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
-         "|": lambda: a | b, "^": lambda: a ^ b, "/": lambda: _div(a, b), "%": lambda: _mod(a, b),
-         "<<": lambda: a << b, ">>": lambda: a >> b, "==": lambda: int(a == b), "!=": lambda: int(a != b),
-         "<": lambda: int(a < b), "<=": lambda: int(a <= b), ">": lambda: int(a > b),
-         ">=": lambda: int(a >= b), "&&": lambda: int(bool(a and b)), "||": lambda: int(bool(a or b)),
-         "->": lambda: int((not a) or bool(b))}.get(op)
-    return f() if f is not None else None
-
-
 def _checked_pack(pack: Callable, pk: Packing, layout) -> Callable:
     """`pack` for states that come from outside the engine (replay, a solver): a value
     out of its slot's range is a ModelError, not a silently corrupted state."""
@@ -1133,31 +1046,3 @@ def _pred_on_tuples(packed: Callable, pack: Callable) -> Callable:
 
     holds.__name__ = packed.__name__
     return holds
-
-
-def _is_01(value: m.TExpr | None) -> bool:
-    return value is not None and isinstance(value, (m.Const, m.Var, m.Elem)) and isinstance(value.type, m.BoolT)
-
-
-def _fits_bv(value: m.TExpr | None, t: m.BitVecT) -> bool:
-    """Whether a value needs no reduction modulo 2**width to be stored in `t`."""
-    if value is None:
-        return False
-    if isinstance(value, m.Const):
-        return 0 <= value.value <= t.mask
-    vt = value.type
-    if isinstance(vt, m.BitVecT):
-        return vt.width <= t.width
-    if isinstance(vt, m.IntT) and vt.lo is not None:
-        return 0 <= vt.lo and vt.hi <= t.mask
-    return isinstance(vt, m.BoolT)
-
-
-def _fits(value: m.TExpr | None, t: m.IntT) -> bool:
-    """Whether a value is statically known to lie in the target's range."""
-    if value is None:
-        return False
-    if isinstance(value, m.Const):
-        return t.lo <= value.value <= t.hi
-    vt = value.type
-    return isinstance(vt, m.IntT) and vt.lo is not None and t.lo <= vt.lo and vt.hi <= t.hi

@@ -140,6 +140,39 @@ def bv_binop(op: str, a: int, b: int, width: int) -> int:
     raise ValueError(op)
 
 
+def c_div(a: int, b: int) -> int:
+    """C's signed division, truncating toward zero (b == 0 is the caller's error); C's
+    `a % b` is `a - c_div(a, b) * b`. The one definition the constant folding and the
+    compiled steps share."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def fold_binop(op: str, a: int, b: int) -> int | None:
+    """A binary operator on plain integers, booleans or enum values, as the compiled
+    steps compute it (C semantics; a comparison or logical operator gives 0 or 1); None
+    where the value must be left to run time, which reports it (a zero divisor, a
+    negative shift count, a left shift past 4096 bits) or for an operator not listed.
+    The one definition the resolver, the back ends' folding and partial-order
+    reduction's footprints fold constants with (bit-vectors: `bv_binop`)."""
+    if op in ("/", "%") and b == 0 or op in ("<<", ">>") and b < 0 or op == "<<" and b > 4096:
+        return None
+    f = _INT_BINOPS.get(op)
+    return f(a, b) if f is not None else None
+
+
+_INT_BINOPS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": c_div, "%": lambda a, b: a - c_div(a, b) * b,
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b), "<": lambda a, b: int(a < b),
+    "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b),
+    "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
+    "->": lambda a, b: int((not a) or bool(b)),
+}
+
+
 # ---- symbols -------------------------------------------------------------------
 
 

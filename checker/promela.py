@@ -68,8 +68,8 @@ import re
 from dataclasses import dataclass, field
 
 from . import model as m
-from .compile import _Compiler
 from .errors import Span, SpecError
+from .fold import fits, fits_bv, simplify, store_needs
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Program, ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
@@ -203,7 +203,6 @@ class _Translator:
         self.program = program
         self.model = program.model
         self.layout = program.layout
-        self.folder = _Compiler(program)  # its `simplify`: constants, `self`, quantifiers
         self.names: dict = {}  # (VarSym, instance or None) -> Promela name
         self.used: set[str] = set(_RESERVED)
         self.temps = 0
@@ -358,9 +357,7 @@ class _Translator:
 
     # -- expressions (the order and the folding of compile._Compiler.expr)
     def simplify(self, x: m.TExpr) -> m.TExpr:
-        self.folder.inst = self.inst
-        self.folder.proc = self.proc
-        return self.folder.simplify(x)
+        return simplify(x, self.inst)
 
     def model_error(self, seq: _Seq, cond: str, kind: str, what: str):
         """`if cond: the model goes wrong` (an assertion named after what went wrong)."""
@@ -383,8 +380,7 @@ class _Translator:
         if isinstance(x, m.Conv):
             self.check_bv(x.type, x.span)
             a = self.expr(x.operand, seq)
-            from .compile import _fits_bv
-            if _fits_bv(x.operand, x.type):
+            if fits_bv(x.operand, x.type):
                 return a
             return f"(({_c_type(x.type)})({a}))" if _c_type(x.type) else f"({a} & {x.type.mask})"
         if isinstance(x, m.Un):
@@ -667,22 +663,15 @@ class _Translator:
         self.store_code(target, code, value, seq)
 
     def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, seq: _Seq):
-        from .compile import _fits, _fits_bv, _is_01
-
         addr = self.lvalue(target, seq)
         t = target.type
-        if isinstance(t, m.BoolT) and not _is_01(value):
+        needs = store_needs(t, value)
+        if needs.to_bool:
             code = f"({code} -> 1 : 0)"
-        if isinstance(t, m.BitVecT) and not _fits_bv(value, t):
+        if needs.wrap:
             self.check_bv(t, target.span)
             code = f"(({code}) & {t.mask})"
-        check = None
-        const = value.value if isinstance(value, m.Const) else None
-        if isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
-            check = (t.lo, t.hi)
-        elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t) \
-                and not (const is not None and 0 <= const < (1 << t.size)):
-            check = (0, (1 << t.size) - 1)
+        check = needs.check
         if check:
             tmp = self.fresh()
             seq.emit(f"{tmp} = {code}")
@@ -864,12 +853,11 @@ class _Translator:
         code = self.cexpr(value, "an assignment")
         tgt = self.cexpr(target, "an assignment")
         t = target.type
-        from .compile import _fits
         if _c_type(t):
             body = f"{tgt} = ({_c_type(t)})({code});"
         elif isinstance(t, m.BoolT):
             body = f"{tgt} = ({code}) ? 1 : 0;"
-        elif isinstance(t, m.IntT) and t.lo is not None and not _fits(value, t):
+        elif isinstance(t, m.IntT) and t.lo is not None and not fits(value, t):
             unsigned = isinstance(value.type, m.BitVecT)
             name = "model_error_" + _ident(f"range_{target.sym.name}")
             self.errors.setdefault(name, f"a value outside the range of {target.sym.name} ({t.lo}..{t.hi})")
@@ -994,7 +982,6 @@ def _chooser(t: _Translator) -> list[str] | None:
 def translate(program: Program) -> str:
     """The Promela twin of one variant (raises SpecError if it has none)."""
     refuse(program)
-    model = program.model
     t = _Translator(program)
     # enum members as macros, named as in the model
     enum_lines = []

@@ -1336,37 +1336,14 @@ def _fold(op: str, a: int, b: int, span: Span) -> int:
         raise SpecError(span, "negative shift count")
     if op == "<<" and b > 256:
         raise SpecError(span, "shift count too large")
-    return int(_binop_value(op, a, b))
-
-
-def _binop_value(op: str, a: int, b: int):
-    """C semantics for the integer operators (division truncates toward zero)."""
-    if op == "+": return a + b
-    if op == "-": return a - b
-    if op == "*": return a * b
-    if op == "/": return c_div(a, b)
-    if op == "%": return a - c_div(a, b) * b
-    if op == "&": return a & b
-    if op == "|": return a | b
-    if op == "^": return a ^ b
-    if op == "<<": return a << b
-    if op == ">>": return a >> b
-    if op == "==": return a == b
-    if op == "!=": return a != b
-    if op == "<": return a < b
-    if op == "<=": return a <= b
-    if op == ">": return a > b
-    if op == ">=": return a >= b
-    raise ValueError(op)
+    v = m.fold_binop(op, a, b)
+    if v is None:
+        raise ValueError(op)
+    return v
 
 
 def _article(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
-
-
-def c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def _define_expr(text: str) -> ast.Expr:

@@ -36,7 +36,7 @@ from .. import model as m
 from ..compile import CompiledInstance, CompiledModel, CompiledStep
 from ..errors import NOWHERE, SpecError
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                  OWhile, Op, SlotKind, StepKind)
+                  OWhile, Op, StepKind)
 
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
 MAX_WIDTH = 512

@@ -70,7 +70,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .. import ir, model as m
-from ..compile import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull, _div, _mod
+from ..compile import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull
+from ..fold import simplify
 from .explicit import Reduction
 from ..resolve import BUILTINS
 
@@ -92,40 +93,10 @@ class Footprint:
 
 def static_value(x: m.TExpr, inst: int | None) -> int | None:
     """The value of an expression made of constants and `self` (for instance `inst`),
-    or None when it reads the state or is not that simple."""
-    if isinstance(x, m.Const):
-        return int(x.value)
-    if isinstance(x, m.SelfE):
-        return inst
-    if isinstance(getattr(x, "type", None), m.BitVecT):
-        return None  # wraps around: not worth folding here
-    if isinstance(x, m.Un):
-        a = static_value(x.operand, inst)
-        if a is None:
-            return None
-        return {"!": int(not a), "-": -a, "~": ~a}.get(x.op)
-    if isinstance(x, m.Ite):
-        c = static_value(x.cond, inst)
-        if c is None:
-            return None
-        return static_value(x.then if c else x.orelse, inst)
-    if isinstance(x, m.Bin):
-        a, b = static_value(x.left, inst), static_value(x.right, inst)
-        if a is None or b is None:
-            return None
-        try:
-            return _STATIC_OPS[x.op](a, b) if x.op in _STATIC_OPS else None
-        except ModelError:
-            return None
-    return None
-
-
-_STATIC_OPS = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": _div, "%": _mod, "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
-    ">=": lambda a, b: int(a >= b), "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
-}
+    or None when it reads the state: what the compiled step folds it to (fold.py), so
+    that a footprint names the slot the step's code accesses."""
+    v = simplify(x, inst)
+    return int(v.value) if isinstance(v, m.Const) else None
 
 
 class _Collector:
