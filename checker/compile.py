@@ -908,9 +908,8 @@ class _Compiler:
             return self.expr(a[0], e, src)
         if n == "test_bit":
             nr = self.expr(a[0], e, src)
-            if not isinstance(a[0], m.Const):  # a computed bit number must name a bit of the set
-                nr = f"_ix({nr}, 0, {a[1].type.size - 1}, {self.var_name(a[1].sym) + ' bit'!r})"
-            elif not 0 <= a[0].value < a[1].type.size:
+            # a computed bit number, or a constant one out of the set, must name a bit of the set
+            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < a[1].type.size:
                 nr = f"_ix({nr}, 0, {a[1].type.size - 1}, {self.var_name(a[1].sym) + ' bit'!r})"
             return f"(({self.expr(a[1], e, src)} >> {nr}) & 1)"
         if n == "bitmap_empty":
