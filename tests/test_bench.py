@@ -21,15 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 
 
-def _load_runner():
-    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
+def _load_bench(name: str):
+    """bench/NAME.py as a module (bench/ is scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = mod
+    sys.modules[f"bench_{name}"] = mod
     spec.loader.exec_module(mod)
     return mod
 
 
-run = _load_runner()
+run = _load_bench("run")
 CHECK = run.check_command(None)
 
 # (family, N) -> distinct states, as our checker counts them and as pan stores them with
@@ -117,9 +118,7 @@ def test_spin_stores_the_same_states_without_reductions(tmp_path, capsys):
 
 
 def test_speedup_compares_neighbouring_runs(capsys):
-    spec = importlib.util.spec_from_file_location("bench_speedup", BENCH / "speedup.py")
-    speedup = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(speedup)
+    speedup = _load_bench("speedup")
     model = str(BENCH / "models" / "kvm_vcpus.spec")
     assert speedup.main(["--triples", "1", model, "-D", "N=1", "--variant", "base"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -131,3 +130,11 @@ def test_speedup_compares_neighbouring_runs(capsys):
     assert re.search(r"; 2 one-worker searches at once \d+\.\d\d, \d+\.\d\d s: ceiling \d+\.\d\dx, "
                      r"efficiency \d+%$", lines[0]), lines[0]
     assert re.search(r", ceiling \d+\.\d\dx, efficiency \d+%$", lines[1]), lines[1]
+
+
+def test_fingerprint_bench_times_each_step_of_states(capsys):
+    _load_bench("fingerprints").main(["3000", "--every", "1000", "--capacity", "8"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["1,000", "2,000", "3,000"]
+    assert all(re.fullmatch(r" *[\d,]+ states: +\d+\.\d\d s for the last 1,000", line) for line in lines[:3]), lines
+    assert re.fullmatch(r"3,000 states in \d+\.\d\d s; table of 8,192 slots, 3,000 stored", lines[3]), lines[3]

@@ -18,7 +18,7 @@ import pytest
 from checker.cli import main
 from checker.compile import ModelError
 from checker.engines import explicit, parallel
-from checker.engines.explicit import Fingerprints, Limits, explore
+from checker.engines.explicit import Fingerprints, Limits, explore, home_slot
 from checker.progress import Progress
 from checker.run import Options, check_spec, compile_variant, load
 from checker.trace import Verdict
@@ -219,6 +219,18 @@ def test_fingerprint_table_is_a_set():
             assert table.contains(s)
         assert table.count == len(plain)
         assert not table.contains(max(plain) + 1) or bits == 20
+
+
+def test_narrow_states_start_their_probes_all_over_a_big_table():
+    """A state of at most 63 bits is its own fingerprint, placed by Fibonacci hashing.
+    The home slot once took a fixed 24 bits of the product, so a bigger table had all
+    its homes in its first 2**24 slots: as the states neared 2**24 (16.7 million), each
+    insert ran through one long cluster and the search stalled
+    (bench/fingerprints.py). A 2**30-slot table must be reached all over."""
+    spread = 64 - 30
+    homes = [home_slot(s + 1, spread) for s in range(1 << 16)]
+    assert max(homes) < 1 << 30
+    assert len({h >> 24 for h in homes}) == 64  # every stretch of 2**24 slots holds homes
 
 
 def test_memory_per_state_is_reported(philosophers, capsys, workers_from_20k):

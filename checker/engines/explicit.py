@@ -216,6 +216,12 @@ STEP = "I"
 NO_PARENT = (1 << 64) - 1
 
 
+def home_slot(fp: int, spread: int) -> int:
+    """Where the probe for a state that is its own fingerprint starts, in a table of
+    2**(64 - spread) slots: the top bits of fp * 2**64/phi (Fibonacci hashing), which
+    spreads consecutive states over the whole table, however large it grows."""
+    return (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> spread
+
 
 class Fingerprints:
     """Visited set of `--hash-compact`: 64-bit fingerprints in one flat open-addressing
@@ -240,6 +246,7 @@ class Fingerprints:
             pi = (pi << (need - 300)) | random.Random(pi).getrandbits(need - 300)
         self.a = (pi >> max(0, 300 - need)) | 1
         self.size = capacity
+        self.spread = 65 - capacity.bit_length()  # home_slot's shift for this size (a power of 2)
         self.table = array(WORD, bytes(8 * capacity))
         self.count = 0
         self.limit = capacity * 7 // 10
@@ -252,7 +259,7 @@ class Fingerprints:
     def contains(self, s: int) -> bool:
         fp = self.fingerprint(s)
         table, mask = self.table, self.size - 1
-        i = self._slot(fp) & mask
+        i = home_slot(fp, self.spread) if self.exact else fp & mask
         while True:
             x = table[i]
             if x == fp:
@@ -261,15 +268,13 @@ class Fingerprints:
                 return False
             i = (i + 1) & mask
 
-    def _slot(self, fp: int) -> int:
-        return (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 40 if self.exact else fp
-
     def add(self, s: int) -> bool:
         """Insert state s; False if its fingerprint was already there."""
         fp = s + 1 if self.exact else ((self.a * s) >> self.shift & 0xFFFFFFFFFFFFFFFF) or 1
         table = self.table
         mask = self.size - 1
-        i = (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 40 & mask if self.exact else fp & mask
+        # home_slot, written out: this runs once for every successor
+        i = (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> self.spread if self.exact else fp & mask
         while True:
             x = table[i]
             if x == fp:
@@ -285,12 +290,13 @@ class Fingerprints:
     def _grow(self):
         old = self.table
         self.size *= 2
+        self.spread -= 1
         self.limit = self.size * 7 // 10
         self.table = array(WORD, bytes(8 * self.size))
-        table, mask, exact = self.table, self.size - 1, self.exact
+        table, mask, exact, spread = self.table, self.size - 1, self.exact, self.spread
         for fp in old:
             if fp:
-                i = (fp * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF) >> 40 & mask if exact else fp & mask
+                i = home_slot(fp, spread) if exact else fp & mask
                 while table[i]:
                     i = (i + 1) & mask
                 table[i] = fp
