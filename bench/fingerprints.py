@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="initial slots, a power of 2 (default 65536: the table grows as in a search)")
     ap.add_argument("--every", type=int, default=2_000_000, help="print the time of each this many states")
     args = ap.parse_args(argv)
+    if args.capacity < 1 or args.capacity & (args.capacity - 1):
+        ap.error(f"--capacity must be a power of 2, not {args.capacity}")
     table = Fingerprints(40, capacity=args.capacity)
     add = table.add
     start = last = time.perf_counter()
