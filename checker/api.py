@@ -64,6 +64,8 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
                                ("store_buffer", store_buffer, 1), ("workers", workers, 1)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
             raise SpecError(NOWHERE, f"{name} must be a whole number >= {least}, not {value!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise SpecError(NOWHERE, f"timeout must be a positive number of seconds, not {timeout!r}")
     if symmetry not in ("auto", "on", "off"):
         raise SpecError(NOWHERE, f"symmetry must be 'auto', 'on' or 'off', not {symmetry!r}")
     return Options(defines=_defines(defines or {}), variants=(variants,) if isinstance(variants, str) else tuple(variants),

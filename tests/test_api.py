@@ -123,6 +123,7 @@ def test_bad_spec_raises_spec_error_with_span_not_system_exit():
     ({"engine": "bmc", "max_states": 3}, "max_states and max_depth are for the explicit engine"),
     ({"max_states": 0}, "max_states must be a whole number >= 1"),
     ({"symmetry": "yes"}, "symmetry must be"),
+    ({"engine": "bmc", "timeout": 0}, "timeout must be a positive number"),
 ])
 def test_bad_options_raise_spec_error(kwargs, says):
     with pytest.raises(SpecError) as e:
