@@ -378,12 +378,15 @@ HALT_POLL = {
     "no_wake_on_expiry": (306, Verdict.VIOLATED),
 }
 IPI_FASTPATH = {
-    "base": (310, Verdict.HOLDS),
-    "v5_kick": (943, Verdict.HOLDS),
-    "legacy_apic": (656, Verdict.HOLDS),
-    "no_notification": (160, Verdict.VIOLATED),
-    "no_wakeup": (249, Verdict.VIOLATED),
-    "sync_before_mode": (332, Verdict.VIOLATED),
+    "base": (332, Verdict.HOLDS),
+    "v5_kick": (1022, Verdict.HOLDS),
+    "legacy_apic": (692, Verdict.HOLDS),
+    "no_notification": (170, Verdict.VIOLATED),
+    "no_wakeup": (267, Verdict.VIOLATED),
+    "sync_before_mode": (342, Verdict.VIOLATED),
+    "base_tso": (780, Verdict.HOLDS),
+    "no_entry_mb_tso": (817, Verdict.VIOLATED),
+    "no_entry_mb": (320, Verdict.HOLDS),
 }
 
 
