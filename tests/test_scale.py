@@ -28,13 +28,15 @@ SPECS = sorted(ROOT.glob("models/*.spec")) + sorted(ROOT.glob("tests/litmus/*.sp
 
 # (file, variant) -> (distinct states, transitions, depth, the properties not holding)
 PINNED = {
-    ("models/halt_poll.spec", "base"): (399, 788, 27, ""),
-    ("models/halt_poll.spec", "check_before_prepare"): (386, 756, 26, "timer_wakes_vcpu=violated"),
-    ("models/halt_poll.spec", "final_check_ignores_timer"): (328, 640, 22, "timer_wakes_vcpu=violated"),
-    ("models/halt_poll.spec", "no_wake_on_expiry"): (306, 599, 25, "timer_wakes_vcpu=violated"),
-    ("models/halt_poll.spec", "posted"): (303, 596, 27, ""),
-    ("models/halt_poll.spec", "posted_check_ignores_pi"): (83, 159, 16, "timer_wakes_vcpu=violated"),
-    ("models/halt_poll.spec", "posted_poll_ignores_pi"): (234, 458, 35, ""),
+    ("models/halt_poll.spec", "base"): (1633, 3622, 31, ''),
+    ("models/halt_poll.spec", "check_before_prepare"): (1594, 3526, 31, 'timer_wakes_vcpu=violated'),
+    ("models/halt_poll.spec", "final_check_ignores_timer"): (1594, 3526, 31, 'timer_wakes_vcpu=violated'),
+    ("models/halt_poll.spec", "no_poll"): (843, 1800, 25, ''),
+    ("models/halt_poll.spec", "no_wake_on_expiry"): (1274, 2821, 28, 'timer_wakes_vcpu=violated'),
+    ("models/halt_poll.spec", "poll_for_timer"): (1103, 2343, 26, 'no_timer_poll_at_zero_halt_poll_ns=violated'),
+    ("models/halt_poll.spec", "posted"): (1265, 2740, 31, ''),
+    ("models/halt_poll.spec", "posted_check_ignores_pi"): (319, 598, 20, 'timer_wakes_vcpu=violated'),
+    ("models/halt_poll.spec", "posted_poll_ignores_pi"): (901, 1816, 43, ''),
     ("models/ipi_fastpath.spec", "base"): (332, 745, 37, ''),
     ("models/ipi_fastpath.spec", "base_tso"): (780, 2118, 51, ''),
     ("models/ipi_fastpath.spec", "legacy_apic"): (692, 1547, 39, ''),
