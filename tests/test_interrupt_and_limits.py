@@ -298,3 +298,22 @@ def test_interrupted_run_reports_all_clear_for_variants_it_never_reached(tmp_pat
     results = sarif["runs"][0]["results"]
     assert any(r["properties"]["variant"] == "buggy" and r["level"] == "warning"
                and "not checked" in r["message"]["text"] for r in results)
+
+
+def test_ctrl_c_in_a_lemma_query_only_makes_it_unknown(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while Z3 proves a lemma made that lemma `unknown` ("interrupted from
+    keyboard") and the run went on. Here every query answers as Z3 does after Ctrl-C
+    (the real signal is the bmc and induction tests' business): one is enough to end the
+    run, with the variants after it not checked."""
+    import z3
+
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
+    monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "interrupted from keyboard")
+    out = tmp_path / "r.json"
+    assert main([str(ROOT / "models/hv_timer_advance.spec"), "--json", str(out)]) == 3
+    assert "interrupted" in capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    first, *rest = doc["variants"]
+    assert first["stats"]["limit"] == "interrupted"
+    assert all(o["verdict"] == "incomplete" for o in first["outcomes"])
+    assert rest and all(v["stats"]["limit"] == "not checked" for v in rest)
