@@ -60,6 +60,7 @@ Needs the `fork` start method (Linux); elsewhere the search runs in one process.
 
 from __future__ import annotations
 
+import errno
 import functools
 import mmap
 import multiprocessing as mp
@@ -399,8 +400,17 @@ class _Team:
             p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
                             name=f"timerace-worker-{w}", daemon=True)
             self.procs.append(p)
-        for p in self.procs:
-            p.start()
+        try:
+            for p in self.procs:
+                p.start()
+        except BaseException as e:  # no fork: no worker may be left (they ignore the SIGTERM of exit time)
+            for p in self.procs:
+                if p.pid is not None:
+                    p.kill()
+                    p.join()
+            if isinstance(e, OSError) and e.errno in (errno.ENOMEM, errno.EAGAIN):
+                raise MemoryError(str(e)) from None
+            raise
         self.reported: list[dict] = [{} for _ in range(workers)]
 
     # -- the levels
