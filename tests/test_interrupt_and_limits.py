@@ -317,3 +317,45 @@ def test_ctrl_c_in_a_lemma_query_only_makes_it_unknown(tmp_path, monkeypatch, ca
     assert first["stats"]["limit"] == "interrupted"
     assert all(o["verdict"] == "incomplete" for o in first["outcomes"])
     assert rest and all(v["stats"]["limit"] == "not checked" for v in rest)
+
+
+# ---- a worker out of memory, at each point of its level (in this process: no limit needed)
+
+
+@pytest.mark.parametrize("where", ["publish", "level", "take_in"])
+def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path, where):
+    """A MemoryError in a worker was a crash: the coordinator raised RuntimeError, no
+    result. Wherever in its level it happens (before it published the level, while it
+    expands, after the exchange), the others must finish the level, the search end with
+    the limit 'out of memory' and the variants after it be not checked."""
+    from checker.engines import explicit, parallel
+    from checker.run import Options, check_spec, load
+    from test_scale import PHILOSOPHERS
+
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 20_000)
+    calls = [0]  # per process: each worker counts its own calls
+
+    def failing(original, worker_of):
+        def call(self, *args, **kwargs):
+            if worker_of(self, *args, **kwargs) == 0:
+                calls[0] += 1
+                if calls[0] == 3:  # worker 0's third level (or third range of states)
+                    raise MemoryError
+            return original(self, *args, **kwargs)
+        return call
+
+    if where == "level":
+        monkeypatch.setattr(explicit.Search, "level", failing(
+            explicit.Search.level, lambda self, frontier, ids, depth, progress, route=None:
+            route.me if route is not None else None))
+    else:
+        monkeypatch.setattr(parallel._Worker, where,
+                            failing(getattr(parallel._Worker, where), lambda self, *a, **k: self.w))
+    path = tmp_path / "philosophers.spec"
+    path.write_text(PHILOSOPHERS)
+    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2, workers_asked=True))
+    base, *rest = result.variants
+    assert base.stats.limit == "out of memory" and not base.stats.complete
+    assert base.stats.workers == 2 and 20_000 <= base.stats.states < 52_224
+    assert all(o.verdict.value == "incomplete" for o in base.outcomes)
+    assert rest and all(v.stats.limit == "not checked" for v in rest)

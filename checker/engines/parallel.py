@@ -351,6 +351,8 @@ CLAIM_MIN = 128
 #: others to take ranges from; a level too wide for it cannot be taken from. Only the
 #: pages a level uses are ever touched
 SHARED_BYTES = 1 << 28
+#: how long a worker out of memory waits for each batch it still has to take in (and drop)
+DRAIN_SECONDS = 60
 #: fields per worker in `_Team.shelf`
 SHELF = 6
 #: tests only: each worker leaves the second half of every level to the others and waits
@@ -760,6 +762,10 @@ class _Worker:
         finish the level, the coordinator stops the search, and this worker stays to
         answer for the parent links of its states (the partial result's traces)."""
         self.level, self.ids = [], range(0)
+        with self.claims:  # a level it did not publish is an empty one: the others must not wait for it
+            base = SHELF * self.w
+            if self.shelf[base] != depth:
+                self.shelf[base:base + SHELF] = [depth, 0, 0, 0, 0, 0]
         self.abandon(depth)
         team = self.team
         if self.sent != depth:
@@ -769,9 +775,9 @@ class _Worker:
                     team.inboxes[o].put(("batch", self.w, empty, []))
         inbox = team.inboxes[self.w]
         for _ in range(self.n - 1 - len(self.received)):
-            try:
-                inbox.get()
-            except MemoryError:
+            try:  # (a batch whose reading ran out of memory may never be complete: not forever)
+                inbox.get(timeout=DRAIN_SECONDS)
+            except (MemoryError, queue_mod.Empty):
                 pass
         self.received = {}
         team.reports.put(self.report(0, OUT_OF_MEMORY))
