@@ -5,7 +5,8 @@ Exit codes (as SPIN/TLC users expect, and scripts can test):
   1  an outcome differs from its expectation (with --no-expect: a violation), or a
      model error was found during the search
   2  bad input: syntax, types, unknown names, bad -D, unknown variant, missing file
-  3  cut short by a limit or an interrupt, with no unexpected outcome found; also
+  3  cut short by a limit, an interrupt (Ctrl-C, SIGTERM) or running out of memory, with
+     no unexpected outcome found (the variants not reached are listed, not checked); also
      bmc without a violation up to its depth, an unproved k-induction, and a lemma
      or query on which Z3 ran out of time (`unknown`)
 A counterexample from a Z3 engine that does not replay through the compiled steps
@@ -23,12 +24,14 @@ variant, so a reviewer can check that a new patch version closes the race):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
+import signal
 import sys
 
 from . import __version__
-from .engines.explicit import Limits
+from .engines.explicit import OUT_OF_MEMORY, Limits
 from .engines.fastloop import level_loop_source
 from .errors import SpecError
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, write_outputs
@@ -235,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             results = replay_trace(spec, args.replay, args.replay_pick, opts)
             print("\n\n".join(format_replay(r, spec.file) for r in results))
             return replay_exit_code(results)
-        result = check_spec(spec, opts)
+        with _sigterm_as_ctrl_c():
+            result = check_spec(spec, opts)
     except SpecError as e:
         if e.span.line and (source is None or e.span.file != args.file):
             source = _read_quietly(e.span.file)  # the error is in another file than the spec
@@ -270,7 +274,29 @@ def main(argv: list[str] | None = None) -> int:
     if any(v.stats.limit == "interrupted" for v in result.variants):
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
+    for v in result.variants:
+        if v.stats.limit == OUT_OF_MEMORY:  # a limit: exit 3 unless something unexpected was found
+            sys.stderr.write(f"check: out of memory after {v.stats.states:,} states (variant {v.variant}): "
+                             "the results above cover what was explored so far\n")
     return exit_code(result)
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """`kill PID` (SIGTERM) ends a check as Ctrl-C does: the partial result is printed and
+    written, exit 3 (the default action would lose it, and once left workers behind)."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _write_promela(spec, opts, out: str) -> int:

@@ -13,16 +13,20 @@ from . import ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
 from .engines import liveness, reduce
-from .engines.explicit import Exploration, Limits, explore, state_space
+from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .errors import SpecError
 from .parse import parse
 from .progress import Progress
 from .resolve import BASE, resolve, variant_names
-from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, VariantResult, Verdict
+from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
 
 
 ENGINES = ("explicit", "bmc", "induction")
+#: Stats.limit of a search that ends the whole run: the variants after it are not checked
+CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
+#: Stats.limit of a variant the run never reached
+NOT_CHECKED = "not checked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +161,7 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     exploration.graph = None  # the graph is large; nothing after this needs it
     notes = list(red.notes)
     if red.por is not None and (exploration.counterexamples or exploration.model_error is not None) \
-            and stats.limit != "interrupted":
+            and stats.limit not in CUT_SHORT:
         exploration, note, seconds = _rebuild_counterexamples(cm, exploration, red, opts)
         notes.append(note)
         stats = replace(stats, seconds=stats.seconds + seconds)
@@ -195,6 +199,21 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                          exploration.model_error, model.store_buffer, space)
 
 
+def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:
+    """A variant that a run cut short left undecided (`limit`: why): each property is
+    listed as not verified, with `note`."""
+    try:
+        model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
+    except SpecError:  # an error in a variant the run did not reach is not this run's to report
+        return VariantResult(variant, (), (), Stats(complete=False, limit=limit, engine=opts.engine))
+    outcomes = tuple(PropertyOutcome(p.name, p.kind.value, Verdict.INCOMPLETE,
+                                     p.name in model.expected_violations and opts.use_expectations, None, p.span, note)
+                     for p in model.properties
+                     if p.kind is not m.PropertyKind.DEADLOCK or opts.limits.check_deadlock)
+    return VariantResult(variant, tuple(model.constants.items()), outcomes,
+                         Stats(complete=False, limit=limit, engine=opts.engine), model.memory, fairness_of(model))
+
+
 def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
     return PropertyOutcome(prop.name, prop.kind.value, finding.verdict, expected, finding.counterexample,
                            prop.span, finding.note, finding.bound)
@@ -218,6 +237,9 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         elif prop.kind is m.PropertyKind.LIVENESS:
             outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
                                             prop.span, f"liveness properties are not checked by the {opts.engine} engine"))
+        elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
+            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                            prop.span, sym.stats.limit or "not checked"))
         else:
             outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
     constants = tuple((k, v) for k, v in model.constants.items())
@@ -267,9 +289,9 @@ def _rebuild_counterexamples(cm: CompiledModel, reduced: Exploration, red: reduc
         limits = replace(opts.limits, max_depth=None, max_states=None,
                          until_found=wanted if reduced.model_error is None else frozenset())
         again = explore(cm, limits, reduction=unreduced)
-        if again.stats.limit == "interrupted":
-            return out, "counterexamples not found again without partial-order reduction: interrupted; they " \
-                "are the reduced search's (runs of the model, maybe not the shortest)", time.monotonic() - start
+        if again.stats.limit in CUT_SHORT:
+            return out, f"counterexamples not found again without partial-order reduction: {again.stats.limit}; " \
+                "they are the reduced search's (runs of the model, maybe not the shortest)", time.monotonic() - start
         if (again.model_error is not None) != (reduced.model_error is not None):
             raise AssertionError("partial-order reduction " + ("missed" if again.model_error else "invented")
                                  + " a model error")
@@ -293,9 +315,19 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
 
     results = []
     lemma_cache: dict = {}
-    for v in selected_variants(spec, opts.variants):
-        results.append(check_variant(spec, v, opts, lemma_cache))
-        if results[-1].stats.limit == "interrupted":
+    variants = selected_variants(spec, opts.variants)
+    for k, v in enumerate(variants):
+        try:
+            results.append(check_variant(spec, v, opts, lemma_cache))
+        except KeyboardInterrupt:  # outside a search (compiling, a lemma, the liveness graph)
+            results.append(unfinished(spec, v, opts, "interrupted", "interrupted"))
+        except MemoryError:
+            results.append(unfinished(spec, v, opts, OUT_OF_MEMORY, OUT_OF_MEMORY))
+        limit = results[-1].stats.limit
+        if limit in CUT_SHORT:  # the rest is listed, so that no summary of the run reads as all clear
+            results += [unfinished(spec, w, opts, NOT_CHECKED,
+                                   f"{NOT_CHECKED}: the run was cut short ({limit}) before this variant")
+                        for w in variants[k + 1:]]
             break
     return RunResult(spec.name, spec.file, header_comment(spec.source), tuple(results), opts.command,
                      opts.use_expectations)

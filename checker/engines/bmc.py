@@ -14,6 +14,7 @@ initial state, and then what was not found at depths 0..K does not exist.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -101,12 +102,32 @@ def counterexample(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling,
     return Counterexample(prop.name, kind or prop.kind, message, trace, engine)
 
 
-def bmc(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
-        check_deadlock: bool = True) -> SymbolicResult:
+def interruptible(engine):
+    """A Z3 engine that Ctrl-C (a KeyboardInterrupt from a query, engines/solver.py) stops
+    with what it decided so far; the properties it did not decide have no finding, and
+    the stats say "interrupted". The engine takes the result to fill as its last argument."""
+
+    @functools.wraps(engine)
+    def run(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
+            check_deadlock: bool = True) -> SymbolicResult:
+        start = time.monotonic()
+        result = SymbolicResult(Stats(engine=engine.__name__))
+        try:
+            return engine(cm, depth, timeout, check_deadlock, result)
+        except KeyboardInterrupt:
+            result.stats = Stats(seconds=time.monotonic() - start, complete=False, limit="interrupted",
+                                 engine=engine.__name__)
+            return result
+
+    return run
+
+
+@interruptible
+def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
+        result: SymbolicResult) -> SymbolicResult:
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     unroll = Unrolling(enc, timeout)
-    result = SymbolicResult(Stats(engine="bmc"))
     open_props = list(enc.properties)
     stop: str | None = None
     reached = -1

@@ -25,20 +25,19 @@ import z3
 
 from ..compile import CompiledModel
 from ..trace import Stats, Verdict
-from .bmc import Finding, SymbolicResult, Unrolling, counterexample
+from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, _not
-from .solver import DEFAULT_TIMEOUT
 
 CTI_KIND = "counterexample to induction"
 
 
-def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
-              check_deadlock: bool = True) -> SymbolicResult:
+@interruptible
+def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
+              result: SymbolicResult) -> SymbolicResult:
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     base = Unrolling(enc, timeout)
     step = Unrolling(enc, timeout, from_initial=False)
-    result = SymbolicResult(Stats(engine="induction"))
     open_props = list(enc.properties)
     proved: list = []
     ctis: dict[str, tuple] = {}

@@ -32,10 +32,26 @@ def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None =
     cannot change it)."""
     _configure()
     s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
+    s.__class__ = _Solver
     s.set("random_seed", SEED)
     if timeout is not None:
         s.set("timeout", max(1, int(timeout * 1000)))
     return s
+
+
+#: Z3's reason_unknown() after Ctrl-C: it catches SIGINT while it solves and answers unknown
+INTERRUPTED = "interrupted from keyboard"
+
+
+class _Solver(z3.Solver):
+    """A Z3 solver whose query, cut short by Ctrl-C, raises KeyboardInterrupt as a Python
+    loop would: one Ctrl-C ends the run, not just the query under way."""
+
+    def check(self, *assumptions):
+        r = super().check(*assumptions)
+        if r == z3.unknown and self.reason_unknown() == INTERRUPTED:
+            raise KeyboardInterrupt
+        return r
 
 
 def why_unknown(s: z3.Solver) -> str:

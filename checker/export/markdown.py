@@ -31,6 +31,8 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def _outcome_cell(o, use_expectations: bool) -> str:
     expected = "violated" if o.expected_violation else "holds"
+    if o.verdict is Verdict.INCOMPLETE and o.note.startswith("not checked: "):  # run.NOT_CHECKED
+        return f"**not checked** ({o.note[len('not checked: '):]})"
     if o.verdict is Verdict.INCOMPLETE:
         return f"incomplete ({o.note})" if o.note else "incomplete"
     if o.as_expected:
@@ -167,11 +169,17 @@ def review_report(result: RunResult, timing: bool = False) -> str:
     lines += _stats(result, timing)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
-        lines += ["", f"`{v.variant}`: the search was cut short ({v.stats.limit}); properties without a "
-                  "counterexample are **not verified**."]
+        if v.stats.limit == "not checked":  # run.NOT_CHECKED
+            lines += ["", f"`{v.variant}`: **not checked**: the run was cut short before this variant."]
+        else:
+            lines += ["", f"`{v.variant}`: the search was cut short ({v.stats.limit}); properties without a "
+                      "counterexample are **not verified**."]
     cxs = counterexamples(result)
     lines += ["", "## Counterexamples", ""]
-    if not cxs:
+    if not cxs and incomplete:  # never "no property is violated" for a run that did not see everything
+        lines += ["None found, but the run is incomplete (see above): properties without a counterexample "
+                  "are **not verified**.", ""]
+    elif not cxs:
         lines += ["None: no property is violated in any variant.", ""]
     for v, cx in cxs:
         lines += _counterexample(result, v, cx)

@@ -20,6 +20,8 @@ ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction 
 
 
 def verdict_word(o) -> str:
+    if o.verdict is Verdict.INCOMPLETE and o.note.startswith("not checked"):  # run.NOT_CHECKED
+        return "not checked"
     if o.verdict is Verdict.INCOMPLETE and o.bound is not None:
         if o.counterexample is not None and o.counterexample.kind == CTI:
             return f"not proved (k <= {o.bound})"
@@ -191,7 +193,9 @@ def footer(result: RunResult) -> str:
     lines += reduction_notes(result) + final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
-        if v.stats.engine == "explicit":
+        if v.stats.limit == "not checked":  # run.NOT_CHECKED
+            lines.append(f"{v.variant}: not checked: the run was cut short before this variant")
+        elif v.stats.engine == "explicit":
             lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
                          "properties without a counterexample are not verified")
         else:
