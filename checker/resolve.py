@@ -736,6 +736,10 @@ class _Resolver:
         return m.SInlined(c.span, c.name, body)
 
     def _argument(self, a: ast.Expr, ctx: _Ctx) -> m.TExpr:
+        if isinstance(a, ast.Name) and (a.name in ctx.bound or a.name in ctx.params):
+            # the caller's own parameter (an array passed on) or bound name comes first,
+            # as in `_name`: a global of the same name must not capture it
+            return self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False, "what": "an argument"}))
         if isinstance(a, ast.Name) and a.name in self.globals and isinstance(
                 self.globals[a.name].type, (m.ArrayT, m.WaitQueueT)):
             sym = self.globals[a.name]

@@ -108,6 +108,22 @@ def test_inline_parameter_captured_by_a_callers_inline_parameter():
     assert _verdicts(text)["six"] is Verdict.HOLDS
 
 
+def test_array_argument_captured_by_a_global_of_the_same_name():
+    """An array parameter passed on to another fn or inline: `outer(a)` called with b
+    hands b on, even though a global array is named a too."""
+    fn = """model m; var a[2]: 0..3 = {1, 1}; var b[2]: 0..3 = {2, 2};
+    fn first(q) = q[0]; fn outer(a) = first(a);
+    process p { skip; } invariant reads_b: outer(b) == 2;"""
+    assert Reference(parse(fn)).invariant("reads_b") is True
+    assert _verdicts(fn)["reads_b"] is Verdict.HOLDS
+    inline = """model m; var a[2]: bool = {false, false}; var b[2]: bool = {false, false};
+    inline put(q) { q[0] = true; }
+    inline outer(a) { put(a); }
+    process p { outer(b); }
+    invariant wrote_b: p@end -> b[0] && !a[0];"""
+    assert _verdicts(inline)["wrote_b"] is Verdict.HOLDS
+
+
 # Generated specs: constants, variables, fns whose parameters and quantifiers reuse the
 # names i, j, k (so every kind of shadowing and name clash occurs, fn parameters named
 # like the caller's quantifier variable above all), and an invariant over them, checked
