@@ -19,7 +19,9 @@ from checker.engines import bmc as bmc_module
 from checker.engines import induction as induction_module
 from checker.engines.bmc import Unrolling, bmc
 from checker.engines.explicit import explore
+from checker.engines.lemmas import check_lemma
 from checker.parse import parse
+from checker.resolve import resolve
 from checker.run import Options, check_spec
 from checker.trace import Verdict
 
@@ -134,8 +136,8 @@ GLOBALS = ("C0", "C1", "v0", "v1")
 
 
 @st.composite
-def _int(draw, scope, fns, depth):
-    atoms = [st.integers(-4, 6).map(str), st.sampled_from(GLOBALS)]
+def _int(draw, scope, fns, depth, names=GLOBALS):
+    atoms = [st.integers(-4, 6).map(str), st.sampled_from(names)]
     if scope:
         atoms.append(st.sampled_from(sorted(scope)))
     if depth <= 0:
@@ -145,45 +147,45 @@ def _int(draw, scope, fns, depth):
         return draw(st.one_of(*atoms))
     if choice <= 3:
         op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
-        a = draw(_int(scope, fns, depth - 1))
+        a = draw(_int(scope, fns, depth - 1, names))
         if op in "/%":
             return f"({a} {op} {draw(st.sampled_from(['2', '3', '-2']))})"
-        return f"({a} {op} {draw(_int(scope, fns, depth - 1))})"
+        return f"({a} {op} {draw(_int(scope, fns, depth - 1, names))})"
     if choice == 4:
-        return f"({draw(_bool(scope, fns, depth - 1))} ? {draw(_int(scope, fns, depth - 1))} " \
-               f": {draw(_int(scope, fns, depth - 1))})"
+        return f"({draw(_bool(scope, fns, depth - 1, names))} ? {draw(_int(scope, fns, depth - 1, names))} " \
+               f": {draw(_int(scope, fns, depth - 1, names))})"
     if choice == 5:
         f = draw(st.sampled_from(["min", "max"]))
-        return f"{f}({draw(_int(scope, fns, depth - 1))}, {draw(_int(scope, fns, depth - 1))})"
+        return f"{f}({draw(_int(scope, fns, depth - 1, names))}, {draw(_int(scope, fns, depth - 1, names))})"
     callable_ = [f for f in fns if f[2] == "int"]
     if not callable_:
-        return f"(-{draw(_int(scope, fns, depth - 1))})"
+        return f"(-{draw(_int(scope, fns, depth - 1, names))})"
     name, arity, _ = draw(st.sampled_from(callable_))
-    return f"{name}({', '.join(draw(_int(scope, fns, depth - 1)) for _ in range(arity))})"
+    return f"{name}({', '.join(draw(_int(scope, fns, depth - 1, names)) for _ in range(arity))})"
 
 
 @st.composite
-def _bool(draw, scope, fns, depth):
+def _bool(draw, scope, fns, depth, names=GLOBALS):
     choice = draw(st.integers(0, 6 if depth > 0 else 0))
     if choice == 0:
         op = draw(st.sampled_from(["<", "<=", "==", "!=", ">"]))
-        return f"({draw(_int(scope, fns, depth - 1))} {op} {draw(_int(scope, fns, depth - 1))})"
+        return f"({draw(_int(scope, fns, depth - 1, names))} {op} {draw(_int(scope, fns, depth - 1, names))})"
     if choice == 1:
         op = draw(st.sampled_from(["&&", "||", "->", "=="]))
-        return f"({draw(_bool(scope, fns, depth - 1))} {op} {draw(_bool(scope, fns, depth - 1))})"
+        return f"({draw(_bool(scope, fns, depth - 1, names))} {op} {draw(_bool(scope, fns, depth - 1, names))})"
     if choice == 2:
-        return f"(!{draw(_bool(scope, fns, depth - 1))})"
+        return f"(!{draw(_bool(scope, fns, depth - 1, names))})"
     if choice <= 4:  # quantifiers, often over a name already bound or a parameter
         var = draw(st.sampled_from(BOUND))
         kind = draw(st.sampled_from(["forall", "exists"]))
         lo = draw(st.integers(-1, 1))
         hi = lo + draw(st.integers(0, 2))
-        return f"({kind} {var} in {lo}..{hi}: ({draw(_bool(scope | {var}, fns, depth - 1))}))"
+        return f"({kind} {var} in {lo}..{hi}: ({draw(_bool(scope | {var}, fns, depth - 1, names))}))"
     callable_ = [f for f in fns if f[2] == "bool"]
     if not callable_:
-        return f"({draw(_int(scope, fns, depth - 1))} >= 0)"
+        return f"({draw(_int(scope, fns, depth - 1, names))} >= 0)"
     name, arity, _ = draw(st.sampled_from(callable_))
-    return f"{name}({', '.join(draw(_int(scope, fns, depth - 1)) for _ in range(arity))})"
+    return f"{name}({', '.join(draw(_int(scope, fns, depth - 1, names)) for _ in range(arity))})"
 
 
 @st.composite
@@ -243,6 +245,46 @@ def test_reference_evaluator_agrees_with_the_compiled_code(text):
     ex = explore(compiled(checked))
     assert ex.model_error is None, (checked, ex.model_error.message)
     assert "inv" not in ex.counterexamples, f"the reference's values {values} differ from the checker's for:\n{checked}"
+
+
+@st.composite
+def _lemma_specs(draw):
+    """Constants and fns that read no state, and one lemma parameter named like a fn
+    parameter, an expression over it (checked against the reference's table below)."""
+    fns: list[tuple[str, int, str]] = []
+    lines = ["model gen;", "const C0 = 2;", "const C1 = -3;"]
+    for n in range(draw(st.integers(1, 3))):
+        params = draw(st.lists(st.sampled_from(BOUND), min_size=1, max_size=3, unique=True))
+        result = draw(st.sampled_from(["int", "bool"]))
+        gen = _int if result == "int" else _bool
+        lines.append(f"fn f{n}({', '.join(params)}) = {draw(gen(set(params), fns, 2, GLOBALS[:2]))};")
+        fns.append((f"f{n}", len(params), result))
+    var = draw(st.sampled_from(BOUND))
+    name, arity, _ = draw(st.sampled_from(fns))
+    arg = st.one_of(_int({var}, fns, 1, GLOBALS[:2]), st.integers(1, 3).map(lambda c: f"({var} + {c})"))
+    return "\n".join(lines) + "\n", var, f"{name}({', '.join(draw(arg) for _ in range(arity))})"
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_lemma_specs())
+def test_reference_evaluator_agrees_with_the_lemma_engine(case):
+    """Lemma parameters are bound names too: Z3 proves `E == table` for every value of
+    the parameter exactly when the table holds the reference's values of E."""
+    head, var, body = case
+    # the expression's syntax tree, parsed as the body of an invariant
+    ref = Reference(parse(head + f"invariant inv: forall {var} in 0..3: ({body} == {body});\n"))
+    q = ref.invariants["inv"]
+    expr = q.body.left
+    values = [ref.eval(subst(expr, {var: ast.Number(q.span, k)})) for k in range(4)]
+    table = _literal(values[3])
+    for k in (2, 1, 0):
+        table = f"({var} == {k} ? {_literal(values[k])} : {table})"
+    text = head + f"lemma agree: forall ({var}: 0..3) ({body}) == {table};\n"
+    model = resolve(parse(text, "m.spec"))
+    finding = check_lemma(model, model.lemmas[0])
+    assert finding.verdict is Verdict.PROVED, f"the reference's values {values}, Z3: {finding.verdict.value}, for:\n{text}"
 
 
 # ---- 2. a base case the solver could not decide is no proof ------------------------
