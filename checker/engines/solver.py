@@ -5,6 +5,10 @@ input gives the same answer and the same counterexample on every run: Z3 is
 deterministic for a fixed seed and a fixed order of assertions, and the engines add
 assertions in a fixed order. The timeout is wall-clock time per query (`--timeout`);
 a query that runs out of it answers `unknown`, which no engine reports as a proof.
+A timeout can also cut Z3 off after it answered `sat`, while it builds the model:
+that model need not satisfy the query, so `checked` turns it into `unknown` too, and
+only a complete answer can become a counterexample (or, when replay contradicts it, a
+checker bug).
 """
 
 from __future__ import annotations
@@ -59,3 +63,21 @@ def why_unknown(s: z3.Solver) -> str:
     if reason in ("timeout", "canceled"):
         return "the solver timed out (raise --timeout)"
     return f"the solver gave up ({reason})"
+
+
+INTERRUPTED = "the solver was interrupted while building its model (raise --timeout)"
+
+
+def checked(s: z3.Solver):
+    """`s.check()`, with a `sat` whose model falsifies an assertion (the solver was
+    interrupted before the model was complete) answered as `unknown`. Returns the
+    answer, the model (for sat) and why the answer is unknown (or "")."""
+    r = s.check()
+    if r == z3.unknown:
+        return r, None, why_unknown(s)
+    if r != z3.sat:
+        return r, None, ""
+    model = s.model()
+    if all(z3.is_true(model.eval(a, model_completion=True)) for a in s.assertions()):
+        return r, model, ""
+    return z3.unknown, None, INTERRUPTED
