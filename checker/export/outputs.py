@@ -28,6 +28,18 @@ class OutputRequest:
         return any((self.json, self.itf, self.mermaid, self.dot, self.report, self.sarif, self.junit))
 
 
+def path_problems(req: OutputRequest) -> list[str]:
+    """What is wrong with the files and folders `req` names (checked before the search)."""
+    from .files import check_output_paths
+
+    files = [(flag, path) for flag, path in (("--json", req.json), ("--report", req.report),
+                                              ("--sarif", req.sarif), ("--junit", req.junit))
+             if path and path != "-"]
+    folders = [(flag, path) for flag, path in (("--itf", req.itf), ("--mermaid", req.mermaid), ("--dot", req.dot))
+               if path]
+    return check_output_paths(files, folders)
+
+
 def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], list[str]]:
     """Writes every requested file; returns (paths written, warnings). OSError propagates."""
     written: list[str] = []
