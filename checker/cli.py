@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     req = _outputs(args, parser)
-    problems = path_problems(req) + _promela_problems(args.promela)
+    problems = path_problems(req, (args.file,)) + _promela_problems(args.promela, args.file)
     if problems:
         for problem in problems:
             sys.stderr.write(f"check: error: {printable(problem)}\n")
@@ -331,7 +331,7 @@ def _write_promela(spec, opts, out: str) -> int:
     return EXIT_OK
 
 
-def _promela_problems(out: str | None) -> list[str]:
+def _promela_problems(out: str | None, spec: str) -> list[str]:
     """`--promela OUT`: an existing folder, or a file for one variant (which variants there
     are is checked once the spec is read)."""
     if out is None:
@@ -340,7 +340,7 @@ def _promela_problems(out: str | None) -> list[str]:
 
     if os.path.isdir(out):
         return check_output_paths([], [("--promela", out)])
-    return check_output_paths([("--promela", out)], [])
+    return check_output_paths([("--promela", out)], [], (spec,))
 
 
 def _print(text: str, stream=None) -> bool:

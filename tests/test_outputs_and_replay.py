@@ -357,6 +357,8 @@ def test_two_formats_to_one_path_lose_the_json(tmp_path):
     (("--junit", "afile/r.xml"), "afile is a file, so no folder can be made in it"),
     (("--mermaid", "afile/sub/dir"), "afile is a file, so no folder can be made in it"),
     (("--json", "j", "--dot", "j"), "--json writes the file j and --dot a folder of that name"),
+    (("--report", "models/counter.spec"), "--report models/counter.spec would overwrite an input of this run"),
+    (("--promela", "models/counter.spec", "--variant", "base"), "would overwrite an input"),
 ])
 def test_output_paths_that_cannot_be_written_fail_after_the_search(tmp_path, flags, problem):
     """A folder given as a file, a file as a folder, a folder under a file: refused before

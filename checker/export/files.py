@@ -89,16 +89,21 @@ def _umask() -> int:
     return mask
 
 
-def check_output_paths(files: list[tuple[str, str]], folders: list[tuple[str, str]]) -> list[str]:
+def check_output_paths(files: list[tuple[str, str]], folders: list[tuple[str, str]],
+                       inputs: tuple[str, ...] = ()) -> list[str]:
     """What is wrong with the places a run will write, before it starts: (flag, path) for
     each output file and each output folder. Two outputs to one file would lose one; a
     file that is a folder, a folder that is a file, or a folder that cannot be created
     or written in would fail only after the search. Folders may be shared (each format
-    names its files with its own extension)."""
+    names its files with its own extension). No output may overwrite one of `inputs`."""
     problems = []
     seen: dict[str, str] = {}
+    read = {os.path.realpath(p) for p in inputs}
     for flag, path in files:
         key = os.path.realpath(path)
+        if key in read:
+            problems.append(f"{flag} {path} would overwrite an input of this run")
+            continue
         if key in seen:
             problems.append(f"{seen[key]} and {flag} both write {path}: give each its own file")
             continue
