@@ -27,6 +27,8 @@ ENGINES = ("explicit", "bmc", "induction")
 CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
 #: Stats.limit of a variant the run never reached
 NOT_CHECKED = "not checked"
+MAX_SPEC_CHARS = 16 << 20  # a spec (the largest flat models are a few MB); /dev/zero is not one
+MAX_TRACE_CHARS = 64 << 20  # a --replay file
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,7 @@ class Options:
 def load(path: str) -> Spec:
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            text = read_capped(f, path, MAX_SPEC_CHARS, "a spec")
     except FileNotFoundError:
         raise SpecError(_nowhere(path), f"no such file: {path}") from None
     except IsADirectoryError:
@@ -63,6 +65,17 @@ def load(path: str) -> Spec:
     except OSError as e:
         raise SpecError(_nowhere(path), f"cannot read {path}: {e.strerror}") from None
     return parse(text, path)
+
+
+def read_capped(f, path: str, cap: int, what: str):
+    """All of `f`, unless it holds more than `cap` characters (a device like /dev/zero, a
+    pipe that never ends, a file that is no input of ours): then a SpecError, before
+    memory runs out."""
+    text = f.read(cap + 1)
+    if len(text) > cap:
+        raise SpecError(_nowhere(path), f"{path} holds more than {cap >> 20} MiB, too much for {what}",
+                        "is it the right file? (a device or an endless pipe is never done)")
+    return text
 
 
 def _nowhere(path: str):
@@ -342,19 +355,26 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
     `PROPERTY`."""
     import json
 
+    from .engines.replay import malformed
     from .export.itf import TraceFormatError, read_itf
     from .export.json import read_json
 
     where = _nowhere(path)
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc = json.loads(read_capped(f, path, MAX_TRACE_CHARS, "a trace"))
     except FileNotFoundError:
         raise SpecError(where, f"no such trace file: {path}") from None
+    except IsADirectoryError:
+        raise SpecError(where, f"{path} is a folder, not a trace file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(where, f"cannot read {path}: {e}") from None
     except json.JSONDecodeError as e:
         raise SpecError(where, f"{path} is not JSON: {e}") from None
+    except ValueError as e:  # a number of more digits than Python converts
+        raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
+    except RecursionError:
+        raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
     try:
         if isinstance(doc, dict) and doc.get("schema") == "timerace-result":
             found = read_json(doc)
@@ -362,8 +382,14 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
             found = [read_itf(doc)]
         else:
             raise SpecError(where, f"{path} is neither a `check --json` result nor an ITF trace")
-    except (TraceFormatError, KeyError, TypeError, ValueError, AttributeError) as e:
-        raise SpecError(where, f"{path} is not a trace this checker can read: {e}") from None
+        for _, cx in found:
+            malformed(cx)
+    except KeyError as e:
+        raise SpecError(where, f"{path} is not a trace this checker can read: it has no {e} field") from None
+    except (TraceFormatError, TypeError, ValueError, AttributeError) as e:
+        raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
+    except RecursionError:
+        raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
     names = [f"{v}/{cx.property}" for v, cx in found]
     if pick:
         found = [(v, cx) for v, cx in found if pick in (f"{v}/{cx.property}", cx.property)]
@@ -373,6 +399,13 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
                         ("choose one with --replay-pick VARIANT/PROPERTY: " + ", ".join(names)) if names
                         else "only a trace of a violation can be replayed")
     return found[0]
+
+
+def _number_problem(e: Exception) -> str:
+    """Python's refusal of a 5,000-digit number, said without its advice to programmers."""
+    if "integer string conversion" in str(e):
+        return "a number in it has thousands of digits, more than any value of a model"
+    return str(e)
 
 
 def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:
