@@ -44,7 +44,7 @@ def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None =
 
 
 #: Z3's reason_unknown() after Ctrl-C: it catches SIGINT while it solves and answers unknown
-INTERRUPTED = "interrupted from keyboard"
+CTRL_C_REASON = "interrupted from keyboard"
 
 
 class _Solver(z3.Solver):
@@ -53,7 +53,7 @@ class _Solver(z3.Solver):
 
     def check(self, *assumptions):
         r = super().check(*assumptions)
-        if r == z3.unknown and self.reason_unknown() == INTERRUPTED:
+        if r == z3.unknown and self.reason_unknown() == CTRL_C_REASON:
             raise KeyboardInterrupt
         return r
 
@@ -65,7 +65,8 @@ def why_unknown(s: z3.Solver) -> str:
     return f"the solver gave up ({reason})"
 
 
-INTERRUPTED = "the solver was interrupted while building its model (raise --timeout)"
+#: why a `sat` whose model falsifies the query is answered as unknown
+CUT_OFF_MODEL = "the solver was interrupted while building its model (raise --timeout)"
 
 
 def checked(s: z3.Solver):
@@ -80,4 +81,4 @@ def checked(s: z3.Solver):
     model = s.model()
     if all(z3.is_true(model.eval(a, model_completion=True)) for a in s.assertions()):
         return r, model, ""
-    return z3.unknown, None, INTERRUPTED
+    return z3.unknown, None, CUT_OFF_MODEL
