@@ -41,7 +41,8 @@ from typing import Callable
 from . import model as m
 from .fold import fits_bv, simplify, store_needs
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                 OWhile, Op, Program, ProcessIR, Step, StepKind, StoreBuffer)
+                 OWhile, Op, Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
+from .safe_text import python_comment as _comment
 
 
 class ModelError(Exception):
@@ -68,7 +69,7 @@ class CompiledStep:
     packed: Callable | None = field(default=None, compare=False)  # packed state -> packed successor or None
     # the bits of the packed state the step may change (-1: an address computed at run
     # time, any bit): a parallel worker need not compute the owner of a successor by a
-    # step that leaves the owner's bits alone (engines/fastloop.py)
+    # step that leaves the owner's bits alone (engines/explicit/fastloop.py)
     writes: int = field(default=-1, compare=False)
 
 
@@ -189,8 +190,6 @@ def _type_bounds(t: m.Type, layout) -> tuple[int, int]:
 
 
 def _slot_bounds(layout, k: int) -> tuple[int, int]:
-    from .ir import SlotKind
-
     sl = layout.slots[k]
     if sl.kind is SlotKind.BUFFER:
         b = next(b for b in layout.buffers if b.name == sl.var)
@@ -271,11 +270,6 @@ _RUNTIME = {
 
 def compile_program(program: Program) -> CompiledModel:
     return _Compiler(program).run()
-
-
-def _comment(text: str) -> str:
-    """Source text made safe for a one-line Python comment."""
-    return "".join(ch for ch in " ".join(text.split()) if ch.isprintable() and ch.isascii())
 
 
 def _ident(text: str) -> str:
