@@ -8,6 +8,7 @@ hint, and exits 2. Nothing else in the checker formats input errors.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 
@@ -30,6 +31,27 @@ class Span:
 
 
 NOWHERE = Span("<command line>", 0, 0, 0, 0)
+
+# comments inside a multi-line statement are not code
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def source_text(source: str, span: Span, limit: int = 200) -> str:
+    """The statement as written, on one line, printable characters only."""
+    lines = source.splitlines()
+    if span.line < 1 or span.line > len(lines):
+        return ""
+    if span.end_line == span.line:
+        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
+    else:
+        part = [lines[span.line - 1][span.col - 1:]]
+        part += lines[span.line:span.end_line - 1]
+        part.append(lines[span.end_line - 1][:span.end_col - 1] if span.end_line <= len(lines) else "")
+        text = "\n".join(part)
+    text = _COMMENT.sub(" ", text)
+    text = " ".join(text.split())
+    text = "".join(ch for ch in text if ch.isprintable())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class SpecError(Exception):

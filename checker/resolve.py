@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
-from .errors import NOWHERE, Span, SpecError, did_you_mean
+from .errors import NOWHERE, Span, SpecError, did_you_mean, source_text
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -1251,8 +1251,6 @@ def _subexprs(x: m.TExpr):
 
 
 def source_of(source: str, span: Span) -> str:
-    from .ir import source_text
-
     return source_text(source, span, 60)
 
 
