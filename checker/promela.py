@@ -91,10 +91,12 @@ MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed
 # every name changed (spin's trails show the twin's names). The sets below are the Promela
 # keywords, the C keywords, the lower- and mixed-case object-like macros pan.c sees (`gcc
 # -E -dM pan.c` under the flags pan's documentation lists, with SPIN 6.5 and glibc), and
-# what the twin itself writes into c_code. The
-# upper-case macros are too many (hundreds, varying with the C library, SPIN's version and
-# `-D` flags such as `-DBFS`): a global or process whose name has no lower-case letter
-# gets the prefix instead. A name starting with `tr_` or `model_error_` is the twin's own.
+# what cpp and the twin's own C text need. The upper-case macros are too many (hundreds,
+# varying with the C library, SPIN's version and `-D` flags such as `-DBFS`): a global or
+# process whose name has no lower-case letter gets the prefix instead. A name starting
+# with `tr_` or `model_error_` is the twin's own. Only names that are C identifiers in
+# pan (globals, processes) avoid C's; an enum member or an ltl claim is gone (or a string)
+# by the time gcc runs.
 _PROMELA = frozenset("""
 active assert atomic bit bool break byte c_code c_decl c_expr c_state c_track chan d_step
 d_proctype do else empty enabled eval false fi full goto hidden if init inline int len local
@@ -109,16 +111,18 @@ union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Gen
 _Imaginary _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false
 nullptr static_assert thread_local true typeof typeof_unqual asm""".split())
 # object-like macros in lower or mixed case (also pan's own that it #undefs later, such as
-# `rand`), cpp's `defined`, and the names in the twin's own C text (an enum member's
-# #define would replace them there)
+# `rand`); a name matching the pattern gets the `v_` prefix (a trailing `_` still matches)
 _C_MACROS = frozenset("""
-errno rand linux unix uchar uint ulong ushort stdin stdout stderr wasnew sa_handler sa_sigaction
+errno rand uchar uint ulong ushort stdin stdout stderr wasnew sa_handler sa_sigaction
 sigev_notify_attributes sigev_notify_function st_atime st_ctime st_mtime
 Air0 Air1 Air2 Air3 G_int G_long IfNotBlocked L_ctermid L_tmpnam P_tmpdir PanSource Pclaim
-SpinVersion StackSize UnBlock
-now uerror uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t int64_t include stdint h
-defined""".split())
+SpinVersion StackSize UnBlock""".split())
 _C_MACRO_PATTERN = re.compile(r"(max|min)seq\d+|si_\w+")
+# what spin's cpp replaces (its predefined macros, `defined`) and the names in the twin's
+# own C text, which an enum member's #define would replace there
+_CPP = frozenset("""
+linux unix defined now uerror uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t
+int64_t include stdint h""".split())
 # identifiers of pan's C code starting with P, which a process's macro `P<name>` redefines
 _PAN_P = frozenset("P_PROC P_RAND P_o P_o_tmp P_s P_s_tmp P__Q PanSource Pclaim Pptr Printf".split())
 _OURS = ("tr_", "model_error_")  # prefixes of the names the twin makes up
@@ -127,9 +131,9 @@ _OURS = ("tr_", "model_error_")  # prefixes of the names the twin makes up
 def _unsafe(name: str, c: bool, process: bool = False) -> bool:
     """Whether `name` clashes with Promela, with cpp, or (c: the name reaches pan's C code
     as a field or macro) with C and pan."""
-    if name in _PROMELA or name in _C_MACROS or _C_MACRO_PATTERN.fullmatch(name):
+    if name in _PROMELA or name in _CPP:
         return True
-    return c and (name in _C_KEYWORDS or process and "P" + name in _PAN_P)
+    return c and (name in _C_KEYWORDS or name in _C_MACROS or process and "P" + name in _PAN_P)
 
 
 _IDENT = re.compile(r"[^A-Za-z0-9_]")
@@ -274,12 +278,14 @@ class _Translator:
                derived=lambda name: ()) -> str:
         """A twin name for a model name `base`: unchanged if it is safe (`_unsafe`) and
         free; a `v_` prefix if it does not start with a letter, is the twin's own (`tr_`,
-        `model_error_`) or, reaching C (`c`), has no lower-case letter (C's macro style);
+        `model_error_`) or, reaching C (`c`), has no lower-case letter (C's macro style) or
+        matches `_C_MACRO_PATTERN`;
         else `_` until it is safe and free. An enum member is a `#define` that spin's cpp
         expands before pan's C is written (`c` false: upper case is safe). `derived`: the
         names the twin makes from it, which must be free too."""
         name = _ident(base)
-        if not re.match(r"[A-Za-z]", name) or name.startswith(_OURS) or c and not re.search(r"[a-z]", name):
+        if not re.match(r"[A-Za-z]", name) or name.startswith(_OURS) or \
+                c and (not re.search(r"[a-z]", name) or _C_MACRO_PATTERN.fullmatch(name)):
             name = "v_" + name
         while any(n in self.used for n in (name, *derived(name))) or _unsafe(name, c, process):
             name += "_"
@@ -983,7 +989,8 @@ class _Translator:
             body.append(f"{self.failed_label}: " + "; ".join(f"{var} = {copy}" for var, copy in saved))
             body.append(f"{self.done_label}: skip")
         if self.temps:  # scratch values are in pan's state vector (not `hidden`: see translate)
-            body.append("; ".join(f"tr_t{k} = 0" for k in range(1, self.temps + 1)) + "\t/* scratch values back to 0 */")
+            resets = "; ".join(f"tr_t{k} = 0" for k in range(1, self.temps + 1))
+            body.append(f"{resets}\t/* scratch values back to 0 */")
         self.failed_label = None
         where = f"{st.span.file}:{st.span.line}"
         lines = [f"\t:: d_step {{ /* {_comment(where)}  {_comment(st.text)[:90]} */"]

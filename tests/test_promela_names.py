@@ -4,10 +4,9 @@ A model's names reach three namespaces in its twin: SPIN's (Promela keywords), t
 preprocessor's (spin runs cpp on the twin, which predefines `linux` and `unix`) and the C
 code pan is (every global is a field `now.<name>` next to pan's own macros, a process is a
 macro `P<name>`). A name that clashes there used to give a twin that spin or gcc rejects
-while `check --promela` said exit 0. Each name below is used, over a few models, as a
+while `check --promela` said exit 0. Each name below is used, over five models, as a
 global, a process, an enum member, a local (and label and inline), and an invariant (and
-const);
-every twin must build, and pan must count exactly our states and find exactly our
+const): every twin must build, and pan must count exactly our states and find exactly our
 violations (the comparison test_promela.py makes, with its helpers).
 
 Cost: two `check`s and one spin + gcc -O0 + pan (one per claim) per model.
@@ -27,11 +26,11 @@ from test_promela import RICH, needs_spin, ours_unreduced
 # C keywords; names from the C library that pan's C code sees (macros, typedefs,
 # functions); pan's own identifiers (globals, macros, and names `P<process>` would hit);
 # Promela keywords; names the twin itself declares (pc_host is host's program counter,
-# deadlock and invariant_tiny assertion names, tr_* scratch names).
+# deadlock and invariant_tiny assertion names, tr_monitor its monitor process).
 HOSTILE = """
 auto case char default do double extern float for int long register restrict short
 signed sizeof static struct switch typedef union unsigned void volatile asm typeof
-errno rand exit printf stdin linux unix uchar ushort uint64_t NULL EOF
+errno rand exit printf stdin linux unix uchar ushort uint64_t NULL EOF si_pid
 now depth trpt ptr rintf claim VECTORSZ NFAIR BFS wasnew maxseq0 StackSize
 active proctype init never chan mtype hidden byte bit d_step od fi timeout run len show
 unless STDIN end
