@@ -103,7 +103,7 @@ d_proctype do else empty enabled eval false fi full goto hidden if init inline i
 mtype nempty never nfull np_ od of pc_value printf printm priority proctype provided run
 short show skip timeout true typedef unless unsigned xr xs select for in get_priority
 set_priority ltl always eventually until weak strong release implies equivalent stutter
-notrace trace _ _pid _nr_pr _last _priority end""".split())  # end: the twin's end labels
+notrace trace _ _pid _nr_pr _last _priority pid D_proctype STDIN end""".split())  # end: the twin's end labels
 _C_KEYWORDS = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef
@@ -111,9 +111,10 @@ union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Gen
 _Imaginary _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false
 nullptr static_assert thread_local true typeof typeof_unqual asm""".split())
 # object-like macros in lower or mixed case (also pan's own that it #undefs later, such as
-# `rand`); a name matching the pattern gets the `v_` prefix (a trailing `_` still matches)
+# `rand`), and `sv`, a field of pan's state struct beside the globals; a name matching the
+# pattern gets the `v_` prefix (a trailing `_` still matches it)
 _C_MACROS = frozenset("""
-errno rand uchar uint ulong ushort stdin stdout stderr wasnew sa_handler sa_sigaction
+sv errno rand uchar uint ulong ushort stdin stdout stderr wasnew sa_handler sa_sigaction
 sigev_notify_attributes sigev_notify_function st_atime st_ctime st_mtime
 Air0 Air1 Air2 Air3 G_int G_long IfNotBlocked L_ctermid L_tmpnam P_tmpdir PanSource Pclaim
 SpinVersion StackSize UnBlock""".split())
@@ -359,8 +360,12 @@ class _Translator:
                 for o in walk_ops(st.body):
                     if isinstance(o, OAssert):
                         self.take("assert_" + _ident(o.property))
+        for proc in ("tr_init", "tr_monitor"):
+            self.take(proc)
+            self.take("P" + proc)  # pan's macro for the process
         self.inst_ident = [self.unique(n, process=True, derived=lambda ident: (
-            f"pc_{ident}", f"task_{ident}", f"flush_{ident}", f"sb_{ident}_a", f"sb_{ident}_v"))
+            f"pc_{ident}", f"task_{ident}", f"flush_{ident}", f"sb_{ident}_a", f"sb_{ident}_v",
+            f"P{ident}", f"Pflush_{ident}"))
             for n in self.layout.instance_names]
 
     def declare(self) -> list[str]:
