@@ -288,7 +288,8 @@ class _Translator:
         if not re.match(r"[A-Za-z]", name) or name.startswith(_OURS) or \
                 c and (not re.search(r"[a-z]", name) or _C_MACRO_PATTERN.fullmatch(name)):
             name = "v_" + name
-        while any(n in self.used for n in (name, *derived(name))) or _unsafe(name, c, process):
+        while name in self.used or _unsafe(name, c, process) or \
+                any(n in self.used or _unsafe(n, c) for n in derived(name)):
             name += "_"
         for n in (name, *derived(name)):
             self.take(n)

@@ -26,15 +26,15 @@ from test_promela import RICH, needs_spin, ours_unreduced
 # C keywords; names from the C library that pan's C code sees (macros, typedefs,
 # functions); pan's own identifiers (globals, macros, and names `P<process>` would hit);
 # Promela keywords; names the twin itself declares (pc_host is host's program counter and
-# Phost pan's macro for host, deadlock and invariant_tiny assertion names, tr_monitor its
-# monitor process).
+# Phost pan's macro for host, a process `value` would have pc_value, a Promela keyword;
+# deadlock and invariant_tiny assertion names, tr_monitor its monitor process).
 HOSTILE = """
 auto case char default do double extern float for int long register restrict short
 signed sizeof static struct switch typedef union unsigned void volatile asm typeof
 errno rand exit printf stdin linux unix uchar ushort uint64_t NULL EOF si_pid
 now sv depth trpt ptr rintf claim VECTORSZ NFAIR BFS wasnew maxseq0 StackSize Ptr_monitor
 active proctype init never chan mtype hidden byte bit d_step od fi timeout run len show
-unless STDIN end pid
+unless STDIN end pid value
 pc_host Phost deadlock invariant_tiny tr_monitor
 """.split()
 
