@@ -316,7 +316,7 @@ def _silence_stdout() -> None:
 
 def _read_quietly(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:  # a caret under a bad byte
             return f.read()
     except (OSError, UnicodeDecodeError):
         return None

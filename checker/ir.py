@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import model as m
-from .errors import Span, SpecError
+from .errors import Span, SpecError, source_lines
 
 # ---- state layout --------------------------------------------------------------
 
@@ -741,7 +741,7 @@ def plain_stores(step: Step) -> Iterator[m.VarSym]:
 
 def source_text(source: str, span: Span, limit: int = 200) -> str:
     """The statement as written, on one line, printable characters only."""
-    lines = source.splitlines()
+    lines = source_lines(source)
     if span.line < 1 or span.line > len(lines):
         return ""
     if span.end_line == span.line:

@@ -14,7 +14,7 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast
-from .errors import Span, SpecError
+from .errors import Span, SpecError, source_lines
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
@@ -85,7 +85,8 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
     width = max(1, len(str(tok)))
     span = Span(file, line, col, line, col + width)
     hint = f"expected {_join(words)}" if words else None
-    line_text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+    lines = source_lines(source)
+    line_text = lines[line - 1] if 0 < line <= len(lines) else ""
     first_on_line = line_text[: col - 1].strip() == ""
     if "';'" in words and (first_on_line or len(words) <= 3):
         hint = "missing ';' at the end of the previous line?" if first_on_line else "missing ';'?"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
-from .errors import NOWHERE, Span, SpecError, did_you_mean
+from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -118,7 +118,7 @@ def header_comment(source: str) -> str:
     """The comment block a model starts with (what it models and what its variants show)."""
     lines = []
     in_block = False
-    for raw in source.splitlines():
+    for raw in source_lines(source):
         line = raw.strip()
         if in_block:
             end = line.find("*/")
