@@ -333,6 +333,9 @@ class _Emitter:
             self.emit(f"v = {self.pending()}")
 
 
+_PACK_TERMS = 256  # fields per line of the generated `pack`
+
+
 def _paren(code: str) -> str:
     return code if code.isidentifier() or code.isdigit() else f"({code})"
 
@@ -466,7 +469,13 @@ class _Compiler:
                 continue
             v = f"t[{k}]" if not pk.lo[k] else f"(t[{k}] - {pk.lo[k]})"
             parts.append(f"{v} << {pk.shift[k]}" if pk.shift[k] else v)
-        e.emit("return " + (" | ".join(parts) if parts else "0"))
+        if len(parts) <= _PACK_TERMS:
+            e.emit("return " + (" | ".join(parts) if parts else "0"))
+        else:  # one expression of thousands of `|` nests too deeply for Python's compiler
+            e.emit("s = " + " | ".join(parts[:_PACK_TERMS]))
+            for i in range(_PACK_TERMS, len(parts), _PACK_TERMS):
+                e.emit("s |= " + " | ".join(parts[i:i + _PACK_TERMS]))
+            e.emit("return s")
         return "\n".join(e.lines) + "\n"
 
     # -- reading and writing fields

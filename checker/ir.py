@@ -593,6 +593,7 @@ class _ProcessBuilder:
                 steps_at.append(())
         names: list[str] = []
         used: set[str] = set()
+        next_suffix: dict[str, int] = {}  # base -> the first k not yet tried (linear, not quadratic)
         for n in order:
             if id(n) in labels_of:
                 name = labels_of[id(n)]
@@ -601,19 +602,25 @@ class _ProcessBuilder:
                 name = "terminated" if any(l == "end" for l, _ in self.labelled) else "end"
             else:
                 name = f"line{n.step['span'].line}"
-            base, k = name, 2
-            while name in used:
-                name, k = f"{base}_{k}", k + 1
+            base = name
+            if name in used:  # base_2, base_3, ...: the first one free (names are only ever added)
+                k = next_suffix.get(base, 2)
+                while (name := f"{base}_{k}") in used:
+                    k += 1
+                next_suffix[base] = k + 1
             used.add(name)
             names.append(name)
         label_pcs: dict[str, set[int]] = {}
+        pcs_of_step: dict[int, list[int]] = {}  # Step uid -> the pcs that may take it
+        for pc, at in enumerate(steps_at):
+            for st in at:
+                pcs_of_step.setdefault(st.uid, []).append(pc)
         for label, node in self.labelled:
             r = self.resolve(node)
             if id(r) in pcs:
                 label_pcs.setdefault(label, set()).add(pcs[id(r)])
             elif r.kind == "step" and id(r) in made:
-                label_pcs.setdefault(label, set()).update(
-                    pc for pc, st in enumerate(steps_at) if made[id(r)] in st)
+                label_pcs.setdefault(label, set()).update(pcs_of_step.get(made[id(r)].uid, ()))
             else:
                 label_pcs.setdefault(label, set())
         end_pcs = {pcs[id(end)]} if id(end) in pcs else set()
