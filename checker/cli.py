@@ -206,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     req = _outputs(args, parser)
     source = None
     try:
-        from .resolve import parse_define
+        from .resolve import parse_defines
 
-        defines = dict(parse_define(d) for d in args.defines)
+        defines = parse_defines(args.defines)
         spec = load(args.file)
         source = spec.source
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,

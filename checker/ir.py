@@ -246,10 +246,16 @@ def build(model: m.Model) -> Program:
 
 
 def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
+    from .resolve import MAX_PROCESSES, MAX_VALUES
+
     slots: list[Slot] = []
     var_base: dict = {}
 
     def add_var(sym: m.VarSym, instance: int | None, prefix: str):
+        if len(slots) + (sym.type.length if isinstance(sym.type, m.ArrayT) else 1) > MAX_VALUES:
+            raise SpecError(sym.span, f"'{prefix}{sym.name}' takes the state past {MAX_VALUES:,} values, the limit",
+                            "that is the limit on variables and array elements in all, each process "
+                            "instance's locals counted")
         var_base[(sym, instance)] = len(slots)
         name = prefix + sym.name
         if isinstance(sym.type, m.ArrayT):
@@ -282,8 +288,10 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
                 task_slot[gid_base[p.name] + i] = len(slots)
                 slots.append(Slot(f"{p.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
                                   None, None, p.instance_name(i)))
-    if len(names) > 62:
-        raise SpecError(model.processes[0].span, "more than 62 processes in one model")
+    if len(names) > MAX_PROCESSES:
+        raise SpecError(model.processes[0].span,
+                        f"{len(names)} processes in one model; the limit is {MAX_PROCESSES}",
+                        "every instance of a process array counts")
     buffers: list[StoreBuffer] = []
     if model.memory == "tso":
         addresses = m.IntT(0, len(slots))
