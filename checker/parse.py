@@ -188,6 +188,21 @@ def _join(words: list[str]) -> str:
     return ", ".join(words)
 
 
+def literal_value(text: str, span: Span) -> int:
+    """The value of an integer literal (decimal or 0x hex) at most MAX_LITERAL; the length
+    is checked first, as Python refuses to convert decimal text of more than 4300 digits."""
+    hexa = text[:2] in ("0x", "0X")
+    digits = text[2:] if hexa else text
+    if len(digits.lstrip("0")) > (16 if hexa else 20) or int(text, 0) > MAX_LITERAL:
+        raise SpecError(span, f"integer literal {_shorten(text)} is larger than {MAX_LITERAL} (2^64 - 1)",
+                        "no type holds a larger value (u64 is the widest)")
+    return int(text, 0)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
+
+
 def _span(file: str, meta) -> Span:
     return Span(file, meta.line, meta.column, meta.end_line, meta.end_column)
 
@@ -414,7 +429,7 @@ class _Builder(Transformer):
         return ast.Call(self.sp(m), str(c[0]), self.ts(c[0]), args)
 
     def number(self, m, c):
-        return ast.Number(self.sp(m), int(str(c[0]), 0))
+        return ast.Number(self.sp(m), literal_value(str(c[0]), self.sp(m)))
 
     def true(self, m, c):
         return ast.BoolLit(self.sp(m), True)

@@ -1375,10 +1375,20 @@ def _article(word: str) -> str:
 
 
 def _define_expr(text: str) -> ast.Expr:
+    import re
+
+    from .parse import literal_value
+
     span = NOWHERE
     low = text.lower()
     if low in ("true", "false"):
         return ast.BoolLit(span, low == "true")
+    digits = text.removeprefix("-")
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", digits):
+        try:  # the spec's limit on literals, before Python's on converting long decimal text
+            literal_value(digits, span)
+        except SpecError as e:
+            raise SpecError(NOWHERE, f"-D value: {e.message}", e.hint) from None
     try:
         return ast.Number(span, int(text, 0))
     except ValueError:
