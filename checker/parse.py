@@ -193,6 +193,10 @@ def literal_value(text: str, span: Span) -> int:
     is checked first, as Python refuses to convert decimal text of more than 4300 digits."""
     hexa = text[:2] in ("0x", "0X")
     digits = text[2:] if hexa else text
+    if not hexa and text.startswith("0") and text.strip("0"):  # Python's int(text, 0) refuses it
+        raise SpecError(span, f"integer literal {_shorten(text)} starts with 0",
+                        f"C would read it as octal, and this language has no octal: write "
+                        f"{_shorten(text.lstrip('0'))} or a 0x literal")
     if len(digits.lstrip("0")) > (16 if hexa else 20) or int(text, 0) > MAX_LITERAL:
         raise SpecError(span, f"integer literal {_shorten(text)} is larger than {MAX_LITERAL} (2^64 - 1)",
                         "no type holds a larger value (u64 is the widest)")

@@ -181,6 +181,15 @@ def test_long_literal_traceback(tmp_path, literal):
     assert f"larger than {MAX_LITERAL}" in err and len(err.splitlines()[0]) < 200
 
 
+def test_long_literal_leading_zero_traceback(tmp_path):
+    """`07` went to int(text, 0), which refuses a leading zero: a traceback."""
+    rc, _, err = check(write(tmp_path, "model b;\nvar x: 0..9 = 07;\nprocess p { x = 00; }\n"))
+    assert rc == 2 and position(err) == (2, 15) and "starts with 0" in err and "octal" in err
+    rc, _, err = check(write(tmp_path, "model b;\nconst N = 1;\nvar x: 0..9 = 0;\nprocess p { x = N; }\n"),
+                       "-D", "N=010")
+    assert rc == 2 and "starts with 0" in err
+
+
 def test_long_literal_largest_u64_is_fine(tmp_path):
     spec = write(tmp_path, "model b;\nvar x: u64 = 18446744073709551615;\nprocess p { x = 0xffffffffffffffff; }\n")
     assert check(spec)[0] == 0
@@ -334,7 +343,7 @@ def huge_specs(draw):
         typ = draw(st.sampled_from(["bool", "0..3", "u8", "bitset(3)"]))
         return f"model a; var a[{n}]: {typ};\nprocess p {{ a[0] = a[{n - 1}]; }}\n", ()
     digits = draw(st.integers(1, 6000))
-    lit = draw(st.sampled_from(["9" * digits, "0x" + "f" * digits, "1" + "0" * digits]))
+    lit = draw(st.sampled_from(["9" * digits, "0x" + "f" * digits, "1" + "0" * digits, "0" * digits + "7"]))
     if what == "literal":
         return f"model l; var x: 0..1 = 0;\nprocess p {{ x = {lit} - {lit}; }}\n", ()
     if what == "define":
