@@ -5,7 +5,8 @@ Exit codes (as SPIN/TLC users expect, and scripts can test):
   1  an outcome differs from its expectation (with --no-expect: a violation), or a
      model error was found during the search
   2  bad input: syntax, types, unknown names, bad -D, unknown variant, missing file
-  3  cut short by a limit or an interrupt, with no unexpected outcome found; also
+  3  cut short by a limit, an interrupt (Ctrl-C, SIGTERM) or running out of memory, with
+     no unexpected outcome found (the variants not reached are listed, not checked); also
      bmc without a violation up to its depth, an unproved k-induction, and a lemma
      or query on which Z3 ran out of time (`unknown`)
 A counterexample from a Z3 engine that does not replay through the compiled steps
@@ -23,19 +24,23 @@ variant, so a reviewer can check that a new patch version closes the race):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
+import signal
 import sys
 
 from . import __version__
-from .engines.explicit import Limits
+from .engines.explicit import OUT_OF_MEMORY, Limits
 from .engines.fastloop import level_loop_source
 from .errors import SpecError
-from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, write_outputs
+from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .run import ENGINES, Options, check_spec, compile_variant, load, replay_trace, selected_variants
+from .safe_text import printable
 from .trace import ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+WORKERS_PER_CORE = 4  # --workers beyond this many per core only add processes that wait (and open files)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")
     out = p.add_argument_group("output files (byte-for-byte reproducible unless --with-timing)")
-    out.add_argument("--json", metavar="OUT", help="the whole run as JSON, schema spec/trace-schema.json ('-': stdout)")
+    out.add_argument("--json", metavar="OUT", help="the whole run as JSON, schema spec/trace-schema.json ('-': stdout, and the text to stderr)")
     out.add_argument("--itf", metavar="DIR",
                      help="each counterexample as ITF (Apalache ADR-015): DIR/<model>.<variant>.<property>.itf.json")
     out.add_argument("--mermaid", metavar="DIR", help="each counterexample as a Mermaid sequence diagram (.mmd)")
@@ -113,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
     p.add_argument("--promela", metavar="OUT",
                    help="write each variant's Promela twin for SPIN and exit: OUT is the .pml file for one "
-                        "variant (unless OUT is a folder), a folder (OUT/<model>.<variant>.pml) for several; variants that cannot "
+                        "variant (unless OUT is a folder), a folder (OUT/<model>.<variant>.pml, not named .pml) for several; "
+                        "variants that cannot "
                         "be translated faithfully (memory tso, u32/u64) are refused (exit 2)")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--progress", action="store_true", default=None,
@@ -130,6 +136,10 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def max_workers() -> int:
+    return WORKERS_PER_CORE * default_workers()
 
 
 def _seconds(text: str) -> float:
@@ -188,6 +198,9 @@ def _outputs(args, parser) -> OutputRequest:
     if args.promela and (req.any or args.replay or args.dump_python):
         parser.error("--promela writes Promela twins and checks nothing; it takes no output files, "
                      "--replay or --dump-python")
+    if args.workers is not None and args.workers > max_workers():
+        parser.error(f"--workers {args.workers}: at most {max_workers()} here ({WORKERS_PER_CORE} per core, "
+                     f"{default_workers()} core{'s' if default_workers() != 1 else ''}); more only wait for a core")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
     if args.depth is not None and args.engine == "explicit":
@@ -204,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     req = _outputs(args, parser)
+    problems = path_problems(req, (args.file,)) + _promela_problems(args.promela, args.file)
+    if problems:
+        for problem in problems:
+            sys.stderr.write(f"check: error: {printable(problem)}\n")
+        return EXIT_INPUT
     source = None
     try:
         from .resolve import parse_defines
@@ -226,20 +244,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.dump_python:
             for v in selected_variants(spec, opts.variants):
                 cm = compile_variant(spec, v, opts)
-                print(cm.source)
-                print(level_loop_source(cm, opts.limits.check_deadlock, opts.hash_compact))
+                if not _print(cm.source + "\n" + level_loop_source(cm, opts.limits.check_deadlock,
+                                                                   opts.hash_compact)):
+                    break
             return EXIT_OK
         if args.replay:
             from .export.text import format_replay
 
             results = replay_trace(spec, args.replay, args.replay_pick, opts)
-            print("\n\n".join(format_replay(r, spec.file) for r in results))
+            _print("\n\n".join(format_replay(r, spec.file) for r in results))
             return replay_exit_code(results)
-        result = check_spec(spec, opts)
+        with _sigterm_as_ctrl_c():
+            result = check_spec(spec, opts)
     except SpecError as e:
         if e.span.line and (source is None or e.span.file != args.file):
             source = _read_quietly(e.span.file)  # the error is in another file than the spec
-        sys.stderr.write(e.render(source) + "\n")
+        sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
         return EXIT_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted before the search started\n")
@@ -249,28 +269,52 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     from .export.text import format_run
 
-    try:
-        print(format_run(result, show_traces=not args.brief), flush=True)
-    except BrokenPipeError:  # `check ... | head`: the reader left; that is not an error
-        _silence_stdout()
+    # with `--json -` stdout is the JSON alone (`check ... --json - | jq .`): the text goes to stderr
+    if not _print(format_run(result, show_traces=not args.brief), sys.stderr if req.json == "-" else sys.stdout):
         return exit_code(result)
     for v in result.variants:
         for bug in v.checker_bugs:
-            sys.stderr.write(f"CHECKER BUG ({v.variant}): {bug}\n")
+            sys.stderr.write(printable(f"CHECKER BUG ({v.variant}): {bug}", multiline=True) + "\n")
     try:
         written, warnings = write_outputs(result, req)
+    except BrokenPipeError:  # `--json - | head`
+        _silence_stdout()
+        return exit_code(result)
     except OSError as e:
-        sys.stderr.write(f"check: error: cannot write {e.filename or 'an output file'}: {e.strerror}\n")
+        sys.stderr.write(f"check: error: cannot write {printable(str(e.filename or 'an output file'))}: "
+                         f"{e.strerror}\n")
         return EXIT_INPUT
     for w in warnings:
-        sys.stderr.write(f"check: warning: {w}\n")
+        sys.stderr.write(f"check: warning: {printable(w)}\n")
     if written:
         sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-                         + ", ".join(written) + "\n")
+                         + ", ".join(printable(w) for w in written) + "\n")
     if any(v.stats.limit == "interrupted" for v in result.variants):
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
+    for v in result.variants:
+        if v.stats.limit == OUT_OF_MEMORY:  # a limit: exit 3 unless something unexpected was found
+            sys.stderr.write(f"check: out of memory after {v.stats.states:,} states (variant {v.variant}): "
+                             "the results above cover what was explored so far\n")
     return exit_code(result)
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """`kill PID` (SIGTERM) ends a check as Ctrl-C does: the partial result is printed and
+    written, exit 3 (the default action would lose it, and once left workers behind)."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _write_promela(spec, opts, out: str) -> int:
@@ -282,29 +326,61 @@ def _write_promela(spec, opts, out: str) -> int:
 
     variants = selected_variants(spec, opts.variants)
     single = len(variants) == 1 and not os.path.isdir(out)  # one variant into a folder: OUT/<stem>.pml
+    if not single and not os.path.isdir(out) and (os.path.exists(out) or out.endswith(".pml")):
+        what = "is a file" if os.path.exists(out) else "names a .pml file"
+        sys.stderr.write(f"check: error: --promela {printable(out)} {what}, but {len(variants)} variants need a "
+                         f"folder (OUT/<model>.<variant>.pml)\n"
+                         "  hint: name a folder, or choose one variant with --variant NAME\n")
+        return EXIT_INPUT
     written, refused = [], 0
     for v in variants:
         try:
             stem, text = promela_twin(spec, v, opts)
         except SpecError as e:
             refused += 1
-            sys.stderr.write(e.render(spec.source if e.span.file == spec.file else None) + "\n")
+            sys.stderr.write(printable(e.render(spec.source if e.span.file == spec.file else None), True) + "\n")
             continue
         path = out if single else os.path.join(out, stem + ".pml")
         try:
             write_text(path, text)
         except OSError as e:
-            sys.stderr.write(f"check: error: cannot write {e.filename or path}: {e.strerror}\n")
+            sys.stderr.write(f"check: error: cannot write {printable(str(e.filename or path))}: {e.strerror}\n")
             return EXIT_INPUT
         written.append(path)
     if written:
         sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-                         + ", ".join(written) + "\n")
+                         + ", ".join(printable(w) for w in written) + "\n")
     if refused:
         sys.stderr.write(f"check: {refused} of {len(variants)} variant{'s' if len(variants) != 1 else ''} "
                          "not translated to Promela (see the errors above)\n")
         return EXIT_INPUT
     return EXIT_OK
+
+
+def _promela_problems(out: str | None, spec: str) -> list[str]:
+    """`--promela OUT`: an existing folder, or a file for one variant (which variants there
+    are is checked once the spec is read)."""
+    if out is None:
+        return []
+    from .export.files import check_output_paths
+
+    if os.path.isdir(out):
+        return check_output_paths([], [("--promela", out)])
+    return check_output_paths([("--promela", out)], [], (spec,))
+
+
+def _print(text: str, stream=None) -> bool:
+    """Print outside-derived text with its control characters escaped; False when the
+    reader has gone (`check ... | head`), which is not an error: the rest is dropped."""
+    stream = stream or sys.stdout
+    try:
+        stream.write(printable(text, multiline=True) + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        if stream is sys.stdout:
+            _silence_stdout()
+        return False
+    return True
 
 
 def _silence_stdout() -> None:

@@ -748,10 +748,11 @@ class _Resolver:
         if len(c.args) != len(d.params):
             raise SpecError(c.span, f"'{c.name}' takes {len(d.params)} argument(s), not {len(c.args)}",
                             f"declared at {d.span}")
-        params = dict(ctx.params)
-        for p, a in zip(d.params, c.args):
-            params[p] = self._argument(a, ctx)
-        inner = _Ctx(**{**ctx.__dict__, "params": params, "in_inline": True,
+        # The body sees its own parameters, never the caller's parameters or bound
+        # names: substitution must not capture (an inline called from an inline whose
+        # parameter shares a name with a global the callee reads).
+        params = {p: self._argument(a, ctx) for p, a in zip(d.params, c.args)}
+        inner = _Ctx(**{**ctx.__dict__, "params": params, "bound": {}, "in_inline": True,
                         "in_loop": False,  # like C: break/continue never leave a procedure
                         "inline_in_atomic": ctx.in_atomic,
                         "inline_stack": ctx.inline_stack + (c.name,)})
@@ -763,6 +764,10 @@ class _Resolver:
         return m.SInlined(c.span, c.name, body)
 
     def _argument(self, a: ast.Expr, ctx: _Ctx) -> m.TExpr:
+        if isinstance(a, ast.Name) and (a.name in ctx.bound or a.name in ctx.params):
+            # the caller's own parameter (an array passed on) or bound name comes first,
+            # as in `_name`: a global of the same name must not capture it
+            return self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False, "what": "an argument"}))
         if isinstance(a, ast.Name) and a.name in self.globals and isinstance(
                 self.globals[a.name].type, (m.ArrayT, m.WaitQueueT)):
             sym = self.globals[a.name]
@@ -1004,7 +1009,11 @@ class _Resolver:
                             "functions are expanded where they are used and cannot recurse")
         if len(e.args) != len(d.params):
             raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}")
-        params = dict(ctx.params)
+        # Capture-avoiding substitution: the arguments are resolved in the caller's
+        # scope, the body in a scope of its own parameters only, so a caller's
+        # quantifier variable, lemma parameter or fn parameter named like one of ours
+        # (or like a global the body reads) cannot replace it.
+        params: dict[str, m.TExpr] = {}
         for p, a in zip(d.params, e.args):
             arg = self._argument(a, ctx)
             if p.type is not None:
@@ -1012,7 +1021,7 @@ class _Resolver:
                 self._check_assignable(pt, arg, a.span, f"parameter '{p.name}' of '{e.name}'")
                 arg = self._conv(arg, pt)
             params[p.name] = arg
-        inner = _Ctx(**{**ctx.__dict__, "params": params, "effects": False,
+        inner = _Ctx(**{**ctx.__dict__, "params": params, "bound": {}, "effects": False,
                         "inline_stack": ctx.inline_stack + (e.name,), "what": f"function '{e.name}'"})
         body = self.expr(d.body, inner)
         if d.result is not None:

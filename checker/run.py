@@ -13,16 +13,22 @@ from . import ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
 from .engines import liveness, reduce
-from .engines.explicit import Exploration, Limits, explore, state_space
+from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .errors import SpecError
 from .parse import parse
 from .progress import Progress
 from .resolve import BASE, resolve, variant_names
-from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, VariantResult, Verdict
+from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
 
 
 ENGINES = ("explicit", "bmc", "induction")
+#: Stats.limit of a search that ends the whole run: the variants after it are not checked
+CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
+#: Stats.limit of a variant the run never reached
+NOT_CHECKED = "not checked"
+MAX_SPEC_CHARS = 16 << 20  # a spec (the largest flat models are a few MB); /dev/zero is not one
+MAX_TRACE_CHARS = 64 << 20  # a --replay file
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +55,7 @@ class Options:
 def load(path: str) -> Spec:
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            text = read_capped(f, path, MAX_SPEC_CHARS, "a spec")
     except FileNotFoundError:
         raise SpecError(_nowhere(path), f"no such file: {path}") from None
     except IsADirectoryError:
@@ -68,9 +74,11 @@ def _not_utf8(path: str, first: UnicodeDecodeError) -> SpecError:
 
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(4 * MAX_SPEC_CHARS + 8)  # no more than load() would have read
         data.decode("utf-8")
     except UnicodeDecodeError as e:
+        if e.reason == "unexpected end of data" and len(data) > 4 * MAX_SPEC_CHARS:  # where the read stopped
+            return SpecError(_nowhere(path), f"{path} is not UTF-8 text ({first.reason})")
         start = data.rfind(b"\n", 0, e.start) + 1
         line = data.count(b"\n", 0, e.start) + 1
         col = len(data[start:e.start].decode("utf-8", "replace")) + 1
@@ -80,6 +88,17 @@ def _not_utf8(path: str, first: UnicodeDecodeError) -> SpecError:
     except OSError:
         pass
     return SpecError(_nowhere(path), f"{path} is not UTF-8 text ({first.reason})")
+
+
+def read_capped(f, path: str, cap: int, what: str):
+    """All of `f`, unless it holds more than `cap` characters (a device like /dev/zero, a
+    pipe that never ends, a file that is no input of ours): then a SpecError, before
+    memory runs out."""
+    text = f.read(cap + 1)
+    if len(text) > cap:
+        raise SpecError(_nowhere(path), f"{path} holds more than {cap >> 20} MiB, too much for {what}",
+                        "is it the right file? (a device or an endless pipe is never done)")
+    return text
 
 
 def _nowhere(path: str):
@@ -178,7 +197,7 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     exploration.graph = None  # the graph is large; nothing after this needs it
     notes = list(red.notes)
     if red.por is not None and (exploration.counterexamples or exploration.model_error is not None) \
-            and stats.limit != "interrupted":
+            and stats.limit not in CUT_SHORT:
         exploration, note, seconds = _rebuild_counterexamples(cm, exploration, red, opts)
         notes.append(note)
         stats = replace(stats, seconds=stats.seconds + seconds)
@@ -216,6 +235,21 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                          exploration.model_error, model.store_buffer, space)
 
 
+def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:
+    """A variant that a run cut short left undecided (`limit`: why): each property is
+    listed as not verified, with `note`."""
+    try:
+        model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
+    except SpecError:  # an error in a variant the run did not reach is not this run's to report
+        return VariantResult(variant, (), (), Stats(complete=False, limit=limit, engine=opts.engine))
+    outcomes = tuple(PropertyOutcome(p.name, p.kind.value, Verdict.INCOMPLETE,
+                                     p.name in model.expected_violations and opts.use_expectations, None, p.span, note)
+                     for p in model.properties
+                     if p.kind is not m.PropertyKind.DEADLOCK or opts.limits.check_deadlock)
+    return VariantResult(variant, tuple(model.constants.items()), outcomes,
+                         Stats(complete=False, limit=limit, engine=opts.engine), model.memory, fairness_of(model))
+
+
 def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
     return PropertyOutcome(prop.name, prop.kind.value, finding.verdict, expected, finding.counterexample,
                            prop.span, finding.note, finding.bound)
@@ -239,6 +273,9 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         elif prop.kind is m.PropertyKind.LIVENESS:
             outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
                                             prop.span, f"liveness properties are not checked by the {opts.engine} engine"))
+        elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
+            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                            prop.span, sym.stats.limit or "not checked"))
         else:
             outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
     constants = tuple((k, v) for k, v in model.constants.items())
@@ -288,9 +325,9 @@ def _rebuild_counterexamples(cm: CompiledModel, reduced: Exploration, red: reduc
         limits = replace(opts.limits, max_depth=None, max_states=None,
                          until_found=wanted if reduced.model_error is None else frozenset())
         again = explore(cm, limits, reduction=unreduced)
-        if again.stats.limit == "interrupted":
-            return out, "counterexamples not found again without partial-order reduction: interrupted; they " \
-                "are the reduced search's (runs of the model, maybe not the shortest)", time.monotonic() - start
+        if again.stats.limit in CUT_SHORT:
+            return out, f"counterexamples not found again without partial-order reduction: {again.stats.limit}; " \
+                "they are the reduced search's (runs of the model, maybe not the shortest)", time.monotonic() - start
         if (again.model_error is not None) != (reduced.model_error is not None):
             raise AssertionError("partial-order reduction " + ("missed" if again.model_error else "invented")
                                  + " a model error")
@@ -314,9 +351,19 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
 
     results = []
     lemma_cache: dict = {}
-    for v in selected_variants(spec, opts.variants):
-        results.append(check_variant(spec, v, opts, lemma_cache))
-        if results[-1].stats.limit == "interrupted":
+    variants = selected_variants(spec, opts.variants)
+    for k, v in enumerate(variants):
+        try:
+            results.append(check_variant(spec, v, opts, lemma_cache))
+        except KeyboardInterrupt:  # outside a search (compiling, a lemma, the liveness graph)
+            results.append(unfinished(spec, v, opts, "interrupted", "interrupted"))
+        except MemoryError:
+            results.append(unfinished(spec, v, opts, OUT_OF_MEMORY, OUT_OF_MEMORY))
+        limit = results[-1].stats.limit
+        if limit in CUT_SHORT:  # the rest is listed, so that no summary of the run reads as all clear
+            results += [unfinished(spec, w, opts, NOT_CHECKED,
+                                   f"{NOT_CHECKED}: the run was cut short ({limit}) before this variant")
+                        for w in variants[k + 1:]]
             break
     return RunResult(spec.name, spec.file, header_comment(spec.source), tuple(results), opts.command,
                      opts.use_expectations)
@@ -331,19 +378,26 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
     `PROPERTY`."""
     import json
 
+    from .engines.replay import malformed
     from .export.itf import TraceFormatError, read_itf
     from .export.json import read_json
 
     where = _nowhere(path)
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc = json.loads(read_capped(f, path, MAX_TRACE_CHARS, "a trace"))
     except FileNotFoundError:
         raise SpecError(where, f"no such trace file: {path}") from None
+    except IsADirectoryError:
+        raise SpecError(where, f"{path} is a folder, not a trace file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(where, f"cannot read {path}: {e}") from None
     except json.JSONDecodeError as e:
         raise SpecError(where, f"{path} is not JSON: {e}") from None
+    except ValueError as e:  # a number of more digits than Python converts
+        raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
+    except RecursionError:
+        raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
     try:
         if isinstance(doc, dict) and doc.get("schema") == "timerace-result":
             found = read_json(doc)
@@ -351,8 +405,14 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
             found = [read_itf(doc)]
         else:
             raise SpecError(where, f"{path} is neither a `check --json` result nor an ITF trace")
-    except (TraceFormatError, KeyError, TypeError, ValueError, AttributeError) as e:
-        raise SpecError(where, f"{path} is not a trace this checker can read: {e}") from None
+        for _, cx in found:
+            malformed(cx)
+    except KeyError as e:
+        raise SpecError(where, f"{path} is not a trace this checker can read: it has no {e} field") from None
+    except (TraceFormatError, TypeError, ValueError, AttributeError) as e:
+        raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
+    except RecursionError:
+        raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
     names = [f"{v}/{cx.property}" for v, cx in found]
     if pick:
         found = [(v, cx) for v, cx in found if pick in (f"{v}/{cx.property}", cx.property)]
@@ -362,6 +422,13 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
                         ("choose one with --replay-pick VARIANT/PROPERTY: " + ", ".join(names)) if names
                         else "only a trace of a violation can be replayed")
     return found[0]
+
+
+def _number_problem(e: Exception) -> str:
+    """Python's refusal of a 5,000-digit number, said without its advice to programmers."""
+    if "integer string conversion" in str(e):
+        return "a number in it has thousands of digits, more than any value of a model"
+    return str(e)
 
 
 def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:

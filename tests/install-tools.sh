@@ -2,6 +2,8 @@
 # Installs the outside tools that some exporter tests use, only where missing:
 #   - Graphviz (`dot`), which renders the DOT exports to SVG;
 #   - the real Mermaid parser (npm packages in tests/mermaid, run by Node.js);
+#   - VS Code's TextMate engine (npm packages in tests/textmate), which runs the grammar
+#     in editors/vscode over the shipped models;
 #   - SPIN, whose state counts the bench tests compare with ours.
 # As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
 # it says what is missing, and the tests that need it skip locally (under CI they fail).
@@ -24,5 +26,9 @@ if command -v npm >/dev/null; then
   if [ ! -d mermaid/node_modules/mermaid ] || [ mermaid/package-lock.json -nt mermaid/node_modules/.package-lock.json ]; then
     echo "install-tools: npm ci in tests/mermaid"
     (cd mermaid && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  if [ ! -d textmate/node_modules/vscode-textmate ] || [ textmate/package-lock.json -nt textmate/node_modules/.package-lock.json ]; then
+    echo "install-tools: npm ci in tests/textmate"
+    (cd textmate && npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi

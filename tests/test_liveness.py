@@ -369,21 +369,26 @@ MODELS_DIR = os.path.join(os.path.dirname(__file__), "..", "models")
 
 # variant -> (states, liveness verdict); a changed count is a reviewable event
 HALT_POLL = {
-    "base": (399, Verdict.HOLDS),
-    "posted": (303, Verdict.HOLDS),
-    "posted_poll_ignores_pi": (234, Verdict.HOLDS),
-    "posted_check_ignores_pi": (83, Verdict.VIOLATED),
-    "final_check_ignores_timer": (328, Verdict.VIOLATED),
-    "check_before_prepare": (386, Verdict.VIOLATED),
-    "no_wake_on_expiry": (306, Verdict.VIOLATED),
+    "base": (1633, Verdict.HOLDS),
+    "no_poll": (843, Verdict.HOLDS),
+    "poll_for_timer": (1103, Verdict.HOLDS),
+    "posted": (1265, Verdict.HOLDS),
+    "posted_poll_ignores_pi": (901, Verdict.HOLDS),
+    "posted_check_ignores_pi": (319, Verdict.VIOLATED),
+    "final_check_ignores_timer": (1594, Verdict.VIOLATED),
+    "check_before_prepare": (1594, Verdict.VIOLATED),
+    "no_wake_on_expiry": (1274, Verdict.VIOLATED),
 }
 IPI_FASTPATH = {
-    "base": (310, Verdict.HOLDS),
-    "v5_kick": (943, Verdict.HOLDS),
-    "legacy_apic": (656, Verdict.HOLDS),
-    "no_notification": (160, Verdict.VIOLATED),
-    "no_wakeup": (249, Verdict.VIOLATED),
-    "sync_before_mode": (332, Verdict.VIOLATED),
+    "base": (332, Verdict.HOLDS),
+    "v5_kick": (1022, Verdict.HOLDS),
+    "legacy_apic": (692, Verdict.HOLDS),
+    "no_notification": (170, Verdict.VIOLATED),
+    "no_wakeup": (267, Verdict.VIOLATED),
+    "sync_before_mode": (342, Verdict.VIOLATED),
+    "base_tso": (780, Verdict.HOLDS),
+    "no_entry_mb_tso": (817, Verdict.VIOLATED),
+    "no_entry_mb": (320, Verdict.HOLDS),
 }
 
 

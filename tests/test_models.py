@@ -34,19 +34,26 @@ def test_there_is_a_model():
 
 # variant -> distinct states (explicit engine, defaults of the model, no reductions)
 PI_TIMER_STATES = {
-    "base": 3568,
-    "hlt_exits": 6284,
-    "kick_without_wake": 5167,
-    "no_kick_hlt_exits": 3740,
-    "unpinned_no_kick": 2040,
-    "stale_expired_deadline": 4654,
-    "posted_without_wait": 3796,
-    "no_kick_no_wake": 3039,
-    "post_any_mode": 1350,
-    "post_any_mode_timer_fn": 1380,
-    "post_any_mode_timer_fn_hlt_exits": 2221,
-    "post_any_mode_timer_fn_hlt_exits_hlt_cond": 4652,
-    "post_any_mode_timer_fn_hlt_exits_no_p3_kick": 1555,
+    "base": 4056,
+    "hlt_exits": 7020,
+    "kick_without_wake": 5826,
+    "no_kick_hlt_exits": 4214,
+    "unpinned_no_kick": 2313,
+    "stale_expired_deadline": 5440,
+    "v4_stale_posted": 2071,
+    "v4_stale_request": 6313,
+    "posted_without_wait": 4466,
+    "no_kick_no_wake": 3468,
+    "post_any_mode": 1526,
+    "post_any_mode_timer_fn": 1559,
+    "post_any_mode_timer_fn_hlt_exits": 2531,
+    "post_any_mode_timer_fn_hlt_exits_hlt_cond": 5118,
+    "post_any_mode_timer_fn_hlt_exits_no_p3_kick": 1814,
+    "base_tso": 6051,
+    "hlt_exits_tso": 10074,
+    "no_entry_mb_tso": 7255,
+    "no_entry_mb": 3724,
+    "no_kick_mb_tso": 9453,
 }
 
 
@@ -71,6 +78,7 @@ def test_pi_timer_base_holds_everything(pi_timer):
     assert {o.property: o.verdict for o in base.outcomes} == {
         "no_early_timer_irq": Verdict.HOLDS, "posted_after_deadline": Verdict.HOLDS,
         "expired_timer_not_posted": Verdict.HOLDS, "timer_irq_once": Verdict.HOLDS,
+        "no_early_posted_irq": Verdict.HOLDS, "no_early_requested_irq": Verdict.HOLDS,
         "timer_wakes_vcpu": Verdict.HOLDS, "deadlock": Verdict.HOLDS}
 
 
@@ -83,11 +91,15 @@ def test_pi_timer_each_variant_violates_exactly_its_bug(pi_timer):
     assert {name: violations(x) for name, x in v.items() if violations(x)} == {
         "no_kick_hlt_exits": {"timer_wakes_vcpu"},
         "unpinned_no_kick": {"deadlock", "timer_wakes_vcpu"},
-        "stale_expired_deadline": {"no_early_timer_irq", "posted_after_deadline"},
-        "posted_without_wait": {"no_early_timer_irq", "posted_after_deadline"},
+        "stale_expired_deadline": {"no_early_timer_irq", "posted_after_deadline", "no_early_posted_irq",
+                                   "no_early_requested_irq"},
+        "v4_stale_posted": {"no_early_timer_irq", "posted_after_deadline", "no_early_posted_irq"},
+        "v4_stale_request": {"no_early_timer_irq", "no_early_requested_irq"},
+        "posted_without_wait": {"no_early_timer_irq", "posted_after_deadline", "no_early_posted_irq"},
         "no_kick_no_wake": {"deadlock", "timer_wakes_vcpu"},
         "post_any_mode": {"expired_timer_not_posted"},
         "post_any_mode_timer_fn_hlt_exits_no_p3_kick": {"deadlock", "timer_wakes_vcpu"},
+        "no_entry_mb_tso": {"deadlock", "timer_wakes_vcpu"},
     }
 
 
@@ -134,16 +146,15 @@ def test_story_c_a_blocked_vcpu_sleeps_for_ever(pi_timer):
 SECTION_9_BREAKAGES = {
     # D2 / item 3: mode = IN_GUEST_MODE after the PIR sync
     "mode_after_pir_sync": (
-        "      atomic { kick_ipi = false; pi_ipi = false; mode = IN_GUEST_MODE; }\n"
-        "      smp_mb();                                               // E6 srcu_read_unlock\n"
+        "      mode = IN_GUEST_MODE;                                   // E5 a plain store\n"
+        "      if (ENTRY_MB) smp_mb__after_srcu_read_unlock();         // E6 srcu_read_unlock\n"
         "      vmx_sync_pir_to_irr();                                  // E7\n",
-        "      atomic { kick_ipi = false; pi_ipi = false; }\n"
         "      vmx_sync_pir_to_irr();\n"
         "      mode = IN_GUEST_MODE;\n"),
     # item 4: interrupts disabled only after the last check
     "irq_off_after_checks": (
-        "      atomic { kick_ipi = false; pi_ipi = false; mode = IN_GUEST_MODE; }\n",
-        "      mode = IN_GUEST_MODE;\n"),
+        "      atomic { kick_ipi = false; pi_ipi = false; }            // E4 local_irq_disable\n",
+        ""),
     # D1: the entry does not look at vcpu->requests
     "no_request_check": (
         "if (mode == EXITING_GUEST_MODE || !bitmap_empty(requests)) {",
@@ -167,7 +178,8 @@ def test_breaking_a_section_9_rule_loses_the_interrupt(name):
 
 def test_setting_mode_before_irq_off_is_harmless():
     # KVM-SEMANTICS.md 9, item 4: harmless as long as every check follows IRQ-off.
-    old = "      atomic { kick_ipi = false; pi_ipi = false; mode = IN_GUEST_MODE; }\n"
+    old = ("      atomic { kick_ipi = false; pi_ipi = false; }            // E4 local_irq_disable\n"
+           "      mode = IN_GUEST_MODE;                                   // E5 a plain store\n")
     text = PI_TIMER.read_text()
     assert old in text
     text = text.replace(old, "      mode = IN_GUEST_MODE;\n      atomic { kick_ipi = false; pi_ipi = false; }\n", 1)

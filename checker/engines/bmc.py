@@ -14,6 +14,7 @@ initial state, and then what was not found at depths 0..K does not exist.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from ..compile import CompiledModel
 from ..trace import Counterexample, Stats, Verdict
 from .encode import MODEL_ERROR, Encoding, SafetyProperty, _or
 from .crosscheck import ReplayMismatch, replay
-from .solver import DEFAULT_TIMEOUT, new_solver, why_unknown
+from .solver import DEFAULT_TIMEOUT, checked, new_solver
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +73,7 @@ class Unrolling:
         self.solver.push()
         for f in formulas:
             self.solver.add(f)
-        r = self.solver.check()
-        model = self.solver.model() if r == z3.sat else None
-        reason = why_unknown(self.solver) if r == z3.unknown else ""
+        r, model, reason = checked(self.solver)
         self.solver.pop()
         return r, model, reason
 
@@ -101,14 +100,35 @@ def counterexample(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling,
     return Counterexample(prop.name, kind or prop.kind, message, trace, engine)
 
 
-def bmc(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
-        check_deadlock: bool = True) -> SymbolicResult:
+def interruptible(engine):
+    """A Z3 engine that Ctrl-C (a KeyboardInterrupt from a query, engines/solver.py) stops
+    with what it decided so far; the properties it did not decide have no finding, and
+    the stats say "interrupted". The engine takes the result to fill as its last argument."""
+
+    @functools.wraps(engine)
+    def run(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
+            check_deadlock: bool = True) -> SymbolicResult:
+        start = time.monotonic()
+        result = SymbolicResult(Stats(engine=engine.__name__))
+        try:
+            return engine(cm, depth, timeout, check_deadlock, result)
+        except KeyboardInterrupt:
+            result.stats = Stats(seconds=time.monotonic() - start, complete=False, limit="interrupted",
+                                 engine=engine.__name__)
+            return result
+
+    return run
+
+
+@interruptible
+def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
+        result: SymbolicResult) -> SymbolicResult:
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     unroll = Unrolling(enc, timeout)
-    result = SymbolicResult(Stats(engine="bmc"))
     open_props = list(enc.properties)
     stop: str | None = None
+    undecided = False  # a property's own query was unknown: the run is not complete
     reached = -1
     for k in range(depth + 1):
         unroll.extend(k)
@@ -129,8 +149,13 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
                 r, model, reason = unroll.check(bads[p.name])
                 if r == z3.unsat:
                     continue
+                if r == z3.unknown and p.name == MODEL_ERROR:
+                    # model errors not ruled out at depth k: no property may hold beyond it
+                    stop = f"{reason} at depth {k}"
+                    break
                 open_props.remove(p)
                 if r == z3.unknown:
+                    undecided = True
                     result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=f"{reason} at depth {k}", bound=k - 1)
                     continue
                 cx = counterexample(cm, result, unroll, model, k, p, "bmc")
@@ -142,6 +167,8 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
                     result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
                 else:
                     result.findings[p.name] = Finding(Verdict.VIOLATED, cx)
+            if stop and result.model_error is None:
+                break  # depth k not decided
         reached = k
         if stop or not open_props:
             break
@@ -161,6 +188,7 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
         else:
             result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=f"no violation up to depth {reached}",
                                               bound=reached)
+    complete = complete and not undecided
     result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (stop or f"depth {depth}"), engine="bmc")
     return result

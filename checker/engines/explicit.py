@@ -836,7 +836,16 @@ def run_levels(search: Search, level: list[int], first_id: int, depth: int, prog
     except KeyboardInterrupt:
         search.limit = "interrupted"
         level = []
+    except MemoryError:  # a limit like the others: what was explored is reported
+        search.limit = OUT_OF_MEMORY
+        level = []
+        if isinstance(search.seen, set):  # the largest structure; nothing after the search needs it
+            search.seen.clear()
     return level, first_id, depth
+
+
+#: Stats.limit of a search that ran out of memory
+OUT_OF_MEMORY = "out of memory"
 
 
 class _Stop(Exception):

@@ -25,25 +25,28 @@ import z3
 
 from ..compile import CompiledModel
 from ..trace import Stats, Verdict
-from .bmc import Finding, SymbolicResult, Unrolling, counterexample
+from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, _not
-from .solver import DEFAULT_TIMEOUT
 
 CTI_KIND = "counterexample to induction"
 
 
-def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
-              check_deadlock: bool = True) -> SymbolicResult:
+@interruptible
+def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
+              result: SymbolicResult) -> SymbolicResult:
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     base = Unrolling(enc, timeout)
     step = Unrolling(enc, timeout, from_initial=False)
-    result = SymbolicResult(Stats(engine="induction"))
     open_props = list(enc.properties)
     proved: list = []
     ctis: dict[str, tuple] = {}
     notes: dict[str, str] = {}
     stop: str | None = None
+    # properties whose base case the solver could not decide at some depth: never
+    # proved (a base case not established is no proof), and never assumed in the step
+    # case for others (Houdini's joint proof needs every base case of the set)
+    undecided: dict[str, int] = {}  # name -> the first depth whose base case is unknown
     reached = -1
     for k in range(depth + 1):
         # base case at depth k
@@ -53,7 +56,9 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIM
             if r == z3.unsat:
                 continue
             if r == z3.unknown:
-                notes[p.name] = f"{reason} in the base case at depth {k}"
+                if p.name not in undecided:
+                    notes[p.name] = f"{reason} in the base case at depth {k}"
+                    undecided[p.name] = k
                 continue
             open_props.remove(p)
             cx = counterexample(cm, result, base, model, k, p, "induction")
@@ -64,8 +69,10 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIM
                 result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
             else:
                 result.findings[p.name] = Finding(Verdict.VIOLATED, cx)
-        r, _, _ = base.check(enc.at(enc.overflow, base.frames[k]))
-        if r != z3.unsat:
+        r, _, reason = base.check(enc.at(enc.overflow, base.frames[k]))
+        if r == z3.unknown:
+            stop = f"{reason} in the base case at depth {k}"
+        elif r != z3.unsat:
             stop = f"an atomic `while` loop runs longer than the encoding unrolls, at depth {k}"
         reached = k
         if stop or not open_props:
@@ -81,7 +88,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIM
         # Houdini: assume every open property on frames 0..k; drop those that can still
         # fail at k+1 and retry; what remains is inductive together (sound: with the
         # base case, none of them can be the first to fail on any run)
-        candidates = list(open_props)
+        candidates = [p for p in open_props if p.name not in undecided]
         while candidates:
             step.solver.push()
             for q in candidates:
@@ -114,6 +121,9 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIM
             continue
         cx = None
         note = notes.get(p.name) or stop or f"not proved by k-induction up to k = {reached}"
+        if p.name in undecided:
+            result.findings[p.name] = Finding(Verdict.UNKNOWN, None, note, bound=undecided[p.name] - 1)
+            continue
         if stop is None and p.name in ctis:
             model, n, prop = ctis[p.name]
             cx = counterexample(cm, result, step, model, n, prop, "induction", from_initial=False, kind=CTI_KIND)

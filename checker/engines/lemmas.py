@@ -17,7 +17,7 @@ from ..ir import source_text
 from ..trace import Counterexample, Trace, TraceState, Verdict
 from .bmc import Finding
 from .encode import IV, MAX_WIDTH, Evaluator, IntModeUnsupported, _and, _not, kind
-from .solver import DEFAULT_TIMEOUT, new_solver, why_unknown
+from .solver import DEFAULT_TIMEOUT, checked, new_solver
 
 
 class _Cache(dict):
@@ -84,10 +84,10 @@ def check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None = DEFAULT_
         ev, params, domain, holds = enc
         s = new_solver(budget, ev.ctx, logic=None if ev.ints else "QF_BV")
         s.add(_claim(enc))
-        r = s.check()
+        r, zm, reason = checked(s)
         if r != z3.unknown:
             break
-    finding = _finding(model, lemma, s, r, enc)
+    finding = _finding(model, lemma, s, r, zm, reason, enc)
     if cache is not None:
         cache[key] = finding
     return finding
@@ -98,14 +98,13 @@ def _claim(enc):
     return _and(ev.ctx, *domain, _not(_and(ev.ctx, holds, *[_not(e) for e in ev.errs])))
 
 
-def _finding(model, lemma, s, r, enc) -> Finding:
+def _finding(model, lemma, s, r, first, reason, enc) -> Finding:
     ev, params, domain, holds = enc
     if r == z3.unsat:
         finding = Finding(Verdict.PROVED, note="proved by Z3 for every value of its parameters")
     elif r == z3.unknown:
-        finding = Finding(Verdict.UNKNOWN, note=why_unknown(s))
+        finding = Finding(Verdict.UNKNOWN, note=reason)
     else:
-        first = s.model()
         finding = Finding(Verdict.VIOLATED, _witness(model, lemma, ev, params, _small_model(s, lemma, params, first)))
     return finding
 
@@ -120,8 +119,7 @@ def _small_model(s: z3.Solver, lemma: m.Lemma, params, first):
             break
         s.push()
         s.add(*[z3.ULT(x, 1 << bits) if z3.is_bv(x) else x < (1 << bits) for x, w in unsigned if w > bits])
-        r = s.check()
-        model = s.model() if r == z3.sat else None
+        r, model, _ = checked(s)
         s.pop()
         if model is not None:
             return model

@@ -45,6 +45,12 @@ How a run goes:
   of the same length may be shown).
   A model error stops the search; to report exactly what one worker reports (which
   properties were violated before it), the search is then run again in one process.
+* Stopping: Ctrl-C or SIGTERM (the CLI makes SIGTERM a Ctrl-C) asks the coordinator to
+  stop after the level under way (`_StopRequest`; the workers ignore both signals), and a
+  worker out of memory finishes the level's exchange empty-handed and reports the limit
+  (`_Worker.out_of_memory`): either way the workers stay to answer for the parent links
+  of the partial result's traces. A worker dies with the coordinator whatever kills it
+  (`_die_with`: SIGKILL when its parent dies, on Linux).
 * `--max-states` stops at an exact state, which only a single worker does: with that
   limit the search stays in one process. The liveness engine and `--dot-graph` need the
   whole graph in one process (explicit.explore runs them single-worker).
@@ -54,6 +60,7 @@ Needs the `fork` start method (Linux); elsewhere the search runs in one process.
 
 from __future__ import annotations
 
+import errno
 import functools
 import mmap
 import multiprocessing as mp
@@ -68,8 +75,8 @@ from dataclasses import dataclass
 
 from ..compile import CompiledModel
 from ..progress import Progress
-from .explicit import (NO_PARENT, OWNER_MOD, WORD, Exploration, Limits, Reduction, Route, Search, _rss_bytes, _Stop,
-                       run_levels)
+from .explicit import (NO_PARENT, OUT_OF_MEMORY, OWNER_MOD, WORD, Exploration, Limits, Reduction, Route, Search,
+                       _rss_bytes, _Stop, run_levels)
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs about two tenths of a second.
@@ -125,30 +132,41 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         grown = _rss_bytes()
         memory = grown - rss if rss is not None and grown is not None else None
         return search.exploration(time.monotonic() - start, memory, 1, note)
-    team = _Team(ctx, search, workers, level, first_id, depth, ticking=progress is not None)
-    try:
-        outcome = team.run(progress)
-    except BaseException:  # a worker crashed or died: stop the others
-        team.close()
-        raise
-    finally:
+    with _StopRequest() as stop:
+        try:
+            team = _Team(ctx, search, workers, level, first_id, depth, stop, ticking=progress is not None)
+        except MemoryError:  # no room for the shared memory the workers take states through
+            team = None
+        if team is not None:
+            try:
+                outcome = team.run(progress)
+            except BaseException:  # a worker crashed or died: stop the others
+                team.close()
+                raise
+            finally:
+                if progress is not None:
+                    progress.done()
+            try:
+                if outcome != "model error":
+                    memory = team.memory(rss)
+                    return team.exploration(time.monotonic() - start, memory,
+                                            f"{workers} workers from depth {depth} ({first_id + len(level):,} "
+                                            f"states), {team.partition.describe(cm)}; {team.evenness()}")
+            finally:
+                team.close()
+    if team is None:
+        run_levels(search, level, first_id, depth, progress)
         if progress is not None:
             progress.done()
-    if outcome == "model error":
-        team.close()
-        from .explicit import explore
+        return search.exploration(time.monotonic() - start, None, 1,
+                                  "no memory to start the workers; the search went on in one process")
+    from .explicit import explore
 
-        again = explore(cm, limits, progress, hash_compact=hash_compact, reduction=reduction, workers=1)
-        stats = again.stats
-        object.__setattr__(stats, "workers_note", "a model error stopped the parallel search; "
-                           "searched again in one process to report exactly what one worker finds")
-        return again
-    memory = team.memory(rss)
-    result = team.exploration(time.monotonic() - start, memory,
-                              f"{workers} workers from depth {depth} ({first_id + len(level):,} states), "
-                              f"{team.partition.describe(cm)}; {team.evenness()}")
-    team.close()
-    return result
+    again = explore(cm, limits, progress, hash_compact=hash_compact, reduction=reduction, workers=1)
+    stats = again.stats
+    object.__setattr__(stats, "workers_note", "a model error stopped the parallel search; "
+                       "searched again in one process to report exactly what one worker finds")
+    return again
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +351,8 @@ CLAIM_MIN = 128
 #: others to take ranges from; a level too wide for it cannot be taken from. Only the
 #: pages a level uses are ever touched
 SHARED_BYTES = 1 << 28
+#: how long a worker out of memory waits for each batch it still has to take in (and drop)
+DRAIN_SECONDS = 60
 #: fields per worker in `_Team.shelf`
 SHELF = 6
 #: tests only: each worker leaves the second half of every level to the others and waits
@@ -344,7 +364,7 @@ class _Team:
     """The coordinator's view of the workers: their pipes, their reports, the merge."""
 
     def __init__(self, ctx, search: Search, workers: int, level: list[int], first_id: int, depth: int,
-                 ticking: bool = False):
+                 stop: _StopRequest, ticking: bool = False):
         self.search = search
         self.ticking = ticking  # the workers count their progress (a terminal shows it)
         self.workers = workers
@@ -368,8 +388,13 @@ class _Team:
         self.shelf[SHELF * workers] = -1
         self.claims = ctx.Lock()
         size = max(SHARED_BYTES, mmap.PAGESIZE)
-        self.shared = [(mmap.mmap(-1, size), mmap.mmap(-1, size)) for _ in range(workers)]
+        try:
+            self.shared = [(mmap.mmap(-1, size), mmap.mmap(-1, size)) for _ in range(workers)]
+        except OSError as e:  # ENOMEM: address space is short (a memory limit)
+            raise MemoryError(str(e)) from None
         self.procs = []
+        self.coordinator = os.getpid()  # the workers die with it (_die_with)
+        self.stop = stop  # Ctrl-C or SIGTERM asked to stop
         # the states expanded, and those expanded by a worker that does not own them
         self.expanded = self.taken = 0
         for w in range(workers):
@@ -377,8 +402,17 @@ class _Team:
             p = ctx.Process(target=_worker_main, args=(self, w, [s for s, _ in mine], [i for _, i in mine]),
                             name=f"timerace-worker-{w}", daemon=True)
             self.procs.append(p)
-        for p in self.procs:
-            p.start()
+        try:
+            for p in self.procs:
+                p.start()
+        except BaseException as e:  # no fork: no worker may be left (they ignore the SIGTERM of exit time)
+            for p in self.procs:
+                if p.pid is not None:
+                    p.kill()
+                    p.join()
+            if isinstance(e, OSError) and e.errno in (errno.ENOMEM, errno.EAGAIN):
+                raise MemoryError(str(e)) from None
+            raise
         self.reported: list[dict] = [{} for _ in range(workers)]
 
     # -- the levels
@@ -398,7 +432,7 @@ class _Team:
                     self._tick(progress)
                     self._check_alive()
                     continue
-                except KeyboardInterrupt:
+                except KeyboardInterrupt:  # (outside the main thread, where no _StopRequest catches it)
                     interrupted = True  # let the workers finish this level, then stop
                     continue
                 if "crash" in r:
@@ -422,7 +456,10 @@ class _Team:
             self.depth = depth
             if search.model_error is not None:
                 return "model error"
-            if interrupted:
+            if any(reports[w]["limit"] == OUT_OF_MEMORY for w in range(self.workers)):
+                search.limit = OUT_OF_MEMORY
+                return OUT_OF_MEMORY
+            if interrupted or self.stop.asked:
                 search.limit = "interrupted"
                 return "interrupted"
             sizes = [reports[w]["queue"] for w in range(self.workers)]
@@ -524,8 +561,8 @@ class _Team:
                 pass
         for p in self.procs:
             p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
+            if p.is_alive():  # stuck: it ignores SIGTERM (_worker_main)
+                p.kill()
                 p.join()
         for q in self.inboxes + [self.reports]:
             q.close()
@@ -533,6 +570,37 @@ class _Team:
         for states_mm, ids_mm in self.shared:
             states_mm.close()
             ids_mm.close()
+
+
+class _StopRequest:
+    """While the workers run, Ctrl-C and SIGTERM (which the CLI turns into Ctrl-C) only
+    ask the coordinator to stop after the level under way: an exception could land
+    anywhere in the exchange with the workers (between two commands, in a trace being
+    rebuilt), where it would leave them waiting. Outside the main thread, or with no
+    Python handler installed, signals keep their own handling."""
+
+    def __init__(self):
+        self.asked = False
+        self.saved: list = []
+
+    def __enter__(self) -> "_StopRequest":
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                old = signal.getsignal(sig)
+                if callable(old):
+                    self.saved.append((sig, old))
+                    signal.signal(sig, self._ask)
+        return self
+
+    def _ask(self, signum, frame) -> None:
+        self.asked = True
+
+    def __exit__(self, *exc) -> None:
+        for sig, old in self.saved:
+            signal.signal(sig, old)
+        self.saved = []
 
 
 class _Ticker:
@@ -550,11 +618,37 @@ class _Ticker:
 
 def _worker_main(team: _Team, w: int, level: list[int], ids: list[int]) -> None:
     """A forked worker: expand its share of each level when told, exchange, report."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when to stop
+    _die_with(team.coordinator)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the coordinator decides when to stop
+        signal.signal(sig, signal.SIG_IGN)
+    for v, c in enumerate(team.commands):  # only the coordinator writes commands; each worker reads its own
+        c._writer.close()
+        if v != w:
+            c._reader.close()
     try:
         _Worker(team, w, level, ids).serve()
+    except EOFError:  # the coordinator is gone (where no parent-death signal kills a worker)
+        os._exit(0)
     except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
         team.reports.put({"worker": w, "crash": traceback.format_exc()})
+
+
+#: prctl(2) option: the signal a process gets when its parent dies (Linux)
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(coordinator: int) -> None:
+    """A worker must not outlive the coordinator (killed, OOM-killed): on Linux the kernel
+    sends it SIGKILL when the coordinator dies; elsewhere its read of a command fails once
+    the coordinator's end of the pipe is closed (the other workers closed theirs)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+    if os.getppid() != coordinator:  # it died before prctl took effect
+        os._exit(0)
 
 
 class _Worker:
@@ -579,6 +673,8 @@ class _Worker:
         self.own_end = 0  # where this worker stops claiming its own level (LEAVE_HALF)
         # array type codes of a batch's states, parent ids and steps as they travel
         self.codes = (WORD if s.cm.packing.bits <= 64 else "", WORD, s.via.typecode)
+        # where run_level is in the exchange (out_of_memory finishes it for the others)
+        self.sent, self.received, self.expanded_before, self.n_taken = -1, {}, 0, 0
 
     def global_id(self, local: int) -> int:
         return self.prefix + local * self.n + self.w
@@ -592,7 +688,10 @@ class _Worker:
             if cmd == "parent":
                 team.reports.put({"worker": self.w, "parent": (s.parent[arg], s.via[arg])})
                 continue
-            self.run_level(*arg)
+            try:
+                self.run_level(*arg)
+            except MemoryError:
+                self.out_of_memory(arg[0])
 
     def run_level(self, depth: int, settled: tuple[str, ...]) -> None:
         """Expand this worker's level `depth`, and ranges of the others' once its own is
@@ -600,12 +699,12 @@ class _Worker:
         makes the stored states independent of who expanded what."""
         s, team, n = self.search, self.team, self.n
         s.settled = set(settled)
+        self.received, self.expanded_before, self.n_taken = {}, s.expanded, 0
         self.publish(depth)
         owners, omask = team.partition.owners, team.partition.omask
         route = Route(self.w, n, owners, omask)
         first_local = s.count
         level, ids = self.level, self.ids
-        expanded = s.expanded
         nxt: list[int] = []
         taken: list[tuple[int, int, list]] = []  # (owner, start, batch per worker) per range taken
         n_taken = 0
@@ -615,6 +714,7 @@ class _Worker:
             while claim := self.claim_elsewhere(depth):
                 v, a, b = claim
                 n_taken += b - a
+                self.n_taken = n_taken
                 states, sids = self.taken_range(v, a, b)
                 theirs = Route(-1, n, owners, omask)
                 s.level(states, sids, depth, self.ticker, theirs)
@@ -630,8 +730,9 @@ class _Worker:
             if o != self.w:
                 team.inboxes[o].put(("batch", self.w, self.wire(outbox[o]),
                                      [(v, a, self.wire(batches[o])) for v, a, batches in taken if batches[o][0]]))
+        self.sent = depth
         outbox = None
-        received = {}
+        received = self.received
         inbox = team.inboxes[self.w]
         while len(received) < n - 1:
             _, src, wire, ranges = inbox.get()
@@ -640,15 +741,46 @@ class _Worker:
         received = taken = None
         self.level = nxt
         self.ids = range(self.global_id(first_local), self.global_id(s.count), n)
+        team.reports.put(self.report(len(nxt), s.limit))
+
+    def report(self, queue: int, limit: str | None) -> dict:
+        s = self.search
         grown = _rss_bytes()
-        team.reports.put({
-            "worker": self.w, "queue": len(nxt), "count": s.count, "transitions": s.transitions,
+        return {
+            "worker": self.w, "queue": queue, "count": s.count, "transitions": s.transitions,
             "depth": s.depth, "finals": s.final_count, "buffer_full": s.buffer_full, "ample": s.ample_states,
-            "found": {k: v for k, v in s.found.items()}, "model_error": s.model_error, "limit": s.limit,
+            "found": {k: v for k, v in s.found.items()}, "model_error": s.model_error, "limit": limit,
             "grown": grown - self.rss if grown is not None and self.rss is not None else 0,
             "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
-            "expanded": s.expanded - expanded, "taken": n_taken,
-        })
+            "expanded": s.expanded - self.expanded_before, "taken": self.n_taken,
+        }
+
+    def out_of_memory(self, depth: int) -> None:
+        """A MemoryError during level `depth`: drop this worker's next level, leave
+        nothing here for the others to take, send them an empty batch if this level's was
+        not sent, take in (and drop) what they send, and report the limit. The others
+        finish the level, the coordinator stops the search, and this worker stays to
+        answer for the parent links of its states (the partial result's traces)."""
+        self.level, self.ids = [], range(0)
+        with self.claims:  # a level it did not publish is an empty one: the others must not wait for it
+            base = SHELF * self.w
+            if self.shelf[base] != depth:
+                self.shelf[base:base + SHELF] = [depth, 0, 0, 0, 0, 0]
+        self.abandon(depth)
+        team = self.team
+        if self.sent != depth:
+            empty = self.wire(([], [], []))
+            for o in range(self.n):
+                if o != self.w:
+                    team.inboxes[o].put(("batch", self.w, empty, []))
+        inbox = team.inboxes[self.w]
+        for _ in range(self.n - 1 - len(self.received)):
+            try:  # (a batch whose reading ran out of memory may never be complete: not forever)
+                inbox.get(timeout=DRAIN_SECONDS)
+            except (MemoryError, queue_mod.Empty):
+                pass
+        self.received = {}
+        team.reports.put(self.report(0, OUT_OF_MEMORY))
 
     def take_in(self, received: dict, taken: list, nxt: list[int], depth: int) -> None:
         """Store the successors of this level that this worker owns and did not store

@@ -24,14 +24,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import model as m
 from ..compile import AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep, ModelError
-from ..ir import StepKind
-from ..trace import (MEMORY, Action, Counterexample, Members, ReplayResult, ReplayStatus, ReplayStep, TraceState,
-                     Value, show_value)
+from ..errors import Span, SpecError
+from ..ir import TASK_STATES, SlotKind, StepKind
+from ..trace import (MEMORY, Action, Buffered, Counterexample, Members, ReplayResult, ReplayStatus, ReplayStep,
+                     Trace, TraceState, Value, show_value)
 from .explicit import TraceBuilder
 
 MAX_EXTRA = 8
 MAX_FRONTIER = 1000
+MAX_NESTING = 16  # arrays of arrays in a recorded value; deeper is no trace of ours
 _UNNAMED = re.compile(r"line\d+(_\d+)?|end_\d+")
 
 
@@ -61,6 +64,138 @@ def _what(cs) -> tuple[str, int | None]:
 def _where(cs) -> str:
     text, line = _what(cs)
     return f"`{text}`" + (f" (line {line})" if line else "")
+
+
+# ---- what a trace file may hold --------------------------------------------------
+
+
+class TraceShapeError(ValueError):
+    """A trace read from a file holds something no trace of ours does (a statement that
+    is a number, a process that is a record, too few states for its steps)."""
+
+
+def malformed(cx: Counterexample) -> None:
+    """Raises TraceShapeError unless `cx`, read from a file, has the shape of a trace this
+    checker writes, so that replaying it can fail only on the model."""
+    for name in ("property", "kind", "message", "engine"):
+        _want(isinstance(getattr(cx, name), str), f"the counterexample's {name} is not text")
+    t = cx.trace
+    _want(isinstance(t, Trace) and isinstance(t.states, tuple) and isinstance(t.actions, tuple), "no trace")
+    _want(len(t.states) >= 1, "the trace has no state")
+    _want(len(t.states) == len(t.actions) + 1,
+          f"the trace has {len(t.states)} states for {len(t.actions)} steps (one more state than steps)")
+    _want(t.loop_start is None or (_is_int(t.loop_start) and 0 <= t.loop_start <= len(t.actions)),
+          f"its loop start {t.loop_start!r} is no state of the trace")
+    for i, st in enumerate(t.states):
+        for k, v in _pairs(st.values, f"state {i}'s variables"):
+            _value(v, f"state {i}: {k}", 0)
+        for k, v in _pairs(st.pcs, f"state {i}'s program counters"):
+            _want(isinstance(v, str), f"state {i}: the label of {k} is not text")
+    for i, a in enumerate(t.actions, 1):
+        _action(a, f"step {i}")
+    if t.failure is not None:
+        _action(t.failure, "the failing step")
+
+
+def _want(ok: bool, problem: str) -> None:
+    if not ok:
+        raise TraceShapeError(problem)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _pairs(items, what: str):
+    _want(isinstance(items, tuple) and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+                                           for p in items), f"{what} are not a record of names")
+    return items
+
+
+def _value(v, where: str, depth: int) -> None:
+    _want(depth <= MAX_NESTING, f"{where}: the value nests more than {MAX_NESTING} deep")
+    if isinstance(v, (bool, int, str)):
+        return
+    if isinstance(v, Buffered):
+        for p in v:
+            _want(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str),
+                  f"{where}: a store-buffer entry is not (location, value)")
+            _value(p[1], where, depth + 1)
+        return
+    _want(isinstance(v, tuple), f"{where}: {type(v).__name__} is not a value of a model variable")
+    for x in v:
+        _value(x, where, depth + 1)
+
+
+def _action(a, where: str) -> None:
+    _want(isinstance(a, Action), f"{where} is not a step")
+    for name, said in (("process", "process"), ("text", "statement"), ("pc_from", "label"),
+                       ("pc_to", "next label"), ("kind", "kind")):
+        _want(isinstance(getattr(a, name), str), f"{where}: its {said} is not text")
+    _want(a.inline is None or isinstance(a.inline, str), f"{where}: its inline is not text")
+    if a.span is not None:
+        sp = a.span
+        _want(isinstance(sp.file, str) and all(_is_int(x) or x is None
+                                               for x in (sp.line, sp.col, sp.end_line, sp.end_col)),
+              f"{where}: its file and line are not a name and numbers")
+    for k, v in _pairs(a.changes, f"{where}'s changes"):
+        _value(v, f"{where}: {k}", 0)
+
+
+def _fits(v, sl, names: tuple[str, ...]) -> str | None:
+    """Why `v` is no value of the slot `sl`, or None."""
+    t = sl.type
+    if sl.kind is SlotKind.TASK:
+        return None if isinstance(v, str) and v in TASK_STATES else "a task state: " + ", ".join(TASK_STATES)
+    if isinstance(t, m.BoolT):
+        return None if isinstance(v, bool) else "bool"
+    if isinstance(t, m.EnumT):
+        return None if isinstance(v, str) and v in t.members else f"{t.name}: " + ", ".join(t.members)
+    if isinstance(t, m.BitsetT):
+        members = t.elem.members if t.elem else range(t.size)
+        ok = isinstance(v, Members) and all((isinstance(x, str) if t.elem else _is_int(x)) and x in members
+                                            for x in v)
+        return None if ok else t.describe()
+    if isinstance(t, m.WaitQueueT):
+        return None if isinstance(v, Members) and all(isinstance(x, str) and x in names for x in v) \
+            else "a wait queue of " + ", ".join(names)
+    if isinstance(t, m.IntT):
+        if not _is_int(v):
+            return t.describe()
+        return None if t.lo is None or t.lo <= v <= t.hi else t.describe()
+    if isinstance(t, m.BitVecT):
+        return None if _is_int(v) and 0 <= v < 1 << t.width else t.describe()
+    return None
+
+
+def misfit(cm: CompiledModel, cx: Counterexample) -> str | None:
+    """The first recorded value that no state of this model can hold (`mode = false` for
+    an enum, 7 for a 0..2): such a trace is not one of this model, whatever it shows."""
+    layout = cm.program.layout
+    names = layout.instance_names
+    groups = dict(TraceBuilder(cm).decoder.groups)
+    for i, st in enumerate(cx.trace.states):
+        for k, v in st.values:
+            slots = groups.get(k)
+            if slots is None:
+                continue
+            first = layout.slots[slots[0]]
+            if first.kind is SlotKind.BUFFER:
+                ok = isinstance(v, tuple) and not isinstance(v, Members) and len(v) <= len(slots) // 2 and \
+                    all(isinstance(p, tuple) and len(p) == 2 for p in v)  # ITF reads an empty buffer as []
+                why = None if ok else f"a store buffer of at most {len(slots) // 2} stores"
+            elif first.element is None:
+                why = _fits(v, first, names)
+            elif not isinstance(v, tuple) or isinstance(v, Members) or len(v) != len(slots):
+                why = f"an array of {len(slots)}"
+            else:
+                why = next((w for x, j in zip(v, slots) if (w := _fits(x, layout.slots[j], names))), None)
+                why = why and f"an array of {why}"
+            if why is not None:
+                shown = show_value(v)
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                return f"state {i}: {k} = {shown}, but {k} here is {why}"
+    return None
 
 
 @dataclass
@@ -218,6 +353,11 @@ class Replayer:
 
 def replay(cm: CompiledModel, cx: Counterexample, trace_file: str, recorded_variant: str,
            expected_violation: bool) -> ReplayResult:
+    problem = misfit(cm, cx)
+    if problem is not None:
+        raise SpecError(Span(trace_file, 0, 0, 0, 0), f"{trace_file} does not fit this model: {problem}",
+                        "a trace replays against the model it was recorded on or an edited version of it; "
+                        "was it written for another model, or edited by hand?")
     rp = Replayer(cm, cx)
     t = cx.trace
     variant = cm.program.model.variant

@@ -5,6 +5,10 @@ input gives the same answer and the same counterexample on every run: Z3 is
 deterministic for a fixed seed and a fixed order of assertions, and the engines add
 assertions in a fixed order. The timeout is wall-clock time per query (`--timeout`);
 a query that runs out of it answers `unknown`, which no engine reports as a proof.
+A timeout can also cut Z3 off after it answered `sat`, while it builds the model:
+that model need not satisfy the query, so `checked` turns it into `unknown` too, and
+only a complete answer can become a counterexample (or, when replay contradicts it, a
+checker bug).
 """
 
 from __future__ import annotations
@@ -32,10 +36,26 @@ def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None =
     cannot change it)."""
     _configure()
     s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
+    s.__class__ = _Solver
     s.set("random_seed", SEED)
     if timeout is not None:
         s.set("timeout", max(1, int(timeout * 1000)))
     return s
+
+
+#: Z3's reason_unknown() after Ctrl-C: it catches SIGINT while it solves and answers unknown
+CTRL_C_REASON = "interrupted from keyboard"
+
+
+class _Solver(z3.Solver):
+    """A Z3 solver whose query, cut short by Ctrl-C, raises KeyboardInterrupt as a Python
+    loop would: one Ctrl-C ends the run, not just the query under way."""
+
+    def check(self, *assumptions):
+        r = super().check(*assumptions)
+        if r == z3.unknown and self.reason_unknown() == CTRL_C_REASON:
+            raise KeyboardInterrupt
+        return r
 
 
 def why_unknown(s: z3.Solver) -> str:
@@ -43,3 +63,22 @@ def why_unknown(s: z3.Solver) -> str:
     if reason in ("timeout", "canceled"):
         return "the solver timed out (raise --timeout)"
     return f"the solver gave up ({reason})"
+
+
+#: why a `sat` whose model falsifies the query is answered as unknown
+CUT_OFF_MODEL = "the solver was interrupted while building its model (raise --timeout)"
+
+
+def checked(s: z3.Solver):
+    """`s.check()`, with a `sat` whose model falsifies an assertion (the solver was
+    interrupted before the model was complete) answered as `unknown`. Returns the
+    answer, the model (for sat) and why the answer is unknown (or "")."""
+    r = s.check()
+    if r == z3.unknown:
+        return r, None, why_unknown(s)
+    if r != z3.sat:
+        return r, None, ""
+    model = s.model()
+    if all(z3.is_true(model.eval(a, model_completion=True)) for a in s.assertions()):
+        return r, model, ""
+    return z3.unknown, None, CUT_OFF_MODEL

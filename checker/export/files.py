@@ -8,9 +8,12 @@ line ends, and wall-clock times appear only when asked for (`--with-timing`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import stat
+import tempfile
 
 from ..trace import Counterexample, RunResult, VariantResult
 
@@ -43,12 +46,98 @@ def file_stem(result: RunResult, variant: str, prop: str) -> str:
 
 
 def write_text(path: str, text: str) -> None:
-    """Write UTF-8 with `\\n` line ends on every platform, creating the folder."""
-    folder = os.path.dirname(path)
-    if folder:
+    """Write UTF-8 with `\\n` line ends on every platform, creating the folder.
+
+    Atomically: the text goes to a temporary file in the same folder, which then
+    replaces `path`, so a full disk or an interrupt leaves the file of an earlier run
+    whole instead of truncated. An OSError names `path`. A device or a pipe (`/dev/null`,
+    `/dev/stdout`) is written in place: it cannot be replaced."""
+    data = text.encode("utf-8")
+    try:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        target = os.path.realpath(path)  # write through a symbolic link, as open() does
+        folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())  # a full disk must show here, not after the old file is gone
+            os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as e:
+        if e.filename == path:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), path) from e
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_paths(files: list[tuple[str, str]], folders: list[tuple[str, str]],
+                       inputs: tuple[str, ...] = ()) -> list[str]:
+    """What is wrong with the places a run will write, before it starts: (flag, path) for
+    each output file and each output folder. Two outputs to one file would lose one; a
+    file that is a folder, a folder that is a file, or a folder that cannot be created
+    or written in would fail only after the search. Folders may be shared (each format
+    names its files with its own extension). No output may overwrite one of `inputs`."""
+    problems = []
+    seen: dict[str, str] = {}
+    read = {os.path.realpath(p) for p in inputs}
+    for flag, path in files:
+        key = os.path.realpath(path)
+        if key in read:
+            problems.append(f"{flag} {path} would overwrite an input of this run")
+            continue
+        if key in seen:
+            problems.append(f"{seen[key]} and {flag} both write {path}: give each its own file")
+            continue
+        seen[key] = flag
+        if os.path.isdir(path):
+            problems.append(f"cannot write {flag} {path}: it is a folder; give a file name")
+        elif os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe: written in place
+            if not os.access(path, os.W_OK):
+                problems.append(f"cannot write {flag} {path}: permission denied")
+        else:
+            problems += _writable_folder(flag, path, os.path.dirname(path))
+    for flag, path in folders:  # folders may be shared: each format has its own file names
+        key = os.path.realpath(path)
+        if key in seen:
+            problems.append(f"{seen[key]} writes the file {path} and {flag} a folder of that name")
+            continue
+        if os.path.exists(path) and not os.path.isdir(path):
+            problems.append(f"cannot write {flag} {path}: it is a file, not a folder")
+        else:
+            problems += _writable_folder(flag, path, path)
+    return problems
+
+
+def _writable_folder(flag: str, path: str, folder: str) -> list[str]:
+    """The nearest existing folder on the way to `folder` must be one we may write in
+    (the missing ones are created)."""
+    here = os.path.abspath(folder or ".")
+    while not os.path.exists(here):
+        here = os.path.dirname(here)
+    if not os.path.isdir(here):
+        return [f"cannot write {flag} {path}: {here} is a file, so no folder can be made in it"]
+    if not os.access(here, os.W_OK | os.X_OK):
+        return [f"cannot write {flag} {path}: no permission to write in {here}"]
+    return []
 
 
 def dump_json(doc, width: int = 100) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..safe_text import printable
 from ..trace import RunResult, Verdict
 from .files import variant_stem, write_text
 from .text import format_counterexample, race_diagram
@@ -22,7 +23,7 @@ def to_junit(result: RunResult, timing: bool = False) -> str:
         suite = ET.SubElement(root, "testsuite", name=variant_stem(result, v.variant))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         props = ET.SubElement(suite, "properties")
-        for name, value in (("file", result.file), ("variant", v.variant), ("memory_model", v.memory),
+        for name, value in (("file", printable(result.file)), ("variant", v.variant), ("memory_model", v.memory),
                             ("engine", v.stats.engine), ("states", str(v.stats.states)),
                             ("transitions", str(v.stats.transitions)), ("depth", str(v.stats.depth)),
                             ("complete", "true" if v.stats.complete else f"false ({v.stats.limit})")):
@@ -30,7 +31,7 @@ def to_junit(result: RunResult, timing: bool = False) -> str:
         for o in v.outcomes:
             counts["tests"] += 1
             case = ET.SubElement(suite, "testcase", name=o.property, classname=variant_stem(result, v.variant),
-                                 file=result.file)
+                                 file=printable(result.file))
             if o.span is not None:
                 case.set("line", str(o.span.line))
             expected = "violated" if o.expected_violation else "holds"
@@ -55,7 +56,7 @@ def to_junit(result: RunResult, timing: bool = False) -> str:
             counts["errors"] += 1
             cx = v.model_error
             case = ET.SubElement(suite, "testcase", name="model error", classname=variant_stem(result, v.variant),
-                                 file=result.file)
+                                 file=printable(result.file))
             err = ET.SubElement(case, "error", type="model error",
                                 message=f"{cx.message}\n" + race_diagram(cx.trace))
             err.text = format_counterexample(cx, v.variant)

@@ -10,6 +10,7 @@ command that reproduces the run. Built from the result objects only.
 
 from __future__ import annotations
 
+from ..safe_text import printable
 from ..trace import RunResult, VariantResult, Verdict, show_value
 from .files import counterexamples, write_text
 from .mermaid import diagram_for
@@ -17,6 +18,18 @@ from .text import format_trace, race_diagram
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO (per-CPU store buffers)"}
 ENGINE_NAMES = {"explicit": "explicit-state breadth-first search (every counterexample is a shortest one)"}
+
+
+def _code(text: str) -> str:
+    """`text` as one inline code span, whatever it holds: its controls and line breaks
+    escaped, fenced by more backticks than it has in a row (CommonMark), so that a file
+    name cannot close the span and write Markdown of its own."""
+    text = printable(text)
+    ticks = "`"
+    while ticks in text:
+        ticks += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _cell(text: str) -> str:
@@ -31,6 +44,8 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def _outcome_cell(o, use_expectations: bool) -> str:
     expected = "violated" if o.expected_violation else "holds"
+    if o.verdict is Verdict.INCOMPLETE and o.note.startswith("not checked: "):  # run.NOT_CHECKED
+        return f"**not checked** ({o.note[len('not checked: '):]})"
     if o.verdict is Verdict.INCOMPLETE:
         return f"incomplete ({o.note})" if o.note else "incomplete"
     if o.as_expected:
@@ -143,17 +158,17 @@ def _counterexample(result: RunResult, v: VariantResult, cx) -> list[str]:
     out += ["", "<details><summary>Step-by-step trace with the spec lines and every change</summary>", ""]
     out += _fence(format_trace(t), "text")
     out += ["", "</details>", ""]
-    out += [f"Only this variant: `check {result.file} --variant {v.variant}`", ""]
+    out += [f"Only this variant: {_code(f'check {result.file} --variant {v.variant}')}", ""]
     return out
 
 
 def review_report(result: RunResult, timing: bool = False) -> str:
     lines = [f"# timerace review: model `{result.model}`", "",
-             f"- **Spec**: `{result.file}`",
+             f"- **Spec**: {_code(result.file)}",
              f"- **Result**: {_summary(result)}",
              "- **Engine**: " + "; ".join(ENGINE_NAMES.get(e, e) for e in
                                           dict.fromkeys(v.stats.engine for v in result.variants)),
-             f"- **Reproduce**: `{result.command}`" if result.command else "- **Reproduce**: `check " + result.file + "`",
+             f"- **Reproduce**: {_code(result.command or 'check ' + result.file)}",
              ""]
     if result.header:
         lines += ["## The model", ""]
@@ -167,17 +182,23 @@ def review_report(result: RunResult, timing: bool = False) -> str:
     lines += _stats(result, timing)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
-        lines += ["", f"`{v.variant}`: the search was cut short ({v.stats.limit}); properties without a "
-                  "counterexample are **not verified**."]
+        if v.stats.limit == "not checked":  # run.NOT_CHECKED
+            lines += ["", f"`{v.variant}`: **not checked**: the run was cut short before this variant."]
+        else:
+            lines += ["", f"`{v.variant}`: the search was cut short ({v.stats.limit}); properties without a "
+                      "counterexample are **not verified**."]
     cxs = counterexamples(result)
     lines += ["", "## Counterexamples", ""]
-    if not cxs:
+    if not cxs and incomplete:  # never "no property is violated" for a run that did not see everything
+        lines += ["None found, but the run is incomplete (see above): properties without a counterexample "
+                  "are **not verified**.", ""]
+    elif not cxs:
         lines += ["None: no property is violated in any variant.", ""]
     for v, cx in cxs:
         lines += _counterexample(result, v, cx)
     lines += ["## Reproduce", ""]
-    lines += _fence(result.command or f"check {result.file}", "sh")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    lines += _fence(printable(result.command or f"check {result.file}"), "sh")
+    return printable("\n".join(lines).rstrip("\n"), multiline=True) + "\n"  # the header comment's controls
 
 
 def write_report(result: RunResult, path: str, timing: bool = False) -> None:

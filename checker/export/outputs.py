@@ -28,6 +28,19 @@ class OutputRequest:
         return any((self.json, self.itf, self.mermaid, self.dot, self.report, self.sarif, self.junit))
 
 
+def path_problems(req: OutputRequest, inputs: tuple[str, ...] = ()) -> list[str]:
+    """What is wrong with the files and folders `req` names (checked before the search);
+    none may be one of the `inputs` (the spec)."""
+    from .files import check_output_paths
+
+    files = [(flag, path) for flag, path in (("--json", req.json), ("--report", req.report),
+                                              ("--sarif", req.sarif), ("--junit", req.junit))
+             if path and path != "-"]
+    folders = [(flag, path) for flag, path in (("--itf", req.itf), ("--mermaid", req.mermaid), ("--dot", req.dot))
+               if path]
+    return check_output_paths(files, folders, inputs)
+
+
 def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], list[str]]:
     """Writes every requested file; returns (paths written, warnings). OSError propagates."""
     written: list[str] = []

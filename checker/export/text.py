@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
+from ..safe_text import printable
 from .files import counterexamples, describe
 from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_value)
@@ -20,6 +21,8 @@ ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction 
 
 
 def verdict_word(o) -> str:
+    if o.verdict is Verdict.INCOMPLETE and o.note.startswith("not checked"):  # run.NOT_CHECKED
+        return "not checked"
     if o.verdict is Verdict.INCOMPLETE and o.bound is not None:
         if o.counterexample is not None and o.counterexample.kind == CTI:
             return f"not proved (k <= {o.bound})"
@@ -109,7 +112,7 @@ def header(result: RunResult) -> str:
         how = ENGINE_WORDS[engine]
     else:
         how = f"explicit-state breadth-first search{' and fair-cycle search for liveness' if live else ''}"
-    return f"{result.model} ({result.file}): {n} variant{'s' if n != 1 else ''}, {how}{lemmas}, {mem}"
+    return f"{result.model} ({printable(result.file)}): {n} variant{'s' if n != 1 else ''}, {how}{lemmas}, {mem}"
 
 
 def store_buffer_notes(result: RunResult) -> list[str]:
@@ -191,7 +194,9 @@ def footer(result: RunResult) -> str:
     lines += reduction_notes(result) + final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
-        if v.stats.engine == "explicit":
+        if v.stats.limit == "not checked":  # run.NOT_CHECKED
+            lines.append(f"{v.variant}: not checked: the run was cut short before this variant")
+        elif v.stats.engine == "explicit":
             lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
                          "properties without a counterexample are not verified")
         else:
@@ -307,7 +312,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
 
 
 def _action_line(i: int, numw: int, a, width: int) -> str:
-    where = f"{a.span.file}:{a.span.line}" if a.span else ""
+    where = f"{printable(a.span.file)}:{a.span.line}" if a.span else ""
     ctx = f" [{a.inline}]" if a.inline else ""
     head = f"  {str(i).rjust(numw)}. {a.process:<10} " + (f"{where}{ctx}  " if where or ctx else "")
     room = max(20, width - len(head))
@@ -489,9 +494,9 @@ def variant_label(v: VariantResult) -> str:
 
 def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
     """A replay, step by step, then where it diverges or what it still shows."""
-    lines = [f"Replay of {r.trace_file}: {r.kind} {r.property}, recorded on variant {r.recorded_variant} "
-             f"({r.recorded_steps} step{'s' if r.recorded_steps != 1 else ''})",
-             f"against {spec_file}, variant {r.variant}", ""]
+    lines = [f"Replay of {printable(r.trace_file)}: {printable(r.kind)} {printable(r.property)}, recorded on variant "
+             f"{printable(r.recorded_variant)} ({r.recorded_steps} step{'s' if r.recorded_steps != 1 else ''})",
+             f"against {printable(spec_file)}, variant {r.variant}", ""]
     numw = len(str(max(r.recorded_steps, 1)))
     longest = max((len(st.recorded.text) for st in r.steps), default=0)
     marks = {ReplayStatus.OK: "ok", ReplayStatus.CHANGED: "ok, changed", ReplayStatus.SKIPPED: "skipped",

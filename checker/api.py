@@ -1,0 +1,91 @@
+"""The Python API, for scripts and notebooks: check a spec and get back the result
+objects the exporters read (checker.trace), with keyword arguments for the options the
+command line has.
+
+Bad input raises `SpecError` (with the span of the offending text, a message and a
+hint) instead of printing it and exiting: the caller decides what to do with it.
+Nothing here imports Z3; the bmc and induction engines and lemmas import it when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .engines.explicit import Limits
+from .errors import NOWHERE, SpecError
+from .parse import parse
+from .resolve import MEMORY_MODELS
+from .run import ENGINES, Options, check_spec, load
+from .trace import RunResult
+
+Define = bool | int | str
+
+
+def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mapping[str, Define] | None = None,
+               memory_model: str | None = None, store_buffer: int | None = None, engine: str = "explicit",
+               max_states: int | None = None, max_depth: int | None = None, depth: int | None = None,
+               deadlock: bool = True, expectations: bool = True, timeout: float | None = None,
+               workers: int = 1, por: bool = True, symmetry: str = "auto",
+               progress: bool = False) -> RunResult:
+    """Check the spec in `path`, as `check` does, and return the whole run.
+
+    variants: a name or names to check (default: base and every variant); defines:
+    constants to override, as `-D NAME=VALUE` does (`{"POLL_ROUNDS": 1}`); memory_model:
+    "sc" or "tso" for every variant (`--memory-model`); engine: "explicit" (breadth-first
+    search, limited by max_states and max_depth), "bmc" or "induction" (Z3, up to depth,
+    default 10); expectations=False ignores `expect violated` (`--no-expect`). workers is
+    1 unless asked for: a notebook's kernel should not start processes unasked."""
+    opts = _options(variants=variants, defines=defines, memory_model=memory_model, store_buffer=store_buffer,
+                    engine=engine, max_states=max_states, max_depth=max_depth, depth=depth, deadlock=deadlock,
+                    expectations=expectations, timeout=timeout, workers=workers, por=por, symmetry=symmetry,
+                    progress=progress)
+    return check_spec(load(path), opts)
+
+
+def check_source(text: str, file: str = "<spec>", **options) -> RunResult:
+    """Check a spec given as text (`file` names it in spans and results); the keyword
+    arguments are check_file's (another is a TypeError)."""
+    opts = _options(**{**check_file.__kwdefaults__, **options})
+    return check_spec(parse(text, file), opts)
+
+
+def _options(*, variants, defines, memory_model, store_buffer, engine, max_states, max_depth, depth, deadlock,
+             expectations, timeout, workers, por, symmetry, progress) -> Options:
+    """Options as the command line builds them, refusing what it refuses."""
+    if engine not in ENGINES:
+        raise SpecError(NOWHERE, f"unknown engine {engine!r}", f"engines: {', '.join(ENGINES)}")
+    if memory_model is not None and memory_model not in MEMORY_MODELS:
+        raise SpecError(NOWHERE, f"unknown memory model {memory_model!r}", f"memory models: {', '.join(MEMORY_MODELS)}")
+    if depth is not None and engine == "explicit":
+        raise SpecError(NOWHERE, "depth is for engine='bmc' or 'induction'; the explicit engine takes max_depth")
+    if (max_states is not None or max_depth is not None) and engine != "explicit":
+        raise SpecError(NOWHERE, f"max_states and max_depth are for the explicit engine; {engine} takes depth")
+    for name, value, least in (("max_states", max_states, 1), ("max_depth", max_depth, 0), ("depth", depth, 0),
+                               ("store_buffer", store_buffer, 1), ("workers", workers, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            raise SpecError(NOWHERE, f"{name} must be a whole number >= {least}, not {value!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise SpecError(NOWHERE, f"timeout must be a positive number of seconds, not {timeout!r}")
+    if symmetry not in ("auto", "on", "off"):
+        raise SpecError(NOWHERE, f"symmetry must be 'auto', 'on' or 'off', not {symmetry!r}")
+    return Options(defines=_defines(defines or {}), variants=(variants,) if isinstance(variants, str) else tuple(variants),
+                   use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
+                   memory=memory_model, store_buffer=store_buffer, progress=progress,
+                   engine=engine, depth=10 if depth is None else depth, timeout=timeout,
+                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry)
+
+
+def _defines(defines: Mapping[str, Define]) -> dict[str, str]:
+    """{"NAME": value} as the text `-D NAME=VALUE` would give: true/false for a bool."""
+    out = {}
+    for name, value in defines.items():
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, (int, str)):
+            out[name] = str(value)
+        else:
+            raise SpecError(NOWHERE, f"-D {name}: expected a bool, an int or a str, got {type(value).__name__}")
+    return out
+
+
+__all__ = ["check_file", "check_source"]
