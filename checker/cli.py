@@ -224,9 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     source = None
     try:
-        from .resolve import parse_define
+        from .resolve import parse_defines
 
-        defines = dict(parse_define(d) for d in args.defines)
+        defines = parse_defines(args.defines)
         spec = load(args.file)
         source = spec.source
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
@@ -392,7 +392,7 @@ def _silence_stdout() -> None:
 
 def _read_quietly(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:  # a caret under a bad byte
             return f.read()
     except (OSError, UnicodeDecodeError):
         return None
