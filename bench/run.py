@@ -336,7 +336,7 @@ class TwinCheck:
     states: int | None  # "states, stored" of the safety run (-DNOREDUCE -DNOCLAIM, -c0)
     extra_states: int  # states pan stores that we do not (1: the one before a chooser picks initial values)
     violated: set[str]  # safety: invariant_X, deadlock, final_X, assert_X, model_error_...
-    cycles: dict[str, bool]  # liveness claim -> pan found a fair acceptance cycle
+    cycles: dict[str, bool]  # liveness property (by the claim) -> pan found a fair acceptance cycle
     depth_limit: int
     failure: str | None = None
 
@@ -353,6 +353,13 @@ class TwinCheck:
 
 def claims_of(pml_text: str) -> list[str]:
     return _CLAIM.findall(pml_text)
+
+
+def claim_property(pml_text: str, claim: str) -> str:
+    """The model's property a claim checks (a claim is renamed where the property's name
+    is not a safe Promela name; its line says `/* property NAME */`)."""
+    found = re.search(rf"^ltl {re.escape(claim)} .*/\* property (\w+) \*/$", pml_text, re.M)
+    return found.group(1) if found else claim
 
 
 def nfair_flags(pml_text: str) -> list[str]:
@@ -427,7 +434,7 @@ def twin_check(pml: Path, work: Path, optimise: str = "-O2") -> TwinCheck:
             if errors is None or _TOO_SHALLOW in r.stdout:
                 return TwinCheck(int(stored.group(1)), extra, violated, cycles, limit,
                                  f"pan -a -N {claim} did not finish: " + r.stdout[-300:])
-            cycles[claim] = "acceptance cycle" in r.stdout
+            cycles[claim_property(text, claim)] = "acceptance cycle" in r.stdout
     return TwinCheck(int(stored.group(1)), extra, violated, cycles, limit)
 
 

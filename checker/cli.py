@@ -36,7 +36,7 @@ from .errors import SpecError
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
-from .resolve import parse_define
+from .resolve import parse_defines
 from .run import ENGINES, Options, check_spec, compile_variant, load, promela_twin, replay_trace, selected_variants
 from .safe_text import printable
 from .trace import ReplayResult, RunResult, Verdict
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     source = None
     try:
-        defines = dict(parse_define(d) for d in args.defines)
+        defines = parse_defines(args.defines)
         spec = load(args.file)
         source = spec.source
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
@@ -379,7 +379,7 @@ def _silence_stdout() -> None:
 
 def _read_quietly(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:  # a caret under a bad byte
             return f.read()
     except (OSError, UnicodeDecodeError):
         return None

@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import model as m
+from .errors import Span, SpecError
 from .fold import fits_bv, simplify, store_needs
+from .limits import MAX_NESTING
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Op, Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
 from .safe_text import python_comment as _comment
@@ -327,6 +329,9 @@ class _Emitter:
             self.emit(f"v = {self.pending()}")
 
 
+_PACK_TERMS = 256  # fields per line of the generated `pack`
+
+
 def _paren(code: str) -> str:
     return code if code.isidentifier() or code.isdigit() else f"({code})"
 
@@ -344,6 +349,7 @@ class _Compiler:
         self.direct = False  # inside a locked operation: loads and stores use memory
         self.proc, self.inst = None, None
         self.step_writes: dict[str, int] = {}  # step function name -> the bits it may change
+        self.spans: dict[str, Span] = {}  # generated function -> the statement or property it runs
 
     def run(self) -> CompiledModel:
         model = self.program.model
@@ -378,6 +384,7 @@ class _Compiler:
                 for st in p.steps:
                     fname = f"{_ident(p.name)}{i if p.count is not None else ''}_step{st.uid}"
                     self.src.append(self.step_function(fname, p, i, st))
+                    self.spans[fname] = st.span
                     plan.append((p, i, st, fname))
         flush_names: list[tuple[StoreBuffer, str]] = []
         for b in self.layout.buffers:
@@ -409,7 +416,11 @@ class _Compiler:
         source = "\n".join(self.src) + "\n"
         ns = dict(_RUNTIME)
         ns.update(_SHIFT=pk.shift, _MASK=tuple(pk.mask(k) for k in range(len(pk.shift))), _LO=pk.lo)
-        exec(compile(source, f"<timerace {model.name}.{model.variant}>", "exec"), ns)  # noqa: S102
+        try:
+            code = compile(source, f"<timerace {model.name}.{model.variant}>", "exec")
+        except (SyntaxError, RecursionError, MemoryError) as e:
+            raise self.too_deep(e) from None
+        exec(code, ns)  # noqa: S102
         unpack = ns["unpack"]
         pack = _checked_pack(ns["pack"], pk, self.layout)
         instances = []
@@ -441,6 +452,28 @@ class _Compiler:
                              pk, pack, unpack, final_packed)
 
     # -- the state as a tuple and back
+    def too_deep(self, error: Exception) -> SpecError:
+        """Python refuses code that nests past its own limits (200 parentheses, 100
+        indentation levels, its recursion limit); within the spec's nesting limit
+        (limits.MAX_NESTING) some constructs still cost several levels of Python each,
+        and a `fn` call pastes its body in place. The error points at the statement or
+        property whose function it is, found by compiling each function alone."""
+        if isinstance(error, SyntaxError) and not str(error.msg).startswith("too many"):
+            raise error  # not a limit: a bug in this module
+        for chunk in self.src:
+            name = chunk[4:chunk.find("(")] if chunk.startswith("def ") else ""
+            try:
+                compile(chunk, "<timerace>", "exec")
+            except (SyntaxError, RecursionError, MemoryError) as e:
+                reason = e.msg if isinstance(e, SyntaxError) else "it nests too deeply for Python's compiler"
+                span = self.spans.get(name, Span(self.program.model.file, 0, 0, 0, 0))
+                return SpecError(span, f"this nests too deeply to compile: {reason} in the generated Python",
+                                 f"split it over several statements, constants or `fn`s; the spec may nest "
+                                 f"{MAX_NESTING} levels, but an index, a conversion or a `fn` call costs "
+                                 "Python more than one")
+        return SpecError(Span(self.program.model.file, 0, 0, 0, 0),
+                         "the model nests too deeply to compile to Python")
+
     def unpack_function(self) -> str:
         e = _Emitter()
         e.lines.append("def unpack(s):")
@@ -460,7 +493,13 @@ class _Compiler:
                 continue
             v = f"t[{k}]" if not pk.lo[k] else f"(t[{k}] - {pk.lo[k]})"
             parts.append(f"{v} << {pk.shift[k]}" if pk.shift[k] else v)
-        e.emit("return " + (" | ".join(parts) if parts else "0"))
+        if len(parts) <= _PACK_TERMS:
+            e.emit("return " + (" | ".join(parts) if parts else "0"))
+        else:  # one expression of thousands of `|` nests too deeply for Python's compiler
+            e.emit("s = " + " | ".join(parts[:_PACK_TERMS]))
+            for i in range(_PACK_TERMS, len(parts), _PACK_TERMS):
+                e.emit("s |= " + " | ".join(parts[i:i + _PACK_TERMS]))
+            e.emit("return s")
         return "\n".join(e.lines) + "\n"
 
     # -- reading and writing fields
@@ -584,6 +623,7 @@ class _Compiler:
         e = _Emitter()
         self.proc, self.inst = None, None
         self.buffer, self.direct = None, False  # properties read memory, as other CPUs would
+        self.spans[fname] = cond.span
         e.lines.append(f"def {fname}(s):")
         e.emit(f"# {_comment(what)}")
         e.emit(f"return {self.expr(self.simplify(cond), e, 's')}")

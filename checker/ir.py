@@ -21,6 +21,7 @@ from typing import Iterator
 
 from . import model as m
 from .errors import Span, SpecError, source_text
+from .limits import MAX_PROCESSES, MAX_VALUES
 
 # ---- state layout --------------------------------------------------------------
 
@@ -249,6 +250,10 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
     var_base: dict = {}
 
     def add_var(sym: m.VarSym, instance: int | None, prefix: str):
+        if len(slots) + (sym.type.length if isinstance(sym.type, m.ArrayT) else 1) > MAX_VALUES:
+            raise SpecError(sym.span, f"'{prefix}{sym.name}' takes the state past {MAX_VALUES:,} values, the limit",
+                            "that is the limit on variables and array elements in all, each process "
+                            "instance's locals counted")
         var_base[(sym, instance)] = len(slots)
         name = prefix + sym.name
         if isinstance(sym.type, m.ArrayT):
@@ -281,8 +286,10 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
                 task_slot[gid_base[p.name] + i] = len(slots)
                 slots.append(Slot(f"{p.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
                                   None, None, p.instance_name(i)))
-    if len(names) > 62:
-        raise SpecError(model.processes[0].span, "more than 62 processes in one model")
+    if len(names) > MAX_PROCESSES:
+        raise SpecError(model.processes[0].span,
+                        f"{len(names)} processes in one model; the limit is {MAX_PROCESSES}",
+                        "every instance of a process array counts")
     buffers: list[StoreBuffer] = []
     if model.memory == "tso":
         addresses = m.IntT(0, len(slots))
@@ -592,6 +599,7 @@ class _ProcessBuilder:
                 steps_at.append(())
         names: list[str] = []
         used: set[str] = set()
+        next_suffix: dict[str, int] = {}  # base -> the first k not yet tried (linear, not quadratic)
         for n in order:
             if id(n) in labels_of:
                 name = labels_of[id(n)]
@@ -600,19 +608,25 @@ class _ProcessBuilder:
                 name = "terminated" if any(l == "end" for l, _ in self.labelled) else "end"
             else:
                 name = f"line{n.step['span'].line}"
-            base, k = name, 2
-            while name in used:
-                name, k = f"{base}_{k}", k + 1
+            base = name
+            if name in used:  # base_2, base_3, ...: the first one free (names are only ever added)
+                k = next_suffix.get(base, 2)
+                while (name := f"{base}_{k}") in used:
+                    k += 1
+                next_suffix[base] = k + 1
             used.add(name)
             names.append(name)
         label_pcs: dict[str, set[int]] = {}
+        pcs_of_step: dict[int, list[int]] = {}  # Step uid -> the pcs that may take it
+        for pc, at in enumerate(steps_at):
+            for st in at:
+                pcs_of_step.setdefault(st.uid, []).append(pc)
         for label, node in self.labelled:
             r = self.resolve(node)
             if id(r) in pcs:
                 label_pcs.setdefault(label, set()).add(pcs[id(r)])
             elif r.kind == "step" and id(r) in made:
-                label_pcs.setdefault(label, set()).update(
-                    pc for pc, st in enumerate(steps_at) if made[id(r)] in st)
+                label_pcs.setdefault(label, set()).update(pcs_of_step.get(made[id(r)].uid, ()))
             else:
                 label_pcs.setdefault(label, set())
         end_pcs = {pcs[id(end)]} if id(end) in pcs else set()

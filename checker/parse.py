@@ -14,7 +14,8 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast
-from .errors import Span, SpecError
+from .errors import Span, SpecError, source_lines
+from .limits import MAX_LITERAL, MAX_NESTING
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
@@ -51,15 +52,52 @@ def _cache_file() -> str | bool:
 
 def parse(source: str, file: str = "<spec>") -> ast.Spec:
     """Parse a whole spec; raise SpecError with a position on any syntax error."""
+    source = source.removeprefix("\ufeff")  # a UTF-8 byte order mark, as some editors write
     try:
         tree = _parser().parse(source)
     except lark.exceptions.UnexpectedInput as e:
         raise _syntax_error(e, source, file) from None
-    items = _Builder(file).transform(tree)
+    _check_nesting(tree, file)
+    try:
+        items = _Builder(file).transform(tree)
+    except lark.exceptions.VisitError as e:
+        if isinstance(e.orig_exc, SpecError):
+            raise e.orig_exc from None
+        raise
     return ast.Spec(file=file, source=source, items=tuple(items.children))
 
 
+def _check_nesting(tree: lark.Tree, file: str) -> None:
+    """Refuses a tree deeper than MAX_NESTING (walked with a stack: the tree may be far
+    deeper than Python's recursion limit), pointing at the first construct that passes
+    the limit, with the depth of the whole tree."""
+    stack = [(tree, 1, tree.meta)]
+    deepest, first = 0, None
+    while stack:
+        node, depth, where = stack.pop()
+        if not node.meta.empty:
+            where = node.meta
+        if depth > deepest:
+            deepest = depth
+        if depth == MAX_NESTING + 1 and first is None:
+            first = where
+        stack.extend((c, depth + 1, where) for c in reversed(node.children) if isinstance(c, lark.Tree))
+    if first is not None:
+        span = Span(file, first.line, first.column, first.line, first.column + 1) if not first.empty \
+            else Span(file, 1, 1, 1, 1)
+        raise SpecError(span, f"the spec nests too deeply: {deepest} levels; the limit is {MAX_NESTING}",
+                        "each statement inside another, and each operator, call or index of an "
+                        "expression, is a level; split a long chain (`a + b + ...`, `c ? x : ...`, "
+                        "`if` ... `if`) over several constants, `fn`s, statements or properties")
+
+
 def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) -> SpecError:
+    unclosed = _unclosed_comment(source)
+    if unclosed is not None and unclosed <= _error_offset(e, source):
+        line = source.count("\n", 0, unclosed) + 1
+        col = unclosed - (source.rfind("\n", 0, unclosed) + 1) + 1
+        return SpecError(Span(file, line, col, line, col + 2), "unclosed comment",
+                         "a `/*` comment ends at the next `*/`, and this one has none")
     expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
     words = sorted({_TOKEN_WORDS.get(t, _describe_terminal(t)) for t in expected})
     if isinstance(e, lark.exceptions.UnexpectedEOF) or (
@@ -85,12 +123,41 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
     width = max(1, len(str(tok)))
     span = Span(file, line, col, line, col + width)
     hint = f"expected {_join(words)}" if words else None
-    line_text = source.splitlines()[line - 1] if 0 < line <= len(source.splitlines()) else ""
+    lines = source_lines(source)
+    line_text = lines[line - 1] if 0 < line <= len(lines) else ""
     first_on_line = line_text[: col - 1].strip() == ""
     if "';'" in words and (first_on_line or len(words) <= 3):
         hint = "missing ';' at the end of the previous line?" if first_on_line else "missing ';'?"
     shown = str(tok)
     return SpecError(span, f"unexpected {shown!r}" if shown else "unexpected input", hint)
+
+
+def _unclosed_comment(source: str) -> int | None:
+    """The offset of a `/*` that no `*/` closes, if any (the language has no strings, so
+    `//` and `/*` always start comments)."""
+    i = 0
+    while True:
+        i = min((k for k in (source.find("//", i), source.find("/*", i)) if k >= 0), default=-1)
+        if i < 0:
+            return None
+        if source.startswith("//", i):
+            nl = source.find("\n", i)
+            if nl < 0:
+                return None
+            i = nl + 1
+        else:
+            end = source.find("*/", i + 2)
+            if end < 0:
+                return i
+            i = end + 2
+
+
+def _error_offset(e: lark.exceptions.UnexpectedInput, source: str) -> int:
+    if isinstance(e, lark.exceptions.UnexpectedCharacters):
+        return e.pos_in_stream
+    tok = getattr(e, "token", None)
+    pos = getattr(tok, "start_pos", None)
+    return pos if isinstance(pos, int) else len(source)
 
 
 def _describe_terminal(name: str) -> str:
@@ -109,6 +176,25 @@ def _join(words: list[str]) -> str:
     if len(words) > 8:
         words = words[:8] + ["..."]
     return ", ".join(words)
+
+
+def literal_value(text: str, span: Span) -> int:
+    """The value of an integer literal (decimal or 0x hex) at most MAX_LITERAL; the length
+    is checked first, as Python refuses to convert decimal text of more than 4300 digits."""
+    hexa = text[:2] in ("0x", "0X")
+    digits = text[2:] if hexa else text
+    if not hexa and text.startswith("0") and text.strip("0"):  # Python's int(text, 0) refuses it
+        raise SpecError(span, f"integer literal {_shorten(text)} starts with 0",
+                        f"C would read it as octal, and this language has no octal: write "
+                        f"{_shorten(text.lstrip('0'))} or a 0x literal")
+    if len(digits.lstrip("0")) > (16 if hexa else 20) or int(text, 0) > MAX_LITERAL:
+        raise SpecError(span, f"integer literal {_shorten(text)} is larger than {MAX_LITERAL} (2^64 - 1)",
+                        "no type holds a larger value (u64 is the widest)")
+    return int(text, 0)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
 
 
 def _span(file: str, meta) -> Span:
@@ -337,7 +423,7 @@ class _Builder(Transformer):
         return ast.Call(self.sp(m), str(c[0]), self.ts(c[0]), args)
 
     def number(self, m, c):
-        return ast.Number(self.sp(m), int(str(c[0]), 0))
+        return ast.Number(self.sp(m), literal_value(str(c[0]), self.sp(m)))
 
     def true(self, m, c):
         return ast.BoolLit(self.sp(m), True)

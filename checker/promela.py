@@ -16,12 +16,16 @@ The encoding is chosen so that pan's state is exactly our state:
   the order the compiled Python evaluates it (side effects of kernel primitives inside
   an expression happen first, as `_Compiler.builtin` emits them); constants, `self` and
   quantifiers are folded by the compiler's own `simplify`, so both sides fold alike.
-  Scratch values live in `hidden` globals, which are not part of pan's state.
+  Scratch values live in globals `tr_t<k>` that every step sets back to 0, so they add
+  no state (`hidden` ones would stop pan's breadth-first search, `-DBFS`). spin hides a
+  global that nothing reads, so the monitor has an option, never taken, that reads them all.
+* Model names stay as they are unless Promela, cpp, C or pan's own code would clash with
+  them (see `_PROMELA` below): then the twin's name differs and its header lists it.
 * Properties are checked by one monitor process that never leaves its end-labelled
   loop: each check is an option `d_step { violated -> assert(name) }` that returns to
   where it was, so it adds no state, and `./pan -c0` can go on past a violation and
   still count exactly our states. The `assert` names the property: pan prints
-  "assertion violated invariant_<name>" (a hidden byte that is always 0). Our deadlock
+  "assertion violated invariant_<name>" (a byte that is always 0). Our deadlock
   ("no step enabled, and some process not at a valid end") is the predicate itself,
   written out from every step's enabling condition, not SPIN's `timeout` (which the
   monitor's own options would disturb) nor its invalid-end-state check (which cannot
@@ -76,15 +80,62 @@ from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OI
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed int
 
-# Promela keywords and names pan's C code or our own globals use: a model name that is
-# one of these gets a trailing underscore.
-_RESERVED = frozenset("""
+# Names. A model name reaches three namespaces in its twin: SPIN's (Promela keywords), the
+# C preprocessor's that spin runs on the twin (which predefines `linux` and `unix`, and
+# expands an enum member's `#define` everywhere, inside `c_code` too), and pan's C code,
+# where every global is a field `now.<name>` beside pan's and the C library's macros, and
+# a process is a macro `P<name>`. A clash gives a twin spin or gcc rejects. Names that are
+# safe stay as in the model, so that the twin reads like the model (a uniform prefix on
+# every name would not); a name that is not safe gets a trailing `_`, or, for a name C
+# could see as a macro, a `v_` prefix (see `_Translator.unique`), and the header lists
+# every name changed (spin's trails show the twin's names). The sets below are the Promela
+# keywords, the C keywords, the lower- and mixed-case object-like macros pan.c sees (`gcc
+# -E -dM pan.c` under the flags pan's documentation lists, with SPIN 6.5 and glibc), and
+# what cpp and the twin's own C text need. The upper-case macros are too many (hundreds,
+# varying with the C library, SPIN's version and `-D` flags such as `-DBFS`): a global or
+# process whose name has no lower-case letter gets the prefix instead. A name starting
+# with `tr_` or `model_error_` is the twin's own. Only names that are C identifiers in
+# pan (globals, processes) avoid C's; an enum member or an ltl claim is gone (or a string)
+# by the time gcc runs.
+_PROMELA = frozenset("""
 active assert atomic bit bool break byte c_code c_decl c_expr c_state c_track chan d_step
 d_proctype do else empty enabled eval false fi full goto hidden if init inline int len local
 mtype nempty never nfull np_ od of pc_value printf printm priority proctype provided run
 short show skip timeout true typedef unless unsigned xr xs select for in get_priority
 set_priority ltl always eventually until weak strong release implies equivalent stutter
-notrace trace _ _pid _nr_pr _last _priority now""".split())
+notrace trace _ _pid _nr_pr _last _priority pid D_proctype STDIN end""".split())  # end: the twin's end labels
+_C_KEYWORDS = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef
+union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic
+_Imaginary _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false
+nullptr static_assert thread_local true typeof typeof_unqual asm""".split())
+# object-like macros in lower or mixed case (also pan's own that it #undefs later, such as
+# `rand`), and `sv`, a field of pan's state struct beside the globals; a name matching the
+# pattern gets the `v_` prefix (a trailing `_` still matches it)
+_C_MACROS = frozenset("""
+sv errno rand uchar uint ulong ushort stdin stdout stderr wasnew sa_handler sa_sigaction
+sigev_notify_attributes sigev_notify_function st_atime st_ctime st_mtime
+Air0 Air1 Air2 Air3 G_int G_long IfNotBlocked L_ctermid L_tmpnam P_tmpdir PanSource Pclaim
+SpinVersion StackSize UnBlock""".split())
+_C_MACRO_PATTERN = re.compile(r"(max|min)seq\d+|si_\w+")
+# what spin's cpp replaces (its predefined macros, `defined`) and the names in the twin's
+# own C text, which an enum member's #define would replace there
+_CPP = frozenset("""
+linux unix defined now uerror uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t
+int64_t include stdint h""".split())
+# identifiers of pan's C code starting with P, which a process's macro `P<name>` redefines
+_PAN_P = frozenset("P_PROC P_RAND P_o P_o_tmp P_s P_s_tmp P__Q PanSource Pclaim Pptr Printf".split())
+_OURS = ("tr_", "model_error_")  # prefixes of the names the twin makes up
+
+
+def _unsafe(name: str, c: bool, process: bool = False) -> bool:
+    """Whether `name` clashes with Promela, with cpp, or (c: the name reaches pan's C code
+    as a field or macro) with C and pan."""
+    if name in _PROMELA or name in _CPP:
+        return True
+    return c and (name in _C_KEYWORDS or name in _C_MACROS or process and "P" + name in _PAN_P)
+
 
 _IDENT = re.compile(r"[^A-Za-z0-9_]")
 
@@ -204,7 +255,8 @@ class _Translator:
         self.model = program.model
         self.layout = program.layout
         self.names: dict = {}  # (VarSym, instance or None) -> Promela name
-        self.used: set[str] = set(_RESERVED)
+        self.used: set[str] = set()  # names taken in the twin
+        self.renamed: dict[str, str] = {}  # twin name -> model name, where they differ
         self.temps = 0
         self.temps_max = 0
         self.labels = 0
@@ -223,12 +275,42 @@ class _Translator:
         self.direct = False  # tso: inside a locked operation loads and stores use memory
 
     # -- names
-    def unique(self, base: str) -> str:
+    def unique(self, base: str, c: bool = True, process: bool = False, shown: str | None = None,
+               derived=lambda name: ()) -> str:
+        """A twin name for a model name `base`: unchanged if it is safe (`_unsafe`) and
+        free; a `v_` prefix if it does not start with a letter, is the twin's own (`tr_`,
+        `model_error_`) or, reaching C (`c`), has no lower-case letter (C's macro style) or
+        matches `_C_MACRO_PATTERN`;
+        else `_` until it is safe and free. An enum member is a `#define` that spin's cpp
+        expands before pan's C is written (`c` false: upper case is safe). `derived`: the
+        names the twin makes from it, which must be free too."""
         name = _ident(base)
-        if not re.match(r"[A-Za-z]", name):
+        if not re.match(r"[A-Za-z]", name) or name.startswith(_OURS) or \
+                c and (not re.search(r"[a-z]", name) or _C_MACRO_PATTERN.fullmatch(name)):
             name = "v_" + name
-        while name in self.used or name.startswith("tr_"):
+        while name in self.used or _unsafe(name, c, process) or \
+                any(n in self.used or _unsafe(n, c) for n in derived(name)):
             name += "_"
+        for n in (name, *derived(name)):
+            self.take(n)
+        if name != _ident(base):
+            self.renamed[name] = shown or base
+        return name
+
+    def claim_name(self, base: str) -> str:
+        """An `ltl` claim's name: Promela's namespace only (a claim is no C identifier), so
+        it may share a variable's name but no process's, macro's or other claim's."""
+        taken = self.used - set(self.names.values())
+        name = base
+        while name in taken or _unsafe(name, c=False):
+            name += "_"
+        self.take(name)
+        if name != base:
+            self.renamed[name] = base
+        return name
+
+    def take(self, name: str) -> str:
+        """A name the twin itself declares: a model name must not take it."""
         self.used.add(name)
         return name
 
@@ -267,13 +349,34 @@ class _Translator:
         return any(self.needs_c(c) for c in _children(x))
 
     # -- declarations
+    def name_processes(self) -> None:
+        """The processes' names, then every name the twin makes from them or from the
+        properties, before any variable is named (a variable `pc_<process>` yields)."""
+        self.take("deadlock")
+        for prop in self.program.properties:
+            for kind in ("invariant", "final", "assert"):
+                self.take(f"{kind}_{_ident(prop.name)}")
+        for p in self.program.processes:
+            for st in p.steps:
+                for o in walk_ops(st.body):
+                    if isinstance(o, OAssert):
+                        self.take("assert_" + _ident(o.property))
+        for proc in ("tr_init", "tr_monitor"):
+            self.take(proc)
+            self.take("P" + proc)  # pan's macro for the process
+        self.inst_ident = [self.unique(n, process=True, derived=lambda ident: (
+            f"pc_{ident}", f"task_{ident}", f"flush_{ident}", f"sb_{ident}_a", f"sb_{ident}_v",
+            f"P{ident}", f"Pflush_{ident}"))
+            for n in self.layout.instance_names]
+
     def declare(self) -> list[str]:
         out = []
-        self.inst_ident = [self.unique(n) for n in self.layout.instance_names]
         for (sym, inst), base in self.layout.var_base.items():
-            prefix = f"{self.layout.instance_names[self.layout.gid_base[sym.process] + inst]}_" \
-                if sym.scope is m.Scope.LOCAL else ""
-            self.names[(sym, inst)] = self.unique(prefix + sym.name)
+            if sym.scope is m.Scope.LOCAL:
+                instance = self.layout.instance_names[self.layout.gid_base[sym.process] + inst]
+                self.names[(sym, inst)] = self.unique(f"{instance}_{sym.name}", shown=f"{instance}.{sym.name}")
+            else:
+                self.names[(sym, inst)] = self.unique(sym.name)
         for sym_inst, base in self.layout.var_base.items():
             sym, inst = sym_inst
             name = self.names[sym_inst]
@@ -891,6 +994,9 @@ class _Translator:
         if self.failed_label:
             body.append(f"{self.failed_label}: " + "; ".join(f"{var} = {copy}" for var, copy in saved))
             body.append(f"{self.done_label}: skip")
+        if self.temps:  # scratch values are in pan's state vector (not `hidden`: see translate)
+            resets = "; ".join(f"tr_t{k} = 0" for k in range(1, self.temps + 1))
+            body.append(f"{resets}\t/* scratch values back to 0 */")
         self.failed_label = None
         where = f"{st.span.file}:{st.span.line}"
         lines = [f"\t:: d_step {{ /* {_comment(where)}  {_comment(st.text)[:90]} */"]
@@ -992,9 +1098,10 @@ def translate(program: Program) -> str:
             enums[ty.name] = ty
         if isinstance(ty, m.BitsetT) and ty.elem is not None:
             enums[ty.elem.name] = ty.elem
+    t.name_processes()
     for name, ty in enums.items():
         for k, member in enumerate(ty.members):
-            macro = t.unique(member)
+            macro = t.unique(member, c=False)
             t.enum_names[(name, k)] = macro
             enum_lines.append(f"#define {macro} {k}\t/* {_comment(name)} */")
     decls = t.declare()
@@ -1097,7 +1204,7 @@ def translate(program: Program) -> str:
                 f = f"[] (({'tr_chosen && ' if chooser else ''}{trig}) -> <> {goal})"
             else:
                 f = f"[] <> {goal}"
-            ltl.append((pname, f, prop.name))
+            ltl.append((t.claim_name(pname), f, prop.name))
         elif prop.kind is m.PropertyKind.ASSERT:
             pass  # in the steps
         else:
@@ -1114,24 +1221,40 @@ def translate(program: Program) -> str:
         sorted({"assert_" + _ident(o.property) for p in program.processes for st in p.steps
                 for o in walk_ops(st.body) if isinstance(o, OAssert)})
     out.append("")
+    # Not `hidden`: pan refuses breadth-first search (-DBFS) on a model with hidden
+    # variables. A name is always 0 and a scratch value is 0 again at the end of every step,
+    # so in pan's state vector they add no state.
     out.append("/* Always 0: each names a property in pan's \"assertion violated <name>\" */")
     for nm in names:
         what = next((c[3] for c in checks if c[0] == nm), t.errors.get(nm, nm))
-        out.append(f"hidden byte {nm};\t/* {_comment(what)} */")
+        out.append(f"byte {nm} = 0;\t/* {_comment(what)} */")
     if t.temps_max:
-        out.append("hidden int " + ", ".join(f"tr_t{k}" for k in range(1, t.temps_max + 1)) +
-                   ";\t/* scratch values inside one step */")
+        out.append("int " + ", ".join(f"tr_t{k}" for k in range(1, t.temps_max + 1)) +
+                   ";\t/* scratch values inside one step, 0 between steps */")
     out.append("")
     if chooser:
         out += chooser
         out.append("")
     out += procs
-    if checks:
+    # spin hides a global that nothing reads (its dataflow optimisation, off only with
+    # `spin -o2`): pan would then not tell apart states that differ only there, and count
+    # fewer than we do. An option that is never taken reads every global.
+    reads = [f"{t.names[key]}[0]" if isinstance(key[0].type, m.ArrayT) else t.names[key]
+             for key in t.layout.var_base if key[0] not in t.c_syms]
+    reads += [t.pc(g) for g in range(len(t.inst_ident))] + [t.task(g) for g in sorted(t.layout.task_slot)]
+    reads += [f"{t.sb(b)}_{part}[0]" for b in program.layout.buffers for part in "av"]
+    if checks or reads:
         out.append("/* The properties, checked in every state without adding one: each option returns to")
         out.append(" * where it was. */")
         out.append("active proctype tr_monitor()")
         out.append("{")
         out.append("end:\tdo")
+        if reads:
+            out.append("\t:: false ->\t/* never taken: reads every global, so that spin hides none (pan would "
+                       "count fewer states) */")
+            for k in range(0, len(reads), 8):
+                sep = " &&" if k + 8 < len(reads) else ""
+                out.append("\t\t" + " && ".join(f"{r} == {r}" for r in reads[k:k + 8]) + sep)
         for name, cond, c_mode, what in checks:
             out.append(f"\t:: d_step {{ /* {_comment(what)} */")
             if c_mode:
@@ -1162,6 +1285,8 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
              " * (-c0 goes on past violations, -DNOCLAIM leaves the ltl claims out; raise -m if pan says",
              " * the depth is too small). Default settings, for the time to a verdict:",
              f" *   spin -a {stem}.pml && gcc -O2 -o pan pan.c && ./pan -m100000",
+             " * Breadth-first, for the shortest trails (safety only; the same states as depth-first):",
+             f" *   spin -o3 -a {stem}.pml && gcc -O2 -DBFS -DNOREDUCE -DNOCLAIM -o pan pan.c && ./pan -c0",
              " * A violation reads \"assertion violated <name>\": invariant_<property>, final_<property>,",
              " * assert_<property>, deadlock, or model_error_<what> (the model itself went wrong)."]
     if chooser:
@@ -1185,6 +1310,12 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
         if unfair:
             lines.append(f" * NOTE: {_comment(', '.join(unfair))} declared `unfair`: SPIN has no per-process fairness,")
             lines.append(" * so pan assumes it fair too; a liveness verdict may differ from timerace's.")
+    if t.renamed:
+        lines.append(" * Names changed for SPIN and C (a keyword, or a name pan's C code already uses), as")
+        lines.append(" * `twin <- model`; spin's trails show the twin's names:")
+        pairs = [f"{twin} <- {_comment(orig)}" for twin, orig in sorted(t.renamed.items())]
+        for k in range(0, len(pairs), 6):
+            lines.append(" *   " + ", ".join(pairs[k:k + 6]))
     if model.lemmas or skipped:
         names = [lm.name for lm in model.lemmas] or [s.split()[-1] for s in skipped]
         lines.append(f" * Not translated: lemmas {_comment(', '.join(names))} (timerace proves them with Z3).")

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
-from .errors import NOWHERE, Span, SpecError, did_you_mean, source_text
+from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines, source_text
+from .limits import MAX_PROCESSES, MAX_VALUES
+from .parse import literal_value
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -118,7 +120,7 @@ def header_comment(source: str) -> str:
     """The comment block a model starts with (what it models and what its variants show)."""
     lines = []
     in_block = False
-    for raw in source.splitlines():
+    for raw in source_lines(source):
         line = raw.strip()
         if in_block:
             end = line.find("*/")
@@ -145,6 +147,24 @@ def parse_define(text: str) -> tuple[str, str]:
         raise SpecError(NOWHERE, f"-D expects NAME=VALUE, got {text!r}",
                         "for example: -D KICK_ON_PENDING=false")
     return name.strip(), value.strip()
+
+
+def _check_array_size(n: int, span: Span) -> None:
+    if n > MAX_VALUES:
+        raise SpecError(span, f"an array of {n} elements; the limit is {MAX_VALUES:,}",
+                        f"a model holds at most {MAX_VALUES:,} values (variables and array elements) in all")
+
+
+def parse_defines(texts) -> dict[str, str]:
+    """Every `-D NAME=VALUE`; a name given twice is refused: which one was meant?"""
+    out: dict[str, str] = {}
+    for text in texts:
+        name, value = parse_define(text)
+        if name in out:
+            raise SpecError(NOWHERE, f"-D {name} is given twice ({name}={out[name]}, then {name}={value})",
+                            f"give -D {name}=... once")
+        out[name] = value
+    return out
 
 
 def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
@@ -454,11 +474,13 @@ class _Resolver:
             n = self.const_int(d.count, "an array size")
             if n < 1:
                 raise SpecError(d.span, f"an array needs at least one element, not {n}")
+            _check_array_size(n, d.span)
             return 0, n - 1, None
         lo = self.const_int(d.lo, "an array bound")
         hi = self.const_int(d.hi, "an array bound")
         if lo > hi:
             raise SpecError(d.span, f"empty index range {lo}..{hi}")
+        _check_array_size(hi - lo + 1, d.span)
         return lo, hi, None
 
     def _var(self, d: ast.VarDecl, scope: m.Scope, process: str | None) -> m.VarSym:
@@ -550,8 +572,9 @@ class _Resolver:
         if d.dim.count is None:
             raise SpecError(d.dim.span, "a process array takes a count, `process name[N]`")
         n = self.const_int(d.dim.count, "a process count")
-        if not 1 <= n <= 64:
-            raise SpecError(d.dim.span, f"a process array has 1 to 64 processes, not {n}")
+        if not 1 <= n <= MAX_PROCESSES:
+            raise SpecError(d.dim.span, f"a process array has 1 to {MAX_PROCESSES} processes, not {n}",
+                            f"a model has at most {MAX_PROCESSES} processes in all, counting every instance")
         return n
 
     def _process(self, d: ast.ProcessDecl) -> m.Process:
@@ -1354,10 +1377,18 @@ def _article(word: str) -> str:
 
 
 def _define_expr(text: str) -> ast.Expr:
+    import re
+
     span = NOWHERE
     low = text.lower()
     if low in ("true", "false"):
         return ast.BoolLit(span, low == "true")
+    digits = text.removeprefix("-")
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", digits):
+        try:  # the spec's limit on literals, before Python's on converting long decimal text
+            literal_value(digits, span)
+        except SpecError as e:
+            raise SpecError(NOWHERE, f"-D value: {e.message}", e.hint) from None
     try:
         return ast.Number(span, int(text, 0))
     except ValueError:

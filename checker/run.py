@@ -66,10 +66,31 @@ def load(path: str) -> Spec:
     except IsADirectoryError:
         raise SpecError(_nowhere(path), f"{path} is a directory, not a spec file") from None
     except UnicodeDecodeError as e:
-        raise SpecError(_nowhere(path), f"{path} is not UTF-8 text ({e.reason})") from None
+        raise _not_utf8(path, e) from None
     except OSError as e:
         raise SpecError(_nowhere(path), f"cannot read {path}: {e.strerror}") from None
     return parse(text, path)
+
+
+def _not_utf8(path: str, first: UnicodeDecodeError) -> SpecError:
+    """Where the text stops being UTF-8, as line:col (the column counts characters, a
+    bad byte as one), so an editor can jump there."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(4 * MAX_SPEC_CHARS + 8)  # no more than load() would have read
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.reason == "unexpected end of data" and len(data) > 4 * MAX_SPEC_CHARS:  # where the read stopped
+            return SpecError(_nowhere(path), f"{path} is not UTF-8 text ({first.reason})")
+        start = data.rfind(b"\n", 0, e.start) + 1
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[start:e.start].decode("utf-8", "replace")) + 1
+        return SpecError(Span(path, line, col, line, col + 1),
+                         f"{path} is not UTF-8 text: byte {data[e.start]:#04x} ({e.reason})",
+                         "save the file as UTF-8")
+    except OSError:
+        pass
+    return SpecError(_nowhere(path), f"{path} is not UTF-8 text ({first.reason})")
 
 
 def read_capped(f, path: str, cap: int, what: str):

@@ -35,9 +35,9 @@ PACKAGE = ROOT / "checker"
 #: pass that fills it (ast below parse, model below resolve, trace below the engines).
 #: (name, modules, whether the layer's modules may import each other, why it is here)
 LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
-    ("foundation", ("checker", "checker.errors", "checker.safe_text", "checker.progress"), False,
-     "what every stage uses: spans and input errors (with the text a span covers), text made safe "
-     "to print, progress lines, the version; none of them imports another checker module"),
+    ("foundation", ("checker", "checker.errors", "checker.limits", "checker.safe_text", "checker.progress"), False,
+     "what every stage uses: spans and input errors (with the text a span covers), the language's "
+     "limits, text made safe to print, progress lines, the version; none imports another checker module"),
     ("ast", ("checker.ast",), False, "the typed, frozen syntax tree with spans"),
     ("parse", ("checker.parse",), False, "spec text -> ast, the only user of lark"),
     ("model", ("checker.model",), False, "the resolved model: symbols, types, typed expressions"),
