@@ -90,8 +90,8 @@ FRONT_END = frozenset({"checker.parse", "checker.ast", "checker.resolve"})
 ORCHESTRATORS = frozenset({"checker.run", "checker.api", "checker.cli", "checker.__main__"})
 
 #: Removed by the primitives table (issue 16): today the primitives are named in
-#: resolve.BUILTINS and the IR and the back ends reach back into the resolver for them,
-#: inside functions. They are exempt from the front-end and function-level rules, and
+#: resolve.BUILTINS and the IR, the back ends and the footprints reach back into the
+#: resolver for them (inside functions, but for reduce's). They are exempt from the front-end and function-level rules, and
 #: from those only; delete them when the table lands (test_exceptions_are_still_needed
 #: says when).
 PRIMITIVE_IMPORTS: dict[tuple[str, str], frozenset[str]] = {
@@ -105,7 +105,7 @@ PRIMITIVE_IMPORTS: dict[tuple[str, str], frozenset[str]] = {
 #: (importer, imported) -> why. A standard-library module cannot import us back, so
 #: its imports may sit anywhere.
 LAZY: dict[tuple[str, str], str] = {
-    ("checker.engines.liveness", "networkx"): "networkx (about 0.3 s) only for models with liveness properties",
+    ("checker.engines.liveness", "networkx"): "networkx, only for models with liveness properties",
     ("checker.run", "checker.engines.solver"): "Z3, only to read the default timeout of a Z3 engine",
     ("checker.run", "checker.engines.lemmas"): "Z3, only for models with lemmas",
     ("checker.run", "checker.engines.bmc"): "Z3, only for --engine bmc",

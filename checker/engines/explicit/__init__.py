@@ -2,7 +2,7 @@
 `explore()`.
 
 Its parts, lowest first (each imports only the ones before it; tests/test_layers.py
-checks that, and that nothing outside imports a part instead of this package):
+checks that, and that the rest of checker/ imports this package, never a part):
 
 * `fastloop`: writes the generated level loop, one function per variant with every
   step's body pasted in place, from the actor tables it shares with the search;
