@@ -16,6 +16,7 @@ from .engines import liveness, reduce
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .errors import SpecError
+from .explain import explain
 from .parse import parse
 from .progress import Progress
 from .resolve import BASE, resolve, variant_names
@@ -208,8 +209,9 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                 note = "no final state is reachable: the condition holds vacuously"
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
-    return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error, model.store_buffer, space)
+    outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
+    return VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
+                         model_error, model.store_buffer, space)
 
 
 def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:
@@ -256,8 +258,9 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         else:
             outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
     constants = tuple((k, v) for k, v in model.constants.items())
-    return VariantResult(variant, constants, tuple(outcomes), sym.stats, model.memory, fairness_of(model),
-                         sym.model_error, checker_bugs=tuple(sym.checker_bugs))
+    outcomes, model_error = explain(cm, outcomes, sym.model_error)
+    return VariantResult(variant, constants, outcomes, sym.stats, model.memory, fairness_of(model),
+                         model_error, checker_bugs=tuple(sym.checker_bugs))
 
 
 def _check_liveness(cm: CompiledModel, exploration: Exploration, stats):
