@@ -144,7 +144,7 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        return _check_symbolic(cm, variant, opts, lemma_findings)
+        return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
@@ -210,8 +210,21 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
-    return VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
-                         model_error, model.store_buffer, space)
+    return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
+                                             model_error, model.store_buffer, space))
+
+
+def _expect_spans(spec: Spec, vr: VariantResult) -> VariantResult:
+    """Each outcome with where its `expect` clause is (SARIF points an unmet one there)."""
+    from . import ast
+
+    if vr.variant == BASE:
+        expects = [x for x in spec.items if isinstance(x, ast.ExpectDecl)]
+    else:
+        expects = [x for d in spec.items if isinstance(d, ast.VariantDecl) and d.name == vr.variant
+                   for x in d.expects]
+    where = {name: span for x in expects for name, span in x.violated}
+    return replace(vr, outcomes=tuple(replace(o, expect_span=where.get(o.property)) for o in vr.outcomes))
 
 
 def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:

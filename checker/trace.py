@@ -156,6 +156,7 @@ class PropertyOutcome:
     span: Span | None = None
     note: str = ""
     bound: int | None = None  # bmc without a violation: searched up to this depth only
+    expect_span: Span | None = None  # where the variant's `expect` clause names this property, if it does
 
     @property
     def as_expected(self) -> bool:
