@@ -481,6 +481,11 @@ def race_lines(t: Trace, width: int = 100) -> str:
     if t.loop_start is not None:
         lines.append(" " * (numw + 1) + (f"~~~ back to step {t.loop_start + 1} ~~~" if t.loop_start < t.length
                                          else "~~~ the run stays here for ever ~~~"))
+    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
+    if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
+        lines.append("still buffered, not yet visible:")
+        lines += [f"  {k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
+                  for k, v in pending for loc, x in v]
     return "\n".join(lines)
 
 
