@@ -15,21 +15,25 @@ from dataclasses import replace
 
 from . import ir, model as m
 from .compile import CompiledModel, ModelError, _Compiler, _Emitter
+from .errors import Span, SpecError
 from .ir import SlotKind, TASK_STATES
 from .trace import MEMORY, Action, Buffered, Counterexample, Members, PropertyOutcome, Trace, TraceState, show_value
 
 _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 
 
-def comparisons(x: m.TExpr):
+def comparisons(x: m.TExpr, atoms: bool = False):
     """The comparisons reached from the root through &&, ||, -> and !: the parts a
-    reader wants evaluated."""
+    reader wants evaluated. `atoms`: also the other conditions met on the way (a
+    `test_bit(...)`, a bool), as comparisons with `true`."""
     if isinstance(x, m.Bin) and x.op in ("&&", "||", "->"):
-        yield from comparisons(x.left)
-        yield from comparisons(x.right)
+        yield from comparisons(x.left, atoms)
+        yield from comparisons(x.right, atoms)
     elif isinstance(x, m.Un) and x.op == "!":
-        yield from comparisons(x.operand)
+        yield from comparisons(x.operand, atoms)
     elif isinstance(x, m.Bin) and x.op in _COMPARE:
+        yield x
+    elif atoms and not isinstance(x, m.Const):
         yield x
 
 
@@ -53,7 +57,7 @@ class Explainer:
         self.ns = dict(cm.namespace)
         self.fns: dict = {}
         self.by_name = {inst.name: inst for inst in cm.instances}
-        self.inlined = _inline_sites(self.model)
+        self.inlined: dict | None = None  # (process, step uid) -> (inline, call span), when first needed
 
     # -- states back to the engine's tuples
     def encode(self, st: TraceState) -> tuple | None:
@@ -153,12 +157,15 @@ class Explainer:
             return show_value(Members(t.elem.members[b] for b in bits) if t.elem else Members(bits))
         return show_value(v)
 
-    def sides(self, cond: m.TExpr, raw: tuple, inst=None, bound: dict | None = None) -> list[tuple[str, str]]:
-        """(text, value) of each side of each comparison in `cond` that is not a literal."""
+    def sides(self, cond: m.TExpr, raw: tuple, inst=None, bound: dict | None = None,
+              atoms: bool = True) -> list[tuple[str, str]]:
+        """(text, value) of each side of each comparison in `cond` that is not a literal,
+        and of each other condition in it (`atoms`)."""
         out: list[tuple[str, str]] = []
         seen = set()
-        for c in comparisons(cond):
-            for side in (c.left, c.right):
+        for c in comparisons(cond, atoms):
+            compared = isinstance(c, m.Bin) and c.op in _COMPARE
+            for side in (c.left, c.right) if compared else _reads(c):
                 if isinstance(side, m.Const):
                     continue
                 text = self.text(side)
@@ -257,14 +264,15 @@ class Explainer:
     def call_site(self, inst, st: ir.Step, before: tuple) -> str:
         """`load(cpu = 1) at line 7`: the call of the inline this step belongs to, with
         the values of its arguments as the step reads them."""
-        site = None
-        for span, name, texts in self.inlined.get((inst.process.name, st.span), ()):
-            if name == st.inline and _mentions(st, texts):
-                site = (span, name)
-                break
-        if site is None:
+        if self.inlined is None:
+            try:
+                self.inlined = _inline_calls(self.model)
+            except SpecError:
+                self.inlined = {}
+        site = self.inlined.get((inst.process.name, st.uid))
+        if site is None or site[0] != st.inline:
             return ""
-        span, name = site
+        name, span = site
         call = ir.source_text(self.model.source, span, 120).rstrip(";").strip()
         args = _arguments(call, name)
         shown = []
@@ -308,6 +316,21 @@ class Explainer:
                                if s[0] not in names or len(sides) > 1))
 
 
+def _reads(x: m.TExpr) -> list[m.TExpr]:
+    """The state a condition reads: its variables, elements and locations (`p@label`),
+    as the values a reader needs to see why it held or not."""
+    if isinstance(x, (m.Var, m.Elem, m.At, m.LocalOf)):
+        return [x]
+    out = []
+    for f in getattr(x, "__dataclass_fields__", {}):
+        sub = getattr(x, f)
+        if isinstance(sub, m.TExpr):
+            out += _reads(sub)
+        elif isinstance(sub, tuple):
+            out += [r for z in sub if isinstance(z, m.TExpr) for r in _reads(z)]
+    return out
+
+
 def _with(sides: list[tuple[str, str]]) -> str:
     return (": " + ", ".join(f"{k} = {v}" for k, v in sides)) if sides else ""
 
@@ -324,52 +347,41 @@ def _stores(op) -> bool:
     return any(isinstance(o, (ir.OAssign, ir.OEval)) for o in ir.walk_ops((op,)))
 
 
-def _inline_sites(model: m.Model) -> dict:
-    """(process, statement span) -> [(call span, inline name, argument expressions' spans)]
-    for every statement expanded from an inline, innermost call first."""
-    out: dict = {}
+_TAG = "\x00"  # separates an inline's name from its call's number in the tagged lowering
 
-    def walk(stmts, proc, stack):
-        for s in stmts:
-            if isinstance(s, m.SInlined) and s.name:
-                walk(s.body, proc, [(s.span, s.name)] + stack)
-                continue
-            if stack:
-                out.setdefault((proc, s.span), []).extend((sp, nm, _stmt_exprs(s)) for sp, nm in stack[:1])
-            for sub in ("body", "then", "orelse"):
-                inner = getattr(s, sub, None)
-                if isinstance(inner, tuple) and inner and isinstance(inner[0], m.RStmt):
-                    walk(inner, proc, stack)
-                elif isinstance(inner, m.RStmt):
-                    walk((inner,), proc, stack)
 
-    for p in model.processes:
-        walk(p.body, p.name, [])
+def _inline_calls(model: m.Model) -> dict:
+    """(process, step uid) -> (inline name, call span) for every step expanded from an
+    inline. The lowered steps keep only the inline's name, so the model is lowered once
+    more with each call's name tagged with its number: the same statements in the same
+    order give the same steps with the same uids, and each step's tag names its call."""
+    calls: list[Span] = []
+
+    def tag(s):
+        if isinstance(s, tuple):
+            return tuple(tag(x) for x in s)
+        if not isinstance(s, m.RStmt):
+            return s
+        changes = {}
+        for f in s.__dataclass_fields__:
+            sub = getattr(s, f)
+            if isinstance(sub, (m.RStmt, tuple)) and not isinstance(sub, m.TExpr):
+                new = tag(sub)
+                if new is not sub:
+                    changes[f] = new
+        if isinstance(s, m.SInlined) and s.name:
+            calls.append(s.span)
+            changes["name"] = f"{s.name}{_TAG}{len(calls) - 1}"
+        return replace(s, **changes) if changes else s
+
+    tagged = replace(model, processes=tuple(replace(p, body=tag(p.body)) for p in model.processes))
+    out = {}
+    for p in ir.build(tagged).processes:
+        for st in p.steps:
+            if st.inline and _TAG in st.inline:
+                name, k = st.inline.split(_TAG)
+                out[(p.name, st.uid)] = (name, calls[int(k)])
     return out
-
-
-def _stmt_exprs(s) -> tuple:
-    return tuple(getattr(s, f) for f in ("target", "value", "cond", "call") if isinstance(getattr(s, f, None), m.TExpr))
-
-
-def _mentions(st: ir.Step, exprs: tuple) -> bool:
-    """Whether the step was lowered from a statement with these (substituted) expressions."""
-    mine = [x for op in st.body for o in ir.walk_ops((op,)) for x in ir._exprs(o)]
-    if st.guard is not None:
-        mine.append(st.guard)
-    return all(x in mine or any(_inside(x, y) for y in mine) for x in exprs)
-
-
-def _inside(x, y) -> bool:
-    if x == y:
-        return True
-    for f in getattr(y, "__dataclass_fields__", {}):
-        sub = getattr(y, f)
-        if isinstance(sub, m.TExpr) and _inside(x, sub):
-            return True
-        if isinstance(sub, tuple) and any(isinstance(z, m.TExpr) and _inside(x, z) for z in sub):
-            return True
-    return False
 
 
 def _arguments(call: str, name: str) -> list[str]:
@@ -432,21 +444,19 @@ def _find_text(ex: Explainer, st: ir.Step, text: str):
 
 
 def explain(cm: CompiledModel, outcomes, model_error: Counterexample | None):
-    """The outcomes and model error of one variant, each counterexample annotated."""
+    """The outcomes and model error of one variant, each counterexample annotated. An
+    explanation is a courtesy: should one fail, the counterexample stays as found."""
     ex = Explainer(cm)
-    out = []
-    for o in outcomes:
-        if o.counterexample is not None:
-            try:
-                o = replace(o, counterexample=ex.counterexample(o.counterexample))
-            except RecursionError:
-                pass
-        out.append(o)
-    try:
-        model_error = ex.counterexample(model_error)
-    except RecursionError:
-        pass
-    return tuple(out), model_error
+
+    def annotated(cx):
+        try:
+            return ex.counterexample(cx)
+        except Exception:  # noqa: BLE001 (the verdict and its trace stand without it)
+            return cx
+
+    out = tuple(replace(o, counterexample=annotated(o.counterexample)) if o.counterexample is not None else o
+                for o in outcomes)
+    return out, annotated(model_error)
 
 
 __all__ = ["Explainer", "explain", "comparisons", "PropertyOutcome", "Trace", "Buffered"]

@@ -71,6 +71,15 @@ def _location(span: Span | None, file: str, message: str | None = None) -> dict:
     return loc
 
 
+def statement_span(a: Action) -> Span | None:
+    """Where a step's statement is: an `if`/`while` step's span is the whole statement,
+    body included (often dozens of lines), but the step is its head, as its text says."""
+    sp = a.span
+    if sp is None or sp.end_line <= sp.line or not a.text or a.text.endswith(("}", ";")):
+        return sp
+    return Span(sp.file, sp.line, sp.col, sp.line, sp.col + len(a.text))
+
+
 def _step_text(n: int, a: Action) -> str:
     effects = ", ".join(f"{k} = {show_value(v)}" for k, v in a.changes)
     return (f"{n}. {a.process}: {a.text}" + (f" [{a.call}]" if a.call else "")
@@ -85,7 +94,7 @@ def code_flow(cx: Counterexample, file: str) -> dict:
     threads: dict[str, list[dict]] = {}
     for n, a in steps:
         text = _step_text(n, a) + (" -- fails here" if a.kind == "failed" else "")
-        entry = {"location": _location(a.span, file, text), "executionOrder": n}
+        entry = {"location": _location(statement_span(a), file, text), "executionOrder": n}
         if t.loop_start is not None and n - 1 == t.loop_start:
             entry["kinds"] = ["loop start"]
         threads.setdefault(a.process, []).append(entry)
@@ -158,7 +167,7 @@ def to_sarif(result: RunResult) -> dict:
                 at = o.expect_span  # the unmet expectation is the `expect` clause's
             elif o.counterexample is not None and o.counterexample.trace.failure is not None \
                     and o.counterexample.trace.failure.span is not None:
-                at = o.counterexample.trace.failure.span  # the statement that failed
+                at = statement_span(o.counterexample.trace.failure)  # the statement that failed
             res = {"ruleId": o.property, "ruleIndex": rule_ids.index(o.property), "level": level,
                    "message": {"text": text}, "locations": [_location(at, result.file)],
                    "partialFingerprints": {"timerace/v1": fingerprint(result.model, v.variant, o.property)},
@@ -168,7 +177,7 @@ def to_sarif(result: RunResult) -> dict:
             results.append(res)
         if v.model_error is not None:
             cx = v.model_error
-            where = cx.trace.failure.span if cx.trace.failure else None
+            where = statement_span(cx.trace.failure) if cx.trace.failure else None
             results.append({"ruleId": "model-error", "ruleIndex": rule_ids.index("model-error"), "level": "error",
                             "message": {"text": f"variant {v.variant}: model error: {cx.message}"},
                             "locations": [_location(where, result.file)],

@@ -529,10 +529,11 @@ _SOFT_BREAKS = ",;.([{=&|"  # break after these inside a long token ...
 _LAST_RESORT = "_>"  # ... or inside a name (`lapic_timer_` / `->mode`) before cutting letters
 
 
-def _cut(word: str, room: int) -> int:
-    """Where to break a long token to fit `room`: after punctuation, else after `_`."""
+def _cut(word: str, room: int, names: bool = True) -> int:
+    """Where to break a long token to fit `room`: after punctuation, else (`names`)
+    after `_` inside a name."""
     cut = max(word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS)
-    if cut <= room // 3:
+    if cut <= room // 3 and names:
         cut = max([cut] + [word.rfind(ch, 0, room) + 1 for ch in _LAST_RESORT])
     return cut
 
@@ -550,11 +551,13 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
             if len(word) <= room:
                 line = f"{line} {word}" if len(line) > prefix_len else line + word
                 break
-            cut = _cut(word, room)
+            too_long = len(word) > width - len(rest)  # it fits on no line: a name may be split
+            cut = _cut(word, room, names=too_long)
             if len(line) > prefix_len:
                 # a word too long for any line, or one that would leave this line nearly
-                # empty, is split here if it breaks well; else it starts a new line
-                if (len(word) > width - len(rest) or len(line.strip()) <= width // 4) and cut > 3:
+                # empty, is split here if it breaks well (between C tokens, never inside a
+                # name that fits on a line of its own); else it starts a new line
+                if (too_long or len(line.strip()) <= width // 4) and cut > 3:
                     out.append(f"{line} {word[:cut]}")
                     line, prefix_len = rest, len(rest)
                     word = word[cut:]
