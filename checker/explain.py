@@ -152,6 +152,9 @@ class Explainer:
             return show_value(bool(v))
         if isinstance(t, m.EnumT) and isinstance(v, int) and 0 <= v < len(t.members):
             return t.members[v]
+        if isinstance(t, m.WaitQueueT) and isinstance(v, int):
+            names = self.layout.instance_names
+            return show_value(Members(names[g] for g in range(len(names)) if v >> g & 1))
         if isinstance(t, m.BitsetT) and isinstance(v, int):
             bits = [b for b in range(t.size) if v >> b & 1]
             return show_value(Members(t.elem.members[b] for b in bits) if t.elem else Members(bits))

@@ -81,20 +81,25 @@ def summary_table(result: RunResult) -> str:
                          str(v.model_error.trace.steps), states if first else "", "", "", v.stats.engine))
         for _ in v.checker_bugs:
             rows.append(("", "(checker bug)", "checker bug", "-", "CHECKER BUG", "", "", "", "", v.stats.engine))
+    lengths = any(r[5] for r in rows[1:])
+    if not lengths:  # no counterexample: no column of blanks
+        rows = [r[:5] + r[6:] for r in rows]
     if mixed:  # say which memory model each variant ran under
         memory = ["memory"] + [v.memory if k == 0 else "" for v in result.variants
                                for k in range(len(v.outcomes) + (v.model_error is not None)
                                               + len(v.checker_bugs))]
         rows = [r[:1] + (mem,) + r[1:] for r, mem in zip(rows, memory)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = {6, 7, 8, 9} if mixed else {5, 6, 7, 8}
+    right = {5, 6, 7, 8} if lengths else {5, 6, 7}
+    if mixed:
+        right = {i + 1 for i in right}
     lines = []
     for k, r in enumerate(rows):
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
-    if any(v.stats.engine == "explicit" for v in result.variants):
+    if lengths and any(v.stats.engine == "explicit" for v in result.variants):
         lines.append("steps: the counterexample's length, its failing step included; depth: how deep the "
                      "search went" + (" (K for bmc)" if any(v.stats.engine == "bmc" for v in result.variants)
                                       else ""))
