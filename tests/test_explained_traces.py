@@ -186,3 +186,44 @@ def test_help_lists_exit_codes_and_examples_without_benchmark_numbers():
     text = build_parser().format_help()
     assert "exit codes:" in text and "examples:" in text and "  3  incomplete" in text
     assert not re.search(r"\d\.\d+x|\d+(\.\d+)?x sooner", text)
+
+
+def test_the_text_width_follows_the_terminal_and_is_fixed_otherwise(monkeypatch):
+    import io
+    import os
+    import shutil
+
+    from checker import cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert cli.text_width(io.StringIO()) == cli.TEXT_WIDTH  # a file or a pipe: stable goldens
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((160, 50)))
+    assert cli.text_width(Tty()) == 159
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: os.terminal_size((20, 50)))
+    assert cli.text_width(Tty()) == 60
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_a_report_of_only_unexpected_violations_still_fits(path, tmp_path):
+    from checker.export.markdown import write_report
+
+    result = run(path, use_expectations=False)
+    written = write_report(result, str(tmp_path / "r.md"))
+    md = (tmp_path / "r.md").read_text()
+    assert len(md) < COMMENT_LIMIT
+    sides = sorted(p.name for p in (tmp_path / "r.traces").iterdir())
+    assert len(written) == 1 + len(sides) and sides
+    for name in sides:  # each side file is linked, and holds the whole trace
+        assert f"](r.traces/{name})" in md
+        text = (tmp_path / "r.traces" / name).read_text()
+        assert "Trace:" in text or "lemma" in text.splitlines()[0]  # a lemma's is its values
+
+
+def test_a_name_that_fits_a_line_is_not_split():
+    from checker.export.text import wrap_cell
+
+    lines = wrap_cell("clear_bit(KVM_REQ_PENDING_TIMER, requests);", 31)
+    assert not any(line.rstrip().endswith("_") for line in lines), lines

@@ -538,7 +538,7 @@ def _cut(word: str, room: int, names: bool = True) -> int:
     """Where to break a long token to fit `room`: after punctuation, else (`names`)
     after `_` inside a name."""
     cut = max(word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS)
-    if cut <= room // 3 and names:
+    if cut <= 3 and names:  # between C tokens where there is a place; inside a name only if not
         cut = max([cut] + [word.rfind(ch, 0, room) + 1 for ch in _LAST_RESORT])
     return cut
 
