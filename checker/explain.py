@@ -128,7 +128,7 @@ class Explainer:
             exec(compile(src, "<timerace explain>", "exec"), self.ns)  # noqa: S102
             fn = self.fns[key] = self.ns["_explain"]
         try:
-            packed = self.cm.pack(raw) if raw is not None else 0
+            packed = self.cm.pack(raw) if raw else 0  # a lemma reads no state
             return fn(packed, *(bound or {}).values())
         except (ModelError, ArithmeticError, IndexError, ValueError, TypeError):
             return None
@@ -161,24 +161,33 @@ class Explainer:
         return show_value(v)
 
     def sides(self, cond: m.TExpr, raw: tuple, inst=None, bound: dict | None = None,
-              atoms: bool = True) -> list[tuple[str, str]]:
+              atoms: bool = True, within: Span | None = None) -> list[tuple[str, str]]:
         """(text, value) of each side of each comparison in `cond` that is not a literal,
-        and of each other condition in it (`atoms`)."""
+        and of each other condition in it (`atoms`). A part that comes from the body of a
+        `fn` (outside `within`, the statement or property) is written there with the
+        fn's parameters: the variables it reads are shown instead."""
         out: list[tuple[str, str]] = []
         seen = set()
+        parts = []
         for c in comparisons(cond, atoms):
             compared = isinstance(c, m.Bin) and c.op in _COMPARE
             for side in (c.left, c.right) if compared else _reads(c):
-                if isinstance(side, m.Const):
-                    continue
-                text = self.text(side)
-                if not text or text in seen or not _pure(side):
-                    continue
-                vals = self.values((side,), raw, inst, bound)
-                if vals is None:
-                    continue
-                seen.add(text)
-                out.append((text, self.shown(side.type, vals[0])))
+                bare = side.operand if isinstance(side, m.Conv) else side
+                if within is not None and not isinstance(bare, m.Bound) and not _inside_span(side.span, within):
+                    parts += [(r, _render(r)) for r in _reads(side)]
+                else:
+                    parts.append((side, None))
+        for side, written in parts:
+            if isinstance(side, m.Const):
+                continue
+            text = written or self.text(side)
+            if not text or text in seen or not _pure(side):
+                continue
+            vals = self.values((side,), raw, inst, bound)
+            if vals is None:
+                continue
+            seen.add(text)
+            out.append((text, self.shown(side.type, vals[0])))
         return out
 
     # -- one step
@@ -214,9 +223,10 @@ class Explainer:
             cond = st.body[0].cond
             held = self.values((cond,), before, inst)
             if held is not None:
-                notes.append(("taken" if held[0] else "not taken") + _with(self.sides(cond, before, inst)))
+                notes.append(("taken" if held[0] else "not taken")
+                             + _with(self.sides(cond, before, inst, within=st.span)))
         elif guard is not None and st.kind is ir.StepKind.AWAIT:
-            notes.append("waited until true" + _with(self.sides(guard, before, inst)))
+            notes.append("waited until true" + _with(self.sides(guard, before, inst, within=st.span)))
         notes += self.primitives(st, inst, before, b, c)
         call = ""
         if a.inline:
@@ -299,7 +309,7 @@ class Explainer:
         if prop is not None and prop.kind in (m.PropertyKind.INVARIANT, m.PropertyKind.FINAL):
             raw = self.encode(t.states[-1])
             if raw is not None:
-                sides = self.sides(prop.cond, raw)
+                sides = self.sides(prop.cond, raw, within=_union(prop.span, prop.cond.span))
                 cx = replace(cx, violation=tuple(sides) + tuple((f"{p}@", l) for p, l in t.states[-1].pcs))
         return cx
 
@@ -312,11 +322,24 @@ class Explainer:
             bound = {b.uid: int(values[b.name]) for b in lm.params}
         except (KeyError, TypeError, ValueError):
             return cx
-        sides = self.sides(lm.body, (), None, bound)
-        names = {b.name for b in lm.params}
+        sides = self.sides(lm.body, (), None, bound, within=_union(lm.span, lm.body.span))
+        names = {b.name for b in lm.params}  # a side that is a parameter is listed already
         return replace(cx, violation=tuple((b.name, str(values[b.name])) for b in lm.params)
-                       + tuple(s if s[0] not in names else (f"{s[0]} (right side)", s[1]) for s in sides
-                               if s[0] not in names or len(sides) > 1))
+                       + tuple(s for s in sides if s[0] not in names))
+
+
+def _union(a: Span, b: Span | None) -> Span:
+    if b is None or b.file != a.file:
+        return a
+    start = min((a.line, a.col), (b.line, b.col))
+    end = max((a.end_line, a.end_col), (b.end_line, b.end_col))
+    return Span(a.file, start[0], start[1], end[0], end[1])
+
+
+def _inside_span(a: Span | None, b: Span) -> bool:
+    if a is None or a.file != b.file:
+        return False
+    return (a.line, a.col) >= (b.line, b.col) and (a.end_line, a.end_col) <= (b.end_line, b.end_col)
 
 
 def _reads(x: m.TExpr) -> list[m.TExpr]:

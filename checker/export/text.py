@@ -600,7 +600,7 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
         for v, cx in counterexamples(result):
             quiet = not full and expected.get((v.variant, cx.property), False)
             key = (v.variant, tuple((a.process, a.span, a.text) for a in cx.trace.actions))
-            if quiet and key in drawn:
+            if quiet and key in drawn and cx.trace.actions:  # (a lemma has no race to repeat)
                 parts += ["", f"Counterexample: variant {v.variant}, {describe(cx)}: {cx.message}; "
                           f"{shape(cx.trace)}, the same race as {drawn[key]} above"]
                 continue
