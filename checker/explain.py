@@ -17,7 +17,7 @@ from . import ir, model as m
 from .compile import CompiledModel, ModelError, _Compiler, _Emitter
 from .errors import Span, SpecError
 from .ir import SlotKind, TASK_STATES
-from .trace import MEMORY, Action, Buffered, Counterexample, Members, PropertyOutcome, Trace, TraceState, show_value
+from .trace import MEMORY, Action, Counterexample, Members, StateDecoder, TraceState, show_value
 
 _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 
@@ -25,7 +25,7 @@ _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 def comparisons(x: m.TExpr, atoms: bool = False):
     """The comparisons reached from the root through &&, ||, -> and !: the parts a
     reader wants evaluated. `atoms`: also the other conditions met on the way (a
-    `test_bit(...)`, a bool), as comparisons with `true`."""
+    `test_bit(...)`, a bool, `p@label`) as themselves."""
     if isinstance(x, m.Bin) and x.op in ("&&", "||", "->"):
         yield from comparisons(x.left, atoms)
         yield from comparisons(x.right, atoms)
@@ -58,9 +58,12 @@ class Explainer:
         self.fns: dict = {}
         self.by_name = {inst.name: inst for inst in cm.instances}
         self.inlined: dict | None = None  # (process, step uid) -> (inline, call span), when first needed
+        self.decoder = StateDecoder(self.layout, {i.name: i.process.pc_names for i in cm.instances})
 
     # -- states back to the engine's tuples
     def encode(self, st: TraceState) -> tuple | None:
+        """The state tuple that decodes to `st` (labels are unique per process, so the
+        round trip proves it), or None."""
         lay = self.layout
         raw = [0] * len(lay.slots)
         try:
@@ -68,9 +71,7 @@ class Explainer:
             for k, sl in enumerate(lay.slots):
                 if sl.kind is SlotKind.PC:
                     raw[k] = self.by_name[sl.process].process.pc_names.index(dict(st.pcs)[sl.process])
-            from .trace import StateDecoder
-
-            dec = StateDecoder(lay, {i.name: i.process.pc_names for i in self.cm.instances})
+            dec = self.decoder
             for name, slots in dec.groups:
                 v = values[name]
                 if lay.slots[slots[0]].kind is SlotKind.BUFFER:
@@ -107,7 +108,7 @@ class Explainer:
     def values(self, exprs: tuple, raw: tuple, inst=None, bound: dict | None = None) -> tuple | None:
         """The values of `exprs` in state `raw`, as the process instance `inst` sees them
         (its locals, its store buffer); None where the model errs evaluating them."""
-        key = (inst.name if inst else None, exprs, tuple(sorted((bound or {}).items())))
+        key = (inst.name if inst else None, exprs, tuple(bound or {}))
         fn = self.fns.get(key)
         if fn is None:
             c = self.comp
@@ -140,14 +141,8 @@ class Explainer:
             return x.name
         return ir.source_text(self.model.source, x.span, 80) if x.span and x.span.line else ""
 
-    def show(self, x: m.TExpr, raw) -> str:
-        """`x` as the spec writes it, with its value (enum members by name)."""
-        vals = self.values((x,), raw[0], raw[1])
-        if vals is None:
-            return ""
-        return f"{self.text(x)} = {self.shown(x.type, vals[0])}"
-
     def shown(self, t: m.Type, v) -> str:
+        """A raw value of type `t` as traces show values (enum members and sets by name)."""
         if isinstance(t, m.BoolT):
             return show_value(bool(v))
         if isinstance(t, m.EnumT) and isinstance(v, int) and 0 <= v < len(t.members):
@@ -227,7 +222,10 @@ class Explainer:
                              + _with(self.sides(cond, before, inst, within=st.span)))
         elif guard is not None and st.kind is ir.StepKind.AWAIT:
             notes.append("waited until true" + _with(self.sides(guard, before, inst, within=st.span)))
-        notes += self.primitives(st, inst, before, b, c)
+        prims = self.primitives(st, inst, before, b, c)
+        if notes and notes[-1] in ("taken", "not taken") and prims:  # it tested what the primitive returned
+            notes[-1] += ": " + prims.pop(0)
+        notes += prims
         call = ""
         if a.inline:
             call = self.call_site(inst, st, before)
@@ -258,7 +256,7 @@ class Explainer:
                     vals = self.values(args, before, inst)
                     if vals is not None:
                         bit = vals[1] >> vals[0] & 1 if vals[0] >= 0 else 0
-                        notes.append(f"{n}({self.text(args[0])}) returned {bit} (the bit was "
+                        notes.append(f"{self.text(call) or n} returned {bit} (the bit was "
                                      f"{'set' if bit else 'clear'})")
                 elif n in ("atomic_dec_and_test", "atomic_inc_return", "atomic_dec_return") and first:
                     vals = self.values(args[:1], before, inst)
@@ -271,7 +269,8 @@ class Explainer:
                     q = self.text(args[0])
                     notes.append(f"{n}({q}) woke " + ", ".join(woken) if woken
                                  else f"{n}({q}) woke nobody (no waiting task)")
-                first = first and not _stores(op)
+                first = first and _pure(call)  # a primitive that stores changes what later ones read
+            first = first and not _stores(op)
         return notes
 
     def call_site(self, inst, st: ir.Step, before: tuple) -> str:
@@ -485,4 +484,4 @@ def explain(cm: CompiledModel, outcomes, model_error: Counterexample | None):
     return out, annotated(model_error)
 
 
-__all__ = ["Explainer", "explain", "comparisons", "PropertyOutcome", "Trace", "Buffered"]
+__all__ = ["Explainer", "explain", "comparisons"]
