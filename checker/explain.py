@@ -245,9 +245,9 @@ class Explainer:
                     if vals is not None:
                         t = args[0].type
                         ok = vals[0] == vals[1]
-                        notes.append(f"cmpxchg({self.text(args[0])}) returned {self.shown(t, vals[0])}: "
-                                     + (f"it equalled {self.shown(t, vals[1])}, so it stored {self.shown(t, vals[2])}"
-                                        if ok else f"not {self.shown(t, vals[1])}, so it failed and stored nothing"))
+                        notes.append(f"cmpxchg({self.text(args[0])}) returned {self.shown(t, vals[0])}"
+                                     + (f", as expected: stored {self.shown(t, vals[2])}" if ok
+                                        else f", not {self.shown(t, vals[1])}: failed, stored nothing"))
                 elif n == "xchg" and first:
                     vals = self.values(args[:1], before, inst)
                     if vals is not None:

@@ -13,6 +13,7 @@ objects only.
 
 from __future__ import annotations
 
+import functools
 import os
 from urllib.parse import quote
 
@@ -193,16 +194,21 @@ def _html(text: str) -> str:
 
 def repository_root() -> str:
     """The git work tree we are in (paths in the report are relative to it), else cwd."""
+    return _root_of(os.getcwd())
+
+
+@functools.lru_cache(maxsize=8)
+def _root_of(cwd: str) -> str:
     import subprocess
 
     try:
         out = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-                             timeout=10, check=False)
+                             timeout=10, check=False, cwd=cwd)
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.getcwd()
+    return cwd
 
 
 def _relative(path: str, root: str | None = None) -> str:
