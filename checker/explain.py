@@ -166,6 +166,8 @@ class Explainer:
         parts = []
         for c in comparisons(cond, atoms):
             compared = isinstance(c, m.Bin) and c.op in _COMPARE
+            if not compared and not _pure(c):  # a primitive that stores: its note says what it returned
+                continue
             for side in (c.left, c.right) if compared else _reads(c):
                 bare = side.operand if isinstance(side, m.Conv) else side
                 if within is not None and not isinstance(bare, m.Bound) and not _inside_span(side.span, within):

