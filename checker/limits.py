@@ -4,7 +4,7 @@ state layout, the compiler) rely on them, so they read the same numbers from her
 
 from __future__ import annotations
 
-MAX_NESTING = 64
+MAX_NESTING = 160
 """How deep the syntax tree of a spec may nest: each statement inside another, each
 operator of an expression (`a + b + c` is two levels), each call or index. The stages
 after the parser recurse over the tree, and the Python the steps compile to nests as

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from . import ir, model as m
+from . import ast, ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
 from .engines import liveness, reduce
@@ -17,6 +17,7 @@ from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
 from .errors import NOWHERE, Span, SpecError, did_you_mean
+from .explain import explain
 from .export.files import safe_name
 from .export.itf import TraceFormatError, read_itf
 from .export.json import read_json
@@ -162,7 +163,7 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        return _check_symbolic(cm, variant, opts, lemma_findings)
+        return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
@@ -227,8 +228,20 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                 note = "no final state is reachable: the condition holds vacuously"
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
-    return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error, model.store_buffer, space)
+    outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
+    return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
+                                             model_error, model.store_buffer, space))
+
+
+def _expect_spans(spec: Spec, vr: VariantResult) -> VariantResult:
+    """Each outcome with where its `expect` clause is (SARIF points an unmet one there)."""
+    if vr.variant == BASE:
+        expects = [x for x in spec.items if isinstance(x, ast.ExpectDecl)]
+    else:
+        expects = [x for d in spec.items if isinstance(d, ast.VariantDecl) and d.name == vr.variant
+                   for x in d.expects]
+    where = {name: span for x in expects for name, span in x.violated}
+    return replace(vr, outcomes=tuple(replace(o, expect_span=where.get(o.property)) for o in vr.outcomes))
 
 
 def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:
@@ -275,8 +288,9 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         else:
             outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
     constants = tuple((k, v) for k, v in model.constants.items())
-    return VariantResult(variant, constants, tuple(outcomes), sym.stats, model.memory, fairness_of(model),
-                         sym.model_error, checker_bugs=tuple(sym.checker_bugs))
+    outcomes, model_error = explain(cm, outcomes, sym.model_error)
+    return VariantResult(variant, constants, outcomes, sym.stats, model.memory, fairness_of(model),
+                         model_error, checker_bugs=tuple(sym.checker_bugs))
 
 
 def _check_liveness(cm: CompiledModel, exploration: Exploration, stats):

@@ -69,6 +69,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("bmc", ("checker.engines.bmc",), False, "bounded model checking (replays what Z3 finds)"),
     ("z3 proofs", ("checker.engines.induction", "checker.engines.lemmas"), False,
      "k-induction on top of bmc's unrolling; lemmas over bmc's findings"),
+    ("explanations", ("checker.explain",), False,
+     "what each step of a counterexample decided, evaluated with the compiled model; run attaches "
+     "it to the results, so that no exporter re-runs anything"),
     ("exporters", ("checker.export", "checker.export.*"), True,
      "RunResult -> text, JSON, ITF, Mermaid, DOT, Markdown, SARIF, JUnit; they share helpers "
      "(files, text) and outputs dispatches to all of them, without a cycle"),
@@ -99,6 +102,18 @@ PRIMITIVE_IMPORTS: dict[tuple[str, str], frozenset[str]] = {
     ("checker.compile", "checker.resolve"): frozenset({"BUILTINS", "LOCKED"}),
     ("checker.promela", "checker.resolve"): frozenset({"BUILTINS", "LOCKED"}),
     ("checker.engines.reduce", "checker.resolve"): frozenset({"BUILTINS"}),
+}
+
+#: Private names that code merged from i20-exports (counterexamples that explain
+#: themselves) uses across modules, while checker/export/* and explain.py are being
+#: edited: explain compiles its expressions with compile's _Compiler and _Emitter and
+#: walks ir._exprs; sarif takes markdown._relative (inside a function). Exempt from the
+#: private-name and function-level rules until their owners make them public where they
+#: belong; test_exceptions_are_still_needed says when an entry can go.
+PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
+    ("checker.explain", "checker.compile"): frozenset({"_Compiler", "_Emitter"}),
+    ("checker.explain", "checker.ir"): frozenset({"_exprs"}),
+    ("checker.export.sarif", "checker.export.markdown"): frozenset({"_relative"}),
 }
 
 #: the imports that may stay inside a function, each deferring a heavy dependency:
@@ -150,7 +165,7 @@ class Edge:
 class Graph:
     modules: dict[str, Path]  # module name -> file
     edges: tuple[Edge, ...]
-    private_uses: tuple[str, ...]  # `module._x` attribute reads, as messages
+    private_uses: tuple[tuple[str, str, str, str], ...]  # `module._x` reads: (reader, module, _x, file:line)
     dynamic: tuple[tuple[str, str], ...]  # (module, where) of importlib.import_module / __import__
 
 
@@ -228,7 +243,7 @@ def import_graph(package: Path) -> Graph:
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id in aliases and private(node.attr)):
-                private_uses.append(f"{rel}:{node.lineno}: {mod} reads {aliases[node.value.id]}.{node.attr}")
+                private_uses.append((mod, aliases[node.value.id], node.attr, f"{rel}:{node.lineno}"))
     return Graph(modules, tuple(edges), tuple(private_uses), tuple(dynamic))
 
 
@@ -339,10 +354,17 @@ def front_end_reached(graph: Graph) -> list[str]:
             and (layer_of(e.importer) or 0) >= ir and not primitive_exception(e)]
 
 
+def pending(importer: str, imported: str, names) -> bool:
+    return set(names) <= PENDING_PRIVATE.get((importer, imported), frozenset())
+
+
 def private_imports(graph: Graph) -> list[str]:
     out = [f"{e.where()}: {', '.join(n for n in e.names if private(n))} private to {e.imported}; make it "
-           f"public where it belongs" for e in internal(graph) if any(private(n) for n in e.names)]
-    return out + [f"{u}: private to that module; make it public where it belongs" for u in graph.private_uses]
+           f"public where it belongs" for e in internal(graph)
+           if any(private(n) for n in e.names) and not pending(e.importer, e.imported, filter(private, e.names))]
+    return out + [f"{where}: {reader} reads {module}.{name}, private to that module; make it public where it "
+                  f"belongs" for reader, module, name, where in graph.private_uses
+                  if not pending(reader, module, (name,))]
 
 
 def stdlib(name: str) -> bool:
@@ -355,7 +377,7 @@ def function_level(graph: Graph) -> list[str]:
            f"in LAZY with the reason"
            for e in graph.edges
            if not e.top and not stdlib(e.imported) and (e.importer, e.imported) not in LAZY
-           and not primitive_exception(e)]
+           and not primitive_exception(e) and not (e.names and pending(e.importer, e.imported, e.names))]
     return out + [f"{where}: {m} imports by name at run time; only {', '.join(DYNAMIC)} may (DYNAMIC)"
                   for m, where in graph.dynamic if m not in DYNAMIC]
 
@@ -405,6 +427,12 @@ def stale_exceptions(graph: Graph) -> list[str]:
     for a, b in PRIMITIVE_IMPORTS:
         if not any(e.importer == a and e.imported == b for e in graph.edges):
             out.append(f"PRIMITIVE_IMPORTS still exempts {a} -> {b}, which no longer imports it: delete the entry")
+    for (a, b), names in PENDING_PRIVATE.items():
+        used = {n for e in graph.edges if e.importer == a and e.imported == b for n in e.names}
+        used |= {n for r, mod, n, _ in graph.private_uses if r == a and mod == b}
+        if not names & used:
+            out.append(f"PENDING_PRIVATE still exempts {a} -> {b}, which no longer uses {', '.join(sorted(names))}: "
+                       f"delete the entry")
     for a, b in LAZY:
         if not any(e.importer == a and e.imported == b and not e.top for e in graph.edges):
             out.append(f"LAZY still lists {a} -> {b}, which is no longer imported in a function: delete the entry")
@@ -452,7 +480,7 @@ def test_the_graph_sees_every_kind_of_import(tmp_path, graph):
         ("checker.engines.explicit.search", "checker.engines", (), False),
     }
     assert import_graph(pkg).private_uses == (
-        "checker/engines/explicit/search.py:7: checker.engines.explicit.search reads checker.engines._hidden",)
+        ("checker.engines.explicit.search", "checker.engines", "_hidden", "checker/engines/explicit/search.py:7"),)
     assert len(graph.modules) >= 40 and len(internal(graph)) >= 100  # and the real package is read
 
 
@@ -518,4 +546,4 @@ def test_a_back_edge_is_reported(tmp_path):
     assert any("layer 'run' is above 'foundation'" in p for p in upward(g))
     assert cycles(g) == [["checker.errors", "checker.run"]]
     assert any("inside a function" in p for p in function_level(g))
-    assert any("checker.run._x" in p for p in private_imports(g))
+    assert any("reads checker.run._x" in p for p in private_imports(g))

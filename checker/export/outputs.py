@@ -73,8 +73,7 @@ def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], lis
             except (GraphvizMissing, RuntimeError) as e:
                 warnings.append(f"--svg: {e}; wrote the .dot files only")
     if req.report:
-        write_report(result, req.report, req.timing)
-        written.append(req.report)
+        written += write_report(result, req.report, req.timing)
     if req.sarif:
         write_sarif(result, req.sarif)
         written.append(req.sarif)
