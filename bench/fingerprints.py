@@ -1,6 +1,6 @@
 """How fast `--hash-compact`'s fingerprint table takes in states as it grows.
 
-Inserts N states into `Fingerprints` (checker/engines/explicit.py) and prints the
+Inserts N states into `Fingerprints` (checker/engines/explicit/search.py) and prints the
 seconds each further step of states took, so that an insert that slows down as the
 table grows shows at once. The states are bit-field-like (k * 8191: consecutive values
 of a few fields), of 40 bits, so each is its own fingerprint and its home slot comes
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from checker.engines.explicit import Fingerprints
+from checker.engines.explicit.search import Fingerprints
 
 
 def main(argv: list[str] | None = None) -> None:

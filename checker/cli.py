@@ -31,11 +31,13 @@ import signal
 import sys
 
 from . import __version__
-from .engines.explicit import OUT_OF_MEMORY, Limits
-from .engines.fastloop import level_loop_source
+from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
 from .errors import SpecError
+from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
-from .run import ENGINES, Options, check_spec, compile_variant, load, replay_trace, selected_variants
+from .export.text import format_replay, format_run
+from .resolve import parse_defines
+from .run import ENGINES, Options, check_spec, compile_variant, load, promela_twin, replay_trace, selected_variants
 from .safe_text import printable
 from .trace import ReplayResult, RunResult, Verdict
 
@@ -160,7 +162,7 @@ def text_width(stream) -> int:
 
 def default_workers() -> int:
     """The cores this process may run on. Small searches never start a worker (below
-    engines/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+    engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -253,8 +255,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     source = None
     try:
-        from .resolve import parse_defines
-
         defines = parse_defines(args.defines)
         spec = load(args.file)
         source = spec.source
@@ -278,8 +278,6 @@ def main(argv: list[str] | None = None) -> int:
                     break
             return EXIT_OK
         if args.replay:
-            from .export.text import format_replay
-
             results = replay_trace(spec, args.replay, args.replay_pick, opts)
             _print("\n\n".join(format_replay(r, spec.file) for r in results))
             return replay_exit_code(results)
@@ -296,8 +294,6 @@ def main(argv: list[str] | None = None) -> int:
     except RecursionError:
         sys.stderr.write(f"{args.file}: error: the spec nests too deeply to check\n")
         return EXIT_INPUT
-    from .export.text import format_run
-
     # with `--json -` stdout is the JSON alone (`check ... --json - | jq .`): the text goes to stderr
     stream = sys.stderr if req.json == "-" else sys.stdout
     if not _print(format_run(result, show_traces=not args.brief, width=text_width(stream), full=args.full), stream):
@@ -349,11 +345,6 @@ def _sigterm_as_ctrl_c():
 
 def _write_promela(spec, opts, out: str) -> int:
     """`--promela OUT`: the twins that translate are written; each refusal is an error."""
-    import os
-
-    from .export.files import write_text
-    from .run import promela_twin
-
     variants = selected_variants(spec, opts.variants)
     single = len(variants) == 1 and not os.path.isdir(out)  # one variant into a folder: OUT/<stem>.pml
     if not single and not os.path.isdir(out) and (os.path.exists(out) or out.endswith(".pml")):
@@ -392,8 +383,6 @@ def _promela_problems(out: str | None, spec: str) -> list[str]:
     are is checked once the spec is read)."""
     if out is None:
         return []
-    from .export.files import check_output_paths
-
     if os.path.isdir(out):
         return check_output_paths([], [("--promela", out)])
     return check_output_paths([("--promela", out)], [], (spec,))
@@ -414,8 +403,6 @@ def _print(text: str, stream=None) -> bool:
 
 
 def _silence_stdout() -> None:
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 

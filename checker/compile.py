@@ -41,8 +41,10 @@ from typing import Callable
 from . import model as m
 from .errors import Span, SpecError
 from .fold import fits_bv, simplify, store_needs
+from .limits import MAX_NESTING
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                 OWhile, Op, Program, ProcessIR, Step, StepKind, StoreBuffer)
+                 OWhile, Op, Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
+from .safe_text import python_comment as _comment
 
 
 class ModelError(Exception):
@@ -69,7 +71,7 @@ class CompiledStep:
     packed: Callable | None = field(default=None, compare=False)  # packed state -> packed successor or None
     # the bits of the packed state the step may change (-1: an address computed at run
     # time, any bit): a parallel worker need not compute the owner of a successor by a
-    # step that leaves the owner's bits alone (engines/fastloop.py)
+    # step that leaves the owner's bits alone (engines/explicit/fastloop.py)
     writes: int = field(default=-1, compare=False)
 
 
@@ -190,8 +192,6 @@ def _type_bounds(t: m.Type, layout) -> tuple[int, int]:
 
 
 def _slot_bounds(layout, k: int) -> tuple[int, int]:
-    from .ir import SlotKind
-
     sl = layout.slots[k]
     if sl.kind is SlotKind.BUFFER:
         b = next(b for b in layout.buffers if b.name == sl.var)
@@ -272,11 +272,6 @@ _RUNTIME = {
 
 def compile_program(program: Program) -> CompiledModel:
     return _Compiler(program).run()
-
-
-def _comment(text: str) -> str:
-    """Source text made safe for a one-line Python comment."""
-    return "".join(ch for ch in " ".join(text.split()) if ch.isprintable() and ch.isascii())
 
 
 def _ident(text: str) -> str:
@@ -460,11 +455,9 @@ class _Compiler:
     def too_deep(self, error: Exception) -> SpecError:
         """Python refuses code that nests past its own limits (200 parentheses, 100
         indentation levels, its recursion limit); within the spec's nesting limit
-        (parse.MAX_NESTING) some constructs still cost several levels of Python each,
+        (limits.MAX_NESTING) some constructs still cost several levels of Python each,
         and a `fn` call pastes its body in place. The error points at the statement or
         property whose function it is, found by compiling each function alone."""
-        from .parse import MAX_NESTING
-
         if isinstance(error, SyntaxError) and not str(error.msg).startswith("too many"):
             raise error  # not a limit: a bug in this module
         for chunk in self.src:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass
 
 
@@ -31,7 +32,6 @@ class Span:
 
 
 NOWHERE = Span("<command line>", 0, 0, 0, 0)
-
 
 class SpecError(Exception):
     """Bad input: the text, a name, a type or a command-line value is wrong."""
@@ -72,6 +72,28 @@ def source_lines(source: str) -> tuple[str, ...]:
     them against the positions the parser gives; every display of source text goes
     through here. Cached: a trace shows many statements of the same source."""
     return tuple(line.removesuffix("\r") for line in source.split("\n"))
+
+
+# comments inside a multi-line statement are not code
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def source_text(source: str, span: Span, limit: int = 200) -> str:
+    """The statement as written, on one line, printable characters only."""
+    lines = source_lines(source)
+    if span.line < 1 or span.line > len(lines):
+        return ""
+    if span.end_line == span.line:
+        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
+    else:
+        part = [lines[span.line - 1][span.col - 1:]]
+        part += lines[span.line:span.end_line - 1]
+        part.append(lines[span.end_line - 1][:span.end_col - 1] if span.end_line <= len(lines) else "")
+        text = "\n".join(part)
+    text = _COMMENT.sub(" ", text)
+    text = " ".join(text.split())
+    text = "".join(ch for ch in text if ch.isprintable())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def display_line(text: str) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import enum
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import model as m
-from .errors import Span, SpecError, source_lines
+from .errors import Span, SpecError, source_text
+from .limits import MAX_PROCESSES, MAX_VALUES
 
 # ---- state layout --------------------------------------------------------------
 
@@ -246,8 +246,6 @@ def build(model: m.Model) -> Program:
 
 
 def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
-    from .resolve import MAX_PROCESSES, MAX_VALUES
-
     slots: list[Slot] = []
     var_base: dict = {}
 
@@ -662,9 +660,6 @@ class _ProcessBuilder:
         return out
 
 
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-
-
 # ---- memory accesses (what tso needs to know about a step) ----------------------
 
 
@@ -752,21 +747,3 @@ def plain_stores(step: Step) -> Iterator[m.VarSym]:
         sym = _plain_store_target(op)
         if sym is not None:
             yield sym
-
-
-def source_text(source: str, span: Span, limit: int = 200) -> str:
-    """The statement as written, on one line, printable characters only."""
-    lines = source_lines(source)
-    if span.line < 1 or span.line > len(lines):
-        return ""
-    if span.end_line == span.line:
-        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
-    else:
-        part = [lines[span.line - 1][span.col - 1:]]
-        part += lines[span.line:span.end_line - 1]
-        part.append(lines[span.end_line - 1][:span.end_col - 1] if span.end_line <= len(lines) else "")
-        text = "\n".join(part)
-    text = _COMMENT.sub(" ", text)  # comments inside a multi-line step are not code
-    text = " ".join(text.split())
-    text = "".join(ch for ch in text if ch.isprintable())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -15,6 +15,7 @@ from lark import Lark, Token, Transformer, v_args
 
 from . import ast
 from .errors import Span, SpecError, source_lines
+from .limits import MAX_LITERAL, MAX_NESTING
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
@@ -47,17 +48,6 @@ def _cache_file() -> str | bool:
     except OSError:
         return False
     return os.path.join(folder, f"grammar-lark-{lark.__version__}.cache")
-
-
-MAX_NESTING = 160
-"""How deep the syntax tree of a spec may nest: each statement inside another, each
-operator of an expression (`a + b + c` is two levels), each call or index. The stages
-after the parser recurse over the tree, and the Python the steps compile to nests as
-deep; a limit checked here, far above the deepest shipped model, is an error with a
-position instead of Python's recursion limit somewhere later."""
-
-MAX_LITERAL = (1 << 64) - 1
-"""The largest integer literal: the largest u64, so the largest value of any type."""
 
 
 def parse(source: str, file: str = "<spec>") -> ast.Spec:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
-from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines
+from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines, source_text
+from .limits import MAX_PROCESSES, MAX_VALUES
+from .parse import literal_value
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -108,7 +110,6 @@ WAITQUEUE_BUILTINS = frozenset(
      "wake_up", "swake_up_one"})
 
 RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64")
-MAX_PROCESSES = 62  # in a whole model, instances counted (ir.py checks the total)
 
 
 def variant_names(spec: ast.Spec) -> list[str]:
@@ -146,12 +147,6 @@ def parse_define(text: str) -> tuple[str, str]:
         raise SpecError(NOWHERE, f"-D expects NAME=VALUE, got {text!r}",
                         "for example: -D KICK_ON_PENDING=false")
     return name.strip(), value.strip()
-
-
-MAX_VALUES = 65536
-"""The most values a model's state holds (variables and array elements, every process
-instance's locals counted): each is a slot of the state layout, with Python objects
-per slot in every stage, so an array of 10^11 elements would exhaust memory."""
 
 
 def _check_array_size(n: int, span: Span) -> None:
@@ -1279,8 +1274,6 @@ def _subexprs(x: m.TExpr):
 
 
 def source_of(source: str, span: Span) -> str:
-    from .ir import source_text
-
     return source_text(source, span, 60)
 
 
@@ -1385,8 +1378,6 @@ def _article(word: str) -> str:
 
 def _define_expr(text: str) -> ast.Expr:
     import re
-
-    from .parse import literal_value
 
     span = NOWHERE
     low = text.lower()

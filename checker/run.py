@@ -9,17 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from . import ir, model as m
+from . import ast, ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
 from .engines import liveness, reduce
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
-from .errors import SpecError
+from .engines.replay import malformed, replay
+from .errors import NOWHERE, Span, SpecError, did_you_mean
 from .explain import explain
+from .export.files import safe_name
+from .export.itf import TraceFormatError, read_itf
+from .export.json import read_json
 from .parse import parse
 from .progress import Progress
-from .resolve import BASE, resolve, variant_names
+from .promela import translate
+from .resolve import BASE, header_comment, resolve, variant_names
 from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
 
 
@@ -43,7 +48,7 @@ class Options:
     progress: bool | None = None
     command: str = ""
     graph_limit: int | None = None  # hand exporters the state graph of variants with at most this many states
-    workers: int = 1  # processes sharing the explicit search (engines/parallel.py)
+    workers: int = 1  # processes sharing the explicit search (engines/explicit/parallel.py)
     workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
     hash_compact: bool = False  # store 64-bit fingerprints instead of states
     engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
@@ -71,8 +76,6 @@ def load(path: str) -> Spec:
 def _not_utf8(path: str, first: UnicodeDecodeError) -> SpecError:
     """Where the text stops being UTF-8, as line:col (the column counts characters, a
     bad byte as one), so an editor can jump there."""
-    from .errors import Span
-
     try:
         with open(path, "rb") as f:
             data = f.read(4 * MAX_SPEC_CHARS + 8)  # no more than load() would have read
@@ -103,8 +106,6 @@ def read_capped(f, path: str, cap: int, what: str):
 
 
 def _nowhere(path: str):
-    from .errors import Span
-
     return Span(path, 0, 0, 0, 0)
 
 
@@ -114,8 +115,6 @@ def selected_variants(spec: Spec, wanted: tuple[str, ...]) -> list[str]:
         return names
     for w in wanted:
         if w not in names:
-            from .errors import NOWHERE, did_you_mean
-
             raise SpecError(NOWHERE, f"unknown variant '{w}'",
                             did_you_mean(w, names) or f"variants of {spec.file}: {', '.join(names)}")
     return list(dict.fromkeys(wanted))
@@ -130,11 +129,8 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
     """(`<model>.<variant>` as a file stem, the variant's Promela twin); a SpecError if the
     variant cannot be translated faithfully."""
-    from .export.files import _safe
-    from .promela import translate
-
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
-    return f"{_safe(model.name)}.{_safe(variant)}", translate(ir.build(model))
+    return f"{safe_name(model.name)}.{safe_name(variant)}", translate(ir.build(model))
 
 
 def fairness_of(model: m.Model) -> tuple[str, ...]:
@@ -239,8 +235,6 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
 def _expect_spans(spec: Spec, vr: VariantResult) -> VariantResult:
     """Each outcome with where its `expect` clause is (SARIF points an unmet one there)."""
-    from . import ast
-
     if vr.variant == BASE:
         expects = [x for x in spec.items if isinstance(x, ast.ExpectDecl)]
     else:
@@ -363,8 +357,6 @@ def _rebuild_counterexamples(cm: CompiledModel, reduced: Exploration, red: reduc
 
 
 def check_spec(spec: Spec, opts: Options) -> RunResult:
-    from .resolve import header_comment
-
     results = []
     lemma_cache: dict = {}
     variants = selected_variants(spec, opts.variants)
@@ -393,10 +385,6 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
     A result file with several counterexamples needs `pick`: `VARIANT/PROPERTY` or
     `PROPERTY`."""
     import json
-
-    from .engines.replay import malformed
-    from .export.itf import TraceFormatError, read_itf
-    from .export.json import read_json
 
     where = _nowhere(path)
     try:
@@ -449,8 +437,6 @@ def _number_problem(e: Exception) -> str:
 
 def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:
     """Replays a saved counterexample against each selected variant (default: base)."""
-    from .engines.replay import replay
-
     recorded_variant, cx = load_trace(path, pick)
     results = []
     for v in selected_variants(spec, opts.variants or (BASE,)):

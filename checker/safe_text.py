@@ -30,3 +30,9 @@ def printable(text: str, multiline: bool = False) -> str:
     """`text` with every control or invisible character shown as an escape; line breaks
     and tabs are kept when `multiline`, else escaped too (a name, a path, a table cell)."""
     return (_LINES if multiline else _ONE_LINE).sub(_escape, text)
+
+
+def python_comment(text: str) -> str:
+    """Source text made safe for a one-line Python comment in generated code: one line,
+    printable ASCII only, so that no name or statement text can end the comment."""
+    return "".join(ch for ch in " ".join(text.split()) if ch.isprintable() and ch.isascii())

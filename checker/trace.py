@@ -113,7 +113,7 @@ class Counterexample:
 @dataclass(frozen=True, slots=True)
 class StateSpace:
     """The reachable state graph, decoded for exporters (`--dot-graph` draws it): the
-    engine keeps the graph when asked (engines/explicit.py, graph=True) and run.py
+    engine keeps the graph when asked (engines/explicit, graph=True) and run.py
     decodes it for models under the size limit, so nothing searches twice.
 
     `edges` are (source index, target index, the step taken); `complete` is False when
@@ -279,6 +279,13 @@ def show_value(v: Value) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(show_value(x) for x in v) + "]"
     return str(v)
+
+
+def show_number(v) -> str:
+    """A lemma's value, where the bits matter: decimal and hex for integers, true/false for bools."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f"{v} ({hex(v)})" if v >= 0 else f"{v} (-{hex(-v)})"
 
 
 # ---- replaying a saved trace ---------------------------------------------------

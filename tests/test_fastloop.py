@@ -1,4 +1,4 @@
-"""The generated level loop (engines/fastloop.py) must store exactly what the generic
+"""The generated level loop (engines/explicit/fastloop.py) must store exactly what the generic
 loop stores, in the same order, with the same parent links and step numbers, and find
 the same violations: it is only a faster way of doing the same search."""
 
@@ -12,8 +12,9 @@ from agreement import compiled
 from test_reduce_random import _Gen
 
 from checker.engines import reduce
-from checker.engines.explicit import Limits, Search, run_levels
-from checker.engines.fastloop import LevelLoopWriter, LoopShape, _paste
+from checker.engines.explicit import Limits
+from checker.engines.explicit.fastloop import LevelLoopWriter, LoopShape, _paste
+from checker.engines.explicit.search import Search, run_levels
 from checker.errors import SpecError
 from checker.run import Options, compile_variant, load, selected_variants
 

@@ -328,7 +328,7 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
     result. Wherever in its level it happens (before it published the level, while it
     expands, after the exchange), the others must finish the level, the search end with
     the limit 'out of memory' and the variants after it be not checked."""
-    from checker.engines import explicit, parallel
+    from checker.engines.explicit import parallel, search
     from checker.run import Options, check_spec, load
     from test_scale import PHILOSOPHERS
 
@@ -345,8 +345,8 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
         return call
 
     if where == "level":
-        monkeypatch.setattr(explicit.Search, "level", failing(
-            explicit.Search.level, lambda self, frontier, ids, depth, progress, route=None:
+        monkeypatch.setattr(search.Search, "level", failing(
+            search.Search.level, lambda self, frontier, ids, depth, progress, route=None:
             route.me if route is not None else None))
     else:
         monkeypatch.setattr(parallel._Worker, where,

@@ -17,6 +17,6 @@ def test_wheel_ships_the_language_files(tmp_path):
     assert "checker/spec/grammar.lark" in names
     assert "checker/spec/trace-schema.json" in names  # the --json format, for readers of the files
     assert "checker/export/itf.py" in names and "checker/engines/replay.py" in names
-    assert "checker/cli.py" in names and "checker/engines/explicit.py" in names
+    assert "checker/cli.py" in names and "checker/engines/explicit/search.py" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "check = checker.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -1,4 +1,4 @@
-"""The parallel search's partition (engines/parallel.choose_partition): which worker owns
+"""The parallel search's partition (engines/explicit/parallel.choose_partition): which worker owns
 a state. Whatever slots it hashes, every state has exactly one owner, the workers
 together store exactly the states one worker stores, and traces stay shortest.
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines import parallel
-from checker.engines.explicit import OWNER_MOD, Limits, Search, run_levels
+from checker.engines.explicit import Limits, parallel
+from checker.engines.explicit.fastloop import OWNER_MOD
+from checker.engines.explicit.search import Search, run_levels
 from checker.run import Options, check_spec, compile_variant, load
 from test_scale import PHILOSOPHERS, SPECS, eager_workers, one_worker, summary, workers_from_20k  # noqa: F401 - fixtures
 

@@ -543,7 +543,7 @@ def test_reductions_agree_across_workers_and_fingerprints(tmp_path, monkeypatch)
     exactly the states one worker stores, and find the same verdicts and traces. The
     model: the bench's N vCPUs with their hrtimers (bench/models/kvm_vcpus.spec) for
     N = 2, a domain of two process arrays and five arrays permuted together."""
-    from checker.engines import parallel
+    from checker.engines.explicit import parallel
 
     monkeypatch.setattr(parallel, "PARALLEL_FROM", 0)
     monkeypatch.setattr(parallel, "LEVEL_FROM", 1)

@@ -17,8 +17,8 @@ import pytest
 
 from checker.cli import main
 from checker.compile import ModelError
-from checker.engines import explicit, parallel
-from checker.engines.explicit import Fingerprints, Limits, explore, home_slot
+from checker.engines.explicit import Limits, explore, parallel
+from checker.engines.explicit.search import Fingerprints, home_slot
 from checker.progress import Progress
 from checker.run import Options, check_spec, compile_variant, load
 from checker.trace import Verdict

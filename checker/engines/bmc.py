@@ -22,9 +22,10 @@ import z3
 
 from ..compile import CompiledModel
 from ..trace import Counterexample, Stats, Verdict
-from .encode import MODEL_ERROR, Encoding, SafetyProperty, _or
+from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from .crosscheck import ReplayMismatch, replay
 from .solver import DEFAULT_TIMEOUT, checked, new_solver
+from .terms import disj
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         frame = unroll.frames[k]
         bads = {p.name: enc.at(p.bad, frame) for p in open_props}
         overflow = enc.at(enc.overflow, frame)
-        r, _, reason = unroll.check(_or(enc.ctx, *bads.values(), overflow))
+        r, _, reason = unroll.check(disj(enc.ctx, *bads.values(), overflow))
         if r == z3.unknown:
             stop = f"{reason} at depth {k}"
             break

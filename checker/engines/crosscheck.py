@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..compile import AssertionViolation, CompiledModel, CompiledStep, ModelError
 from .encode import MODEL_ERROR
-from .explicit import TraceBuilder, _stuck_message
+from .explicit import TraceBuilder, stuck_message
 from ..trace import Trace
 
 
@@ -110,7 +110,7 @@ def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple
                     raise ReplayMismatch(f"the last state is no deadlock: {inst.name} can take {cs.step.text}")
         if all(s[inst.pc_slot] in inst.end_pcs for inst in cm.instances):
             raise ReplayMismatch("the last state is a valid end state, not a deadlock")
-        return None, _stuck_message(cm, s)
+        return None, stuck_message(cm, s)
     if kind == MODEL_ERROR:
         for inv in cm.invariants:
             try:

@@ -37,31 +37,11 @@ from ..compile import CompiledInstance, CompiledModel, CompiledStep
 from ..errors import NOWHERE, SpecError
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                   OWhile, Op, StepKind)
+from .terms import conj as _and, disj as _or, negate as _not
 
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
 MAX_WIDTH = 512
 MODEL_ERROR = "model error"  # the pseudo-property: some step or invariant raises ModelError
-
-def _and(ctx, *xs):
-    xs = [x for x in xs if not z3.is_true(x)]
-    if any(z3.is_false(x) for x in xs):
-        return z3.BoolVal(False, ctx)
-    return xs[0] if len(xs) == 1 else (z3.And(*xs) if xs else z3.BoolVal(True, ctx))
-
-
-def _or(ctx, *xs):
-    xs = [x for x in xs if not z3.is_false(x)]
-    if any(z3.is_true(x) for x in xs):
-        return z3.BoolVal(True, ctx)
-    return xs[0] if len(xs) == 1 else (z3.Or(*xs) if xs else z3.BoolVal(False, ctx))
-
-
-def _not(x):
-    if z3.is_true(x):
-        return z3.BoolVal(False, x.ctx)
-    if z3.is_false(x):
-        return z3.BoolVal(True, x.ctx)
-    return z3.Not(x)
 
 
 def _ite(c, a, b):

@@ -26,7 +26,8 @@ import z3
 from ..compile import CompiledModel
 from ..trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
-from .encode import MODEL_ERROR, Encoding, _not
+from .encode import MODEL_ERROR, Encoding
+from .terms import negate
 
 CTI_KIND = "counterexample to induction"
 
@@ -52,7 +53,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
         # base case at depth k
         base.extend(k)
         for p in list(open_props):
-            r, model, reason = base.check(enc.at(p.bad, base.frames[k]), _not(enc.at(enc.overflow, base.frames[k])))
+            r, model, reason = base.check(enc.at(p.bad, base.frames[k]), negate(enc.at(enc.overflow, base.frames[k])))
             if r == z3.unsat:
                 continue
             if r == z3.unknown:
@@ -84,7 +85,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
         for i in range(k + 1):
             step.solver.add(enc.distinct(frames[i], new))
         for p in proved:
-            step.solver.add(_not(enc.at(p.bad, new)))
+            step.solver.add(negate(enc.at(p.bad, new)))
         # Houdini: assume every open property on frames 0..k; drop those that can still
         # fail at k+1 and retry; what remains is inductive together (sound: with the
         # base case, none of them can be the first to fail on any run)
@@ -93,7 +94,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
             step.solver.push()
             for q in candidates:
                 for i in range(k + 1):
-                    step.solver.add(_not(enc.at(q.bad, frames[i])))
+                    step.solver.add(negate(enc.at(q.bad, frames[i])))
             failing = []
             for p in candidates:
                 r, model, reason = step.check(enc.at(p.bad, frames[k + 1]))
@@ -111,7 +112,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
             open_props.remove(p)
             proved.append(p)
             for f in frames:
-                step.solver.add(_not(enc.at(p.bad, f)))
+                step.solver.add(negate(enc.at(p.bad, f)))
             if p.name != MODEL_ERROR:
                 result.findings[p.name] = Finding(Verdict.PROVED, note=f"proved by k-induction, k = {k}")
         if not open_props:

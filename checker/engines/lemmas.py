@@ -13,11 +13,12 @@ from __future__ import annotations
 import z3
 
 from .. import model as m
-from ..ir import source_text
-from ..trace import Counterexample, Trace, TraceState, Verdict
+from ..errors import source_text
+from ..trace import Counterexample, Trace, TraceState, Verdict, show_number
 from .bmc import Finding
-from .encode import IV, MAX_WIDTH, Evaluator, IntModeUnsupported, _and, _not, kind
+from .encode import IV, MAX_WIDTH, Evaluator, IntModeUnsupported, kind
 from .solver import DEFAULT_TIMEOUT, checked, new_solver
+from .terms import conj, negate
 
 
 class _Cache(dict):
@@ -37,14 +38,14 @@ def _params(ev: Evaluator, lemma: m.Lemma):
             out[b.uid] = z3.Bool(b.name, ev.ctx)
         elif isinstance(t, m.BitVecT) and ev.ints:
             x = out[b.uid] = z3.Int(b.name, ev.ctx)
-            domain.append(_and(ev.ctx, x >= 0, x <= t.mask))
+            domain.append(conj(ev.ctx, x >= 0, x <= t.mask))
         elif isinstance(t, m.BitVecT):
             out[b.uid] = z3.BitVec(b.name, t.width, ev.ctx)
         else:
             lo, hi = (t.lo, t.hi) if isinstance(t, m.IntT) else (0, len(t.members) - 1)
             x = z3.Int(b.name, ev.ctx) if ev.ints else z3.BitVec(b.name, ev.W, ev.ctx)
             out[b.uid] = ev.iv(x, lo, hi)
-            domain.append(_and(ev.ctx, x >= lo, x <= hi))
+            domain.append(conj(ev.ctx, x >= lo, x <= hi))
     return out, domain
 
 
@@ -95,7 +96,7 @@ def check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None = DEFAULT_
 
 def _claim(enc):
     ev, params, domain, holds = enc
-    return _and(ev.ctx, *domain, _not(_and(ev.ctx, holds, *[_not(e) for e in ev.errs])))
+    return conj(ev.ctx, *domain, negate(conj(ev.ctx, holds, *[negate(e) for e in ev.errs])))
 
 
 def _finding(model, lemma, s, r, first, reason, enc) -> Finding:
@@ -124,13 +125,6 @@ def _small_model(s: z3.Solver, lemma: m.Lemma, params, first):
         if model is not None:
             return model
     return first
-
-
-def show_number(v) -> str:
-    """A lemma value: decimal and hex for integers, true/false for bools."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return f"{v} ({hex(v)})" if v >= 0 else f"{v} (-{hex(-v)})"
 
 
 def _value(zm, v, t: m.Type):

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from .. import model as m
 from ..compile import CompiledModel, CompiledStep, ModelError
-from ..ir import source_text
+from ..errors import source_text
 from ..trace import Counterexample, Verdict
 from .explicit import Exploration, StateGraph, TraceBuilder
 

@@ -1,6 +1,6 @@
 """Reductions for the explicit engine: partial-order reduction and symmetry.
 
-Both are decided here from the IR before the search. The engine (explicit.py) calls
+Both are decided here from the IR before the search. The engine (engines/explicit) calls
 them through its `Reduction` hooks: `ample(s, actors)`, the actors whose steps to
 expand in state s, and `canonical(t)`, the representative stored for successor t;
 `movable` and `concretise` serve the liveness graph and the traces. run.py decides

@@ -31,18 +31,18 @@ def counterexamples(result: RunResult) -> list[tuple[VariantResult, Counterexamp
     return out
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
     """A name made safe for a file name (spec names already are, except `model error`)."""
     return re.sub(r"[^A-Za-z0-9_\-]+", "_", name).strip("_") or "_"
 
 
 def variant_stem(result: RunResult, variant: str) -> str:
-    return f"{_safe(result.model)}.{_safe(variant)}"
+    return f"{safe_name(result.model)}.{safe_name(variant)}"
 
 
 def file_stem(result: RunResult, variant: str, prop: str) -> str:
     """`<model>.<variant>.<property>`: one file per counterexample and format."""
-    return f"{variant_stem(result, variant)}.{_safe(prop)}"
+    return f"{variant_stem(result, variant)}.{safe_name(prop)}"
 
 
 def write_text(path: str, text: str) -> None:

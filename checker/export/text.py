@@ -12,7 +12,7 @@ import textwrap
 from ..safe_text import printable
 from .files import counterexamples, describe
 from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
-                     VariantResult, show_value)
+                     VariantResult, show_number, show_value)
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
@@ -269,8 +269,6 @@ def format_counterexample(cx: Counterexample, variant: str, width: int = 100, sh
 def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
     """A lemma's counterexample: its parameters, then each side of its comparisons,
     in decimal and in hex (a wrapped u64 shows as 0xffff...)."""
-    from ..engines.lemmas import show_number
-
     title = f"Counterexample: variant {variant}, lemma {cx.property}"
     lines = [title, "=" * min(len(title), width)]
     lines += textwrap.wrap(cx.message, width) or [""]

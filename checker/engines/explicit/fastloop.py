@@ -1,6 +1,6 @@
 """One generated level loop per model: the search's hot path without a call per step.
 
-`Search.level` (engines/explicit.py) is generic: for every state and every actor it
+`Search.level` (search.py) is generic: for every state and every actor it
 reads the pc field, looks the pc up in a table and calls one step function per step
 there. In Python, those calls and lookups cost about as much as the steps themselves.
 This module writes, for one compiled variant, a single function that does the same
@@ -27,14 +27,15 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from ..compile import CompiledModel, _comment
+from ...compile import CompiledModel
+from ...safe_text import python_comment as _comment
 
 #: what a generated loop returns first: the level is done, state j needs the generic
 #: loop, the state limit was reached after state j - 1, or Ctrl-C arrived at state j
 DONE, GENERIC, FULL, INTERRUPTED = 0, 1, 2, 3
 
 #: states are partitioned by (s & omask) % OWNER_MOD (which mixes every digit of s),
-#: looked up in a table: three cheap operations per successor (explicit.Route,
+#: looked up in a table: three cheap operations per successor (search.Route,
 #: parallel.Partition, and the routing loops written here)
 OWNER_MOD = 65521
 
@@ -211,7 +212,7 @@ class LevelLoopWriter:
         if shape.canonical:
             lines.append("succ = canonical(succ)")
         new = ["nxt_append(succ)", "parent_append(sid)", f"via_append({k})", "count += 1"]
-        # as Route.send routes (engines/parallel.py owns the states)
+        # as Route.send routes (parallel.py owns the states)
         send = ["if succ not in sent:", "    sent_add(succ)", "    rt.append(succ)", "    rp.append(sid)",
                 f"    rk.append({k})"]
         if shape.route_all:
@@ -293,10 +294,22 @@ def _unparse(stmts: list[ast.stmt]) -> list[str]:
 def level_loop_source(cm: CompiledModel, deadlock: bool = True, compact: bool = False) -> str:
     """The level loop a search of `cm` starts with, without reductions (`check
     --dump-python` prints it after the step functions)."""
-    from .explicit import actor_tables
-
     shape = LoopShape(tuple(range(len(cm.invariants))), deadlock, compact, canonical=False, ample=False,
                       progress=False, finals=bool(cm.finals))
     return ("# The search's level loop for this variant (engines/fastloop.py), as it starts without reductions;\n"
             "# with partial-order reduction each actor's block runs only when its bit of the ample set is set.\n"
             + LevelLoopWriter(cm, actor_tables(cm)[1]).source(shape))
+
+
+def actor_tables(cm: CompiledModel) -> tuple[tuple, list]:
+    """Every step once, numbered (a flush is an actor of its own, its gid after the
+    instances'), and per actor (shift, mask, (packed step, number) pairs by field
+    value): the tables the search walks in each state."""
+    pk = cm.packing
+    steps = tuple({id(cs): cs for inst in cm.instances for at in inst.steps_at for cs in at}.values()) \
+        + tuple(cm.flushes)
+    number = {id(cs): k for k, cs in enumerate(steps)}
+    actors = [(pk.shift[slot], pk.mask(slot), tuple(tuple((cs.packed, number[id(cs)]) for cs in at) for at in table))
+              for slot, table in [(inst.pc_slot, inst.steps_at) for inst in cm.instances]
+              + [(f.slot, f.steps_at) for f in cm.flushes]]
+    return steps, actors

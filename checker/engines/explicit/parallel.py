@@ -3,7 +3,7 @@ processes, level by level, so that counterexamples stay shortest.
 
 How a run goes:
 
-* The search starts in this process, exactly as with one worker (engines/explicit.py).
+* The search starts in this process, exactly as with one worker (search.py).
   Most models are small: when the search finishes before `PARALLEL_FROM` states, no
   worker is started, and the statistics say so.
 * Otherwise, at the next level boundary, `workers` processes are forked (under
@@ -39,7 +39,7 @@ How a run goes:
 * Parent links are global ids: the ids given before the start stay; worker w numbers
   its k-th state P + k * W + w (P states before the start, W workers). A trace is
   rebuilt by asking the owners for parent links back to an initial state, then
-  running the steps again from there (engines/explicit.Search.replay).
+  running the steps again from there (search.Search.replay).
 * The violation of a property found at the lowest level is kept, the one of least
   rank among the workers: as with one worker, its trace is a shortest one (another
   of the same length may be shown).
@@ -53,7 +53,7 @@ How a run goes:
   (`_die_with`: SIGKILL when its parent dies, on Linux).
 * `--max-states` stops at an exact state, which only a single worker does: with that
   limit the search stays in one process. The liveness engine and `--dot-graph` need the
-  whole graph in one process (explicit.explore runs them single-worker).
+  whole graph in one process (`explore` runs them single-worker).
 
 Needs the `fork` start method (Linux); elsewhere the search runs in one process.
 """
@@ -73,10 +73,11 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 
-from ..compile import CompiledModel
-from ..progress import Progress
-from .explicit import (NO_PARENT, OUT_OF_MEMORY, OWNER_MOD, WORD, Exploration, Limits, Reduction, Route, Search,
-                       _rss_bytes, _Stop, run_levels)
+from ...compile import CompiledModel
+from ...progress import Progress
+from .fastloop import OWNER_MOD
+from .search import (NO_PARENT, OUT_OF_MEMORY, WORD, Exploration, Limits, Reduction, Route, Search, StopSearch,
+                     explore_one, rss_bytes, run_levels)
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs about two tenths of a second.
@@ -99,7 +100,7 @@ LEVEL_FROM = 500
 def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
                      reduction: Reduction | None, workers: int) -> Exploration:
     start = time.monotonic()
-    rss = _rss_bytes()
+    rss = rss_bytes()
     search = Search(cm, limits, False, hash_compact, reduction)
     note = ""
     if limits.max_states is not None:
@@ -129,7 +130,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
             note = (f"the search ended below {start_from:,} states, where one process is faster"
                     if search.count < start_from else
                     f"past {start_from:,} states the levels only narrowed, where one process is faster")
-        grown = _rss_bytes()
+        grown = rss_bytes()
         memory = grown - rss if rss is not None and grown is not None else None
         return search.exploration(time.monotonic() - start, memory, 1, note)
     with _StopRequest() as stop:
@@ -160,9 +161,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
             progress.done()
         return search.exploration(time.monotonic() - start, None, 1,
                                   "no memory to start the workers; the search went on in one process")
-    from .explicit import explore
-
-    again = explore(cm, limits, progress, hash_compact=hash_compact, reduction=reduction, workers=1)
+    again = explore_one(cm, limits, progress, False, hash_compact, reduction)
     stats = again.stats
     object.__setattr__(stats, "workers_note", "a model error stopped the parallel search; "
                        "searched again in one process to report exactly what one worker finds")
@@ -172,7 +171,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
 @dataclass(frozen=True, slots=True)
 class Partition:
     """Which worker owns a packed state: `owners[(s & omask) % OWNER_MOD]` (the hot loop
-    in explicit.Search.level computes exactly this). Every state has exactly one owner,
+    in search.Search.level computes exactly this). Every state has exactly one owner,
     whatever the mask: the owner is a function of the state."""
 
     omask: int  # -1 (all ones): the whole state
@@ -512,7 +511,7 @@ class _Team:
 
     # -- the result
     def memory(self, rss_before: int | None) -> int | None:
-        grown = _rss_bytes()
+        grown = rss_bytes()
         if rss_before is None or grown is None:
             return None
         return grown - rss_before + self.total("grown")
@@ -658,7 +657,7 @@ class _Worker:
         self.n = team.workers
         self.prefix = team.prefix
         s = self.search = team.search
-        self.rss = _rss_bytes()
+        self.rss = rss_bytes()
         # the inherited prefix stays as it is; this worker's own states are numbered anew
         s.parent, s.via = array(WORD), array(s.via.typecode)
         s.count = s.expanded = s.transitions = s.final_count = s.buffer_full = s.ample_states = 0
@@ -722,7 +721,7 @@ class _Worker:
             if LEAVE_HALF:  # tests: the others take the second half of this level
                 while self.left(self.w):
                     time.sleep(0.0005)
-        except _Stop:  # a model error: the level is abandoned (the search runs again in one process)
+        except StopSearch:  # a model error: the level is abandoned (the search runs again in one process)
             self.abandon(depth)
         outbox = route.by_owner()
         route = None
@@ -745,7 +744,7 @@ class _Worker:
 
     def report(self, queue: int, limit: str | None) -> dict:
         s = self.search
-        grown = _rss_bytes()
+        grown = rss_bytes()
         return {
             "worker": self.w, "queue": queue, "count": s.count, "transitions": s.transitions,
             "depth": s.depth, "finals": s.final_count, "buffer_full": s.buffer_full, "ample": s.ample_states,

@@ -22,12 +22,12 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import model as m
-from ..compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
-from ..progress import Progress
-from ..trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
+from ... import model as m
+from ...compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
+from ...progress import Progress
+from ...trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
                      show_value)
-from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape
+from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +167,7 @@ class Route:
     owner at the end of the level; the owner drops the ones it has. `omask` selects the
     bits the owner depends on (all ones: the whole state), so that most transitions,
     which leave those bits alone, stay with the worker that found them
-    (engines/parallel.choose_partition). A worker expanding states another worker owns
+    (parallel.choose_partition). A worker expanding states another worker owns
     (taken when it ran out of its own) routes every successor: its `me` is -1."""
 
     me: int
@@ -315,7 +315,7 @@ class Fingerprints:
         return min(1.0, n * (n - 1) / 2 * 2.0 ** -63)
 
 
-def _rss_bytes() -> int | None:
+def rss_bytes() -> int | None:
     """Resident memory of this process now (Linux /proc), None where unknown."""
     try:
         with open("/proc/self/statm") as f:
@@ -329,20 +329,6 @@ def _rss_bytes() -> int | None:
 GENERATE_FROM = 20_000
 
 
-def actor_tables(cm: CompiledModel) -> tuple[tuple, list]:
-    """Every step once, numbered (a flush is an actor of its own, its gid after the
-    instances'), and per actor (shift, mask, (packed step, number) pairs by field
-    value): the tables the search walks in each state."""
-    pk = cm.packing
-    steps = tuple({id(cs): cs for inst in cm.instances for at in inst.steps_at for cs in at}.values()) \
-        + tuple(cm.flushes)
-    number = {id(cs): k for k, cs in enumerate(steps)}
-    actors = [(pk.shift[slot], pk.mask(slot), tuple(tuple((cs.packed, number[id(cs)]) for cs in at) for at in table))
-              for slot, table in [(inst.pc_slot, inst.steps_at) for inst in cm.instances]
-              + [(f.slot, f.steps_at) for f in cm.flushes]]
-    return steps, actors
-
-
 class Search:
     """One variant's breadth-first search, level by level, over packed states.
 
@@ -353,7 +339,7 @@ class Search:
     reconstruction needs no stored states: the parent links give the steps, and running
     them again from the initial state gives the states.
 
-    Parallel workers (engines/parallel.py) run the same loop on their share of a level,
+    Parallel workers (parallel.py) run the same loop on their share of a level,
     routing successors they do not own to their owners."""
 
     def __init__(self, cm: CompiledModel, limits: Limits, graph: bool = False, hash_compact: bool = False,
@@ -396,7 +382,7 @@ class Search:
         # the properties no longer checked. One process: those found (the first violation
         # found is a shortest). A parallel worker: those found at an earlier level; within
         # a level it keeps the violation of least `rank`, so that which worker expanded a
-        # state does not decide which violation is shown (engines/parallel.py)
+        # state does not decide which violation is shown (parallel.py)
         self.settled: dict | set = self.found
         self.rank: Callable[[int, int], tuple] | None = None
         self.model_error: tuple[int, int, int | None, str] | None = None
@@ -448,7 +434,7 @@ class Search:
         return self._local_steps[1]
 
     def _level_generated(self, frontier: list[int], ids, depth: int, progress, route: "Route | None" = None) -> list[int]:
-        """`level` through the model's generated loop (engines/fastloop.py), which stops
+        """`level` through the model's generated loop (fastloop.py), which stops
         at every state that needs a decision; such a state is expanded here by the
         generic loop, and the generated loop resumes after it. A parallel worker (`route`)
         uses it from its first level (workers start past GENERATE_FROM states anyway); a
@@ -489,7 +475,7 @@ class Search:
                 return nxt
             if status == FULL:
                 self.limit = "max-states"
-                raise _Stop
+                raise StopSearch
             if status == INTERRUPTED:
                 raise KeyboardInterrupt
             nxt += self._level_generic(frontier[j:j + 1], ids[j:j + 1], depth, progress, route)
@@ -531,7 +517,7 @@ class Search:
                             ok = fn(s)
                         except ModelError as e:
                             self.model_error = (i, s, None, f"evaluating invariant {name}: {e}")
-                            raise _Stop from None
+                            raise StopSearch from None
                         if not ok:
                             self._violated(name, i, s, None, m.PropertyKind.INVARIANT.value,
                                            f"invariant {name} is violated")
@@ -559,7 +545,7 @@ class Search:
                             continue
                         except ModelError as e:
                             self.model_error = (i, s, k, str(e))
-                            raise _Stop from None
+                            raise StopSearch from None
                         if t is None:
                             continue
                         moved = True
@@ -599,7 +585,7 @@ class Search:
                     progress.tick(count, count - expanded, depth)
                 if count >= max_states and expanded < count:
                     self.limit = "max-states"
-                    raise _Stop
+                    raise StopSearch
         finally:
             self.count = count
             self.expanded = expanded
@@ -644,7 +630,7 @@ class Search:
                             continue
                         except ModelError as e:
                             self.model_error = (i, s, k, str(e))
-                            raise _Stop from None
+                            raise StopSearch from None
                         if t is None:
                             continue
                         moved = True
@@ -679,7 +665,7 @@ class Search:
                     progress.tick(self.count, self.count - self.expanded, depth)
                 if self.count >= max_states and self.expanded < self.count:
                     self.limit = "max-states"
-                    raise _Stop
+                    raise StopSearch
         finally:
             # a search stopped inside a state (model error, interrupt) left it half expanded
             del dst[first[len(enabled)]:], step[first[len(enabled)]:]
@@ -709,7 +695,7 @@ class Search:
             except ModelError as e:
                 what = "invariant" if kind is m.PropertyKind.INVARIANT else "final condition"
                 self.model_error = (i, s, None, f"evaluating {what} {name}: {e}")
-                raise _Stop from None
+                raise StopSearch from None
             if not ok:
                 self._violated(name, i, s, None, kind.value, message.format(name))
 
@@ -722,7 +708,7 @@ class Search:
     def _deadlock(self, s: int, i: int) -> None:
         if not all((s >> shift & mask) in ends for shift, mask, ends in self.ends):
             self._violated("deadlock", i, s, None, m.PropertyKind.DEADLOCK.value,
-                           _stuck_message(self.cm, self.cm.unpack(s)))
+                           stuck_message(self.cm, self.cm.unpack(s)))
 
     # -- traces
     def steps_to(self, i: int) -> tuple[int, list[int]]:
@@ -770,7 +756,7 @@ class Search:
         for name, (i, s, cs, kind, msg) in self.found.items():
             trace, last = self.trace_to(builder, i, s, cs)
             if kind == m.PropertyKind.DEADLOCK.value:
-                msg = _stuck_message(self.cm, last)  # the run's own last state (symmetry: not the representative)
+                msg = stuck_message(self.cm, last)  # the run's own last state (symmetry: not the representative)
             result.counterexamples[name] = Counterexample(name, kind, msg, trace)
         if self.model_error is not None:
             i, s, cs, msg = self.model_error
@@ -791,26 +777,18 @@ class Search:
         return builder.trace(states, steps, failure=failure), states[-1]
 
 
-def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
-            graph: bool = False, hash_compact: bool = False, reduction: Reduction | None = None,
-            workers: int = 1) -> Exploration:
-    """Breadth-first search of one compiled variant. `graph` keeps the state graph (the
-    liveness engine and --dot-graph need it); `hash_compact` stores fingerprints instead
-    of states; `workers` > 1 partitions the states across processes when the model is
-    big enough to pay for them (engines/parallel.py), never with `graph`."""
-    if workers > 1 and not graph:
-        from .parallel import explore_parallel
-
-        return explore_parallel(cm, limits, progress, hash_compact, reduction, workers)
-    note = "liveness needs the whole graph in one process" if workers > 1 else ""
+def explore_one(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,
+                reduction: Reduction | None, note: str = "") -> Exploration:
+    """The search in this process (`explore` in the package decides between this and the
+    workers); `note` says why it ran in one process although more workers were asked for."""
     start = time.monotonic()
-    rss = _rss_bytes()
+    rss = rss_bytes()
     search = Search(cm, limits, graph, hash_compact, reduction)
     run_levels(search, search.add_initial(), 0, 0, progress)
     if progress is not None:
         progress.done()
     seconds = time.monotonic() - start
-    grown = _rss_bytes()
+    grown = rss_bytes()
     memory = grown - rss if rss is not None and grown is not None else None
     return search.exploration(seconds, memory, 1, note)
 
@@ -831,7 +809,7 @@ def run_levels(search: Search, level: list[int], first_id: int, depth: int, prog
             if search.limits.until_found and search.limits.until_found <= search.found.keys():
                 search.limit = "found what was asked for"
                 break
-    except _Stop:
+    except StopSearch:
         level = []
     except KeyboardInterrupt:
         search.limit = "interrupted"
@@ -848,11 +826,11 @@ def run_levels(search: Search, level: list[int], first_id: int, depth: int, prog
 OUT_OF_MEMORY = "out of memory"
 
 
-class _Stop(Exception):
+class StopSearch(Exception):
     pass
 
 
-def _stuck_message(cm: CompiledModel, s: tuple) -> str:
+def stuck_message(cm: CompiledModel, s: tuple) -> str:
     stuck = [f"{inst.name} at {inst.process.pc_names[s[inst.pc_slot]]}"
              for inst in cm.instances if s[inst.pc_slot] not in inst.end_pcs]
     return "deadlock: no process can move; not at a valid end: " + ", ".join(stuck)

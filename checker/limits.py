@@ -1,0 +1,22 @@
+"""The language's limits (spec/LANGUAGE.md lists them), in one place: the parser and the
+resolver refuse a spec past them with a position, and the stages after them (the IR's
+state layout, the compiler) rely on them, so they read the same numbers from here."""
+
+from __future__ import annotations
+
+MAX_NESTING = 160
+"""How deep the syntax tree of a spec may nest: each statement inside another, each
+operator of an expression (`a + b + c` is two levels), each call or index. The stages
+after the parser recurse over the tree, and the Python the steps compile to nests as
+deep; a limit checked here, far above the deepest shipped model, is an error with a
+position instead of Python's recursion limit somewhere later."""
+
+MAX_LITERAL = (1 << 64) - 1
+"""The largest integer literal: the largest u64, so the largest value of any type."""
+
+MAX_PROCESSES = 62  # in a whole model, instances counted (ir.py checks the total)
+
+MAX_VALUES = 65536
+"""The most values a model's state holds (variables and array elements, every process
+instance's locals counted): each is a slot of the state layout, with Python objects
+per slot in every stage, so an array of 10^11 elements would exhaust memory."""
