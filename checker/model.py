@@ -14,6 +14,13 @@ from .errors import Span
 # ---- types ---------------------------------------------------------------------
 
 
+MAX_PROCESSES = 62  # in a whole model, instances counted (ir.py checks the total)
+MAX_VALUES = 65536
+"""The most values a model's state holds (variables and array elements, every process
+instance's locals counted): each is a slot of the state layout, with Python objects
+per slot in every stage, so an array of 10^11 elements would exhaust memory."""
+
+
 @dataclass(frozen=True, slots=True)
 class Type:
     def describe(self) -> str:

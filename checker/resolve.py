@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
+from .model import MAX_PROCESSES, MAX_VALUES
+from .builtins import ALIASES, BUILTINS, Arg, Cls, Result, RmwOp
 from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines
 
 BASE = "base"
@@ -25,90 +27,10 @@ DEFAULT_STORE_BUFFER = 2
 MAX_STORE_BUFFER = 8
 
 
-# ---- the kernel primitives -----------------------------------------------------
-# Argument kinds: "lv" an assignable int/bool/enum location, "bits" an assignable
-# bit set, "nr" a bit number of that set, "val" any value, "wq" a wait queue.
-#
-# `tso` says what the primitive is on x86, which is what `memory tso` executes:
-#   ""        a plain load, or no memory access at all (smp_wmb, smp_rmb and
-#             smp_mb__before/after_atomic are compiler barriers only on x86)
-#   "store"   a plain store (mov): it goes into the CPU's store buffer
-#   "locked"  a LOCK-prefixed read-modify-write, or an operation that takes a lock:
-#             it drains the store buffer and acts on memory atomically (a full fence)
-#   "fence"   a full barrier (mfence or a locked no-op): it waits for an empty buffer
-LOCKED, STORE, FENCE = "locked", "store", "fence"
-
-
-@dataclass(frozen=True, slots=True)
-class BuiltinSig:
-    args: tuple[str, ...]
-    result: str  # "void" | "bool" | "int" | "lv" (the type of the first argument)
-    effect: bool  # writes state
-    kind: str = "op"  # "op" | "barrier" | "blocking"
-    tso: str = ""  # "" | STORE | LOCKED | FENCE, see above
-
-
-BUILTINS: dict[str, BuiltinSig] = {
-    "atomic_read": BuiltinSig(("lv",), "lv", False),
-    "atomic_set": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
-    "atomic_inc": BuiltinSig(("lv",), "void", True, tso=LOCKED),
-    "atomic_dec": BuiltinSig(("lv",), "void", True, tso=LOCKED),
-    "atomic_add": BuiltinSig(("val", "lv"), "void", True, tso=LOCKED),
-    "atomic_sub": BuiltinSig(("val", "lv"), "void", True, tso=LOCKED),
-    "atomic_inc_return": BuiltinSig(("lv",), "int", True, tso=LOCKED),
-    "atomic_dec_return": BuiltinSig(("lv",), "int", True, tso=LOCKED),
-    "atomic_dec_and_test": BuiltinSig(("lv",), "bool", True, tso=LOCKED),
-    "test_and_set_bit": BuiltinSig(("nr", "bits"), "bool", True, tso=LOCKED),
-    "test_and_clear_bit": BuiltinSig(("nr", "bits"), "bool", True, tso=LOCKED),
-    "set_bit": BuiltinSig(("nr", "bits"), "void", True, tso=LOCKED),
-    "clear_bit": BuiltinSig(("nr", "bits"), "void", True, tso=LOCKED),
-    "test_bit": BuiltinSig(("nr", "bits"), "bool", False),
-    "bitmap_empty": BuiltinSig(("bits",), "bool", False),
-    "xchg": BuiltinSig(("lv", "val"), "lv", True, tso=LOCKED),
-    "cmpxchg": BuiltinSig(("lv", "val", "val"), "lv", True, tso=LOCKED),  # locked even when it fails
-    "READ_ONCE": BuiltinSig(("lv",), "lv", False),
-    "WRITE_ONCE": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
-    "smp_load_acquire": BuiltinSig(("lv",), "lv", False),
-    "smp_store_release": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
-    "smp_store_mb": BuiltinSig(("lv", "val"), "void", True, tso=LOCKED),  # xchg on x86
-    "min": BuiltinSig(("val", "val"), "int", False),
-    "max": BuiltinSig(("val", "val"), "int", False),
-    "smp_mb": BuiltinSig((), "void", False, "barrier", tso=FENCE),
-    "smp_wmb": BuiltinSig((), "void", False, "barrier"),
-    "smp_rmb": BuiltinSig((), "void", False, "barrier"),
-    "smp_mb__before_atomic": BuiltinSig((), "void", False, "barrier"),
-    "smp_mb__after_atomic": BuiltinSig((), "void", False, "barrier"),
-    # stands for the smp_mb() inside the srcu_read_unlock() it follows
-    "smp_mb__after_srcu_read_unlock": BuiltinSig((), "void", False, "barrier", tso=FENCE),
-    "barrier": BuiltinSig((), "void", False, "barrier"),
-    # the wait-queue operations take the queue lock (swait) or contain a full barrier
-    # (set_current_state, rcuwait_wake_up); schedule() takes the runqueue lock
-    "prepare_to_wait": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-    "finish_wait": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-    "schedule": BuiltinSig((), "void", True, "blocking", tso=LOCKED),
-    "waitqueue_active": BuiltinSig(("wq",), "bool", False),
-    "swait_active": BuiltinSig(("wq",), "bool", False),
-    "wake_up": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-    "swake_up_one": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-}
-# Kernel spellings of the same operations.
-ALIASES = {
-    "prepare_to_swait": "prepare_to_wait",
-    "prepare_to_swait_exclusive": "prepare_to_wait",
-    "prepare_to_rcuwait": "prepare_to_wait",
-    "finish_swait": "finish_wait",
-    "finish_rcuwait": "finish_wait",
-    "swake_up_all": "wake_up",
-    "wake_up_all": "wake_up",
-    "rcuwait_wake_up": "swake_up_one",
-    "rcuwait_active": "swait_active",
-}
-WAITQUEUE_BUILTINS = frozenset(
-    {"prepare_to_wait", "finish_wait", "schedule", "waitqueue_active", "swait_active",
-     "wake_up", "swake_up_one"})
+# The kernel primitives are the rows of builtins.py; resolve checks their arguments.
+WAITQUEUE_BUILTINS = frozenset(name for name, p in BUILTINS.items() if p.needs_process)
 
 RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64")
-MAX_PROCESSES = 62  # in a whole model, instances counted (ir.py checks the total)
 
 
 def variant_names(spec: ast.Spec) -> list[str]:
@@ -146,12 +68,6 @@ def parse_define(text: str) -> tuple[str, str]:
         raise SpecError(NOWHERE, f"-D expects NAME=VALUE, got {text!r}",
                         "for example: -D KICK_ON_PENDING=false")
     return name.strip(), value.strip()
-
-
-MAX_VALUES = 65536
-"""The most values a model's state holds (variables and array elements, every process
-instance's locals counted): each is a slot of the state layout, with Python objects
-per slot in every stage, so an array of 10^11 elements would exhaust memory."""
 
 
 def _check_array_size(n: int, span: Span) -> None:
@@ -720,7 +636,7 @@ class _Resolver:
                         "inline_in_atomic": ctx.inline_in_atomic if nested else False})
         rest = self.stmts(body, inner)
         for st in _walk(rest):
-            if isinstance(st, m.SEval) and BUILTINS[st.call.name].kind == "blocking":
+            if isinstance(st, m.SEval) and BUILTINS[st.call.name].blocks:
                 raise SpecError(st.span, f"`{st.call.name}()` blocks and cannot be inside `atomic`")
         return m.SAtomic(s.span, ((guard,) if guard else ()) + rest)
 
@@ -1039,14 +955,14 @@ class _Resolver:
         if sig.effect and not ctx.effects:
             raise SpecError(e.span, f"'{e.name}' changes state and cannot appear in {ctx.what}",
                             "side effects belong in statements: assignments, `if`/`while` conditions, calls")
-        if sig.kind in ("barrier", "blocking") and not statement:
+        if sig.statement_only and not statement:
             raise SpecError(e.span, f"'{e.name}()' is a statement, not a value")
         if name in WAITQUEUE_BUILTINS and ctx.process is None:
             raise SpecError(e.span, f"'{e.name}' needs a process context")
         bits_t: m.BitsetT | None = None
         resolved: dict[int, m.TExpr] = {}
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
-            if kind == "bits":  # first, so that a bit number can be checked against it
+            if kind is Arg.BITS:  # first, so that a bit number can be checked against it
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or not isinstance(x.type, m.BitsetT):
                     raise SpecError(a.span, f"'{e.name}' needs a bit set variable here, not {x.type.describe()}",
@@ -1054,19 +970,24 @@ class _Resolver:
                 bits_t = x.type
                 resolved[i] = x
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
-            if kind == "bits":
+            if kind is Arg.BITS:
                 continue
-            if kind == "lv":
+            if kind is Arg.LOCK:
+                x = self.expr(a, ctx, lvalue=True)
+                if not isinstance(x, (m.Var, m.Elem)) or x.type != m.BOOL:
+                    raise SpecError(a.span, f"'{e.name}' needs a lock here, not {x.type.describe()}",
+                                    "declare a spinlock as a bool variable: `var lock: bool = false;`")
+            elif kind is Arg.LV:
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or isinstance(x.type, (m.ArrayT, m.WaitQueueT, m.BitsetT)):
                     raise SpecError(a.span, f"'{e.name}' needs a variable here",
                                     "pass a scalar variable or an array element")
-            elif kind == "wq":
+            elif kind is Arg.WQ:
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or not isinstance(x.type, m.WaitQueueT):
                     raise SpecError(a.span, f"'{e.name}' needs a wait queue, not {x.type.describe()}",
                                     "declare one with `waitqueue name;`")
-            elif kind == "nr":
+            elif kind is Arg.NR:
                 x = self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False}))
                 self._check_bitnr_type(x, bits_t, a.span)
                 if isinstance(x, m.Const) and not 0 <= x.value < bits_t.size:
@@ -1076,32 +997,37 @@ class _Resolver:
             resolved[i] = x
         args = [resolved[i] for i in range(len(sig.args))]
         lv_type = args[0].type if args else None
+        # the location a read-modify-write acts on (the second argument of atomic_add(i, v))
+        loc_type = next((x.type for k, x in zip(sig.args, args) if k is Arg.LV), lv_type)
         for i, (kind, x, a) in enumerate(zip(sig.args, args, e.args)):
-            if kind == "val" and sig.args[0] == "lv" and lv_type is not None:
+            if kind is Arg.VAL and sig.args[0] is Arg.LV and lv_type is not None:
                 self._check_assignable(lv_type, x, a.span, "the variable")
                 args[i] = self._conv(x, lv_type)
-        if name in ("atomic_add", "atomic_sub"):
+        arith = sig.op in (RmwOp.ADD, RmwOp.SUB, RmwOp.OR)
+        if arith and sig.step is None:  # by an argument, in the kernel's order (i, v)
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
                 raise SpecError(e.span, f"'{e.name}' works on integers")
-        if name in ("atomic_inc", "atomic_dec", "atomic_inc_return", "atomic_dec_return",
-                    "atomic_dec_and_test") and not m.is_intlike(args[0].type):
+        if sig.op is RmwOp.OR and not isinstance(args[1].type, m.BitVecT):
+            raise SpecError(e.args[1].span, f"'{e.name}' needs an unsigned fixed-width variable (u8 .. u64), "
+                            f"not {args[1].type.describe()}", "declare it as `var v: u32;`")
+        if arith and sig.step is not None and not m.is_intlike(args[0].type):
             raise SpecError(e.args[0].span, f"'{e.name}' needs an integer variable, not {args[0].type.describe()}")
-        if name in ("min", "max"):
+        if sig.cls is Cls.PURE:
             for x, a in zip(args, e.args):
                 if not m.is_intlike(x.type):
                     raise SpecError(a.span, f"'{name}' takes integers, not {x.type.describe()}")
             joined = m.arith_type(args[0].type, args[1].type)
             args = [self._conv(x, joined) for x in args]
-        result = {"void": m.VOID, "bool": m.BOOL, "int": m.INT}.get(sig.result)
-        if name in ("min", "max"):
+        result = {Result.VOID: m.VOID, Result.BOOL: m.BOOL, Result.INT: m.INT}.get(sig.result)
+        if sig.cls is Cls.PURE:
             result = m.arith_type(args[0].type, args[1].type)
-        elif sig.result == "int" and lv_type is not None and isinstance(lv_type, m.BitVecT):
-            result = lv_type  # atomic_inc_return on an unsigned counter wraps
-        if sig.result == "lv":
+        elif sig.result is Result.INT and isinstance(loc_type, m.BitVecT):
+            result = loc_type  # atomic_inc_return on an unsigned counter wraps
+        if sig.result is Result.LV:
             result = lv_type if isinstance(lv_type, m.BitVecT) or not m.is_intlike(lv_type) else m.INT
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
-        if name in ("min", "max") and all(isinstance(x, m.Const) for x in args):
+        if sig.cls is Cls.PURE and all(isinstance(x, m.Const) for x in args):
             return m.Const(e.span, result, (min if name == "min" else max)(args[0].value, args[1].value))  # type: ignore[return-value]
         return m.Builtin(e.span, result, name, tuple(args))
 
