@@ -196,7 +196,7 @@ _ROWS: list[Primitive] = [
     *_ordered_forms("atomic_fetch_add", (_V, _L), Result.INT, RmwOp.ADD, Returns.OLD,
                     "`v = v + i`; the old value"),
     *_ordered_forms("atomic_fetch_or", (_V, _L), Result.INT, RmwOp.OR, Returns.OLD,
-                    "`v = v | i`; the old value"),
+                    "`v = v \\| i`; the old value"),
     _rmw("set_bit", (_N, _B), Result.VOID, RmwOp.SET_BIT, Returns.NOTHING, Order.RELAXED, "set bit `nr` of `s`"),
     _rmw("clear_bit", (_N, _B), Result.VOID, RmwOp.CLEAR_BIT, Returns.NOTHING, Order.RELAXED,
          "clear bit `nr` of `s`"),
@@ -240,7 +240,8 @@ _ROWS: list[Primitive] = [
     Primitive("finish_wait", (_Q,), Result.VOID, Cls.WQ_REMOVE, Order.RELAXED, X86.LOCKED,
               "task state `RUNNING`; leave `wq`"),
     Primitive("schedule", (), Result.VOID, Cls.SCHEDULE, Order.FULL, X86.LOCKED,
-              "sleeps while the task state is `INTERRUPTIBLE`"),
+              "sleeps while the task state is `INTERRUPTIBLE`; returns at once if a waker already set it "
+              "to `RUNNING`"),
     Primitive("waitqueue_active", (_Q,), Result.BOOL, Cls.WQ_TEST, Order.RELAXED, X86.PLAIN,
               "whether anyone waits on `wq` (no barrier)"),
     Primitive("swait_active", (_Q,), Result.BOOL, Cls.WQ_TEST, Order.RELAXED, X86.PLAIN,
@@ -285,16 +286,16 @@ def ordering(p: Primitive) -> str:
     if p.cls is Cls.FENCE:
         return p.fence.value
     text = p.order.value
-    if p.failure_order is not None:
+    if p.failure_order is not None and p.failure_order is not p.order:
         text += f"; {p.failure_order.value} if it fails"
     return text
 
 
-def reference_table() -> str:
-    """The table spec/LANGUAGE.md shows (a test keeps the two the same)."""
+def reference_table(wait_queues: bool = False) -> str:
+    """A table spec/LANGUAGE.md shows, the kernel built-ins or the wait-queue ones (a
+    test keeps the reference and the table the same)."""
     lines = ["| built-in | effect and value | kernel ordering | x86 |", "|---|---|---|---|"]
     for p in _ROWS:
-        if p.needs_process:
-            continue  # the wait-queue section has its own table
-        lines.append(f"| `{signature(p)}` | {p.doc} | {ordering(p)} | {p.x86.value} |")
+        if p.needs_process == wait_queues:
+            lines.append(f"| `{signature(p)}` | {p.doc} | {ordering(p)} | {p.x86.value} |")
     return "\n".join(lines)
