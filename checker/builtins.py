@@ -75,6 +75,11 @@ class Returns(Enum):
     SUCCESS = "whether it succeeded"
 
 
+class Pure(Enum):
+    MIN = "min"
+    MAX = "max"
+
+
 class Order(Enum):
     """The ordering the kernel documents (memory-barriers.txt, atomic_t.txt)."""
 
@@ -119,6 +124,7 @@ class Primitive:
     failure_order: Order | None = None  # a conditional RMW that fails (cmpxchg, trylock)
     fence: FenceKind | None = None
     wake_all: bool = False  # WQ_WAKE: every waiter, or the first
+    pure: Pure | None = None  # PURE: which function
 
     @property
     def effect(self) -> bool:
@@ -210,8 +216,10 @@ _ROWS: list[Primitive] = [
     # a failed cmpxchg writes nothing and orders nothing (atomic_t.txt); x86 locks it anyway
     *_ordered_forms("cmpxchg", (_L, _V, _V), Result.LV, RmwOp.CMPXCHG, Returns.OLD,
                     "if `v == old` then `v = new`; the old value in both cases", failure_order=Order.RELAXED),
-    Primitive("min", (_V, _V), Result.INT, Cls.PURE, Order.NONE, X86.PLAIN, "the smaller of `a` and `b`"),
-    Primitive("max", (_V, _V), Result.INT, Cls.PURE, Order.NONE, X86.PLAIN, "the larger of `a` and `b`"),
+    Primitive("min", (_V, _V), Result.INT, Cls.PURE, Order.NONE, X86.PLAIN, "the smaller of `a` and `b`",
+              pure=Pure.MIN),
+    Primitive("max", (_V, _V), Result.INT, Cls.PURE, Order.NONE, X86.PLAIN, "the larger of `a` and `b`",
+              pure=Pure.MAX),
     _fence("smp_mb", FenceKind.FULL, X86.FENCE, "full barrier"),
     _fence("smp_wmb", FenceKind.WRITE, X86.PLAIN, "orders earlier stores before later stores"),
     _fence("smp_rmb", FenceKind.READ, X86.PLAIN, "orders earlier loads before later loads"),

@@ -957,7 +957,8 @@ class _Compiler:
         if isinstance(k, Zero):
             return f"({self.expr(k.x, e, src)} {'!=' if k.nonzero else '=='} 0)"
         if isinstance(k, MinMax):
-            return f"{'min' if k.is_min else 'max'}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)})"
+            fn = (min if k.is_min else max).__name__  # Python's own, in _RUNTIME
+            return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)})"
         if isinstance(k, Store):
             self.store(k.loc, k.value, e)
             return ""

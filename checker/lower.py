@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import model as m
-from .builtins import BUILTINS, Arg, Cls, Primitive, Returns, RmwOp
+from .builtins import BUILTINS, Arg, Cls, Primitive, Pure, Returns, RmwOp
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +155,7 @@ def lower(b: m.Builtin) -> Core:
     if c is Cls.WQ_TEST:
         return Zero(p, a[0], nonzero=True)
     if c is Cls.PURE:
-        return MinMax(p, a[0], a[1], is_min=p.name == "min")
+        return MinMax(p, a[0], a[1], is_min=p.pure is Pure.MIN)
     if c is Cls.STORE:
         if p.args == (Arg.LOCK,):  # spin_unlock
             return Store(p, a[0], _false(a[0]))

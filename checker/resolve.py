@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from . import ast
 from . import model as m
 from .model import MAX_PROCESSES, MAX_VALUES
-from .builtins import ALIASES, BUILTINS, Arg, Cls, Result, RmwOp
+from .builtins import ALIASES, BUILTINS, Arg, Cls, Pure, Result, RmwOp
 from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines
 
 BASE = "base"
@@ -1028,7 +1028,8 @@ class _Resolver:
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
         if sig.cls is Cls.PURE and all(isinstance(x, m.Const) for x in args):
-            return m.Const(e.span, result, (min if name == "min" else max)(args[0].value, args[1].value))  # type: ignore[return-value]
+            fold = min if sig.pure is Pure.MIN else max
+            return m.Const(e.span, result, fold(args[0].value, args[1].value))  # type: ignore[return-value]
         return m.Builtin(e.span, result, name, tuple(args))
 
     def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span):
