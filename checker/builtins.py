@@ -78,6 +78,7 @@ class Returns(Enum):
 class Pure(Enum):
     MIN = "min"
     MAX = "max"
+    ABS = "abs"
 
 
 class Order(Enum):
@@ -220,6 +221,9 @@ _ROWS: list[Primitive] = [
               pure=Pure.MIN),
     Primitive("max", (_V, _V), Result.INT, Cls.PURE, Order.NONE, X86.PLAIN, "the larger of `a` and `b`",
               pure=Pure.MAX),
+    Primitive("abs", (_V,), Result.INT, Cls.PURE, Order.NONE, X86.PLAIN,
+              "the absolute value of `a` (of an `s8` .. `s64` minimum: itself, as the kernel's wraps)",
+              pure=Pure.ABS),
     _fence("smp_mb", FenceKind.FULL, X86.FENCE, "full barrier"),
     _fence("smp_wmb", FenceKind.WRITE, X86.PLAIN, "orders earlier stores before later stores"),
     _fence("smp_rmb", FenceKind.READ, X86.PLAIN, "orders earlier loads before later loads"),

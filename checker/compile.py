@@ -42,7 +42,7 @@ from . import model as m
 from .builtins import X86, Returns
 from .errors import Span, SpecError
 from .fold import fits_bv, simplify, store_needs
-from .lower import Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
+from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Op, Program, ProcessIR, Step, StepKind, StoreBuffer)
 
@@ -248,11 +248,11 @@ _PY_BINOP = {
 }
 
 
-def _bv(op: str, a: int, b: int, width: int) -> int:
-    """An unsigned (u8..u64) operator; see model.bv_binop."""
+def _bv(op: str, a: int, b: int, width: int, signed: bool = False) -> int:
+    """A fixed-width (u8..u64, s8..s64) operator; see model.bv_binop."""
     if op in ("/", "%") and b == 0:
         raise ModelError("division by zero")
-    return m.bv_binop(op, a, b, width)
+    return m.bv_binop(op, a, b, width, signed)
 
 
 def _assert_failed(prop: str):
@@ -264,7 +264,7 @@ def _store_buffer_full():
 
 
 _RUNTIME = {
-    "__builtins__": {"min": min, "max": max, "any": any, "all": all, "range": range,
+    "__builtins__": {"min": min, "max": max, "abs": abs, "any": any, "all": all, "range": range,
                      "list": list, "len": len, "bool": bool},
     "_range_error": _range_error, "_index_error": _index_error, "_ix": _ix, "_div": _div, "_mod": _mod,
     "_shl": _shl, "_shr": _shr, "_bv": _bv,
@@ -734,10 +734,13 @@ class _Compiler:
             if const is not None:
                 const = 1 if const else 0
                 code = str(const)
-        if needs.wrap:  # C conversion: modulo 2**width
+        if needs.wrap:  # C conversion: modulo 2**width (a narrower signed value sign-extended)
+            src = value.type if value is not None else None
             if const is not None:
-                const = const & t.mask
+                const = m.bv_convert(const, src, t)
                 code = str(const)
+            elif isinstance(src, m.BitVecT) and src.signed and src.width < t.width:
+                code = f"((({code}) ^ {hex(src.half)}) - {hex(src.half)}) & {hex(t.mask)}"
             else:
                 code = f"({code}) & {hex(t.mask)}"
         check = needs.check
@@ -858,8 +861,14 @@ class _Compiler:
             return self.bound[x.uid]
         if isinstance(x, m.Conv):
             a = self.expr(x.operand, e, src)
+            if not isinstance(x.type, m.BitVecT):  # a signed pattern's value
+                h = hex(x.operand.type.half)
+                return f"(({a} ^ {h}) - {h})"
             if fits_bv(x.operand, x.type):
                 return a
+            src = x.operand.type
+            if isinstance(src, m.BitVecT) and src.signed:  # sign-extend the narrower pattern
+                return f"((({a} ^ {hex(src.half)}) - {hex(src.half)}) & {hex(x.type.mask)})"
             return f"({a} & {hex(x.type.mask)})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, e, src)
@@ -875,7 +884,13 @@ class _Compiler:
                     return f"(({a} {x.op} {b}) & {mask})"
                 if x.op in ("&", "|", "^"):
                     return f"({a} {x.op} {b})"
+                if x.type.signed and x.op in ("/", "%", ">>"):
+                    return f"_bv({x.op!r}, {a}, {b}, {w}, True)"
                 return f"_bv({x.op!r}, {a}, {b}, {w})"
+            lt = x.left.type
+            if x.op in ("<", "<=", ">", ">=") and isinstance(lt, m.BitVecT) and lt.signed:
+                # two's complement order is the unsigned order of the patterns with the sign bit flipped
+                return f"(({a} ^ {hex(lt.half)}) {x.op} ({b} ^ {hex(lt.half)}))"
             return _PY_BINOP.get(x.op, "({a} " + x.op + " {b})").format(a=a, b=b)
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, e, src)
@@ -958,7 +973,16 @@ class _Compiler:
             return f"({self.expr(k.x, e, src)} {'!=' if k.nonzero else '=='} 0)"
         if isinstance(k, MinMax):
             fn = (min if k.is_min else max).__name__  # Python's own, in _RUNTIME
+            t = k.a.type
+            if isinstance(t, m.BitVecT) and t.signed:  # the patterns in two's complement order
+                return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)}, key=lambda _v: _v ^ {hex(t.half)})"
             return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)})"
+        if isinstance(k, Abs):
+            a = self.expr(k.x, e, src)
+            t = k.x.type
+            if isinstance(t, m.BitVecT):
+                return f"((-{a} & {hex(t.mask)}) if {a} & {hex(t.half)} else {a})" if t.signed else a
+            return f"{abs.__name__}({a})"
         if isinstance(k, Store):
             self.store(k.loc, k.value, e)
             return ""

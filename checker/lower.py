@@ -104,6 +104,13 @@ class MinMax:
 
 
 @dataclass(frozen=True, slots=True)
+class Abs:
+    """|x|; of a signed fixed-width x, modulo 2**width (the minimum stays itself)."""
+    prim: Primitive
+    x: m.TExpr
+
+
+@dataclass(frozen=True, slots=True)
 class WaitAdd:
     """The running process joins `queue`; its task state becomes INTERRUPTIBLE."""
     prim: Primitive
@@ -125,7 +132,7 @@ class Wake:
     all: bool
 
 
-Core = Load | Store | Add | Or | BitOp | Xchg | Cas | TestBit | Zero | MinMax | WaitAdd | WaitRemove | Wake
+Core = Load | Store | Add | Or | BitOp | Xchg | Cas | TestBit | Zero | MinMax | Abs | WaitAdd | WaitRemove | Wake
 
 # The operations that only read, and whose evaluation raises nothing given arguments
 # that raise nothing (a bit number may be out of its set: TestBit is not one of them).
@@ -155,6 +162,8 @@ def lower(b: m.Builtin) -> Core:
     if c is Cls.WQ_TEST:
         return Zero(p, a[0], nonzero=True)
     if c is Cls.PURE:
+        if p.pure is Pure.ABS:
+            return Abs(p, a[0])
         return MinMax(p, a[0], a[1], is_min=p.pure is Pure.MIN)
     if c is Cls.STORE:
         if p.args == (Arg.LOCK,):  # spin_unlock

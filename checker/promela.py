@@ -75,7 +75,7 @@ from . import model as m
 from .builtins import BUILTINS, X86, Cls, Returns
 from .errors import Span, SpecError
 from .fold import fits, fits_bv, simplify, store_needs
-from .lower import Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
+from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Program, ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
@@ -167,6 +167,9 @@ def refuse(program: Program) -> None:
             raise SpecError(where, f"'{sl.name}' ranges over {t.describe()}, wider than Promela's 32-bit int")
         if isinstance(t, m.BitsetT) and t.size > 30:
             raise SpecError(where, f"'{sl.name}' is a set of {t.size} bits, more than a Promela int holds")
+        if isinstance(t, m.BitVecT) and t.signed and t.width > MAX_BV_WIDTH:
+            raise SpecError(where, f"'{sl.name}' is an {t.describe()}: the Promela twin translates signed "
+                            f"types up to s{MAX_BV_WIDTH}", "check it with the explicit engine or bmc")
     if len(program.layout.instance_names) > 30 and any(isinstance(sl.type, m.WaitQueueT)
                                                         for sl in program.layout.slots):
         raise SpecError(where, "a wait queue of more than 30 processes does not fit a Promela int")
@@ -482,11 +485,19 @@ class _Translator:
             return str(self.inst)
         if isinstance(x, m.Bound):
             raise SpecError(x.span, "a quantifier over a range that is not constant cannot be translated")
+        if isinstance(x, m.Conv) and not isinstance(x.type, m.BitVecT):  # a signed pattern's value
+            self.check_bv(x.operand.type, x.span)
+            h = x.operand.type.half
+            return f"(({self.expr(x.operand, seq)} ^ {h}) - {h})"
         if isinstance(x, m.Conv):
             self.check_bv(x.type, x.span)
             a = self.expr(x.operand, seq)
             if fits_bv(x.operand, x.type):
                 return a
+            src = x.operand.type
+            if isinstance(src, m.BitVecT) and src.signed:  # sign-extend the narrower pattern
+                self.check_bv(src, x.span)
+                a = f"(({a} ^ {src.half}) - {src.half})"
             return f"(({_c_type(x.type)})({a}))" if _c_type(x.type) else f"({a} & {x.type.mask})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, seq)
@@ -521,6 +532,13 @@ class _Translator:
                     return f"(({a} {x.op} {b}) & {mask})"
                 if x.op in ("&", "|", "^"):
                     return f"({a} {x.op} {b})"
+                if x.type.signed and x.op in ("/", "%", ">>"):
+                    h = x.type.half
+                    sa, sb = f"(({a} ^ {h}) - {h})", f"(({b} ^ {h}) - {h})"
+                    if x.op == ">>":  # arithmetic; a count of width or more leaves the sign
+                        return self.ite(f"{b} < {w}", f"(({sa} >> {b}) & {mask})", self.ite(f"{a} >= {h}", str(mask), "0"))
+                    self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
+                    return f"(({sa} {x.op} {sb}) & {mask})"  # C truncates toward zero, as model.c_div
                 if x.op in ("/", "%"):
                     self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
                     return f"({a} {x.op} {b})"
@@ -541,6 +559,10 @@ class _Translator:
                     self.model_error(seq, f"{b} < 0", "shift_count", "a negative shift count")
             if x.op == "->":
                 return f"(!{a} || {b})"
+            lt = x.left.type
+            if x.op in ("<", "<=", ">", ">=") and isinstance(lt, m.BitVecT) and lt.signed:
+                self.check_bv(lt, x.span)  # two's complement order: flip the sign bits
+                return f"(({a} ^ {lt.half}) {x.op} ({b} ^ {lt.half}))"
             return f"({a} {x.op} {b})"
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, seq)
@@ -564,6 +586,9 @@ class _Translator:
         return str(int(x.value))
 
     def check_bv(self, t: m.BitVecT, span: Span):
+        if t.signed and t.width > MAX_BV_WIDTH:
+            raise SpecError(span, f"{t.describe()} arithmetic cannot be translated to the Promela twin",
+                            f"the Promela twin translates signed types up to s{MAX_BV_WIDTH}")
         if t.width > MAX_BV_WIDTH and not self.c:
             raise SpecError(span, f"u{t.width} arithmetic cannot be translated faithfully to Promela's "
                             "32-bit signed int", "the Promela twin supports unsigned types up to u16")
@@ -676,7 +701,19 @@ class _Translator:
             return f"({self.expr(k.x, seq)} {'!=' if k.nonzero else '=='} 0)"
         if isinstance(k, MinMax):
             x, y = self.expr(k.a, seq), self.expr(k.b, seq)
+            t = k.a.type
+            if isinstance(t, m.BitVecT) and t.signed:  # two's complement order
+                self.check_bv(t, c.span)
+                cx, cy = f"({x} ^ {t.half})", f"({y} ^ {t.half})"
+                return self.ite(f"{cx} <= {cy}", x, y) if k.is_min else self.ite(f"{cx} >= {cy}", x, y)
             return self.ite(f"{x} <= {y}", x, y) if k.is_min else self.ite(f"{x} >= {y}", x, y)
+        if isinstance(k, Abs):
+            x = self.expr(k.x, seq)
+            t = k.x.type
+            if isinstance(t, m.BitVecT):
+                self.check_bv(t, c.span)
+                return self.ite(f"{x} >= {t.half}", f"((-{x}) & {t.mask})", x) if t.signed else x
+            return self.ite(f"{x} < 0", f"(-{x})", x)
         if isinstance(k, Store):
             self.store(k.loc, k.value, seq)
             return ""
@@ -778,7 +815,11 @@ class _Translator:
             code = f"({code} -> 1 : 0)"
         if needs.wrap:
             self.check_bv(t, target.span)
-            code = f"(({code}) & {t.mask})"
+            src = value.type if value is not None else None
+            if isinstance(src, m.BitVecT) and src.signed and src.width < t.width:
+                code = f"(((({code}) ^ {src.half}) - {src.half}) & {t.mask})"
+            else:
+                code = f"(({code}) & {t.mask})"
         check = needs.check
         if check:
             tmp = self.fresh()

@@ -30,7 +30,7 @@ MAX_STORE_BUFFER = 8
 # The kernel primitives are the rows of builtins.py; resolve checks their arguments.
 WAITQUEUE_BUILTINS = frozenset(name for name, p in BUILTINS.items() if p.needs_process)
 
-RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64")
+RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
 
 
 def variant_names(spec: ast.Spec) -> list[str]:
@@ -377,11 +377,13 @@ class _Resolver:
         if isinstance(t, ast.NamedType):
             if t.name in self.enums:
                 return self.enums[t.name]
-            if t.name in m.BITVEC_TYPES:
-                return m.BitVecT(m.BITVEC_TYPES[t.name])
+            fixed = m.fixed_width_type(t.name)
+            if fixed is not None:
+                return fixed
             raise SpecError(t.span, f"unknown type '{t.name}'",
-                            did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES))
-                            or "types are bool, an enum, a range lo..hi, bitset(N), u8, u16, u32 or u64")
+                            did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES)
+                                         + list(m.SIGNED_TYPES))
+                            or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64")
         raise SpecError(t.span, "unsupported type")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
@@ -479,11 +481,13 @@ class _Resolver:
         if not isinstance(c, m.Const):
             raise SpecError(e.span, f"the initial value of '{name}' must be a constant")
         self._check_assignable(t, c, e.span, f"'{name}'")
+        if isinstance(t, m.IntT):
+            c = self._value(c)
         if isinstance(t, m.IntT) and not t.lo <= c.value <= t.hi:
             raise SpecError(e.span, f"initial value {c.value} of '{name}' is outside its range {t.lo}..{t.hi}",
                             f"'{name}' is declared as {t.lo}..{t.hi}")
         if isinstance(t, m.BitVecT):
-            return c.value & t.mask  # C conversion: -1 is the largest value
+            return m.bv_convert(c.value, c.type, t)  # C conversion: -1 is u8's largest value
         return c.value
 
     # -- processes
@@ -535,6 +539,8 @@ class _Resolver:
             target = self.lvalue(s.target, ctx)
             value = self.expr(s.value, eff)
             self._check_assignable(target.type, value, s.value.span, f"'{s.target.name}'")
+            if isinstance(target.type, m.IntT):
+                value = self._value(value)
             self._check_static_range(target.type, value, s.value.span, s.target.name)
             return m.SAssign(s.span, target, value)
         if isinstance(s, ast.If):
@@ -788,7 +794,7 @@ class _Resolver:
         if not isinstance(base, m.Var) or not isinstance(base.type, m.ArrayT):
             raise SpecError(e.name_span, f"'{e.name}' is not an array",
                             f"it is a {base.type.describe()}")
-        idx = self.expr(e.index, ctx)
+        idx = self._value(self.expr(e.index, ctx))
         t = base.type
         if not m.is_intlike(idx.type):
             raise SpecError(e.index.span, f"an array index must be an integer, not {idx.type.describe()}")
@@ -863,17 +869,33 @@ class _Resolver:
             if isinstance(t, m.BitVecT):
                 if op in ("/", "%") and b.value == 0:
                     raise SpecError(e.span, "division by zero in a constant expression")
-                return m.Const(e.span, t, m.bv_binop(op, a.value, b.value, t.width))
+                return m.Const(e.span, t, m.bv_binop(op, a.value, b.value, t.width, t.signed))
+            if isinstance(width_t, m.BitVecT) and op in ("<", "<=", ">", ">="):
+                return m.Const(e.span, t, int(m.bv_compare(op, a.value, b.value, width_t)))
             return m.Const(e.span, t, _fold(op, a.value, b.value, e.span))
         return m.Bin(e.span, t, op, a, b)
 
     def _conv(self, x: m.TExpr, t: m.Type) -> m.TExpr:
-        """`x` converted to the unsigned type `t` (C: modulo 2**width); folded if constant."""
+        """`x` converted to the fixed-width type `t` (C: modulo 2**width), or a signed
+        pattern to its value where `t` is an integer range; folded if constant."""
+        if isinstance(t, m.IntT):
+            return self._value(x)
         if not isinstance(t, m.BitVecT) or x.type == t:
             return x
         if isinstance(x, m.Const):
-            return m.Const(x.span, t, x.value & t.mask)
+            return m.Const(x.span, t, m.bv_convert(x.value, x.type, t))
         return m.Conv(x.span, t, x)
+
+    @staticmethod
+    def _value(x: m.TExpr) -> m.TExpr:
+        """A signed pattern (s8 .. s64) as the integer it stands for, where an integer is
+        wanted: stored into a range, an index, a bit number. Anything else is itself."""
+        t = x.type
+        if not (isinstance(t, m.BitVecT) and t.signed):
+            return x
+        if isinstance(x, m.Const):
+            return m.Const(x.span, m.INT, m.to_signed(x.value, t.width))
+        return m.Conv(x.span, m.INT, x)
 
     def _comparable(self, a: m.TExpr, b: m.TExpr, e: ast.Binary):
         ta, tb = a.type, b.type
@@ -900,13 +922,13 @@ class _Resolver:
     def _call(self, e: ast.Call, ctx: _Ctx) -> m.TExpr:
         if e.name in self.fns:
             return self._expand_fn(e, ctx)
-        if e.name in m.BITVEC_TYPES:
+        if m.fixed_width_type(e.name) is not None:
             if len(e.args) != 1:
                 raise SpecError(e.span, f"the conversion '{e.name}(x)' takes one argument")
             x = self.expr(e.args[0], _Ctx(**{**ctx.__dict__, "effects": False}))
             if not m.is_intlike(x.type) and not isinstance(x.type, m.BitsetT):
                 raise SpecError(e.args[0].span, f"cannot convert {x.type.describe()} to {e.name}")
-            t = m.BitVecT(m.BITVEC_TYPES[e.name])
+            t = m.fixed_width_type(e.name)
             return _respan(self._conv(x, t), e.span) if x.type != t else x
         name = ALIASES.get(e.name, e.name)
         if name in BUILTINS:
@@ -988,7 +1010,7 @@ class _Resolver:
                     raise SpecError(a.span, f"'{e.name}' needs a wait queue, not {x.type.describe()}",
                                     "declare one with `waitqueue name;`")
             elif kind is Arg.NR:
-                x = self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False}))
+                x = self._value(self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False})))
                 self._check_bitnr_type(x, bits_t, a.span)
                 if isinstance(x, m.Const) and not 0 <= x.value < bits_t.size:
                     raise SpecError(a.span, f"bit {x.value} is outside {bits_t.describe()}")
@@ -1007,6 +1029,8 @@ class _Resolver:
         if arith and sig.step is None:  # by an argument, in the kernel's order (i, v)
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
                 raise SpecError(e.span, f"'{e.name}' works on integers")
+            if isinstance(args[0].type, m.BitVecT) and args[0].type.signed:  # C converts i to v's type
+                args[0] = self._conv(args[0], args[1].type)
         if sig.op is RmwOp.OR and not isinstance(args[1].type, m.BitVecT):
             raise SpecError(e.args[1].span, f"'{e.name}' needs an unsigned fixed-width variable (u8 .. u64), "
                             f"not {args[1].type.describe()}", "declare it as `var v: u32;`")
@@ -1016,11 +1040,11 @@ class _Resolver:
             for x, a in zip(args, e.args):
                 if not m.is_intlike(x.type):
                     raise SpecError(a.span, f"'{name}' takes integers, not {x.type.describe()}")
-            joined = m.arith_type(args[0].type, args[1].type)
+            joined = m.arith_type(args[0].type, args[-1].type)
             args = [self._conv(x, joined) for x in args]
         result = {Result.VOID: m.VOID, Result.BOOL: m.BOOL, Result.INT: m.INT}.get(sig.result)
         if sig.cls is Cls.PURE:
-            result = m.arith_type(args[0].type, args[1].type)
+            result = m.arith_type(args[0].type, args[-1].type)
         elif sig.result is Result.INT and isinstance(loc_type, m.BitVecT):
             result = loc_type  # atomic_inc_return on an unsigned counter wraps
         if sig.result is Result.LV:
@@ -1028,6 +1052,12 @@ class _Resolver:
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
         if sig.cls is Cls.PURE and all(isinstance(x, m.Const) for x in args):
+            if sig.pure is Pure.ABS:
+                v = abs(m.value_of(args[0].value, result))
+                return m.Const(e.span, result, v & result.mask if isinstance(result, m.BitVecT) else v)
+            if isinstance(result, m.BitVecT):  # compare the patterns as values
+                pick = (min if sig.pure is Pure.MIN else max)(args, key=lambda x: m.value_of(x.value, result))
+                return m.Const(e.span, result, pick.value)
             fold = min if sig.pure is Pure.MIN else max
             return m.Const(e.span, result, fold(args[0].value, args[1].value))  # type: ignore[return-value]
         return m.Builtin(e.span, result, name, tuple(args))
@@ -1053,7 +1083,7 @@ class _Resolver:
         if e.index is None:
             raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
                             f"name one: {example}")
-        idx = self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False}))
+        idx = self._value(self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False})))
         if not m.is_intlike(idx.type):
             raise SpecError(e.index.span, "a process index must be an integer")
         if isinstance(idx, m.Const) and not 0 <= idx.value < count:

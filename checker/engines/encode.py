@@ -36,7 +36,7 @@ from .. import model as m
 from ..compile import CompiledInstance, CompiledModel, CompiledStep
 from ..builtins import Returns
 from ..errors import NOWHERE, SpecError
-from ..lower import Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
+from ..lower import Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                   OWhile, Op, StepKind)
 
@@ -216,7 +216,15 @@ class Evaluator:
         if k == "bool":
             return IV(z3.If(v, self.const_iv(1).t, self.const_iv(0).t), 0, 1)
         if k == "bv" and self.ints:
+            if t.signed:
+                raise IntModeUnsupported(t.describe())
             return IV(v, 0, t.mask)
+        if k == "bv" and t.signed:  # the pattern's two's-complement value
+            w = t.width
+            self.need(-t.half, t.half - 1)
+            if self.W <= w:  # too narrow this round; the encoding is rebuilt wider
+                return IV(z3.Extract(self.W - 1, 0, v), -t.half, t.half - 1)
+            return IV(z3.SignExt(self.W - w, v), -t.half, t.half - 1)
         if k == "bv":
             w = t.width
             self.need(0, t.mask)
@@ -231,6 +239,8 @@ class Evaluator:
         if k == "bool":
             return z3.If(v, self.bv_const(1, w), self.bv_const(0, w))
         if self.ints:
+            if k == "bv" and t.signed:
+                raise IntModeUnsupported(t.describe())
             if k == "int":
                 return self._wrap(v.t, w, v.lo, v.hi)
             return v if t.width <= w else self._wrap(v, w, 0, t.mask)
@@ -240,7 +250,8 @@ class Evaluator:
             return term
         if have > w:
             return z3.Extract(w - 1, 0, term)
-        return (z3.SignExt if k == "int" else z3.ZeroExt)(w - have, term)
+        signed = k == "int" or t.signed  # a signed pattern is sign-extended
+        return (z3.SignExt if signed else z3.ZeroExt)(w - have, term)
 
     def truth(self, v, t: m.Type):
         if kind(t) == "bool":
@@ -352,6 +363,9 @@ class Evaluator:
             return lambda g: c
         if isinstance(x, m.Bound):
             return lambda g: self.bound[x.uid]
+        if isinstance(x, m.Conv) and not isinstance(t, m.BitVecT):  # a signed pattern's value
+            d = self.ev(x.operand)
+            return lambda g: self.as_int(d(g), x.operand.type)
         if isinstance(x, m.Conv):
             d = self.ev(x.operand)
             return lambda g: self.as_bv(d(g), x.operand.type, t.width)
@@ -420,6 +434,12 @@ class Evaluator:
                 a, b = da(g), db(g)
                 if kind(ta) == "bool" and kind(tb) == "bool":
                     r = a == b
+                elif kind(ta) == "bv" and kind(tb) == "bv" and ta.signed:
+                    if self.ints:
+                        raise IntModeUnsupported(ta.describe())
+                    r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b,  # z3: signed
+                         "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
+                    return r
                 elif kind(ta) == "bv" and kind(tb) == "bv" and self.ints:
                     r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b,
                          "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
@@ -437,6 +457,8 @@ class Evaluator:
                 return r if op == "==" else _not(r)
             return cmp
         if kind(x.type) == "bv" and self.ints:
+            if x.type.signed:
+                raise IntModeUnsupported(x.type.describe())
             w, mask = x.type.width, x.type.mask
 
             def intbv(g):
@@ -458,13 +480,17 @@ class Evaluator:
                 raise IntModeUnsupported(op)
             return intbv
         if kind(x.type) == "bv":
+            signed = x.type.signed
+
             def bvop(g):
                 a, b = da(g), db(g)
                 if op in ("/", "%"):
                     self.error(_and(self.ctx, g, b == 0))
+                    if signed:  # C: truncation toward zero, the remainder has the dividend's sign
+                        return a / b if op == "/" else z3.SRem(a, b)
                     return z3.UDiv(a, b) if op == "/" else z3.URem(a, b)
                 if op == ">>":
-                    return z3.LShR(a, b)
+                    return a >> b if signed else z3.LShR(a, b)
                 return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
                         "|": lambda: a | b, "^": lambda: a ^ b, "<<": lambda: a << b}[op]()
             return bvop
@@ -609,16 +635,34 @@ class Evaluator:
             def minmax(g):
                 x, y = da(g), db(g)
                 if kind(c.type) == "bv" and self.ints:
+                    if c.type.signed:
+                        raise IntModeUnsupported(c.type.describe())
                     le = x <= y
                     return _ite(le, x, y) if is_min else _ite(le, y, x)
                 if kind(c.type) == "bv":
-                    le = z3.ULE(x, y)
+                    le = (x <= y) if c.type.signed else z3.ULE(x, y)
                     return _ite(le, x, y) if is_min else _ite(le, y, x)
                 x, y = self.as_int(x, k.a.type), self.as_int(y, k.b.type)
                 le = x.t <= y.t
                 return IV(_ite(le, x.t, y.t) if is_min else _ite(le, y.t, x.t),
                           min(x.lo, y.lo), max(x.hi, y.hi))
             return minmax
+        if isinstance(k, Abs):
+            d = self.ev(k.x)
+            t = k.x.type
+
+            def abs_(g):
+                x = d(g)
+                if kind(t) == "bv":
+                    if not t.signed:
+                        return x
+                    if self.ints:
+                        raise IntModeUnsupported(t.describe())
+                    return _ite(x < 0, -x, x)  # of the minimum: itself, modulo 2**width
+                x = self.as_int(x, t)
+                lo = x.lo if x.lo >= 0 else -x.hi if x.hi <= 0 else 0
+                return self.iv(_ite(x.t < 0, -x.t, x.t), lo, max(abs(x.lo), abs(x.hi)))
+            return abs_
         if isinstance(k, Store):
             self.store(k.loc, self.ev(k.value), k.value.type)
             return None
