@@ -15,7 +15,7 @@ syntax keyword timeraceQuantifier forall exists in
 syntax keyword timeraceModifier unfair
 syntax keyword timeraceType bool bitset
 " checker/resolve.py RESERVED_TYPES
-syntax keyword timeraceReservedType u8 u16 u32 u64
+syntax keyword timeraceReservedType u8 u16 u32 u64 s8 s16 s32 s64
 syntax keyword timeraceBoolean true false
 syntax keyword timeraceConstant any
 syntax keyword timeraceSelf self
@@ -29,8 +29,8 @@ syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
       \ atomic_fetch_or atomic_fetch_or_relaxed atomic_fetch_or_acquire
       \ atomic_fetch_or_release set_bit clear_bit test_and_set_bit test_and_clear_bit
       \ test_bit bitmap_empty xchg xchg_relaxed xchg_acquire xchg_release cmpxchg
-      \ cmpxchg_relaxed cmpxchg_acquire cmpxchg_release min max smp_mb smp_wmb smp_rmb
-      \ smp_mb__before_atomic smp_mb__after_atomic smp_mb__after_spinlock
+      \ cmpxchg_relaxed cmpxchg_acquire cmpxchg_release min max abs smp_mb smp_wmb
+      \ smp_rmb smp_mb__before_atomic smp_mb__after_atomic smp_mb__after_spinlock
       \ smp_mb__after_srcu_read_unlock barrier spin_lock spin_trylock spin_unlock
       \ prepare_to_wait finish_wait schedule waitqueue_active swait_active wake_up
       \ swake_up_one prepare_to_swait prepare_to_swait_exclusive prepare_to_rcuwait
