@@ -228,3 +228,15 @@ process p {
 invariant values: p@end -> (r == -3 && got == 2 && test_bit(1, bits) && n == -6);
 """
     holds_in_explicit_and_bmc(text, 4)
+
+
+def test_lemma_over_a_signed_parameter_shows_signed_values(tmp_path, capsys):
+    """-v of the minimum is the minimum again: Z3 must find it, and say -128."""
+    from checker.cli import main
+    spec = tmp_path / "lem.spec"
+    spec.write_text("model lem;\nprocess p { skip; }\nlemma neg: forall (v: s8) v < 0 -> -v > 0;\n"
+                    "lemma abs_pos: forall (v: s16) v > -32768 -> abs(v) >= 0;\n")
+    assert main([str(spec)]) == 1
+    out = capsys.readouterr().out
+    assert "lemma neg is false for v = -128 (-0x80)" in out
+    assert "abs_pos   proved" in out
