@@ -26,7 +26,7 @@ from checker.resolve import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 BACK_ENDS = ["checker/ir.py", "checker/compile.py", "checker/promela.py", "checker/engines/encode.py",
-             "checker/engines/reduce.py", "checker/lower.py"]
+             "checker/engines/reduce.py", "checker/lower.py", "checker/explain.py"]
 
 
 # ---- the table says what the kernel documents
