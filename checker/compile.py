@@ -264,7 +264,7 @@ def _store_buffer_full():
 
 
 _RUNTIME = {
-    "__builtins__": {"min": min, "max": max, "abs": abs, "any": any, "all": all, "range": range,
+    "__builtins__": {"min": min, "max": max, "any": any, "all": all, "range": range,
                      "list": list, "len": len, "bool": bool},
     "_range_error": _range_error, "_index_error": _index_error, "_ix": _ix, "_div": _div, "_mod": _mod,
     "_shl": _shl, "_shr": _shr, "_bv": _bv,
@@ -982,7 +982,7 @@ class _Compiler:
             t = k.x.type
             if isinstance(t, m.BitVecT):
                 return f"((-{a} & {hex(t.mask)}) if {a} & {hex(t.half)} else {a})" if t.signed else a
-            return f"{abs.__name__}({a})"
+            return f"(-{a} if {a} < 0 else {a})"
         if isinstance(k, Store):
             self.store(k.loc, k.value, e)
             return ""
