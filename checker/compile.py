@@ -39,9 +39,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import model as m
+from .builtins import X86, Returns
 from .errors import Span, SpecError
 from .fold import fits_bv, simplify, store_needs
 from .limits import MAX_NESTING
+from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Op, Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
 from .safe_text import python_comment as _comment
@@ -246,11 +248,11 @@ _PY_BINOP = {
 }
 
 
-def _bv(op: str, a: int, b: int, width: int) -> int:
-    """An unsigned (u8..u64) operator; see model.bv_binop."""
+def _bv(op: str, a: int, b: int, width: int, signed: bool = False) -> int:
+    """A fixed-width (u8..u64, s8..s64) operator; see model.bv_binop."""
     if op in ("/", "%") and b == 0:
         raise ModelError("division by zero")
-    return m.bv_binop(op, a, b, width)
+    return m.bv_binop(op, a, b, width, signed)
 
 
 def _assert_failed(prop: str):
@@ -725,10 +727,13 @@ class _Compiler:
             if const is not None:
                 const = 1 if const else 0
                 code = str(const)
-        if needs.wrap:  # C conversion: modulo 2**width
+        if needs.wrap:  # C conversion: modulo 2**width (a narrower signed value sign-extended)
+            src = value.type if value is not None else None
             if const is not None:
-                const = const & t.mask
+                const = m.bv_convert(const, src, t)
                 code = str(const)
+            elif isinstance(src, m.BitVecT) and src.signed and src.width < t.width:
+                code = f"((({code}) ^ {hex(src.half)}) - {hex(src.half)}) & {hex(t.mask)}"
             else:
                 code = f"({code}) & {hex(t.mask)}"
         check = needs.check
@@ -849,8 +854,14 @@ class _Compiler:
             return self.bound[x.uid]
         if isinstance(x, m.Conv):
             a = self.expr(x.operand, e, src)
+            if not isinstance(x.type, m.BitVecT):  # a signed pattern's value
+                h = hex(x.operand.type.half)
+                return f"(({a} ^ {h}) - {h})"
             if fits_bv(x.operand, x.type):
                 return a
+            src = x.operand.type
+            if isinstance(src, m.BitVecT) and src.signed:  # sign-extend the narrower pattern
+                return f"((({a} ^ {hex(src.half)}) - {hex(src.half)}) & {hex(x.type.mask)})"
             return f"({a} & {hex(x.type.mask)})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, e, src)
@@ -866,7 +877,13 @@ class _Compiler:
                     return f"(({a} {x.op} {b}) & {mask})"
                 if x.op in ("&", "|", "^"):
                     return f"({a} {x.op} {b})"
+                if x.type.signed and x.op in ("/", "%", ">>"):
+                    return f"_bv({x.op!r}, {a}, {b}, {w}, True)"
                 return f"_bv({x.op!r}, {a}, {b}, {w})"
+            lt = x.left.type
+            if x.op in ("<", "<=", ">", ">=") and isinstance(lt, m.BitVecT) and lt.signed:
+                # two's complement order is the unsigned order of the patterns with the sign bit flipped
+                return f"(({a} ^ {hex(lt.half)}) {x.op} ({b} ^ {hex(lt.half)}))"
             return _PY_BINOP.get(x.op, "({a} " + x.op + " {b})").format(a=a, b=b)
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, e, src)
@@ -927,87 +944,101 @@ class _Compiler:
         """Emit the side effects of a kernel primitive; return the code of its value.
         Under tso a locked primitive reads and writes memory directly: its step only
         runs with an empty store buffer (`Step.fence`)."""
-        from .resolve import BUILTINS, LOCKED
-
+        core = lower(c)
         outer = self.direct
-        self.direct = outer or BUILTINS[c.name].tso == LOCKED
+        self.direct = outer or core.prim.x86 is X86.LOCKED
         try:
-            return self._builtin(c, e, src)
+            return self._core(core, e, src)
         finally:
             self.direct = outer
 
-    def _builtin(self, c: m.Builtin, e: _Emitter, src: str) -> str:
-        n, a = c.name, c.args
-        if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
-            return self.expr(a[0], e, src)
-        if n == "test_bit":
-            nr = self.expr(a[0], e, src)
+    def _core(self, k: Core, e: _Emitter, src: str) -> str:
+        """One core operation (lower.py), as specialised code."""
+        if isinstance(k, Load):
+            return self.expr(k.loc, e, src)
+        if isinstance(k, TestBit):
+            nr = self.expr(k.nr, e, src)
             # a computed bit number, or a constant one out of the set, must name a bit of the set
-            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < a[1].type.size:
-                nr = f"_ix({nr}, 0, {a[1].type.size - 1}, {self.var_name(a[1].sym) + ' bit'!r})"
-            return f"(({self.expr(a[1], e, src)} >> {nr}) & 1)"
-        if n == "bitmap_empty":
-            return f"({self.expr(a[0], e, src)} == 0)"
-        if n in ("min", "max"):
-            return f"{n}({self.expr(a[0], e, src)}, {self.expr(a[1], e, src)})"
-        if n in ("waitqueue_active", "swait_active"):
-            return f"({self.expr(a[0], e, src)} != 0)"
-        if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
-            self.store(a[0], a[1], e)
+            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < k.bits.type.size:
+                nr = f"_ix({nr}, 0, {k.bits.type.size - 1}, {self.var_name(k.bits.sym) + ' bit'!r})"
+            return f"(({self.expr(k.bits, e, src)} >> {nr}) & 1)"
+        if isinstance(k, Zero):
+            return f"({self.expr(k.x, e, src)} {'!=' if k.nonzero else '=='} 0)"
+        if isinstance(k, MinMax):
+            fn = (min if k.is_min else max).__name__  # Python's own, in _RUNTIME
+            t = k.a.type
+            if isinstance(t, m.BitVecT) and t.signed:  # the patterns in two's complement order
+                return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)}, key=lambda _v: _v ^ {hex(t.half)})"
+            return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)})"
+        if isinstance(k, Abs):
+            a = self.expr(k.x, e, src)
+            t = k.x.type
+            if isinstance(t, m.BitVecT):
+                return f"((-{a} & {hex(t.mask)}) if {a} & {hex(t.half)} else {a})" if t.signed else a
+            return f"(-{a} if {a} < 0 else {a})"
+        if isinstance(k, Store):
+            self.store(k.loc, k.value, e)
             return ""
-        if n in ("atomic_inc", "atomic_dec", "atomic_add", "atomic_sub",
-                 "atomic_inc_return", "atomic_dec_return", "atomic_dec_and_test"):
-            target = a[1] if n in ("atomic_add", "atomic_sub") else a[0]
-            delta = {"atomic_inc": "1", "atomic_inc_return": "1", "atomic_dec": "-1",
-                     "atomic_dec_return": "-1", "atomic_dec_and_test": "-1"}.get(n)
-            if delta is None:
-                d = self.expr(a[0], e, src)
-                delta = d if n == "atomic_add" else f"-({d})"
-            cur = self.expr(target, e, src)
+        if isinstance(k, (Add, Or)):
+            target = k.loc
+            cur = self.expr(target, e, src) if isinstance(k, Or) or k.step is not None else None
+            if isinstance(k, Or):
+                value = f"{cur} | {_paren(self.expr(k.value, e, src))}"
+            elif k.step is not None:
+                value = f"{cur} + {k.step}"
+            else:
+                d = self.expr(k.delta, e, src)
+                cur = self.expr(target, e, src)
+                value = f"{cur} + {f'-({d})' if k.negate else d}"
             new = e.fresh()
             if isinstance(target.type, m.BitVecT):  # an unsigned counter wraps
-                e.emit(f"{new} = ({cur} + {delta}) & {hex(target.type.mask)}")
+                e.emit(f"{new} = ({value}) & {hex(target.type.mask)}")
             else:
-                e.emit(f"{new} = {cur} + {delta}")
+                e.emit(f"{new} = {value}")
+            old = None
+            if k.returns is Returns.OLD:
+                old = e.fresh()
+                e.emit(f"{old} = {cur}")
             self.store_code(target, new, None, e)
-            if n == "atomic_dec_and_test":
+            if k.returns is Returns.NEW_IS_ZERO:
                 return f"({new} == 0)"
-            return new if n.endswith("_return") else ""
-        if n in ("test_and_set_bit", "test_and_clear_bit", "set_bit", "clear_bit"):
-            nr = self.expr(a[0], e, src)
-            addr = self.address(a[1], e, src)
-            size = a[1].type.size
-            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < size:
+            return new if k.returns is Returns.NEW else old if k.returns is Returns.OLD else ""
+        if isinstance(k, BitOp):
+            nr = self.expr(k.nr, e, src)
+            addr = self.address(k.bits, e, src)
+            size = k.bits.type.size
+            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < size:
                 e.emit(f"if {nr} < 0 or {nr} >= {size}:")
                 e.emit(f"    _index_error({addr.name!r} + ' bit', {nr}, 0, {size - 1})")
             old = e.fresh()
             cur = self.get("v", addr)
             e.emit(f"{old} = ({cur} >> {nr}) & 1")
-            if "set" in n:
+            if k.set:
                 self.put(e, addr, f"{cur} | 1 << {nr}")
             else:
                 self.put(e, addr, f"{cur} & ~(1 << {nr})")
-            return old if n.startswith("test_and") else ""
-        if n == "xchg":
+            return old if k.returns_old else ""
+        if isinstance(k, Xchg):
             old = e.fresh()
-            e.emit(f"{old} = {self.expr(a[0], e, src)}")
-            self.store(a[0], a[1], e)
+            e.emit(f"{old} = {self.expr(k.loc, e, src)}")
+            self.store(k.loc, k.value, e)
             return old
-        if n == "cmpxchg":
+        if isinstance(k, Cas):
             old = e.fresh()
-            e.emit(f"{old} = {self.expr(a[0], e, src)}")
-            e.emit(f"if {old} == {self.expr(a[1], e, src)}:")
+            e.emit(f"{old} = {self.expr(k.loc, e, src)}")
+            expect = self.expr(k.expect, e, src)
+            e.emit(f"if {old} == {expect}:")
             e.depth += 1
-            self.store(a[0], a[2], e)
+            self.store(k.loc, k.new, e)
             e.flush()
             e.depth -= 1
-            return old
-        if n in ("prepare_to_wait", "finish_wait"):
-            addr = self.address(a[0], e, src)
+            return f"({old} == {expect})" if k.success else old
+        if isinstance(k, (WaitAdd, WaitRemove)):
+            addr = self.address(k.queue, e, src)
             gid = self.layout.gid_base[self.proc.name] + self.inst
             task = self.slot_addr(self.layout.task_slot[gid])
             cur = self.get("v", addr)
-            if n == "prepare_to_wait":
+            if isinstance(k, WaitAdd):
                 e.emit(f"# {_comment(self.proc.instance_name(self.inst))} waits; its task is INTERRUPTIBLE")
                 self.put(e, addr, f"{cur} | {1 << gid}")
                 self.put(e, task, "1", const=1)
@@ -1017,12 +1048,12 @@ class _Compiler:
                 self.put(e, addr, f"{cur} & ~{1 << gid}")
             e.flush()
             return ""
-        if n in ("wake_up", "swake_up_one"):
-            addr = self.address(a[0], e, src)
+        if isinstance(k, Wake):
+            addr = self.address(k.queue, e, src)
             w = e.fresh()
             e.emit(f"{w} = {self.get('v', addr)}")
             sleepers = sorted(self.layout.task_slot.items())
-            if n == "wake_up":
+            if k.all:
                 for gid, task in sleepers:
                     e.emit(f"if {w} & {1 << gid}:  # wake {_comment(self.layout.instance_names[gid])}")
                     e.depth += 1
@@ -1043,7 +1074,7 @@ class _Compiler:
                     e.flush()
                     e.depth -= 1
             return ""
-        raise TypeError(f"builtin {n}")
+        raise TypeError(f"core operation {type(k).__name__}")
 
 
 def _checked_pack(pack: Callable, pk: Packing, layout) -> Callable:

@@ -15,7 +15,9 @@ from dataclasses import replace
 
 from . import ir, model as m
 from .compile import CompiledModel, ModelError, _Compiler, _Emitter
+from .builtins import BUILTINS, Returns
 from .errors import Span, SpecError
+from .lower import Add, BitOp, Cas, Wake, Xchg, lower
 from .ir import SlotKind, TASK_STATES
 from .trace import MEMORY, Action, Counterexample, Members, StateDecoder, TraceState, show_value
 
@@ -39,11 +41,7 @@ def comparisons(x: m.TExpr, atoms: bool = False):
 
 def _pure(x: m.TExpr) -> bool:
     """No side effect: safe to evaluate on its own."""
-    for b in ir.builtins_in(x):
-        if b.name not in ("atomic_read", "READ_ONCE", "smp_load_acquire", "test_bit", "bitmap_empty",
-                          "min", "max", "waitqueue_active", "swait_active"):
-            return False
-    return True
+    return not any(BUILTINS[b.name].effect for b in ir.builtins_in(x))
 
 
 class Explainer:
@@ -242,7 +240,8 @@ class Explainer:
         for op in st.body:
             for call in _calls(op):
                 n, args = call.name, call.args
-                if n == "cmpxchg" and first:
+                k = lower(call)
+                if isinstance(k, Cas) and not k.success and first:
                     vals = self.values(args, before, inst)
                     if vals is not None:
                         t = args[0].type
@@ -250,22 +249,23 @@ class Explainer:
                         notes.append(f"cmpxchg({self.text(args[0])}) returned {self.shown(t, vals[0])}"
                                      + (f", as expected: stored {self.shown(t, vals[2])}" if ok
                                         else f", not {self.shown(t, vals[1])}: failed, stored nothing"))
-                elif n == "xchg" and first:
+                elif isinstance(k, Xchg) and first:
                     vals = self.values(args[:1], before, inst)
                     if vals is not None:
                         notes.append(f"xchg({self.text(args[0])}) returned {self.shown(args[0].type, vals[0])}")
-                elif n.startswith("test_and_") and first:
+                elif isinstance(k, BitOp) and k.returns_old and first:
                     vals = self.values(args, before, inst)
                     if vals is not None:
                         bit = vals[1] >> vals[0] & 1 if vals[0] >= 0 else 0
                         notes.append(f"{self.text(call) or n} returned {bit} (the bit was "
                                      f"{'set' if bit else 'clear'})")
-                elif n in ("atomic_dec_and_test", "atomic_inc_return", "atomic_dec_return") and first:
+                elif isinstance(k, Add) and k.step is not None and k.returns in (Returns.NEW, Returns.NEW_IS_ZERO) \
+                        and first:
                     vals = self.values(args[:1], before, inst)
                     if vals is not None:
-                        new = vals[0] + (1 if "inc" in n else -1)
-                        notes.append(f"{n} returned {show_value(new == 0) if n.endswith('test') else new}")
-                elif n in ("wake_up", "swake_up_one") and c is not None:
+                        new = vals[0] + k.step
+                        notes.append(f"{n} returned {show_value(new == 0) if k.returns is Returns.NEW_IS_ZERO else new}")
+                elif isinstance(k, Wake) and c is not None:
                     woken = [k[:-len(".state")] for (k, x), (_, y) in zip(b.values, c.values)
                              if k.endswith(".state") and x == "INTERRUPTIBLE" and y == "RUNNING"]
                     q = self.text(args[0])

@@ -38,7 +38,9 @@ class _Folder:
         if isinstance(x, m.Conv):
             a = self.simplify(x.operand)
             if isinstance(a, m.Const):  # a conversion cannot fail
-                return m.Const(x.span, x.type, a.value & x.type.mask)
+                if not isinstance(x.type, m.BitVecT):
+                    return m.Const(x.span, x.type, m.value_of(a.value, a.type))
+                return m.Const(x.span, x.type, m.bv_convert(a.value, a.type, x.type))
             return m.Conv(x.span, x.type, a)
         if isinstance(x, m.Un):
             a = self.simplify(x.operand)
@@ -130,11 +132,13 @@ def fits_bv(value: m.TExpr | None, t: m.BitVecT) -> bool:
     """Whether a value needs no reduction modulo 2**width to be stored in `t`."""
     if value is None:
         return False
-    if isinstance(value, m.Const):
-        return 0 <= value.value <= t.mask
     vt = value.type
-    if isinstance(vt, m.BitVecT):
-        return vt.width <= t.width
+    if isinstance(value, m.Const):
+        if isinstance(vt, m.BitVecT) and vt.signed and vt.width < t.width:
+            return value.value < vt.half  # a negative pattern must be sign-extended
+        return 0 <= value.value <= t.mask
+    if isinstance(vt, m.BitVecT):  # a narrower signed pattern must be sign-extended
+        return vt.width == t.width or vt.width < t.width and not vt.signed
     if isinstance(vt, m.IntT) and vt.lo is not None:
         return 0 <= vt.lo and vt.hi <= t.mask
     return isinstance(vt, m.BoolT)

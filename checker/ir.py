@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import model as m
+from .builtins import BUILTINS, X86, Cls
 from .errors import Span, SpecError, source_text
 from .limits import MAX_PROCESSES, MAX_VALUES
+from .lower import lock_guard
 
 # ---- state layout --------------------------------------------------------------
 
@@ -421,14 +423,16 @@ class _ProcessBuilder:
             return self.step(StepKind.ASSIGN, s, [OAssign(s.target, s.value)], nxt, ctx)
         if isinstance(s, m.SEval):
             name = s.call.name
-            if name == "schedule":
+            cls = BUILTINS[name].cls
+            if cls is Cls.SCHEDULE:
                 self.sleeps = True
                 return self.step(StepKind.SCHEDULE, s, [], nxt, ctx)
-            if name == "prepare_to_wait":
+            if cls is Cls.WQ_ADD:
                 self.sleeps = True
-            from .resolve import BUILTINS
-            if BUILTINS[name].kind == "barrier":
+            if cls is Cls.FENCE:
                 return self.step(StepKind.BARRIER, s, [OBarrier(name)], nxt, ctx)
+            if cls is Cls.LOCK:  # an await-and-set: the step waits for the lock and takes it
+                return self.step(StepKind.ATOMIC, s, [OEval(s.call)], nxt, ctx, guard=lock_guard(s.call))
             return self.step(StepKind.CALL, s, [OEval(s.call)], nxt, ctx)
         if isinstance(s, m.SAssert):
             return self.step(StepKind.ASSERT, s, [OAssert(s.property, s.cond, s.span)], nxt, ctx)
@@ -505,11 +509,10 @@ class _ProcessBuilder:
             if isinstance(s, m.SAssign):
                 out.append(OAssign(s.target, s.value))
             elif isinstance(s, m.SEval):
-                from .resolve import BUILTINS
-                if BUILTINS[s.call.name].kind == "barrier":
+                if BUILTINS[s.call.name].cls is Cls.FENCE:
                     out.append(OBarrier(s.call.name))
                 else:
-                    if s.call.name == "prepare_to_wait":
+                    if BUILTINS[s.call.name].cls is Cls.WQ_ADD:
                         self.sleeps = True
                     out.append(OEval(s.call))
             elif isinstance(s, m.SAssert):
@@ -709,19 +712,20 @@ def _is_global(target: m.TExpr) -> bool:
     return isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.GLOBAL
 
 
+SCHEDULE_X86 = next(p.x86 for p in BUILTINS.values() if p.cls is Cls.SCHEDULE)
+
+
 def is_fence(kind: StepKind, body) -> bool:
     """Whether x86 runs this step as a full fence: it contains smp_mb, a LOCK-prefixed
     read-modify-write or a lock-taking primitive, or it is an `atomic` block that writes
     shared memory (on x86 only a locked instruction makes a read-modify-write atomic)."""
-    from .resolve import BUILTINS, FENCE, LOCKED
-
     if kind is StepKind.SCHEDULE:
-        return BUILTINS["schedule"].tso == LOCKED
+        return SCHEDULE_X86 is X86.LOCKED
     for op in walk_ops(body):
-        if isinstance(op, OBarrier) and BUILTINS[op.name].tso == FENCE:
+        if isinstance(op, OBarrier) and BUILTINS[op.name].x86 is X86.FENCE:
             return True
         for x in _exprs(op):
-            if any(BUILTINS[b.name].tso in (LOCKED, FENCE) for b in builtins_in(x)):
+            if any(BUILTINS[b.name].x86 in (X86.LOCKED, X86.FENCE) for b in builtins_in(x)):
                 return True
         if kind is StepKind.ATOMIC and _plain_store_target(op) is not None:
             return True
@@ -729,11 +733,9 @@ def is_fence(kind: StepKind, body) -> bool:
 
 
 def _plain_store_target(op: Op) -> m.VarSym | None:
-    from .resolve import BUILTINS, STORE
-
     if isinstance(op, OAssign) and _is_global(op.target):
         return op.target.sym
-    if isinstance(op, OEval) and BUILTINS[op.call.name].tso == STORE and _is_global(op.call.args[0]):
+    if isinstance(op, OEval) and BUILTINS[op.call.name].x86 is X86.STORE and _is_global(op.call.args[0]):
         return op.call.args[0].sym
     return None
 

@@ -39,13 +39,22 @@ class IntT(Type):
 
 @dataclass(frozen=True, slots=True)
 class BitVecT(Type):
-    """A C unsigned integer of `width` bits (u8, u16, u32, u64): + - * wrap around
-    modulo 2**width, / % >> are unsigned, comparisons are unsigned."""
+    """A C integer of `width` bits, unsigned (u8 .. u64) or signed (s8 .. s64, two's
+    complement). A value is held as its bit pattern, 0..2**width-1, in every back end:
+    + - * << & | ^ ~ wrap around modulo 2**width and are the same for both (the kernel
+    builds with -fno-strict-overflow, so signed overflow wraps); comparisons, / % >>
+    and widening conversions read a signed pattern as its two's-complement value."""
 
     width: int
+    signed: bool = False
 
     def describe(self) -> str:
-        return f"u{self.width}"
+        return f"{'s' if self.signed else 'u'}{self.width}"
+
+    @property
+    def half(self) -> int:
+        """The sign bit; `pattern ^ half` orders signed patterns as unsigned ones."""
+        return 1 << (self.width - 1)
 
     @property
     def mask(self) -> int:
@@ -105,6 +114,33 @@ VOID = VoidT()
 
 
 BITVEC_TYPES = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
+SIGNED_TYPES = {"s8": 8, "s16": 16, "s32": 32, "s64": 64}
+
+
+def fixed_width_type(name: str) -> "BitVecT | None":
+    """The type a name such as `u8` or `s64` stands for."""
+    if name in BITVEC_TYPES:
+        return BitVecT(BITVEC_TYPES[name])
+    if name in SIGNED_TYPES:
+        return BitVecT(SIGNED_TYPES[name], signed=True)
+    return None
+
+
+def to_signed(v: int, width: int) -> int:
+    """The two's-complement value of a `width`-bit pattern."""
+    half = 1 << (width - 1)
+    return (v ^ half) - half
+
+
+def value_of(v: int, t: "Type") -> int:
+    """What a slot's pattern means: the signed value for s8 .. s64, else itself."""
+    return to_signed(v, t.width) if isinstance(t, BitVecT) and t.signed else v
+
+
+def bv_convert(v: int, src: "Type", dst: "BitVecT") -> int:
+    """C's conversion of a value of type `src` (a pattern if it is fixed-width) to `dst`:
+    a signed source is sign-extended, then the value is taken modulo 2**width."""
+    return value_of(v, src) & dst.mask
 
 
 def is_intlike(t: Type) -> bool:
@@ -114,11 +150,16 @@ def is_intlike(t: Type) -> bool:
 def arith_type(a: Type, b: Type) -> Type:
     """C's usual arithmetic conversions for our types: if either operand is unsigned,
     the operation is unsigned at the wider width; otherwise it is on integers."""
-    widths = [t.width for t in (a, b) if isinstance(t, BitVecT)]
-    return BitVecT(max(widths)) if widths else INT
+    fixed = [t for t in (a, b) if isinstance(t, BitVecT)]
+    if not fixed:
+        return INT
+    width = max(t.width for t in fixed)
+    # the wider type wins; at the same width unsigned wins (C's rank rules)
+    signed = all(t.signed for t in fixed if t.width == width)
+    return BitVecT(width, signed)
 
 
-def bv_binop(op: str, a: int, b: int, width: int) -> int:
+def bv_binop(op: str, a: int, b: int, width: int, signed: bool = False) -> int:
     """An unsigned operator on values already in 0..2**width-1 (C semantics).
 
     The one definition the resolver folds constants with and the compiled steps
@@ -127,6 +168,8 @@ def bv_binop(op: str, a: int, b: int, width: int) -> int:
     (as the count is converted to the operand's type) and a count >= width gives 0,
     as in Z3 (C leaves it undefined)."""
     mask = (1 << width) - 1
+    if signed and op in ("/", "%", ">>"):
+        return _signed_binop(op, a, b, width) & mask
     if op == "+": return (a + b) & mask
     if op == "-": return (a - b) & mask
     if op == "*": return (a * b) & mask
@@ -138,6 +181,25 @@ def bv_binop(op: str, a: int, b: int, width: int) -> int:
     if op == "<<": return (a << b) & mask if b < width else 0
     if op == ">>": return a >> b if b < width else 0
     raise ValueError(op)
+
+
+def _signed_binop(op: str, a: int, b: int, width: int) -> int:
+    """/ % >> of signed patterns: C's truncating division and remainder, and an
+    arithmetic right shift (a count of width or more gives the sign, as Z3's bvashr;
+    the count is read unsigned, as Z3 reads it)."""
+    x = to_signed(a, width)
+    if op == ">>":
+        return x >> min(b, width - 1)
+    y = to_signed(b, width)
+    q = c_div(x, y)
+    return q if op == "/" else x - q * y
+
+
+def bv_compare(op: str, a: int, b: int, t: "BitVecT") -> bool:
+    """A comparison of two patterns of type `t`."""
+    if t.signed:
+        a, b = a ^ t.half, b ^ t.half
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
 
 
 def c_div(a: int, b: int) -> int:
@@ -259,8 +321,10 @@ class Ite(TExpr):
 
 @dataclass(frozen=True, slots=True)
 class Conv(TExpr):
-    """`operand` converted to the unsigned type `type` (a BitVecT): its value modulo
-    2**width. The resolver inserts it wherever C would convert implicitly."""
+    """`operand` converted to the fixed-width type `type` (a BitVecT): its value modulo
+    2**width; or, `type` INT, a signed pattern's two's-complement value where an integer
+    is wanted (a store into a range, an index). The resolver inserts it wherever C would
+    convert implicitly."""
 
     operand: TExpr
 

@@ -72,8 +72,10 @@ import re
 from dataclasses import dataclass, field
 
 from . import model as m
+from .builtins import BUILTINS, X86, Cls, Returns
 from .errors import Span, SpecError
 from .fold import fits, fits_bv, simplify, store_needs
+from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Program, ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
@@ -165,6 +167,9 @@ def refuse(program: Program) -> None:
             raise SpecError(where, f"'{sl.name}' ranges over {t.describe()}, wider than Promela's 32-bit int")
         if isinstance(t, m.BitsetT) and t.size > 30:
             raise SpecError(where, f"'{sl.name}' is a set of {t.size} bits, more than a Promela int holds")
+        if isinstance(t, m.BitVecT) and t.signed and t.width > MAX_BV_WIDTH:
+            raise SpecError(where, f"'{sl.name}' is an {t.describe()}: the Promela twin translates signed "
+                            f"types up to s{MAX_BV_WIDTH}", "check it with the explicit engine or bmc")
     if len(program.layout.instance_names) > 30 and any(isinstance(sl.type, m.WaitQueueT)
                                                         for sl in program.layout.slots):
         raise SpecError(where, "a wait queue of more than 30 processes does not fit a Promela int")
@@ -480,11 +485,19 @@ class _Translator:
             return str(self.inst)
         if isinstance(x, m.Bound):
             raise SpecError(x.span, "a quantifier over a range that is not constant cannot be translated")
+        if isinstance(x, m.Conv) and not isinstance(x.type, m.BitVecT):  # a signed pattern's value
+            self.check_bv(x.operand.type, x.span)
+            h = x.operand.type.half
+            return f"(({self.expr(x.operand, seq)} ^ {h}) - {h})"
         if isinstance(x, m.Conv):
             self.check_bv(x.type, x.span)
             a = self.expr(x.operand, seq)
             if fits_bv(x.operand, x.type):
                 return a
+            src = x.operand.type
+            if isinstance(src, m.BitVecT) and src.signed:  # sign-extend the narrower pattern
+                self.check_bv(src, x.span)
+                a = f"(({a} ^ {src.half}) - {src.half})"
             return f"(({_c_type(x.type)})({a}))" if _c_type(x.type) else f"({a} & {x.type.mask})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, seq)
@@ -519,6 +532,13 @@ class _Translator:
                     return f"(({a} {x.op} {b}) & {mask})"
                 if x.op in ("&", "|", "^"):
                     return f"({a} {x.op} {b})"
+                if x.type.signed and x.op in ("/", "%", ">>"):
+                    h = x.type.half
+                    sa, sb = f"(({a} ^ {h}) - {h})", f"(({b} ^ {h}) - {h})"
+                    if x.op == ">>":  # arithmetic; a count of width or more leaves the sign
+                        return self.ite(f"{b} < {w}", f"(({sa} >> {b}) & {mask})", self.ite(f"{a} >= {h}", str(mask), "0"))
+                    self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
+                    return f"(({sa} {x.op} {sb}) & {mask})"  # C truncates toward zero, as model.c_div
                 if x.op in ("/", "%"):
                     self.model_error(seq, f"{b} == 0", "division_by_zero", "division by zero")
                     return f"({a} {x.op} {b})"
@@ -539,6 +559,10 @@ class _Translator:
                     self.model_error(seq, f"{b} < 0", "shift_count", "a negative shift count")
             if x.op == "->":
                 return f"(!{a} || {b})"
+            lt = x.left.type
+            if x.op in ("<", "<=", ">", ">=") and isinstance(lt, m.BitVecT) and lt.signed:
+                self.check_bv(lt, x.span)  # two's complement order: flip the sign bits
+                return f"(({a} ^ {lt.half}) {x.op} ({b} ^ {lt.half}))"
             return f"({a} {x.op} {b})"
         if isinstance(x, m.Ite):
             c = self.expr(x.cond, seq)
@@ -562,6 +586,9 @@ class _Translator:
         return str(int(x.value))
 
     def check_bv(self, t: m.BitVecT, span: Span):
+        if t.signed and t.width > MAX_BV_WIDTH:
+            raise SpecError(span, f"{t.describe()} arithmetic cannot be translated to the Promela twin",
+                            f"the Promela twin translates signed types up to s{MAX_BV_WIDTH}")
         if t.width > MAX_BV_WIDTH and not self.c:
             raise SpecError(span, f"u{t.width} arithmetic cannot be translated faithfully to Promela's "
                             "32-bit signed int", "the Promela twin supports unsigned types up to u16")
@@ -652,99 +679,114 @@ class _Translator:
 
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:
         """A locked primitive reads and writes memory directly (its step is a fence)."""
-        from .resolve import BUILTINS, LOCKED
-
+        core = lower(c)
         outer = self.direct
-        self.direct = outer or BUILTINS[c.name].tso == LOCKED
+        self.direct = outer or core.prim.x86 is X86.LOCKED
         try:
-            return self._builtin(c, seq)
+            return self._core(core, c, seq)
         finally:
             self.direct = outer
 
-    def _builtin(self, c: m.Builtin, seq: _Seq) -> str:
-        n, a = c.name, c.args
-        if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
-            return self.expr(a[0], seq)
-        if n == "test_bit":
-            nr = self.expr(a[0], seq)
-            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < a[1].type.size:
-                self.model_error(seq, f"{nr} < 0 || {nr} >= {a[1].type.size}", "bit_number",
+    def _core(self, k: Core, c: m.Builtin, seq: _Seq) -> str:
+        """One core operation (lower.py) in Promela."""
+        if isinstance(k, Load):
+            return self.expr(k.loc, seq)
+        if isinstance(k, TestBit):
+            nr = self.expr(k.nr, seq)
+            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < k.bits.type.size:
+                self.model_error(seq, f"{nr} < 0 || {nr} >= {k.bits.type.size}", "bit_number",
                                  "a bit number outside its set")
-            return f"(({self.expr(a[1], seq)} >> {nr}) & 1)"
-        if n == "bitmap_empty":
-            return f"({self.expr(a[0], seq)} == 0)"
-        if n in ("min", "max"):
-            x, y = self.expr(a[0], seq), self.expr(a[1], seq)
-            return self.ite(f"{x} <= {y}", x, y) if n == "min" else self.ite(f"{x} >= {y}", x, y)
-        if n in ("waitqueue_active", "swait_active"):
-            return f"({self.expr(a[0], seq)} != 0)"
-        if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
-            self.store(a[0], a[1], seq)
+            return f"(({self.expr(k.bits, seq)} >> {nr}) & 1)"
+        if isinstance(k, Zero):
+            return f"({self.expr(k.x, seq)} {'!=' if k.nonzero else '=='} 0)"
+        if isinstance(k, MinMax):
+            x, y = self.expr(k.a, seq), self.expr(k.b, seq)
+            t = k.a.type
+            if isinstance(t, m.BitVecT) and t.signed:  # two's complement order
+                self.check_bv(t, c.span)
+                cx, cy = f"({x} ^ {t.half})", f"({y} ^ {t.half})"
+                return self.ite(f"{cx} <= {cy}", x, y) if k.is_min else self.ite(f"{cx} >= {cy}", x, y)
+            return self.ite(f"{x} <= {y}", x, y) if k.is_min else self.ite(f"{x} >= {y}", x, y)
+        if isinstance(k, Abs):
+            x = self.expr(k.x, seq)
+            t = k.x.type
+            if isinstance(t, m.BitVecT):
+                self.check_bv(t, c.span)
+                return self.ite(f"{x} >= {t.half}", f"((-{x}) & {t.mask})", x) if t.signed else x
+            return self.ite(f"{x} < 0", f"(-{x})", x)
+        if isinstance(k, Store):
+            self.store(k.loc, k.value, seq)
             return ""
-        if n in ("atomic_inc", "atomic_dec", "atomic_add", "atomic_sub",
-                 "atomic_inc_return", "atomic_dec_return", "atomic_dec_and_test"):
-            target = a[1] if n in ("atomic_add", "atomic_sub") else a[0]
-            delta = {"atomic_inc": "1", "atomic_inc_return": "1", "atomic_dec": "-1",
-                     "atomic_dec_return": "-1", "atomic_dec_and_test": "-1"}.get(n)
-            if delta is None:
-                d = self.expr(a[0], seq)
-                delta = d if n == "atomic_add" else f"-({d})"
-            cur = self.expr(target, seq)
+        if isinstance(k, (Add, Or)):
+            target = k.loc
+            cur = self.expr(target, seq) if isinstance(k, Or) or k.step is not None else None
+            if isinstance(k, Or):
+                value = f"{cur} | ({self.expr(k.value, seq)})"
+            elif k.step is not None:
+                value = f"{cur} + {k.step}"
+            else:
+                d = self.expr(k.delta, seq)
+                cur = self.expr(target, seq)
+                value = f"{cur} + {f'-({d})' if k.negate else d}"
             new = self.fresh()
             if isinstance(target.type, m.BitVecT):
                 self.check_bv(target.type, c.span)
-                seq.emit(f"{new} = ({cur} + {delta}) & {target.type.mask}")
+                seq.emit(f"{new} = ({value}) & {target.type.mask}")
             else:
-                seq.emit(f"{new} = {cur} + {delta}")
+                seq.emit(f"{new} = {value}")
+            old = None
+            if k.returns is Returns.OLD:
+                old = self.fresh()
+                seq.emit(f"{old} = {cur}")
             self.store_code(target, new, None, seq)
-            if n == "atomic_dec_and_test":
+            if k.returns is Returns.NEW_IS_ZERO:
                 return f"({new} == 0)"
-            return new if n.endswith("_return") else ""
-        if n in ("test_and_set_bit", "test_and_clear_bit", "set_bit", "clear_bit"):
-            nr = self.expr(a[0], seq)
-            addr = self.lvalue(a[1], seq)
-            size = a[1].type.size
-            if not isinstance(a[0], m.Const) or not 0 <= a[0].value < size:
+            return new if k.returns is Returns.NEW else old if k.returns is Returns.OLD else ""
+        if isinstance(k, BitOp):
+            nr = self.expr(k.nr, seq)
+            addr = self.lvalue(k.bits, seq)
+            size = k.bits.type.size
+            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < size:
                 self.model_error(seq, f"{nr} < 0 || {nr} >= {size}", "bit_number", "a bit number outside its set")
             old = None
-            if n.startswith("test_and"):  # the old bit is the value
+            if k.returns_old:  # the old bit is the value
                 old = self.fresh()
                 seq.emit(f"{old} = ({addr} >> {nr}) & 1")
-            if "set" in n:
+            if k.set:
                 seq.emit(f"{addr} = {addr} | (1 << {nr})")
             else:
                 seq.emit(f"{addr} = {addr} & ~(1 << {nr})")
             return old or ""
-        if n == "xchg":
+        if isinstance(k, Xchg):
             old = self.fresh()
-            seq.emit(f"{old} = {self.expr(a[0], seq)}")
-            self.store(a[0], a[1], seq)
+            seq.emit(f"{old} = {self.expr(k.loc, seq)}")
+            self.store(k.loc, k.value, seq)
             return old
-        if n == "cmpxchg":
+        if isinstance(k, Cas):
             old = self.fresh()
-            seq.emit(f"{old} = {self.expr(a[0], seq)}")
-            expect = self.expr(a[1], seq)
+            seq.emit(f"{old} = {self.expr(k.loc, seq)}")
+            expect = self.expr(k.expect, seq)
             seq.push()
-            self.store(a[0], a[2], seq)
+            self.store(k.loc, k.new, seq)
             then = seq.pop()
             seq.emit(_Block("if", [(f"({old} == {expect})", then), ("else", [])]))
-            return old
-        if n in ("prepare_to_wait", "finish_wait"):
-            addr = self.lvalue(a[0], seq)
+            return f"({old} == {expect})" if k.success else old
+        if isinstance(k, (WaitAdd, WaitRemove)):
+            addr = self.lvalue(k.queue, seq)
             gid = self.layout.gid_base[self.proc.name] + self.inst
-            if n == "prepare_to_wait":
+            if isinstance(k, WaitAdd):
                 seq.emit(f"{addr} = {addr} | {1 << gid}")
                 seq.emit(f"{self.task(gid)} = 1")
             else:
                 seq.emit(f"{self.task(gid)} = 0")
                 seq.emit(f"{addr} = {addr} & ~{1 << gid}")
             return ""
-        if n in ("wake_up", "swake_up_one"):
-            addr = self.lvalue(a[0], seq)
+        if isinstance(k, Wake):
+            addr = self.lvalue(k.queue, seq)
             w = self.fresh()
             seq.emit(f"{w} = {addr}")
             sleepers = sorted(self.layout.task_slot)
-            if n == "wake_up":
+            if k.all:
                 for gid in sleepers:
                     seq.emit(_Block("if", [(f"({w} & {1 << gid})", [f"{self.task(gid)} = 0"]), ("else", [])]))
                 seq.emit(f"{addr} = 0")
@@ -758,7 +800,7 @@ class _Translator:
                 for st in rest:
                     seq.emit(st)
             return ""
-        raise SpecError(c.span, f"the kernel primitive {n}() has no Promela translation")
+        raise SpecError(c.span, f"the kernel primitive {c.name}() has no Promela translation")
 
     # -- stores (compile._Compiler.store_code)
     def store(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
@@ -773,7 +815,11 @@ class _Translator:
             code = f"({code} -> 1 : 0)"
         if needs.wrap:
             self.check_bv(t, target.span)
-            code = f"(({code}) & {t.mask})"
+            src = value.type if value is not None else None
+            if isinstance(src, m.BitVecT) and src.signed and src.width < t.width:
+                code = f"(((({code}) ^ {src.half}) - {src.half}) & {t.mask})"
+            else:
+                code = f"(({code}) & {t.mask})"
         check = needs.check
         if check:
             tmp = self.fresh()
@@ -1010,8 +1056,6 @@ class _Translator:
         restores them): every variable it assigns or passes to a writing primitive, the
         wait queues and task states, and the pc."""
         self.proc, self.inst = p, inst
-        from .resolve import BUILTINS
-
         syms = []
         for o in walk_ops(st.body):
             if isinstance(o, OAssign):
@@ -1022,7 +1066,7 @@ class _Translator:
                 for b in builtins_in(x):
                     if BUILTINS[b.name].effect and b.args:
                         syms += [arg.sym for arg in b.args if isinstance(arg, (m.Var, m.Elem))]
-                    if b.name in ("prepare_to_wait", "finish_wait", "wake_up", "swake_up_one"):
+                    if BUILTINS[b.name].cls in (Cls.WQ_ADD, Cls.WQ_REMOVE, Cls.WQ_WAKE):
                         syms.append("tasks")
         out = []
         seen = set()

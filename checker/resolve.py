@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
+from .builtins import ALIASES, BUILTINS, Arg, Cls, Pure, Result, RmwOp
 from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines, source_text
 from .limits import MAX_PROCESSES, MAX_VALUES
 from .parse import literal_value
@@ -27,89 +28,10 @@ DEFAULT_STORE_BUFFER = 2
 MAX_STORE_BUFFER = 8
 
 
-# ---- the kernel primitives -----------------------------------------------------
-# Argument kinds: "lv" an assignable int/bool/enum location, "bits" an assignable
-# bit set, "nr" a bit number of that set, "val" any value, "wq" a wait queue.
-#
-# `tso` says what the primitive is on x86, which is what `memory tso` executes:
-#   ""        a plain load, or no memory access at all (smp_wmb, smp_rmb and
-#             smp_mb__before/after_atomic are compiler barriers only on x86)
-#   "store"   a plain store (mov): it goes into the CPU's store buffer
-#   "locked"  a LOCK-prefixed read-modify-write, or an operation that takes a lock:
-#             it drains the store buffer and acts on memory atomically (a full fence)
-#   "fence"   a full barrier (mfence or a locked no-op): it waits for an empty buffer
-LOCKED, STORE, FENCE = "locked", "store", "fence"
+# The kernel primitives are the rows of builtins.py; resolve checks their arguments.
+WAITQUEUE_BUILTINS = frozenset(name for name, p in BUILTINS.items() if p.needs_process)
 
-
-@dataclass(frozen=True, slots=True)
-class BuiltinSig:
-    args: tuple[str, ...]
-    result: str  # "void" | "bool" | "int" | "lv" (the type of the first argument)
-    effect: bool  # writes state
-    kind: str = "op"  # "op" | "barrier" | "blocking"
-    tso: str = ""  # "" | STORE | LOCKED | FENCE, see above
-
-
-BUILTINS: dict[str, BuiltinSig] = {
-    "atomic_read": BuiltinSig(("lv",), "lv", False),
-    "atomic_set": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
-    "atomic_inc": BuiltinSig(("lv",), "void", True, tso=LOCKED),
-    "atomic_dec": BuiltinSig(("lv",), "void", True, tso=LOCKED),
-    "atomic_add": BuiltinSig(("val", "lv"), "void", True, tso=LOCKED),
-    "atomic_sub": BuiltinSig(("val", "lv"), "void", True, tso=LOCKED),
-    "atomic_inc_return": BuiltinSig(("lv",), "int", True, tso=LOCKED),
-    "atomic_dec_return": BuiltinSig(("lv",), "int", True, tso=LOCKED),
-    "atomic_dec_and_test": BuiltinSig(("lv",), "bool", True, tso=LOCKED),
-    "test_and_set_bit": BuiltinSig(("nr", "bits"), "bool", True, tso=LOCKED),
-    "test_and_clear_bit": BuiltinSig(("nr", "bits"), "bool", True, tso=LOCKED),
-    "set_bit": BuiltinSig(("nr", "bits"), "void", True, tso=LOCKED),
-    "clear_bit": BuiltinSig(("nr", "bits"), "void", True, tso=LOCKED),
-    "test_bit": BuiltinSig(("nr", "bits"), "bool", False),
-    "bitmap_empty": BuiltinSig(("bits",), "bool", False),
-    "xchg": BuiltinSig(("lv", "val"), "lv", True, tso=LOCKED),
-    "cmpxchg": BuiltinSig(("lv", "val", "val"), "lv", True, tso=LOCKED),  # locked even when it fails
-    "READ_ONCE": BuiltinSig(("lv",), "lv", False),
-    "WRITE_ONCE": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
-    "smp_load_acquire": BuiltinSig(("lv",), "lv", False),
-    "smp_store_release": BuiltinSig(("lv", "val"), "void", True, tso=STORE),
-    "smp_store_mb": BuiltinSig(("lv", "val"), "void", True, tso=LOCKED),  # xchg on x86
-    "min": BuiltinSig(("val", "val"), "int", False),
-    "max": BuiltinSig(("val", "val"), "int", False),
-    "smp_mb": BuiltinSig((), "void", False, "barrier", tso=FENCE),
-    "smp_wmb": BuiltinSig((), "void", False, "barrier"),
-    "smp_rmb": BuiltinSig((), "void", False, "barrier"),
-    "smp_mb__before_atomic": BuiltinSig((), "void", False, "barrier"),
-    "smp_mb__after_atomic": BuiltinSig((), "void", False, "barrier"),
-    # stands for the smp_mb() inside the srcu_read_unlock() it follows
-    "smp_mb__after_srcu_read_unlock": BuiltinSig((), "void", False, "barrier", tso=FENCE),
-    "barrier": BuiltinSig((), "void", False, "barrier"),
-    # the wait-queue operations take the queue lock (swait) or contain a full barrier
-    # (set_current_state, rcuwait_wake_up); schedule() takes the runqueue lock
-    "prepare_to_wait": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-    "finish_wait": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-    "schedule": BuiltinSig((), "void", True, "blocking", tso=LOCKED),
-    "waitqueue_active": BuiltinSig(("wq",), "bool", False),
-    "swait_active": BuiltinSig(("wq",), "bool", False),
-    "wake_up": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-    "swake_up_one": BuiltinSig(("wq",), "void", True, tso=LOCKED),
-}
-# Kernel spellings of the same operations.
-ALIASES = {
-    "prepare_to_swait": "prepare_to_wait",
-    "prepare_to_swait_exclusive": "prepare_to_wait",
-    "prepare_to_rcuwait": "prepare_to_wait",
-    "finish_swait": "finish_wait",
-    "finish_rcuwait": "finish_wait",
-    "swake_up_all": "wake_up",
-    "wake_up_all": "wake_up",
-    "rcuwait_wake_up": "swake_up_one",
-    "rcuwait_active": "swait_active",
-}
-WAITQUEUE_BUILTINS = frozenset(
-    {"prepare_to_wait", "finish_wait", "schedule", "waitqueue_active", "swait_active",
-     "wake_up", "swake_up_one"})
-
-RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64")
+RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
 
 
 def variant_names(spec: ast.Spec) -> list[str]:
@@ -456,11 +378,13 @@ class _Resolver:
         if isinstance(t, ast.NamedType):
             if t.name in self.enums:
                 return self.enums[t.name]
-            if t.name in m.BITVEC_TYPES:
-                return m.BitVecT(m.BITVEC_TYPES[t.name])
+            fixed = m.fixed_width_type(t.name)
+            if fixed is not None:
+                return fixed
             raise SpecError(t.span, f"unknown type '{t.name}'",
-                            did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES))
-                            or "types are bool, an enum, a range lo..hi, bitset(N), u8, u16, u32 or u64")
+                            did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES)
+                                         + list(m.SIGNED_TYPES))
+                            or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64")
         raise SpecError(t.span, "unsupported type")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
@@ -558,11 +482,13 @@ class _Resolver:
         if not isinstance(c, m.Const):
             raise SpecError(e.span, f"the initial value of '{name}' must be a constant")
         self._check_assignable(t, c, e.span, f"'{name}'")
+        if isinstance(t, m.IntT):
+            c = self._value(c)
         if isinstance(t, m.IntT) and not t.lo <= c.value <= t.hi:
             raise SpecError(e.span, f"initial value {c.value} of '{name}' is outside its range {t.lo}..{t.hi}",
                             f"'{name}' is declared as {t.lo}..{t.hi}")
         if isinstance(t, m.BitVecT):
-            return c.value & t.mask  # C conversion: -1 is the largest value
+            return m.bv_convert(c.value, c.type, t)  # C conversion: -1 is u8's largest value
         return c.value
 
     # -- processes
@@ -614,6 +540,8 @@ class _Resolver:
             target = self.lvalue(s.target, ctx)
             value = self.expr(s.value, eff)
             self._check_assignable(target.type, value, s.value.span, f"'{s.target.name}'")
+            if isinstance(target.type, m.IntT):
+                value = self._value(value)
             self._check_static_range(target.type, value, s.value.span, s.target.name)
             return m.SAssign(s.span, target, value)
         if isinstance(s, ast.If):
@@ -715,7 +643,7 @@ class _Resolver:
                         "inline_in_atomic": ctx.inline_in_atomic if nested else False})
         rest = self.stmts(body, inner)
         for st in _walk(rest):
-            if isinstance(st, m.SEval) and BUILTINS[st.call.name].kind == "blocking":
+            if isinstance(st, m.SEval) and BUILTINS[st.call.name].blocks:
                 raise SpecError(st.span, f"`{st.call.name}()` blocks and cannot be inside `atomic`")
         return m.SAtomic(s.span, ((guard,) if guard else ()) + rest)
 
@@ -867,7 +795,7 @@ class _Resolver:
         if not isinstance(base, m.Var) or not isinstance(base.type, m.ArrayT):
             raise SpecError(e.name_span, f"'{e.name}' is not an array",
                             f"it is a {base.type.describe()}")
-        idx = self.expr(e.index, ctx)
+        idx = self._value(self.expr(e.index, ctx))
         t = base.type
         if not m.is_intlike(idx.type):
             raise SpecError(e.index.span, f"an array index must be an integer, not {idx.type.describe()}")
@@ -942,17 +870,33 @@ class _Resolver:
             if isinstance(t, m.BitVecT):
                 if op in ("/", "%") and b.value == 0:
                     raise SpecError(e.span, "division by zero in a constant expression")
-                return m.Const(e.span, t, m.bv_binop(op, a.value, b.value, t.width))
+                return m.Const(e.span, t, m.bv_binop(op, a.value, b.value, t.width, t.signed))
+            if isinstance(width_t, m.BitVecT) and op in ("<", "<=", ">", ">="):
+                return m.Const(e.span, t, int(m.bv_compare(op, a.value, b.value, width_t)))
             return m.Const(e.span, t, _fold(op, a.value, b.value, e.span))
         return m.Bin(e.span, t, op, a, b)
 
     def _conv(self, x: m.TExpr, t: m.Type) -> m.TExpr:
-        """`x` converted to the unsigned type `t` (C: modulo 2**width); folded if constant."""
+        """`x` converted to the fixed-width type `t` (C: modulo 2**width), or a signed
+        pattern to its value where `t` is an integer range; folded if constant."""
+        if isinstance(t, m.IntT):
+            return self._value(x)
         if not isinstance(t, m.BitVecT) or x.type == t:
             return x
         if isinstance(x, m.Const):
-            return m.Const(x.span, t, x.value & t.mask)
+            return m.Const(x.span, t, m.bv_convert(x.value, x.type, t))
         return m.Conv(x.span, t, x)
+
+    @staticmethod
+    def _value(x: m.TExpr) -> m.TExpr:
+        """A signed pattern (s8 .. s64) as the integer it stands for, where an integer is
+        wanted: stored into a range, an index, a bit number. Anything else is itself."""
+        t = x.type
+        if not (isinstance(t, m.BitVecT) and t.signed):
+            return x
+        if isinstance(x, m.Const):
+            return m.Const(x.span, m.INT, m.to_signed(x.value, t.width))
+        return m.Conv(x.span, m.INT, x)
 
     def _comparable(self, a: m.TExpr, b: m.TExpr, e: ast.Binary):
         ta, tb = a.type, b.type
@@ -979,13 +923,13 @@ class _Resolver:
     def _call(self, e: ast.Call, ctx: _Ctx) -> m.TExpr:
         if e.name in self.fns:
             return self._expand_fn(e, ctx)
-        if e.name in m.BITVEC_TYPES:
+        if m.fixed_width_type(e.name) is not None:
             if len(e.args) != 1:
                 raise SpecError(e.span, f"the conversion '{e.name}(x)' takes one argument")
             x = self.expr(e.args[0], _Ctx(**{**ctx.__dict__, "effects": False}))
             if not m.is_intlike(x.type) and not isinstance(x.type, m.BitsetT):
                 raise SpecError(e.args[0].span, f"cannot convert {x.type.describe()} to {e.name}")
-            t = m.BitVecT(m.BITVEC_TYPES[e.name])
+            t = m.fixed_width_type(e.name)
             return _respan(self._conv(x, t), e.span) if x.type != t else x
         name = ALIASES.get(e.name, e.name)
         if name in BUILTINS:
@@ -1034,14 +978,14 @@ class _Resolver:
         if sig.effect and not ctx.effects:
             raise SpecError(e.span, f"'{e.name}' changes state and cannot appear in {ctx.what}",
                             "side effects belong in statements: assignments, `if`/`while` conditions, calls")
-        if sig.kind in ("barrier", "blocking") and not statement:
+        if sig.statement_only and not statement:
             raise SpecError(e.span, f"'{e.name}()' is a statement, not a value")
         if name in WAITQUEUE_BUILTINS and ctx.process is None:
             raise SpecError(e.span, f"'{e.name}' needs a process context")
         bits_t: m.BitsetT | None = None
         resolved: dict[int, m.TExpr] = {}
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
-            if kind == "bits":  # first, so that a bit number can be checked against it
+            if kind is Arg.BITS:  # first, so that a bit number can be checked against it
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or not isinstance(x.type, m.BitsetT):
                     raise SpecError(a.span, f"'{e.name}' needs a bit set variable here, not {x.type.describe()}",
@@ -1049,20 +993,25 @@ class _Resolver:
                 bits_t = x.type
                 resolved[i] = x
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
-            if kind == "bits":
+            if kind is Arg.BITS:
                 continue
-            if kind == "lv":
+            if kind is Arg.LOCK:
+                x = self.expr(a, ctx, lvalue=True)
+                if not isinstance(x, (m.Var, m.Elem)) or x.type != m.BOOL:
+                    raise SpecError(a.span, f"'{e.name}' needs a lock here, not {x.type.describe()}",
+                                    "declare a spinlock as a bool variable: `var lock: bool = false;`")
+            elif kind is Arg.LV:
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or isinstance(x.type, (m.ArrayT, m.WaitQueueT, m.BitsetT)):
                     raise SpecError(a.span, f"'{e.name}' needs a variable here",
                                     "pass a scalar variable or an array element")
-            elif kind == "wq":
+            elif kind is Arg.WQ:
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or not isinstance(x.type, m.WaitQueueT):
                     raise SpecError(a.span, f"'{e.name}' needs a wait queue, not {x.type.describe()}",
                                     "declare one with `waitqueue name;`")
-            elif kind == "nr":
-                x = self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False}))
+            elif kind is Arg.NR:
+                x = self._value(self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False})))
                 self._check_bitnr_type(x, bits_t, a.span)
                 if isinstance(x, m.Const) and not 0 <= x.value < bits_t.size:
                     raise SpecError(a.span, f"bit {x.value} is outside {bits_t.describe()}")
@@ -1071,33 +1020,47 @@ class _Resolver:
             resolved[i] = x
         args = [resolved[i] for i in range(len(sig.args))]
         lv_type = args[0].type if args else None
+        # the location a read-modify-write acts on (the second argument of atomic_add(i, v))
+        loc_type = next((x.type for k, x in zip(sig.args, args) if k is Arg.LV), lv_type)
         for i, (kind, x, a) in enumerate(zip(sig.args, args, e.args)):
-            if kind == "val" and sig.args[0] == "lv" and lv_type is not None:
+            if kind is Arg.VAL and sig.args[0] is Arg.LV and lv_type is not None:
                 self._check_assignable(lv_type, x, a.span, "the variable")
                 args[i] = self._conv(x, lv_type)
-        if name in ("atomic_add", "atomic_sub"):
+        arith = sig.op in (RmwOp.ADD, RmwOp.SUB, RmwOp.OR)
+        if arith and sig.step is None:  # by an argument, in the kernel's order (i, v)
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
                 raise SpecError(e.span, f"'{e.name}' works on integers")
-        if name in ("atomic_inc", "atomic_dec", "atomic_inc_return", "atomic_dec_return",
-                    "atomic_dec_and_test") and not m.is_intlike(args[0].type):
+            if isinstance(args[0].type, m.BitVecT) and args[0].type.signed:  # C converts i to v's type
+                args[0] = self._conv(args[0], args[1].type)
+        if sig.op is RmwOp.OR and not isinstance(args[1].type, m.BitVecT):
+            raise SpecError(e.args[1].span, f"'{e.name}' needs an unsigned fixed-width variable (u8 .. u64), "
+                            f"not {args[1].type.describe()}", "declare it as `var v: u32;`")
+        if arith and sig.step is not None and not m.is_intlike(args[0].type):
             raise SpecError(e.args[0].span, f"'{e.name}' needs an integer variable, not {args[0].type.describe()}")
-        if name in ("min", "max"):
+        if sig.cls is Cls.PURE:
             for x, a in zip(args, e.args):
                 if not m.is_intlike(x.type):
                     raise SpecError(a.span, f"'{name}' takes integers, not {x.type.describe()}")
-            joined = m.arith_type(args[0].type, args[1].type)
+            joined = m.arith_type(args[0].type, args[-1].type)
             args = [self._conv(x, joined) for x in args]
-        result = {"void": m.VOID, "bool": m.BOOL, "int": m.INT}.get(sig.result)
-        if name in ("min", "max"):
-            result = m.arith_type(args[0].type, args[1].type)
-        elif sig.result == "int" and lv_type is not None and isinstance(lv_type, m.BitVecT):
-            result = lv_type  # atomic_inc_return on an unsigned counter wraps
-        if sig.result == "lv":
+        result = {Result.VOID: m.VOID, Result.BOOL: m.BOOL, Result.INT: m.INT}.get(sig.result)
+        if sig.cls is Cls.PURE:
+            result = m.arith_type(args[0].type, args[-1].type)
+        elif sig.result is Result.INT and isinstance(loc_type, m.BitVecT):
+            result = loc_type  # atomic_inc_return on an unsigned counter wraps
+        if sig.result is Result.LV:
             result = lv_type if isinstance(lv_type, m.BitVecT) or not m.is_intlike(lv_type) else m.INT
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
-        if name in ("min", "max") and all(isinstance(x, m.Const) for x in args):
-            return m.Const(e.span, result, (min if name == "min" else max)(args[0].value, args[1].value))  # type: ignore[return-value]
+        if sig.cls is Cls.PURE and all(isinstance(x, m.Const) for x in args):
+            if sig.pure is Pure.ABS:
+                v = abs(m.value_of(args[0].value, result))
+                return m.Const(e.span, result, v & result.mask if isinstance(result, m.BitVecT) else v)
+            if isinstance(result, m.BitVecT):  # compare the patterns as values
+                pick = (min if sig.pure is Pure.MIN else max)(args, key=lambda x: m.value_of(x.value, result))
+                return m.Const(e.span, result, pick.value)
+            fold = min if sig.pure is Pure.MIN else max
+            return m.Const(e.span, result, fold(args[0].value, args[1].value))  # type: ignore[return-value]
         return m.Builtin(e.span, result, name, tuple(args))
 
     def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span):
@@ -1121,7 +1084,7 @@ class _Resolver:
         if e.index is None:
             raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
                             f"name one: {example}")
-        idx = self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False}))
+        idx = self._value(self.expr(e.index, _Ctx(**{**ctx.__dict__, "effects": False})))
         if not m.is_intlike(idx.type):
             raise SpecError(e.index.span, "a process index must be an integer")
         if isinstance(idx, m.Const) and not 0 <= idx.value < count:

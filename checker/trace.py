@@ -235,7 +235,7 @@ class StateDecoder:
         if isinstance(t, m.WaitQueueT):
             return Members(self.layout.instance_names[g] for g in range(len(self.layout.instance_names))
                          if raw >> g & 1)
-        return int(raw)
+        return m.value_of(int(raw), t)  # s8 .. s64: the pattern's two's-complement value
 
     def buffered(self, slots: tuple[int, ...], state: tuple[int, ...]) -> Buffered:
         entries = []

@@ -42,8 +42,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("parse", ("checker.parse",), False, "spec text -> ast, the only user of lark"),
     ("model", ("checker.model",), False, "the resolved model: symbols, types, typed expressions"),
     ("primitives", ("checker.builtins",), False,
-     "the one table of kernel primitives (issue 16, built concurrently): over model's types, "
-     "read by resolve, ir, the back ends and the reductions"),
+     "the one table of kernel primitives: signature, semantic class, documented ordering"),
+    ("lowering", ("checker.lower",), False,
+     "each primitive call -> a core operation carrying its table row; the back ends, the "
+     "reductions and the explanations implement only the core operations"),
     ("resolve", ("checker.resolve",), False, "ast -> model: names, types, constants, variants, inlines"),
     ("ir", ("checker.ir",), False, "model -> state layout and per-process atomic steps, store buffers"),
     ("fold", ("checker.fold",), False, "constant folding and store checks that both back ends share"),
@@ -82,7 +84,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
 )
 
 #: modules a layer names that do not exist yet; delete a name here when its module lands
-NOT_YET = frozenset({"checker.builtins"})
+NOT_YET: frozenset[str] = frozenset()
 
 #: what the exporters may import besides each other: an exporter never re-runs a model
 #: (README), it reads the finished RunResult
@@ -91,18 +93,6 @@ EXPORTERS_READ = ("foundation", "results")
 #: the front end's passes and their input: after it, only the orchestrators call them
 FRONT_END = frozenset({"checker.parse", "checker.ast", "checker.resolve"})
 ORCHESTRATORS = frozenset({"checker.run", "checker.api", "checker.cli", "checker.__main__"})
-
-#: Removed by the primitives table (issue 16): today the primitives are named in
-#: resolve.BUILTINS and the IR, the back ends and the footprints reach back into the
-#: resolver for them (inside functions, but for reduce's). They are exempt from the front-end and function-level rules, and
-#: from those only; delete them when the table lands (test_exceptions_are_still_needed
-#: says when).
-PRIMITIVE_IMPORTS: dict[tuple[str, str], frozenset[str]] = {
-    ("checker.ir", "checker.resolve"): frozenset({"BUILTINS", "FENCE", "LOCKED", "STORE"}),
-    ("checker.compile", "checker.resolve"): frozenset({"BUILTINS", "LOCKED"}),
-    ("checker.promela", "checker.resolve"): frozenset({"BUILTINS", "LOCKED"}),
-    ("checker.engines.reduce", "checker.resolve"): frozenset({"BUILTINS"}),
-}
 
 #: Private names that code merged from i20-exports (counterexamples that explain
 #: themselves) uses across modules, while checker/export/* and explain.py are being
@@ -268,11 +258,6 @@ def internal(graph: Graph):
     return [e for e in graph.edges if e.imported in graph.modules]
 
 
-def primitive_exception(e: Edge) -> bool:
-    allowed = PRIMITIVE_IMPORTS.get((e.importer, e.imported))
-    return allowed is not None and bool(e.names) and set(e.names) <= allowed
-
-
 def cycles(graph: Graph) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan)."""
     succ: dict[str, set[str]] = {m: set() for m in graph.modules}
@@ -351,7 +336,7 @@ def front_end_reached(graph: Graph) -> list[str]:
             f"this stage should get what it needs from the model or the IR"
             for e in internal(graph)
             if e.imported in FRONT_END and e.importer not in ORCHESTRATORS
-            and (layer_of(e.importer) or 0) >= ir and not primitive_exception(e)]
+            and (layer_of(e.importer) or 0) >= ir]
 
 
 def pending(importer: str, imported: str, names) -> bool:
@@ -377,7 +362,7 @@ def function_level(graph: Graph) -> list[str]:
            f"in LAZY with the reason"
            for e in graph.edges
            if not e.top and not stdlib(e.imported) and (e.importer, e.imported) not in LAZY
-           and not primitive_exception(e) and not (e.names and pending(e.importer, e.imported, e.names))]
+           and not (e.names and pending(e.importer, e.imported, e.names))]
     return out + [f"{where}: {m} imports by name at run time; only {', '.join(DYNAMIC)} may (DYNAMIC)"
                   for m, where in graph.dynamic if m not in DYNAMIC]
 
@@ -424,9 +409,6 @@ def faces(graph: Graph) -> list[str]:
 
 def stale_exceptions(graph: Graph) -> list[str]:
     out = []
-    for a, b in PRIMITIVE_IMPORTS:
-        if not any(e.importer == a and e.imported == b for e in graph.edges):
-            out.append(f"PRIMITIVE_IMPORTS still exempts {a} -> {b}, which no longer imports it: delete the entry")
     for (a, b), names in PENDING_PRIVATE.items():
         used = {n for e in graph.edges if e.importer == a and e.imported == b for n in e.names}
         used |= {n for r, mod, n, _ in graph.private_uses if r == a and mod == b}

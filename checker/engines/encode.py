@@ -34,7 +34,9 @@ import z3
 
 from .. import model as m
 from ..compile import CompiledInstance, CompiledModel, CompiledStep
+from ..builtins import Returns
 from ..errors import NOWHERE, SpecError
+from ..lower import Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                   OWhile, Op, StepKind)
 from .terms import conj as _and, disj as _or, negate as _not
@@ -194,7 +196,15 @@ class Evaluator:
         if k == "bool":
             return IV(z3.If(v, self.const_iv(1).t, self.const_iv(0).t), 0, 1)
         if k == "bv" and self.ints:
+            if t.signed:
+                raise IntModeUnsupported(t.describe())
             return IV(v, 0, t.mask)
+        if k == "bv" and t.signed:  # the pattern's two's-complement value
+            w = t.width
+            self.need(-t.half, t.half - 1)
+            if self.W <= w:  # too narrow this round; the encoding is rebuilt wider
+                return IV(z3.Extract(self.W - 1, 0, v), -t.half, t.half - 1)
+            return IV(z3.SignExt(self.W - w, v), -t.half, t.half - 1)
         if k == "bv":
             w = t.width
             self.need(0, t.mask)
@@ -209,6 +219,8 @@ class Evaluator:
         if k == "bool":
             return z3.If(v, self.bv_const(1, w), self.bv_const(0, w))
         if self.ints:
+            if k == "bv" and t.signed:
+                raise IntModeUnsupported(t.describe())
             if k == "int":
                 return self._wrap(v.t, w, v.lo, v.hi)
             return v if t.width <= w else self._wrap(v, w, 0, t.mask)
@@ -218,7 +230,8 @@ class Evaluator:
             return term
         if have > w:
             return z3.Extract(w - 1, 0, term)
-        return (z3.SignExt if k == "int" else z3.ZeroExt)(w - have, term)
+        signed = k == "int" or t.signed  # a signed pattern is sign-extended
+        return (z3.SignExt if signed else z3.ZeroExt)(w - have, term)
 
     def truth(self, v, t: m.Type):
         if kind(t) == "bool":
@@ -330,6 +343,9 @@ class Evaluator:
             return lambda g: c
         if isinstance(x, m.Bound):
             return lambda g: self.bound[x.uid]
+        if isinstance(x, m.Conv) and not isinstance(t, m.BitVecT):  # a signed pattern's value
+            d = self.ev(x.operand)
+            return lambda g: self.as_int(d(g), x.operand.type)
         if isinstance(x, m.Conv):
             d = self.ev(x.operand)
             return lambda g: self.as_bv(d(g), x.operand.type, t.width)
@@ -398,6 +414,12 @@ class Evaluator:
                 a, b = da(g), db(g)
                 if kind(ta) == "bool" and kind(tb) == "bool":
                     r = a == b
+                elif kind(ta) == "bv" and kind(tb) == "bv" and ta.signed:
+                    if self.ints:
+                        raise IntModeUnsupported(ta.describe())
+                    r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b,  # z3: signed
+                         "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
+                    return r
                 elif kind(ta) == "bv" and kind(tb) == "bv" and self.ints:
                     r = {"==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b,
                          "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[op]()
@@ -415,6 +437,8 @@ class Evaluator:
                 return r if op == "==" else _not(r)
             return cmp
         if kind(x.type) == "bv" and self.ints:
+            if x.type.signed:
+                raise IntModeUnsupported(x.type.describe())
             w, mask = x.type.width, x.type.mask
 
             def intbv(g):
@@ -436,13 +460,17 @@ class Evaluator:
                 raise IntModeUnsupported(op)
             return intbv
         if kind(x.type) == "bv":
+            signed = x.type.signed
+
             def bvop(g):
                 a, b = da(g), db(g)
                 if op in ("/", "%"):
                     self.error(_and(self.ctx, g, b == 0))
+                    if signed:  # C: truncation toward zero, the remainder has the dividend's sign
+                        return a / b if op == "/" else z3.SRem(a, b)
                     return z3.UDiv(a, b) if op == "/" else z3.URem(a, b)
                 if op == ">>":
-                    return z3.LShR(a, b)
+                    return a >> b if signed else z3.LShR(a, b)
                 return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
                         "|": lambda: a | b, "^": lambda: a ^ b, "<<": lambda: a << b}[op]()
             return bvop
@@ -560,59 +588,75 @@ class Evaluator:
 
     # -- kernel primitives (as compile.builtin emits them)
     def builtin(self, c: m.Builtin) -> Deferred | None:
-        n, a = c.name, c.args
+        """One core operation (lower.py), as compile emits it."""
+        k = lower(c)
         W = self.W
-        if n in ("atomic_read", "READ_ONCE", "smp_load_acquire"):
-            return self.ev(a[0])
-        if n == "test_bit":
-            dbits, dnr = self.ev(a[1]), self.ev(a[0])
+        if isinstance(k, Load):
+            return self.ev(k.loc)
+        if isinstance(k, TestBit):
+            dbits, dnr = self.ev(k.bits), self.ev(k.nr)
 
             def test_bit(g):
-                bits = self.as_int(dbits(g), a[1].type)
-                nr = self.as_int(dnr(g), a[0].type)
-                if not isinstance(a[0], m.Const):  # a computed bit number must name a bit of the set
-                    self.error(_and(self.ctx, g, self.out_of(nr, 0, a[1].type.size - 1)))
+                bits = self.as_int(dbits(g), k.bits.type)
+                nr = self.as_int(dnr(g), k.nr.type)
+                if not isinstance(k.nr, m.Const):  # a computed bit number must name a bit of the set
+                    self.error(_and(self.ctx, g, self.out_of(nr, 0, k.bits.type.size - 1)))
                 return ((bits.t >> nr.t) & 1) != 0
             return test_bit
-        if n == "bitmap_empty":
-            d = self.ev(a[0])
-            return lambda g: self.as_int(d(g), a[0].type).t == 0
-        if n in ("min", "max"):
-            da, db = self.ev(a[0]), self.ev(a[1])
+        if isinstance(k, Zero):
+            d = self.ev(k.x)
+            if k.nonzero:
+                return lambda g: self.as_int(d(g), k.x.type).t != 0
+            return lambda g: self.as_int(d(g), k.x.type).t == 0
+        if isinstance(k, MinMax):
+            da, db = self.ev(k.a), self.ev(k.b)
+            is_min = k.is_min
 
             def minmax(g):
                 x, y = da(g), db(g)
                 if kind(c.type) == "bv" and self.ints:
+                    if c.type.signed:
+                        raise IntModeUnsupported(c.type.describe())
                     le = x <= y
-                    return _ite(le, x, y) if n == "min" else _ite(le, y, x)
+                    return _ite(le, x, y) if is_min else _ite(le, y, x)
                 if kind(c.type) == "bv":
-                    le = z3.ULE(x, y)
-                    return _ite(le, x, y) if n == "min" else _ite(le, y, x)
-                x, y = self.as_int(x, a[0].type), self.as_int(y, a[1].type)
+                    le = (x <= y) if c.type.signed else z3.ULE(x, y)
+                    return _ite(le, x, y) if is_min else _ite(le, y, x)
+                x, y = self.as_int(x, k.a.type), self.as_int(y, k.b.type)
                 le = x.t <= y.t
-                return IV(_ite(le, x.t, y.t) if n == "min" else _ite(le, y.t, x.t),
+                return IV(_ite(le, x.t, y.t) if is_min else _ite(le, y.t, x.t),
                           min(x.lo, y.lo), max(x.hi, y.hi))
             return minmax
-        if n in ("waitqueue_active", "swait_active"):
-            d = self.ev(a[0])
-            return lambda g: self.as_int(d(g), a[0].type).t != 0
-        if n in ("atomic_set", "WRITE_ONCE", "smp_store_release", "smp_store_mb"):
-            self.store(a[0], self.ev(a[1]), a[1].type)
+        if isinstance(k, Abs):
+            d = self.ev(k.x)
+            t = k.x.type
+
+            def abs_(g):
+                x = d(g)
+                if kind(t) == "bv":
+                    if not t.signed:
+                        return x
+                    if self.ints:
+                        raise IntModeUnsupported(t.describe())
+                    return _ite(x < 0, -x, x)  # of the minimum: itself, modulo 2**width
+                x = self.as_int(x, t)
+                lo = x.lo if x.lo >= 0 else -x.hi if x.hi <= 0 else 0
+                return self.iv(_ite(x.t < 0, -x.t, x.t), lo, max(abs(x.lo), abs(x.hi)))
+            return abs_
+        if isinstance(k, Store):
+            self.store(k.loc, self.ev(k.value), k.value.type)
             return None
-        if n in ("atomic_inc", "atomic_dec", "atomic_add", "atomic_sub",
-                 "atomic_inc_return", "atomic_dec_return", "atomic_dec_and_test"):
-            target = a[1] if n in ("atomic_add", "atomic_sub") else a[0]
+        if isinstance(k, Add):
+            target = k.loc
             tt = target.type
-            step = {"atomic_inc": 1, "atomic_inc_return": 1, "atomic_dec": -1,
-                    "atomic_dec_return": -1, "atomic_dec_and_test": -1}.get(n)
-            ddelta = self.ev(a[0]) if step is None else None
+            ddelta = self.ev(k.delta) if k.step is None else None
             dcur = self.ev(target)
             cur = dcur(self.g)
-            if step is not None:
-                delta, dt = self.const_iv(step), m.INT
+            if k.step is not None:
+                delta, dt = self.const_iv(k.step), m.INT
             else:
-                delta, dt = ddelta(self.g), a[0].type
-                if n == "atomic_sub":
+                delta, dt = ddelta(self.g), k.delta.type
+                if k.negate:
                     if kind(dt) == "bv":
                         delta = -delta
                     else:
@@ -623,61 +667,73 @@ class Evaluator:
             else:
                 new = self._int_op("+", self.as_int(cur, tt), self.as_int(delta, dt), self.g)
             self.store(target, lambda g: new, tt if kind(tt) == "bv" else m.INT)
-            if n == "atomic_dec_and_test":
+            if k.returns is Returns.NEW_IS_ZERO:
                 z = (new == 0) if kind(tt) == "bv" else (new.t == 0)
                 return lambda g: z
-            if n.endswith("_return"):
+            if k.returns is Returns.NEW:
                 return lambda g: new
+            if k.returns is Returns.OLD:
+                return lambda g: cur
             return None
-        if n in ("test_and_set_bit", "test_and_clear_bit", "set_bit", "clear_bit"):
-            dnr = self.ev(a[0])
-            cands = self.address(a[1])
-            size = a[1].type.size
-            nr = self.as_int(dnr(self.g), a[0].type)
-            if not isinstance(a[0], m.Const):
+        if isinstance(k, Or):  # resolve admits only fixed-width locations
+            target = k.loc
+            tt = target.type
+            dval = self.ev(k.value)
+            cur = self.ev(target)(self.g)
+            new = cur | self.as_bv(dval(self.g), k.value.type, tt.width)
+            self.store(target, lambda g: new, tt)
+            return lambda g: cur
+        if isinstance(k, BitOp):
+            dnr = self.ev(k.nr)
+            cands = self.address(k.bits)
+            size = k.bits.type.size
+            nr = self.as_int(dnr(self.g), k.nr.type)
+            if not isinstance(k.nr, m.Const):
                 self.error(_and(self.ctx, self.g, self.out_of(nr, 0, size - 1)))
-            cur = self.select(cands, a[1].type)
+            cur = self.select(cands, k.bits.type)
             old = ((cur.t >> nr.t) & 1) != 0
             bit = z3.BitVecVal(1, W, self.ctx) << nr.t
-            if "set" in n:
+            if k.set:
                 self.write(cands, lambda s: self.env[s] | bit)
             else:
                 self.write(cands, lambda s: self.env[s] & ~bit)
-            return (lambda g: old) if n.startswith("test_and") else None
-        if n == "xchg":
-            old = self.now(a[0])
-            self.store(a[0], self.ev(a[1]), a[1].type)
+            return (lambda g: old) if k.returns_old else None
+        if isinstance(k, Xchg):
+            old = self.now(k.loc)
+            self.store(k.loc, self.ev(k.value), k.value.type)
             return lambda g: old
-        if n == "cmpxchg":
-            old = self.now(a[0])
-            expect = self.now(a[1])
-            if kind(a[0].type) == "int":
-                eq = self.as_int(old, a[0].type).t == self.as_int(expect, a[1].type).t
+        if isinstance(k, Cas):
+            old = self.now(k.loc)
+            expect = self.now(k.expect)
+            if kind(k.loc.type) == "int":
+                eq = self.as_int(old, k.loc.type).t == self.as_int(expect, k.expect.type).t
             else:
                 eq = old == expect
             before = self.g
             self.g = _and(self.ctx, before, eq)
-            self.store(a[0], self.ev(a[2]), a[2].type)
+            self.store(k.loc, self.ev(k.new), k.new.type)
             self.g = _or(self.ctx, self.g, _and(self.ctx, before, _not(eq)))
+            if k.success:
+                return lambda g: eq
             return lambda g: old
-        if n in ("prepare_to_wait", "finish_wait"):
-            cands = self.address(a[0])
+        if isinstance(k, (WaitAdd, WaitRemove)):
+            cands = self.address(k.queue)
             gid = self.enc.layout.gid_base[self.proc.process.name] + self.inst
             task = self.enc.layout.task_slot[gid]
             bit = z3.BitVecVal(1 << gid, W, self.ctx)
             self.need(0, 1 << gid)
-            if n == "prepare_to_wait":
+            if isinstance(k, WaitAdd):
                 self.write(cands, lambda s: self.env[s] | bit)
                 self.write([(task, self.T)], lambda s: z3.BitVecVal(1, W, self.ctx))
             else:
                 self.write([(task, self.T)], lambda s: z3.BitVecVal(0, W, self.ctx))
                 self.write(cands, lambda s: self.env[s] & ~bit)
             return None
-        if n in ("wake_up", "swake_up_one"):
-            cands = self.address(a[0])
-            w = self.select(cands, a[0].type).t
+        if isinstance(k, Wake):
+            cands = self.address(k.queue)
+            w = self.select(cands, k.queue.type).t
             sleepers = sorted(self.enc.layout.task_slot.items())
-            if n == "wake_up":
+            if k.all:
                 for gid, task in sleepers:
                     c = (w & (1 << gid)) != 0
                     self.write([(task, c)], lambda s: z3.BitVecVal(0, W, self.ctx))
@@ -691,7 +747,7 @@ class Evaluator:
                                lambda s, gid=gid: w & ~z3.BitVecVal(1 << gid, W, self.ctx))
                     taken = _or(self.ctx, taken, c)
             return None
-        raise TypeError(f"builtin {n}")
+        raise TypeError(f"core operation {type(k).__name__}")
 
     def store(self, target: m.TExpr, dval: Deferred, vtype: m.Type) -> None:
         """compile.store: address (checked now), the value, its range check, the write."""

@@ -134,7 +134,7 @@ def _value(zm, v, t: m.Type):
     raw = zm.eval(term, model_completion=True).as_long()
     if kind(t) == "int" and z3.is_bv(term) and raw >= 1 << (term.size() - 1):
         raw -= 1 << term.size()
-    return raw
+    return m.value_of(raw, t)  # s8 .. s64: the pattern's two's-complement value
 
 
 def _comparisons(x: m.TExpr):

@@ -73,7 +73,11 @@ from .. import ir, model as m
 from ..compile import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull
 from ..fold import simplify
 from .explicit import Reduction
-from ..resolve import BUILTINS
+from ..builtins import BUILTINS, Arg
+from ..lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
+
+# the arguments that a primitive which writes state writes
+_LOCATIONS = (Arg.LV, Arg.BITS, Arg.WQ, Arg.LOCK)
 
 Resource = int | tuple  # a slot number, or ("at", gid, pcs): instance gid is at one of pcs
 
@@ -184,17 +188,18 @@ class _Collector:
             raise TypeError(f"not an lvalue: {type(x).__name__}")
 
     def builtin(self, b: m.Builtin, inst: int | None):
-        """What a kernel primitive touches, from its signature in resolve.BUILTINS: `lv`,
-        `bits` and `wq` arguments are read, and written by the side-effecting ones; the
+        """What a kernel primitive touches, from its row in builtins.py: location, bit set,
+        lock and wait-queue arguments are read, and written by the side-effecting ones; the
         wait-queue operations also touch task states."""
         sig = BUILTINS[b.name]
         for kind, a in zip(sig.args, b.args):
             self.expr(a, inst)
-            if sig.effect and kind in ("lv", "bits", "wq"):
+            if sig.effect and kind in _LOCATIONS:
                 self.target(a, inst)
-        if b.name in ("prepare_to_wait", "finish_wait"):
+        core = lower(b)
+        if isinstance(core, (WaitAdd, WaitRemove)):
             self.writes.add(self.task_slot(inst))
-        elif b.name in ("wake_up", "swake_up_one"):
+        elif isinstance(core, Wake):
             self.writes.update(self.layout.task_slot.values())
 
     def task_slot(self, inst: int | None) -> int:
@@ -703,11 +708,12 @@ class _SymmetryWalker:
         elif isinstance(x, m.Builtin):
             for a in x.args:
                 self.expr(a)
-            if x.name == "prepare_to_wait" and self.proc is not None:
+            core = lower(x)
+            if isinstance(core, WaitAdd) and self.proc is not None:
                 q = x.args[0]
                 if not (isinstance(q, m.Elem) and self.index_term(q.index) == ("proc", self.proc)):
                     self.u.shared_waits.setdefault(self.proc, set()).add(q.sym)
-            if x.name == "swake_up_one":
+            if isinstance(core, Wake) and not core.all:
                 self.u.wake_one.add(x.args[0].sym)
         else:
             raise TypeError(f"symmetry: no rule for {type(x).__name__}")
@@ -1200,8 +1206,6 @@ def _cannot_fail(ops) -> bool:
     return True
 
 
-_SAFE_READS = frozenset({"READ_ONCE", "atomic_read", "smp_load_acquire", "bitmap_empty", "waitqueue_active",
-                         "swait_active"})
 
 
 def _expr_cannot_fail(x: m.TExpr | None) -> bool:
@@ -1221,9 +1225,10 @@ def _expr_cannot_fail(x: m.TExpr | None) -> bool:
         t = x.sym.type
         return isinstance(x.index, m.Const) and t.lo <= x.index.value <= t.hi
     if isinstance(x, m.Builtin):
-        if x.name == "test_bit":
-            return isinstance(x.args[0], m.Const) and _expr_cannot_fail(x.args[1])
-        return x.name in _SAFE_READS and all(_expr_cannot_fail(a) for a in x.args)
+        core = lower(x)
+        if isinstance(core, TestBit):
+            return isinstance(core.nr, m.Const) and _expr_cannot_fail(core.bits)
+        return isinstance(core, SAFE_READS) and all(_expr_cannot_fail(a) for a in x.args)
     return False
 
 

@@ -164,7 +164,8 @@ def _fits(v, sl, names: tuple[str, ...]) -> str | None:
             return t.describe()
         return None if t.lo is None or t.lo <= v <= t.hi else t.describe()
     if isinstance(t, m.BitVecT):
-        return None if _is_int(v) and 0 <= v < 1 << t.width else t.describe()
+        lo = -t.half if t.signed else 0
+        return None if _is_int(v) and lo <= v < lo + (1 << t.width) else t.describe()
     return None
 
 

@@ -15,20 +15,27 @@ syntax keyword timeraceQuantifier forall exists in
 syntax keyword timeraceModifier unfair
 syntax keyword timeraceType bool bitset
 " checker/resolve.py RESERVED_TYPES
-syntax keyword timeraceReservedType u8 u16 u32 u64
+syntax keyword timeraceReservedType u8 u16 u32 u64 s8 s16 s32 s64
 syntax keyword timeraceBoolean true false
 syntax keyword timeraceConstant any
 syntax keyword timeraceSelf self
 " the kernel primitives
-syntax keyword timeraceBuiltin atomic_read atomic_set atomic_inc atomic_dec atomic_add atomic_sub
-      \ atomic_inc_return atomic_dec_return atomic_dec_and_test test_and_set_bit
-      \ test_and_clear_bit set_bit clear_bit test_bit bitmap_empty xchg cmpxchg
-      \ READ_ONCE WRITE_ONCE smp_load_acquire smp_store_release smp_store_mb min max
-      \ smp_mb smp_wmb smp_rmb smp_mb__before_atomic smp_mb__after_atomic
-      \ smp_mb__after_srcu_read_unlock barrier prepare_to_wait finish_wait schedule
-      \ waitqueue_active swait_active wake_up swake_up_one prepare_to_swait
-      \ prepare_to_swait_exclusive prepare_to_rcuwait finish_swait finish_rcuwait
-      \ swake_up_all wake_up_all rcuwait_wake_up rcuwait_active
+syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
+      \ WRITE_ONCE smp_store_release smp_store_mb atomic_inc atomic_dec atomic_add
+      \ atomic_sub atomic_inc_return atomic_dec_return atomic_dec_and_test
+      \ atomic_inc_and_test atomic_add_return atomic_add_return_relaxed
+      \ atomic_add_return_acquire atomic_add_return_release atomic_fetch_add
+      \ atomic_fetch_add_relaxed atomic_fetch_add_acquire atomic_fetch_add_release
+      \ atomic_fetch_or atomic_fetch_or_relaxed atomic_fetch_or_acquire
+      \ atomic_fetch_or_release set_bit clear_bit test_and_set_bit test_and_clear_bit
+      \ test_bit bitmap_empty xchg xchg_relaxed xchg_acquire xchg_release cmpxchg
+      \ cmpxchg_relaxed cmpxchg_acquire cmpxchg_release min max abs smp_mb smp_wmb
+      \ smp_rmb smp_mb__before_atomic smp_mb__after_atomic smp_mb__after_spinlock
+      \ smp_mb__after_srcu_read_unlock barrier spin_lock spin_trylock spin_unlock
+      \ prepare_to_wait finish_wait schedule waitqueue_active swait_active wake_up
+      \ swake_up_one prepare_to_swait prepare_to_swait_exclusive prepare_to_rcuwait
+      \ finish_swait finish_rcuwait swake_up_all wake_up_all rcuwait_wake_up
+      \ rcuwait_active
 " checker/resolve.py MEMORY_MODELS, after `memory`
 syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\)\>"
 
