@@ -13,6 +13,11 @@ from .base import ASSERTIONS, BASE, DEADLOCK, RESERVED_TYPES, Ctx
 
 
 class Declarations:
+    """Whole-spec checks and the declarations that hold statements or properties. A
+    process's labels are collected while its body is resolved (`Ctx.labels`), so the
+    `goto` check runs after the body; properties are resolved after every process,
+    because `p.local` needs the process's locals."""
+
     def _check_duplicates(self):
         seen: dict[str, tuple[str, Span]] = {}
         props: dict[str, Span] = {}

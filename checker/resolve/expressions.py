@@ -15,6 +15,10 @@ from .base import WAITQUEUE_BUILTINS, Ctx
 
 
 class Expressions:
+    """Typed expressions. Constants fold as they are built (so a knob set to false
+    removes the test it guards); fixed-width operands follow C's usual conversions, each
+    made explicit as a Conv node so that every back end computes the same value."""
+
     def cond(self, e: ast.Expr, ctx: Ctx, what: str) -> m.TExpr:
         r = self.expr(e, dataclasses.replace(ctx, what=what))
         if not isinstance(r.type, m.BoolT):
@@ -74,6 +78,9 @@ class Expressions:
         raise SpecError(e.span, "unsupported expression")
 
     def _name(self, e: ast.Name, ctx: Ctx, lvalue: bool) -> m.TExpr:
+        """The innermost binding wins: a quantifier's or lemma's variable, then a parameter
+        of the fn or inline being expanded (its argument, re-spanned to this use), then the
+        process's locals, the globals, the constants and the enum members."""
         n = e.name
         if n in ctx.bound:
             return ctx.bound[n]

@@ -18,6 +18,11 @@ from .base import Ctx
 
 
 class Inlines:
+    """Expansion of `inline` and `fn` calls: each parameter is replaced by the resolved
+    argument (typed expressions, not text), and the body is resolved afresh at every
+    call, in the caller's process and atomic context but in its own name scope (and an
+    `fn` body is always pure)."""
+
     def _call_stmt(self, s: ast.CallStmt, ctx: Ctx) -> m.RStmt:
         c = s.call
         if c.name in self.inlines:

@@ -15,6 +15,11 @@ from .base import ASSERTIONS, DEADLOCK, Ctx
 
 
 class Statements:
+    """Statements in a process body or an inline body. The side-effecting primitives are
+    allowed (`effects=True`) in an assignment's value, an `if`/`while` condition and a
+    call statement, not in an `await` condition nor in parts that must stay pure (`?:`
+    branches, the right operand of `&&`, arguments)."""
+
     def stmts(self, body, ctx: Ctx) -> tuple[m.RStmt, ...]:
         return tuple(self.stmt(s, ctx) for s in body)
 

@@ -13,6 +13,9 @@ from .base import Ctx
 
 
 class Types:
+    """Types and variables. Sizes and bounds are constant expressions, resolved after
+    the constants (and after a variant's overrides, so a variant can resize an array)."""
+
     def _type(self, t: ast.TypeExpr) -> m.Type:
         if isinstance(t, ast.BoolType):
             return m.BOOL

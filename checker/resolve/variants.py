@@ -37,6 +37,10 @@ def parse_defines(texts) -> dict[str, str]:
 
 
 class Variants:
+    """Constants: folded in declaration order, so a constant may use earlier ones; an
+    override is resolved like the default and must have its type (an enum: the same
+    enum). Also the memory model, which a variant may change like a constant."""
+
     def _collect_overrides(self, variant: ast.VariantDecl | None) -> dict[str, tuple[ast.Expr, str]]:
         names = {d.name for d in self.spec.of(ast.ConstDecl)}
         out: dict[str, tuple[ast.Expr, str]] = {}
