@@ -570,14 +570,12 @@ def _shown(test: Litmus) -> list[tuple[int | None, str]]:
             for a in p.args:
                 walk(a)
 
-    walk(test.condition.prop)
-    if test.filter is not None:
-        walk(test.filter)
+    walk(test.condition.prop)  # not the filter's names: herd7 does not show them
     return sorted(names, key=lambda k: (k[0] is None, -1 if k[0] is None else k[0], k[1]))
 
 
 def _label(k):
-    return k[1] if k[0] is None else f"{k[0]}:{k[1]}"
+    return f"[{k[1]}]" if k[0] is None else f"{k[0]}:{k[1]}"  # herd7 shows locations as [x]
 
 
 def _holds(p, regs, final, test) -> bool:

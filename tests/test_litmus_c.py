@@ -162,6 +162,6 @@ def test_filter_and_locations():
     test = load_litmus(str(LITMUS_C / "MP+filter-locations.litmus"))
     res = evaluate(test)
     labels = {k for o, _ in res.outcomes for k, _ in o.values}
-    assert labels == {"1:r1", "1:r0", "x", "y"}
-    assert all(dict(o.values)["1:r0"] == 1 for o, _ in res.outcomes)  # filter (1:r0=1)
+    assert labels == {"1:r1", "[x]", "[y]"}  # as herd7: the filter's names are not shown
+    assert res.positive + res.negative == 1  # filter (1:r0=1) leaves one execution of 3
     assert res.observation == "Never"
