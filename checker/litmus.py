@@ -150,7 +150,7 @@ _TOKEN = re.compile(r"""
 
 _TYPES = {"int", "long", "unsigned", "char", "short", "atomic_t", "atomic_long_t", "spinlock_t", "u32", "u64",
           "u8", "u16", "bool", "intptr_t", "uintptr_t", "volatile", "const", "struct"}
-RCU_CALLS = {"rcu_read_lock", "rcu_read_unlock", "synchronize_rcu", "synchronize_rcu_expedited",
+RCU_CALLS = {"synchronize_rcu", "synchronize_rcu_expedited",
              "srcu_read_lock", "srcu_read_unlock", "synchronize_srcu", "synchronize_srcu_expedited",
              "smp_mb__after_srcu_read_unlock", "call_rcu"}
 
@@ -477,9 +477,9 @@ class _Parser:
             self.next()
             if self.at("("):
                 if t.text in RCU_CALLS:
-                    raise self.error(t, f"'{t.text}': RCU and SRCU are not supported",
-                                     "the evaluator leaves out the LKMM's rcu-order relations; use herd7 "
-                                     "for RCU tests")
+                    raise self.error(t, f"'{t.text}': RCU grace periods and SRCU are not supported",
+                                     "the evaluator leaves out the LKMM's rcu-order relations (read-side "
+                                     "rcu_read_lock/unlock alone are read); use herd7 for RCU tests")
                 self.next()
                 args = []
                 while not self.at(")"):

@@ -110,8 +110,8 @@ HEAD = "C T\n\n{}\n\nP0(int *x, int *y)\n{\n\tint r0;\n"
 @pytest.mark.parametrize("line, col, message", [
     ("\t*x = 1;", 2, "plain C accesses"),
     ("\tr0 = *x;", 7, "plain C accesses"),
-    ("\trcu_read_lock();", 2, "RCU and SRCU are not supported"),
-    ("\tsynchronize_srcu(x);", 2, "RCU and SRCU are not supported"),
+    ("\tsynchronize_rcu();", 2, "RCU grace periods and SRCU are not supported"),
+    ("\tsynchronize_srcu(x);", 2, "RCU grace periods and SRCU are not supported"),
     ("\twhile (r0) r0 = 0;", 2, "loop-free"),
     ("\tWRITE_ONCE(*x, 1)", None, "expected ';'"),
     ("\tr0 = READ_ONCE(x);", 7, "takes '*p'"),
