@@ -652,6 +652,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
     shown = _shown(test)
     outcomes: dict = {}
     positive = negative = candidates = 0
+    budget = [limit * 10]  # rf/co choices tried per location, over the whole run
     for combo in itertools.product(*runs):
         # global events: initial writes, then each thread's
         events, po, addr, data, ctrl, rmw = {}, set(), set(), set(), set(), set()
@@ -680,7 +681,8 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
         # location's co and rf together and keep only the coherent pairs, then combine.
         per_loc = []
         for name in locs:
-            choices = list(_coherent(name, writes[name], [r for r in reads if events[r].loc == name], events, po, rmw))
+            choices = list(_coherent(name, writes[name], [r for r in reads if events[r].loc == name], events, po,
+                                     rmw, budget))
             if not choices:
                 break
             per_loc.append(choices)
@@ -706,8 +708,11 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
     return Result(model, ordered, positive, negative, candidates)
 
 
-def _coherent(name, ws, rs, events, po, rmw):
-    """(rf, co, last write) of one location that pass coherence and atomicity there."""
+def _coherent(name, ws, rs, events, po, rmw, budget):
+    """(rf, co, last write) of one location that pass coherence and atomicity there.
+    Orders that put one thread's writes against program order (CoWW), and rf choices
+    where an RMW's read does not read the write just co-before its own (atomicity), are
+    skipped before the full check; every order tried counts against `budget`."""
     sources = []
     for r in rs:
         src = [w for w in ws if events[w].val == events[r].val]
@@ -717,9 +722,26 @@ def _coherent(name, ws, rs, events, po, rmw):
     po_loc = {(a, b) for a, b in po if events[a].loc == name and events[b].loc == name}
     tid = {g: events[g].tid for g in ws + rs}
     rmw_l = {(a, b) for a, b in rmw if events[a].loc == name}
-    for co in _co_orders(ws, events, po):
-        last = _last(ws, co)
-        for pick in itertools.product(*sources):
+    rmw_w = dict(rmw_l)
+    same_thread = [(a, b) for a, b in po_loc if a in ws and b in ws]
+    for order, co in _co_orders(ws, events, po):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TooManyCandidates("too many coherence orders")
+        pos = {w: i for i, w in enumerate(order)}
+        if any(pos[a] > pos[b] for a, b in same_thread):
+            continue
+        last = order[-1]
+        choices = []
+        for r, src in zip(rs, sources):
+            if r in rmw_w:  # atomicity: read the write immediately co-before its own write
+                i = pos[rmw_w[r]]
+                src = [w for w in src if i > 0 and order[i - 1] == w]
+            choices.append(src)
+        for pick in itertools.product(*choices):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise TooManyCandidates("too many coherence orders and reads-from choices")
             rf = set(zip(pick, rs))
             fr = seq(inverse(rf), co)
             if not acyclic(po_loc | rf | co | fr):
@@ -757,7 +779,7 @@ def _co_orders(ws, events, po):
         if any(pos[u] != pos[w] + 1 for u, w in match.items()):
             continue
         order = init + list(perm)
-        yield {(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))}
+        yield order, {(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))}
 
 
 def format_result(test: Litmus, res: Result) -> str:
