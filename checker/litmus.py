@@ -279,7 +279,7 @@ class _Parser:
                 locations = self.locations()
             elif self.at("filter"):
                 self.next()
-                filt = self.prop_paren()
+                filt = self.prop()
             else:
                 break
         cond = self.condition()
@@ -291,8 +291,6 @@ class _Parser:
             if m:
                 expected = m.group(1)
                 break
-        names = {t.params for t in threads}
-        del names
         return Litmus(name, self.file, self.source, tuple(init), tuple(threads), locations, filt, cond, expected)
 
     def init_block(self):
@@ -537,9 +535,6 @@ class _Parser:
         else:
             text = " ".join(x.text for x in self.toks[self.toks.index(start):self.i])
         return Condition(q, prop, f"{q} {text}")
-
-    def prop_paren(self):
-        return self.prop()
 
     def prop(self):
         left = self.prop_and()
