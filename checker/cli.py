@@ -245,6 +245,10 @@ def _outputs(args, parser) -> OutputRequest:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if any(a.endswith(".litmus") and not a.startswith("-") for a in argv):  # the kernel's litmus C format
+        from .lkmm import litmus_main
+
+        return litmus_main(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     req = _outputs(args, parser)
