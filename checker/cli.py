@@ -32,10 +32,12 @@ import sys
 
 from . import __version__
 from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
+from . import lkmm
 from .errors import SpecError
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
+from .litmus import load_litmus
 from .resolve import parse_defines
 from .run import ENGINES, Options, check_spec, compile_variant, load, promela_twin, replay_trace, selected_variants
 from .safe_text import printable
@@ -243,11 +245,62 @@ def _outputs(args, parser) -> OutputRequest:
     return req
 
 
+def litmus_main(argv: list[str]) -> int:
+    """`check FILE.litmus [--memory-model lkmm|tso|sc] [--max-candidates N]`: herd7's
+    report, then 0 if the Observation matches the file's `Result:` line, 1 if not, 2 for
+    what cannot be read, 3 when the candidate executions exceed the limit."""
+    p = _Parser(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.")
+    p.add_argument("file", help="the .litmus file")
+    p.add_argument("--memory-model", choices=lkmm.MODELS, default="lkmm",
+                   help="lkmm (default): linux-kernel.cat; tso: x86-TSO with the kernel's x86 mapping; sc")
+    p.add_argument("--max-candidates", type=int, default=lkmm.DEFAULT_LIMIT, metavar="N",
+                   help="give up (exit 3) beyond N candidate executions")
+    args = p.parse_args(argv)
+
+    source = None
+    try:
+        test = load_litmus(args.file)
+        source = test.source
+        result = lkmm.evaluate(test, args.memory_model, args.max_candidates)
+    except SpecError as e:
+        if source is None and e.span.line:
+            try:
+                with open(args.file, encoding="utf-8", errors="replace") as f:
+                    source = f.read()
+            except OSError:
+                source = None
+        sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
+        return 2
+    except lkmm.TooManyCandidates as e:
+        sys.stderr.write(f"check: {printable(args.file)}: cannot decide: {e} "
+                         "(raise --max-candidates, or shrink the test)\n")
+        return 3
+    except RecursionError:
+        sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
+        return 2
+    text = lkmm.format_result(test, result)
+    if test.expected is None:
+        text += "\nResult: no 'Result:' line in the file: nothing to compare"
+        code = 0
+    elif test.expected == result.observation:
+        text += f"\nResult: {result.observation}, as the file's 'Result: {test.expected}' says"
+        code = 0
+    else:
+        text += f"\nResult: {result.observation}, but the file says 'Result: {test.expected}'"
+        code = 1
+    if args.memory_model != "lkmm" and test.expected is not None:
+        text += f" (the Result line is the LKMM's; this is memory {args.memory_model})"
+    try:
+        sys.stdout.write(printable(text, multiline=True) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a.endswith(".litmus") and not a.startswith("-") for a in argv):  # the kernel's litmus C format
-        from .lkmm import litmus_main
-
         return litmus_main(argv)
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import Span, SpecError
+from .errors import NOWHERE, Span, SpecError
 
 # ---------------------------------------------------------------- syntax tree
 
@@ -602,8 +602,6 @@ def parse_litmus(source: str, file: str) -> Litmus:
 
 
 def load_litmus(path: str) -> Litmus:
-    from .errors import NOWHERE
-
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()

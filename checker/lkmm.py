@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from .errors import SpecError
+from .errors import SpecError, did_you_mean
 from .litmus import AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, Name, Num, PropOp, Unary
 
 MODELS = ("lkmm", "tso", "sc")
@@ -305,8 +305,6 @@ class _Runner:
                                 "herd7 cannot check them either; model the word with atomic_* or xchg")
             if f == "spin_is_locked":
                 raise SpecError(e.span, "'spin_is_locked' is not supported")
-            from .errors import did_you_mean
-
             raise SpecError(e.span, f"unknown primitive '{f}'",
                             did_you_mean(f, PRIMITIVES) or "see spec/LANGUAGE.md, 'Litmus tests'")
 
@@ -799,70 +797,3 @@ def format_result(test: Litmus, res: Result) -> str:
               f"Condition {test.condition.text}",
               f"Observation {test.name} {res.observation} {res.positive} {res.negative}"]
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- `check FILE.litmus`
-
-def litmus_main(argv: list[str]) -> int:
-    """`check FILE.litmus [--memory-model lkmm|tso|sc] [--max-candidates N]`: herd7's
-    report, then 0 if the Observation matches the file's `Result:` line, 1 if not, 2 for
-    what cannot be read, 3 when the candidate executions exceed the limit."""
-    import argparse
-    import sys
-
-    from .safe_text import printable
-
-    class P(argparse.ArgumentParser):
-        def error(self, message):
-            self.print_usage(sys.stderr)
-            sys.stderr.write(f"check: error: {message}\n")
-            raise SystemExit(2)
-
-    p = P(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.")
-    p.add_argument("file", help="the .litmus file")
-    p.add_argument("--memory-model", choices=MODELS, default="lkmm",
-                   help="lkmm (default): linux-kernel.cat; tso: x86-TSO with the kernel's x86 mapping; sc")
-    p.add_argument("--max-candidates", type=int, default=DEFAULT_LIMIT, metavar="N",
-                   help="give up (exit 3) beyond N candidate executions")
-    args = p.parse_args(argv)
-    from .litmus import load_litmus
-
-    source = None
-    try:
-        test = load_litmus(args.file)
-        source = test.source
-        result = evaluate(test, args.memory_model, args.max_candidates)
-    except SpecError as e:
-        if source is None and e.span.line:
-            try:
-                with open(args.file, encoding="utf-8", errors="replace") as f:
-                    source = f.read()
-            except OSError:
-                source = None
-        sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
-        return 2
-    except TooManyCandidates as e:
-        sys.stderr.write(f"check: {printable(args.file)}: cannot decide: {e} "
-                         "(raise --max-candidates, or shrink the test)\n")
-        return 3
-    except RecursionError:
-        sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
-        return 2
-    text = format_result(test, result)
-    if test.expected is None:
-        text += "\nResult: no 'Result:' line in the file: nothing to compare"
-        code = 0
-    elif test.expected == result.observation:
-        text += f"\nResult: {result.observation}, as the file's 'Result: {test.expected}' says"
-        code = 0
-    else:
-        text += f"\nResult: {result.observation}, but the file says 'Result: {test.expected}'"
-        code = 1
-    if args.memory_model != "lkmm" and test.expected is not None:
-        text += f" (the Result line is the LKMM's; this is memory {args.memory_model})"
-    try:
-        sys.stdout.write(printable(text, multiline=True) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        pass
-    return code

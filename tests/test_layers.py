@@ -40,6 +40,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
      "limits, text made safe to print, progress lines, the version; none imports another checker module"),
     ("ast", ("checker.ast",), False, "the typed, frozen syntax tree with spans"),
     ("parse", ("checker.parse",), False, "spec text -> ast, the only user of lark"),
+    ("litmus reader", ("checker.litmus",), False, "the kernel's litmus C text -> its own small syntax tree"),
+    ("litmus evaluator", ("checker.lkmm",), False,
+     "the exact axiomatic LKMM (and sc, tso) over a litmus test's candidate executions, "
+     "the reference for loop-free input; the command line prints what it finds"),
     ("model", ("checker.model",), False, "the resolved model: symbols, types, typed expressions"),
     ("primitives", ("checker.builtins",), False,
      "the one table of kernel primitives: signature, semantic class, documented ordering"),
