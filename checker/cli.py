@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as e:
         if e.span.line and (source is None or e.span.file != args.file):
             source = _read_quietly(e.span.file)  # the error is in another file than the spec
-        sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
+        sys.stderr.write(printable(e.with_code("TR600").render(source), multiline=True) + "\n")
         return EXIT_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted before the search started\n")

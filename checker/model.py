@@ -431,6 +431,9 @@ class PropertyKind(enum.Enum):
     DEADLOCK = "deadlock"
     LIVENESS = "liveness"
     LEMMA = "lemma"
+    # `reachable NAME: P`: some reachable state satisfies P. The explicit engine checks it
+    # as the invariant `!P` (compile.py), so a violation of that is P reached
+    REACHABLE = "reachable"
 
 
 @dataclass(frozen=True, slots=True)

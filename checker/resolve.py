@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import ast
 from . import model as m
-from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines
+from .errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all, source_lines
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -175,7 +175,10 @@ def parse_defines(texts) -> dict[str, str]:
 def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
             memory: str | None = None, store_buffer: int | None = None) -> m.Model:
     """`memory` and `store_buffer` come from the command line and override the spec."""
-    return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    try:
+        return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    except SpecError as e:
+        raise e.with_code(STAGE_CODES["resolve"]) from None
 
 
 # ---- the resolver --------------------------------------------------------------
@@ -246,12 +249,27 @@ class _Resolver:
             self.inlines[d.name] = d
         for d in spec.of(ast.FnDecl):
             self.fns[d.name] = d
+        # several errors per run: each declaration of a group is resolved even when one
+        # before it failed, and the group's errors are reported together; the next group
+        # is not started (its errors could be echoes of these)
+        errors: list[SpecError] = []
         for d in spec.items:
-            if isinstance(d, ast.VarDecl):
-                self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
-            elif isinstance(d, ast.WaitQueueDecl):
-                self.globals[d.name] = self._waitqueue(d)
-        processes = tuple(self._process(d) for d in spec.of(ast.ProcessDecl))
+            try:
+                if isinstance(d, ast.VarDecl):
+                    self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
+                elif isinstance(d, ast.WaitQueueDecl):
+                    self.globals[d.name] = self._waitqueue(d)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = []
+        for d in spec.of(ast.ProcessDecl):
+            try:
+                processes.append(self._process(d))
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = tuple(processes)
         self.process_labels = {p.name: set(p.labels) for p in processes}
         self.processes = {p.name: p for p in processes}
         if not processes and not spec.of(ast.LemmaDecl):
@@ -346,7 +364,8 @@ class _Resolver:
                 add(d.name, "inline procedure", d.span)
             elif isinstance(d, ast.FnDecl):
                 add(d.name, "function", d.span)
-            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl)):
+            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl,
+                                ast.ReachableDecl)):
                 if d.name in props or d.name in (DEADLOCK, ASSERTIONS):
                     raise SpecError(d.span, f"duplicate property name '{d.name}'",
                                     "deadlock and assertions are built-in property names"
@@ -1200,28 +1219,40 @@ class _Resolver:
     # -- properties
     def _properties(self) -> tuple[m.Property, ...]:
         props: list[m.Property] = []
+        errors: list[SpecError] = []
         for d in self.spec.items:
-            if isinstance(d, ast.InvariantDecl):
-                props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
-                                        cond=self.cond(d.cond, _Ctx(what=f"invariant '{d.name}'"), "an invariant")))
-            elif isinstance(d, ast.FinalDecl):
-                props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
-                                        cond=self.cond(d.cond, _Ctx(what=f"final condition '{d.name}'"),
-                                                       "a final condition")))
-            elif isinstance(d, ast.PropertyDecl):
-                ctx = _Ctx(what=f"property '{d.name}'")
-                trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
-                goal = self.cond(d.goal, ctx, "a property's goal")
-                props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
-            elif isinstance(d, ast.LemmaDecl):
-                self.lemmas.append(self._lemma(d))
-                props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
+            try:
+                self._property(d, props)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
         for name, span in self.assert_names.items():
             props.append(m.Property(name, m.PropertyKind.ASSERT, span))
         if self.spec.of(ast.ProcessDecl):
             first = self.spec.of(ast.ProcessDecl)[0]
             props.append(m.Property(DEADLOCK, m.PropertyKind.DEADLOCK, first.span))
         return tuple(props)
+
+    def _property(self, d, props: list[m.Property]) -> None:
+        """Resolve top-level declaration d into `props` if it is a property."""
+        if isinstance(d, ast.InvariantDecl):
+            props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
+                                    cond=self.cond(d.cond, _Ctx(what=f"invariant '{d.name}'"), "an invariant")))
+        elif isinstance(d, ast.ReachableDecl):
+            props.append(m.Property(d.name, m.PropertyKind.REACHABLE, d.span,
+                                    cond=self.cond(d.cond, _Ctx(what=f"reachable '{d.name}'"), "a reachable condition")))
+        elif isinstance(d, ast.FinalDecl):
+            props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
+                                    cond=self.cond(d.cond, _Ctx(what=f"final condition '{d.name}'"),
+                                                   "a final condition")))
+        elif isinstance(d, ast.PropertyDecl):
+            ctx = _Ctx(what=f"property '{d.name}'")
+            trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
+            goal = self.cond(d.goal, ctx, "a property's goal")
+            props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
+        elif isinstance(d, ast.LemmaDecl):
+            self.lemmas.append(self._lemma(d))
+            props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
 
     def _lemma(self, d: ast.LemmaDecl) -> m.Lemma:
         """A lemma's parameters become bound variables; its body may use them, constants

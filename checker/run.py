@@ -217,6 +217,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
         elif prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
             continue
+        elif prop.kind is m.PropertyKind.REACHABLE:
+            verdict, note, cx = _reachable_verdict(cx, exploration, stats)
         elif cx is not None:
             verdict = Verdict.VIOLATED
         elif exploration.model_error is not None:
@@ -233,6 +235,19 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     constants = tuple((k, v) for k, v in model.constants.items())
     return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
                          exploration.model_error, model.store_buffer, space)
+
+
+def _reachable_verdict(witness: Counterexample | None, exploration: Exploration, stats: Stats):
+    """(verdict, note, counterexample) of `reachable P`, which the search checked as the
+    invariant !P: a violation of that is P reached (holds); no violation in a complete
+    search is P unreachable (violated, with no trace to show)."""
+    if witness is not None:
+        return Verdict.HOLDS, f"reached in {len(witness.trace.actions)} steps", None
+    if exploration.model_error is not None:
+        return Verdict.INCOMPLETE, "search stopped at a model error before reaching it", None
+    if not stats.complete:
+        return Verdict.INCOMPLETE, f"not reached before the search was cut short ({stats.limit})", None
+    return Verdict.VIOLATED, "no reachable state satisfies it", None
 
 
 def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:
@@ -270,9 +285,10 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         expected = prop.name in model.expected_violations and opts.use_expectations
         if prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
-        elif prop.kind is m.PropertyKind.LIVENESS:
+        elif prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
             outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, f"liveness properties are not checked by the {opts.engine} engine"))
+                                            prop.span, f"{prop.kind.value} properties are not checked by the "
+                                            f"{opts.engine} engine"))
         elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
             outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
                                             prop.span, sym.stats.limit or "not checked"))
