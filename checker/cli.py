@@ -71,7 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="explicit: breadth-first search (default); bmc: bounded model checking in Z3 up to "
                         "--depth; induction: k-induction in Z3 up to k = --depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
-                   help="bmc: paths of up to K steps; induction: k = 0..K (default 10)")
+                   help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
+    z.add_argument("--simulate", type=_whole_number(1), metavar="N",
+                   help="N random runs (of --depth steps) instead of a search: finds violations, never "
+                        "says holds (exit 3 when none is found)")
+    z.add_argument("--seed", type=_whole_number(0), default=0, metavar="S",
+                   help="--simulate: the random seed (the same seed gives the same runs)")
+    p.add_argument("--coverage", action="store_true",
+                   help="print every statement of every variant with how many process instances ran it")
+    p.add_argument("--explain", metavar="CODE", help="explain an error code (e.g. TR101) and exit")
     z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")
     out = p.add_argument_group("output files (byte-for-byte reproducible unless --with-timing)")
@@ -203,7 +211,9 @@ def _outputs(args, parser) -> OutputRequest:
                      f"{default_workers()} core{'s' if default_workers() != 1 else ''}); more only wait for a core")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
-    if args.depth is not None and args.engine == "explicit":
+    if args.simulate is not None and args.engine != "explicit":
+        parser.error("--simulate runs the compiled steps; it takes no --engine")
+    if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
         parser.error(f"--max-states and --max-depth are for the explicit engine; {args.engine} takes --depth")
@@ -212,8 +222,31 @@ def _outputs(args, parser) -> OutputRequest:
     return req
 
 
+def _simulation(args):
+    if args.simulate is None:
+        return None
+    from .engines.simulate import SimulationPlan
+
+    return SimulationPlan(args.simulate, 10 if args.depth is None else args.depth, args.seed)
+
+
+def _explain(code: str) -> int:
+    """`check --explain CODE`: the registry's explanation (errors.py)."""
+    from .errors import REGISTRY, explain
+
+    text = explain(code) if code else None
+    if text is None:
+        sys.stderr.write(f"check: error: unknown error code {printable(code)!r}\n"
+                         f"  hint: codes: {', '.join(REGISTRY)}\n")
+        return EXIT_INPUT
+    _print(text)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--explain"] or (argv and argv[0].startswith("--explain=")):
+        return _explain(argv[1] if argv[0] == "--explain" and len(argv) > 1 else argv[0].partition("=")[2])
     parser = build_parser()
     args = parser.parse_args(argv)
     req = _outputs(args, parser)
@@ -238,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=args.engine, depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout,
-                       por=not args.no_por, symmetry=args.symmetry)
+                       por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args))
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:
@@ -270,7 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     from .export.text import format_run
 
     # with `--json -` stdout is the JSON alone (`check ... --json - | jq .`): the text goes to stderr
-    if not _print(format_run(result, show_traces=not args.brief), sys.stderr if req.json == "-" else sys.stdout):
+    text = format_run(result, show_traces=not args.brief)
+    if args.coverage:
+        from .engines.coverage import coverage_table
+
+        text += "\n\n" + coverage_table(result)
+    if not _print(text, sys.stderr if req.json == "-" else sys.stdout):
         return exit_code(result)
     for v in result.variants:
         for bug in v.checker_bugs:

@@ -50,6 +50,8 @@ class Options:
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce.py)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
+    coverage: bool = True  # after a complete search: dead statements, vacuity (engines/coverage.py)
+    simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
 
 
 def load(path: str) -> Spec:
@@ -160,6 +162,8 @@ def _timeout(opts: Options) -> float:
 def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | None = None) -> VariantResult:
     cm = compile_variant(spec, variant, opts)
     model = cm.program.model
+    if opts.simulate is not None:
+        return _check_simulated(cm, variant, opts)
     lemma_findings = {}
     if model.lemmas:
         from .engines.lemmas import check_lemma
@@ -233,8 +237,27 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                 note = "no final state is reachable: the condition holds vacuously"
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
+    cov, cov_note = _coverage(cm, stats, exploration, opts)
     return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error, model.store_buffer, space)
+                         exploration.model_error, model.store_buffer, space, coverage=cov, coverage_note=cov_note)
+
+
+def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):
+    """(coverage, why none) of a variant: a post-pass over the unreduced graph
+    (engines/coverage.py), only after a complete search without a model error."""
+    if not opts.coverage:
+        return None, ""
+    if not stats.complete or exploration.model_error is not None:
+        return None, "coverage not computed: the search was not complete"
+    from .engines import coverage
+
+    try:
+        cov = coverage.analyse(cm)
+    except KeyboardInterrupt:
+        return None, "coverage not computed: interrupted"
+    if cov is None:
+        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states without reduction"
+    return cov, ""
 
 
 def _reachable_verdict(witness: Counterexample | None, exploration: Exploration, stats: Stats):
@@ -297,6 +320,18 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     constants = tuple((k, v) for k, v in model.constants.items())
     return VariantResult(variant, constants, tuple(outcomes), sym.stats, model.memory, fairness_of(model),
                          sym.model_error, checker_bugs=tuple(sym.checker_bugs))
+
+
+def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantResult:
+    """Random runs (engines/simulate.py): violations with their runs, nothing verified."""
+    from .engines import simulate
+
+    model = cm.program.model
+    cxs, error, stats = simulate.simulate(cm, opts.simulate, opts.limits.check_deadlock)
+    outcomes = simulate.outcomes(model, cxs, error, opts.simulate, opts.use_expectations,
+                                 opts.limits.check_deadlock)
+    return VariantResult(variant, tuple(model.constants.items()), outcomes, stats, model.memory,
+                         fairness_of(model), error, model.store_buffer)
 
 
 def _check_liveness(cm: CompiledModel, exploration: Exploration, stats):

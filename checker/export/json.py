@@ -19,7 +19,7 @@ from ..errors import Span
 from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
 from .files import dump_json, write_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: top-level `warnings` (coverage and vacuity)
 SCHEMA_FILE = "trace-schema.json"
 
 
@@ -84,7 +84,7 @@ def properties(result: RunResult) -> list[dict]:
     return list(seen.values())
 
 
-def to_dict(result: RunResult, timing: bool = False) -> dict:
+def _to_dict(result: RunResult, timing: bool = False) -> dict:
     def stats(v) -> dict:
         out = {
             "engine": v.stats.engine,
@@ -139,6 +139,16 @@ def to_dict(result: RunResult, timing: bool = False) -> dict:
             for v in result.variants
         ],
     }
+
+
+def to_dict(result: RunResult, timing: bool = False) -> dict:
+    doc = _to_dict(result, timing)
+    from ..engines.coverage import run_warnings
+
+    warnings = [{"variant": w.variant, "line": w.line, "message": w.message} for w in run_warnings(result)]
+    if warnings:
+        doc["warnings"] = warnings
+    return doc
 
 
 def write_json(result: RunResult, path: str, timing: bool = False) -> None:

@@ -127,6 +127,20 @@ def to_sarif(result: RunResult) -> dict:
                             "locations": [_location(where, result.file)],
                             "codeFlows": [code_flow(cx, result.file)],
                             "properties": {"variant": v.variant, "verdict": "model error"}})
+    from ..engines.coverage import run_warnings
+
+    found = run_warnings(result)
+    if found:
+        rules.setdefault("coverage", {"id": "coverage", "name": "coverage",
+                                      "shortDescription": {"text": "code never executed, or a property that "
+                                                           "holds vacuously"},
+                                      "defaultConfiguration": {"level": "warning"}})
+        rule_ids = list(rules)
+    for w in found:
+        loc = _location(Span(result.file, w.line, 1, w.line, 1) if w.line else None, result.file)
+        results.append({"ruleId": "coverage", "ruleIndex": rule_ids.index("coverage"), "level": "warning",
+                        "message": {"text": f"variant {w.variant}: {w.message}"}, "locations": [loc],
+                        "properties": {"variant": w.variant}})
     run = {
         "tool": {"driver": {"name": "timerace", "version": __version__, "rules": list(rules.values())}},
         "invocations": [{"executionSuccessful": True, "commandLine": result.command or f"check {result.file}"}],

@@ -17,7 +17,8 @@ MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
 
 CTI = "counterexample to induction"
-ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)"}
+ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)",
+                "simulate": "random simulation (finds violations, verifies nothing)"}
 
 
 def verdict_word(o) -> str:
@@ -203,6 +204,7 @@ def footer(result: RunResult) -> str:
             lines.append(f"{v.variant}: {v.stats.engine} incomplete ({v.stats.limit}); "
                          "properties without a counterexample or a proof are not verified")
     lines += liveness_summary(result)
+    lines += coverage_lines(result)
     bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
            if not o.as_expected and o.verdict not in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if result.all_as_expected:
@@ -475,6 +477,15 @@ def effect_text(name: str, value) -> str:
     if isinstance(value, Buffered):
         return f"{value[-1][0]}={show_value(value[-1][1])} (buffered)" if value else f"{name} empty"
     return f"{name}={show_value(value)}"
+
+
+def coverage_lines(result: RunResult) -> list[str]:
+    """Coverage and vacuity warnings (engines/coverage.py), one line each."""
+    from ..engines.coverage import run_warnings
+
+    return [f"warning: {w.variant}: " + (f"line {w.line}: " if w.line else "") + w.message
+            if not w.message.startswith(w.variant + ":") else f"warning: {w.message}"
+            for w in run_warnings(result)]
 
 
 def format_run(result: RunResult, show_traces: bool = True, width: int = 100) -> str:
