@@ -163,6 +163,7 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
     for proc in cm.program.processes:
         insts = [inst for inst in cm.instances if inst.process is proc]
         moved = False
+        merged: dict[tuple, StatementCoverage] = {}
         for st in proc.steps:
             n = sum((inst.gid, st.uid) in ran for inst in insts)
             moved |= n > 0
@@ -172,8 +173,16 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
                 names = ("then", "else") if st.text.startswith("if") else ("enter", "exit")
                 branches = tuple((names[j], any((inst.gid, st.uid, pc) in went for inst in insts))
                                  for j, pc in enumerate(targets))
-            stmts.append(StatementCoverage(proc.name, st.span.line, st.span.col, st.text, st.kind.value, n,
-                                           len(insts), branches))
+            key = (st.span.line, st.span.col, st.text)
+            old = merged.get(key)
+            if old is not None:  # the same statement written once, expanded from an inline twice:
+                # it ran if any expansion ran, a branch was taken if any expansion took it
+                branches = tuple((b, t or t2) for (b, t), (_, t2) in zip(branches, old.branches)) \
+                    if branches and old.branches else branches or old.branches
+                n = max(n, old.executed)
+            merged[key] = StatementCoverage(proc.name, st.span.line, st.span.col, st.text, st.kind.value, n,
+                                            len(insts), branches)
+        stmts += merged.values()
         if not moved and proc.steps:
             silent.append(proc.name)
     never = tuple((name, what) for (name, what, _), h in zip(questions, held) if not h)
@@ -242,7 +251,7 @@ def run_warnings(result) -> list[Warning_]:
                                 sp.line if sp is not None else 0))
     out += [Warning_(msg.split(":", 1)[0], msg, 0) for msg in
             cross_variant_warnings([(v.variant, v.coverage, v.outcomes) for v in result.variants])]
-    return out
+    return list(dict.fromkeys(out))
 
 
 def coverage_table(result) -> str:
