@@ -116,7 +116,7 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
         return SpecError(Span(file, line, col, line, col + 2), "unclosed comment",
                          "a `/*` comment ends at the next `*/`, and this one has none", "TR102")
     nested = _nested_comment(source, _error_offset(e, source))
-    expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
+    expected = sorted(_accepted(e))
     words = sorted({_TOKEN_WORDS.get(t, _describe_terminal(t)) for t in expected})
     if isinstance(e, lark.exceptions.UnexpectedEOF) or (
         isinstance(e, lark.exceptions.UnexpectedToken) and e.token.type == "$END"
@@ -159,6 +159,19 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
                          "write `always eventually P` (P keeps coming back), `always (Q -> eventually P)`, "
                          "or `reachable NAME: P;` (P holds in some reachable state)", "TR108")
     return SpecError(span, f"unexpected {shown!r}" if shown else "unexpected input", hint)
+
+
+def _accepted(e: lark.exceptions.UnexpectedInput) -> set[str]:
+    """The terminals the parser would take where it stopped. LALR's `expected` set of a
+    state may hold lookaheads merged from other contexts (a ';' inside parentheses);
+    the interactive parser tries each one, so the hint names only real continuations."""
+    ip = getattr(e, "interactive_parser", None)
+    if ip is not None:
+        try:
+            return set(ip.accepts()) - {"$END"} | ({"$END"} & set(getattr(e, "expected", ()) or ()))
+        except Exception:  # noqa: BLE001 - fall back to lark's own list
+            pass
+    return set(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
 
 
 def _line_col(source: str, offset: int) -> str:
