@@ -232,7 +232,7 @@ class _Resolver:
         if self.variant != BASE and self.variant not in variants:
             raise SpecError(NOWHERE, f"unknown variant '{self.variant}'",
                             did_you_mean(self.variant, variant_names(spec))
-                            or f"variants: {', '.join(variant_names(spec))}")
+                            or f"variants: {', '.join(variant_names(spec))}", code="TR205")
         self._check_duplicates()
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
@@ -342,11 +342,11 @@ class _Resolver:
 
         def add(name: str, what: str, span: Span):
             if name in RESERVED_TYPES or name in ("self", "true", "false", "any"):
-                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}")
+                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}", code="TR204")
             if name in seen:
                 prev_what, prev = seen[name]
                 raise SpecError(span, f"duplicate name '{name}'",
-                                f"already declared as a {prev_what} at {prev}")
+                                f"already declared as a {prev_what} at {prev}", code="TR202")
             seen[name] = (what, span)
 
         for d in self.spec.items:
@@ -370,13 +370,13 @@ class _Resolver:
                     raise SpecError(d.span, f"duplicate property name '{d.name}'",
                                     "deadlock and assertions are built-in property names"
                                     if d.name in (DEADLOCK, ASSERTIONS)
-                                    else f"already declared at {props[d.name]}")
+                                    else f"already declared at {props[d.name]}", code="TR202")
                 props[d.name] = d.span
             elif isinstance(d, ast.VariantDecl):
                 if d.name in variants or d.name == BASE:
                     raise SpecError(d.span, f"duplicate variant name '{d.name}'",
                                     "'base' names the model without overrides"
-                                    if d.name == BASE else f"already declared at {variants[d.name]}")
+                                    if d.name == BASE else f"already declared at {variants[d.name]}", code="TR202")
                 variants[d.name] = d.span
         models = self.spec.of(ast.ModelDecl)
         if len(models) > 1:
@@ -435,7 +435,7 @@ class _Resolver:
         r = self.expr(e, _Ctx(what=what))
         if not isinstance(r, m.Const):
             raise SpecError(e.span, f"{what} must be a constant expression",
-                            "use literals, other constants and enum members")
+                            "use literals, other constants and enum members", code="TR206")
         return r
 
     def spec_enum_members(self) -> dict[str, tuple[m.EnumT, int]]:
@@ -484,7 +484,7 @@ class _Resolver:
                 return m.BitVecT(m.BITVEC_TYPES[t.name])
             raise SpecError(t.span, f"unknown type '{t.name}'",
                             did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES))
-                            or "types are bool, an enum, a range lo..hi, bitset(N), u8, u16, u32 or u64")
+                            or "types are bool, an enum, a range lo..hi, bitset(N), u8, u16, u32 or u64", code="TR201")
         raise SpecError(t.span, "unsupported type")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
@@ -571,7 +571,7 @@ class _Resolver:
 
     def _bitnr(self, nr: m.TExpr, t: m.BitsetT, span: Span) -> int:
         if not isinstance(nr, m.Const):
-            raise SpecError(span, "a bit number here must be a constant")
+            raise SpecError(span, "a bit number here must be a constant", code="TR206")
         self._check_bitnr_type(nr, t, span)
         if not 0 <= nr.value < t.size:
             raise SpecError(span, f"bit {nr.value} is outside {t.describe()} (bits 0..{t.size - 1})")
@@ -606,7 +606,7 @@ class _Resolver:
         locals_: dict[str, m.VarSym] = {}
         for v in d.locals:
             if v.name in locals_:
-                raise SpecError(v.span, f"duplicate local variable '{v.name}'")
+                raise SpecError(v.span, f"duplicate local variable '{v.name}'", code="TR202")
             if v.name in self.globals or v.name in self.consts:
                 raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                 "give it another name")
@@ -624,7 +624,7 @@ class _Resolver:
         for s in _walk(body):
             if isinstance(s, m.SGoto) and s.label not in labels:
                 raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
-                                did_you_mean(s.label, labels) or "labels are `name:` before a statement")
+                                did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
 
     # -- statements
     def stmts(self, body, ctx: _Ctx) -> tuple[m.RStmt, ...]:
@@ -667,7 +667,7 @@ class _Resolver:
                                 "an atomic block is one step; label the `atomic` statement itself")
             if ctx.labels is not None:
                 if s.label in ctx.labels and not ctx.in_inline:
-                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'")
+                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'", code="TR202")
                 ctx.labels.add(s.label)
             return m.SLabeled(s.span, s.label, self.stmt(s.stmt, ctx))
         if isinstance(s, ast.Goto):
@@ -698,7 +698,7 @@ class _Resolver:
                     raise SpecError(s.span, f"'{s.name}' is a built-in property name")
                 prev = self.assert_names.get(s.name)
                 if prev is not None and prev != s.span and not ctx.in_inline:
-                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}")
+                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}", code="TR202")
                 self.assert_names[s.name] = s.span
             else:
                 self.assert_names.setdefault(ASSERTIONS, s.span)
@@ -884,7 +884,7 @@ class _Resolver:
         if n in self.process_decls:
             raise SpecError(e.span, f"'{n}' is a process, not a value", f"write `{n}@label` to ask where it is")
         raise SpecError(e.span, f"unknown name '{n}'",
-                        did_you_mean(n, known) or "declare it with `var`, `const` or `enum`")
+                        did_you_mean(n, known) or "declare it with `var`, `const` or `enum`", code="TR201")
 
     def _index(self, e: ast.Index, ctx: _Ctx) -> m.TExpr:
         base = self._name(ast.Name(e.name_span, e.name), ctx, False)
@@ -1019,7 +1019,7 @@ class _Resolver:
                             "call it as a statement; for a value use `fn NAME(args) = expr;`")
         raise SpecError(e.name_span, f"unknown function '{e.name}'",
                         did_you_mean(e.name, list(self.fns) + list(BUILTINS) + list(ALIASES))
-                        or "declare it with `fn NAME(args) = expr;`")
+                        or "declare it with `fn NAME(args) = expr;`", code="TR201")
 
     def _expand_fn(self, e: ast.Call, ctx: _Ctx) -> m.TExpr:
         d = self.fns[e.name]
@@ -1155,7 +1155,7 @@ class _Resolver:
     def _at(self, e: ast.AtLabel, ctx: _Ctx) -> m.TExpr:
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls))
+                            did_you_mean(e.process, self.process_decls), code="TR201")
         idx = self._process_index(e, ctx, f"{e.process}[i]@{e.label}")
         labels = self.process_labels.get(e.process)
         if labels is None:
@@ -1171,7 +1171,7 @@ class _Resolver:
         its own locals by name and cannot see another's)."""
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls))
+                            did_you_mean(e.process, self.process_decls), code="TR201")
         if ctx.process is not None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
                             "processes share only global variables; properties may read locals as proc.name")
@@ -1209,7 +1209,7 @@ class _Resolver:
             (isinstance(target, m.BitsetT) and (tv == target or m.is_intlike(tv)))
         if not ok:
             raise SpecError(span, f"type mismatch: {what} is {target.describe()}, the value is {tv.describe()}",
-                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None)
+                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None, code="TR203")
 
     def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str):
         if isinstance(target, m.IntT) and target.lo is not None and isinstance(value, m.Const) \
@@ -1263,7 +1263,7 @@ class _Resolver:
             if p.type is None:
                 raise SpecError(p.span, f"lemma parameter '{p.name}' needs a type", f"for example `{p.name}: u64`")
             if p.name in bound:
-                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'")
+                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", code="TR202")
             t = self._type(p.type)
             if not isinstance(t, (m.BitVecT, m.IntT, m.BoolT, m.EnumT)):
                 raise SpecError(p.type.span, f"a lemma parameter cannot be a {t.describe()}",
