@@ -426,6 +426,9 @@ class _Builder(Transformer):
     def lvalue(self, m, c):
         return ast.LValue(self.sp(m), str(c[0]), c[1] if len(c) > 1 else None)
 
+    def set_value(self, m, c):
+        return ast.ListInit(self.sp(m), tuple(x for x in c if x is not None))
+
     def assign_stmt(self, m, c):
         return ast.Assign(self.sp(m), c[0], c[1])
 

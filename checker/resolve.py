@@ -467,6 +467,14 @@ class _Resolver:
             if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.enums:
                 e = self.enums[t.size.name]
                 return m.BitsetT(len(e.members), e)
+            if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.process_decls:
+                count = self.process_counts.get(t.size.name)  # bitset(vcpu): one bit per instance
+                if count is None:
+                    raise SpecError(t.size.span, f"'{t.size.name}' is one process, not an array",
+                                    "bitset(P) has a bit per instance of `process P[N]`; write bitset(N)")
+                if not 1 <= count <= 64:
+                    raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {count}")
+                return m.BitsetT(count)
             if t.size is not None:
                 size = self.const_int(t.size, "a bit set's size")
             else:
@@ -636,6 +644,13 @@ class _Resolver:
             return _block(s.span, self.stmts(s.body, ctx))
         if isinstance(s, ast.Assign):
             target = self.lvalue(s.target, ctx)
+            if isinstance(s.value, ast.ListInit):  # `s = {...};`: constant bits of a bit set
+                if not isinstance(target.type, m.BitsetT):
+                    raise SpecError(s.value.span, f"`{{...}}` is a bit set, and '{s.target.name}' is "
+                                    f"{target.type.describe()}", "a set value goes to a `bitset` variable",
+                                    "TR203")
+                mask = self._bitset_value(s.value, target.type)
+                return m.SAssign(s.span, target, m.Const(s.value.span, target.type, mask))
             value = self.expr(s.value, eff)
             self._check_assignable(target.type, value, s.value.span, f"'{s.target.name}'")
             self._check_static_range(target.type, value, s.value.span, s.target.name)
@@ -1077,6 +1092,10 @@ class _Resolver:
                 continue
             if kind == "lv":
                 x = self.expr(a, ctx, lvalue=True)
+                if isinstance(x, (m.Var, m.Elem)) and isinstance(x.type, m.BitsetT):
+                    raise SpecError(a.span, f"'{e.name}' takes a scalar variable; '{_root_name(a)}' is a bit set",
+                                    "change bits with set_bit/clear_bit (or their atomic forms), or assign the "
+                                    "whole set: `s = {...};`", "TR207")
                 if not isinstance(x, (m.Var, m.Elem)) or isinstance(x.type, (m.ArrayT, m.WaitQueueT, m.BitsetT)):
                     raise SpecError(a.span, f"'{e.name}' needs a variable here",
                                     "pass a scalar variable or an array element")
@@ -1442,3 +1461,8 @@ def _define_expr(text: str) -> ast.Expr:
         return ast.Name(span, text)
     raise SpecError(NOWHERE, f"-D value {text!r} is not a number, true/false or a name",
                     "for example: -D N=3, -D KICK=false, -D START=IN_GUEST_MODE")
+
+
+def _root_name(e: ast.Expr) -> str:
+    """The variable an lvalue expression names (`s` of `s` or `s[i]`), for messages."""
+    return getattr(e, "name", None) or getattr(getattr(e, "base", None), "name", None) or "it"

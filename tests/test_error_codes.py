@@ -127,3 +127,41 @@ def test_transformer_refuses_an_unknown_rule():
 
     with pytest.raises(Exception, match="no builder for grammar rule 'mystery'"):
         _Builder("f").transform(Tree("mystery", []))
+
+
+# ---- small language gaps (reproducers in reviews/language/) --------------------
+
+
+def test_set_literal_assign(tmp_path, capsys):
+    text = """model setassign;
+var s: bitset(3) = {0};
+process p { s = {1, 2}; s = {}; }
+reachable both: test_bit(1, s) && test_bit(2, s) && !test_bit(0, s);
+reachable empty: p@end && !test_bit(0, s) && !test_bit(1, s);
+"""
+    assert check(tmp_path, text) == 0, capsys.readouterr()
+    capsys.readouterr()
+    assert check(tmp_path, "model m;\nvar x: 0..3 = 0;\nprocess p { x = {1}; }\n") == 2
+    assert "`{...}` is a bit set, and 'x' is 0..3 [TR203]" in capsys.readouterr().err
+    assert check(tmp_path, "model m;\nvar s: bitset(2);\nprocess p { s = {2}; }\n") == 2
+    assert "bit 2 is outside bitset(2)" in capsys.readouterr().err
+
+
+def test_bitset_of_process_array(tmp_path, capsys):
+    text = """model bitset_of_process_array;
+var blocked[2]: bitset(vcpu);
+process vcpu[3] { atomic { set_bit(self, blocked[0]); } }
+reachable all: test_bit(0, blocked[0]) && test_bit(1, blocked[0]) && test_bit(2, blocked[0]);
+"""
+    assert check(tmp_path, text) == 0, capsys.readouterr()
+    capsys.readouterr()
+    assert check(tmp_path, "model m;\nvar b: bitset(p);\nprocess p { skip; }\n") == 2
+    assert "'p' is one process, not an array" in capsys.readouterr().err
+
+
+def test_write_once_on_a_bitset_says_so(tmp_path, capsys):
+    assert check(tmp_path, "model r4;\nvar requests: bitset(2);\n"
+                           "process p { WRITE_ONCE(requests, requests | 1); }\n") == 2
+    err = capsys.readouterr().err
+    assert "'WRITE_ONCE' takes a scalar variable; 'requests' is a bit set [TR207]" in err
+    assert "set_bit" in err
