@@ -472,6 +472,7 @@ class Model:
     header: str = ""
     lemmas: tuple[Lemma, ...] = field(default=())
     store_buffer: int | None = None  # tso: the most stores a CPU's store buffer holds
+    warnings: tuple[tuple[int, str], ...] = ()  # (line, message): e.g. a local nothing reads
 
     def property(self, name: str) -> Property:
         return next(p for p in self.properties if p.name == name)

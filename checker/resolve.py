@@ -224,6 +224,8 @@ class _Resolver:
         self.assert_names: dict[str, Span] = {}
         self.lemmas: list[m.Lemma] = []
         self.uid = itertools.count()
+        self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
+        self.writing: str | None = None  # the name an assignment is storing to (not a read)
 
     # -- top level
     def run(self) -> m.Model:
@@ -283,7 +285,19 @@ class _Resolver:
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer)
+            store_buffer=store_buffer, warnings=self._unread_locals(processes))
+
+    def _unread_locals(self, processes) -> tuple[tuple[int, str], ...]:
+        """(line, message) for each process-local variable nothing reads: it only widens
+        the state (a value written and never read still makes states differ)."""
+        out = []
+        for p in processes:
+            decls = {v.name: v for v in self.process_decls[p.name].locals}
+            for sym in p.locals:
+                if id(sym) not in self.read_locals and sym.name in decls:
+                    out.append((decls[sym.name].span.line,
+                                f"{p.name}: local '{sym.name}' is never read"))
+        return tuple(out)
 
     def _const_value(self, c: m.Const):
         if isinstance(c.type, m.BoolT):
@@ -808,6 +822,7 @@ class _Resolver:
             return m.Var(a.span, sym.type, sym)
         if isinstance(a, ast.Name) and a.name in ctx.locals and isinstance(ctx.locals[a.name].type, m.ArrayT):
             sym = ctx.locals[a.name]
+            self.read_locals.add(id(sym))
             return m.Var(a.span, sym.type, sym)
         e = self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False, "what": "an argument"}))
         return e
@@ -821,10 +836,14 @@ class _Resolver:
         return r
 
     def lvalue(self, lv: ast.LValue, ctx: _Ctx) -> m.TExpr:
-        if lv.index is None:
-            e = self.expr(ast.Name(lv.span, lv.name), ctx, lvalue=True)
-        else:
-            e = self.expr(ast.Index(lv.span, lv.name, lv.span, lv.index), ctx, lvalue=True)
+        self.writing = lv.name
+        try:
+            if lv.index is None:
+                e = self.expr(ast.Name(lv.span, lv.name), ctx, lvalue=True)
+            else:
+                e = self.expr(ast.Index(lv.span, lv.name, lv.span, lv.index), ctx, lvalue=True)
+        finally:
+            self.writing = None
         if not isinstance(e, (m.Var, m.Elem)):
             raise SpecError(lv.span, f"cannot assign to '{lv.name}'", "only variables can be assigned")
         if isinstance(e.type, (m.ArrayT, m.WaitQueueT)):
@@ -880,6 +899,10 @@ class _Resolver:
             return _respan(p, e.span)
         if n in ctx.locals:
             sym = ctx.locals[n]
+            if n == self.writing:
+                self.writing = None  # the target itself; its index, if any, is read
+            else:
+                self.read_locals.add(id(sym))
             return m.Var(e.span, sym.type, sym)
         if n in self.globals:
             sym = self.globals[n]
@@ -1199,6 +1222,8 @@ class _Resolver:
         if proc is None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties")
         sym = next((v for v in proc.locals if v.name == e.name), None)
+        if sym is not None:
+            self.read_locals.add(id(sym))
         if sym is None:
             names = [v.name for v in proc.locals]
             raise SpecError(e.name_span, f"process '{e.process}' has no local variable '{e.name}'",

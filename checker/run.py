@@ -239,7 +239,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     constants = tuple((k, v) for k, v in model.constants.items())
     cov, cov_note = _coverage(cm, stats, exploration, opts)
     return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error, model.store_buffer, space, coverage=cov, coverage_note=cov_note)
+                         exploration.model_error, model.store_buffer, space, coverage=cov, coverage_note=cov_note,
+                         lint=model.warnings)
 
 
 def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):

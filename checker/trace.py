@@ -169,6 +169,7 @@ class VariantResult:
     checker_bugs: tuple[str, ...] = ()  # Z3 results the compiled steps contradicted
     coverage: object | None = None  # engines/coverage.Coverage, after a complete explicit search
     coverage_note: str = ""  # why there is no coverage (empty: none was asked for, or it is there)
+    lint: tuple[tuple[int, str], ...] = ()  # the resolver's warnings (line, message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -186,3 +186,30 @@ def test_doc_locals_in_properties(tmp_path, capsys):
         "invariant reads_local: p@end -> p.c == 1;\n"
     code, _ = run(tmp_path, text)
     assert code == 0
+
+
+def test_unused_local_is_warned(tmp_path, capsys):
+    text = """model unused;
+var x: 0..3 = 0;
+var a[2]: 0..1 = 0;
+process p {
+  var never: 0..1 = 0;
+  var written: 0..1 = 0;
+  var r: 0..3 = 0;
+  var i: 0..1 = 0;
+  var c: 0..1 = 0;
+  written = 1;
+  r = x;
+  a[i] = 1;
+  c = 1;
+  x = r + 1;
+}
+invariant q: p.c <= 1;
+"""
+    code, _ = run(tmp_path, text)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "warning: base: line 5: p: local 'never' is never read" in out
+    assert "warning: base: line 6: p: local 'written' is never read" in out
+    for used in ("'r'", "'i'", "'c'"):  # read by a step, as an index, by a property
+        assert f"local {used}" not in out

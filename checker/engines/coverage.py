@@ -235,6 +235,7 @@ def run_warnings(result) -> list[Warning_]:
     """Every coverage and vacuity warning of a RunResult, variant by variant."""
     out = []
     for v in result.variants:
+        out += [Warning_(v.variant, msg, line) for line, msg in getattr(v, "lint", ())]
         cov = v.coverage
         if cov is None:
             continue
