@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--simulate: the random seed (the same seed gives the same runs)")
     p.add_argument("--coverage", action="store_true",
                    help="print every statement of every variant with how many process instances ran it")
+    p.add_argument("--no-coverage", action="store_true",
+                   help="skip the coverage and vacuity pass after each search (a second, unreduced search)")
     p.add_argument("--explain", metavar="CODE", help="explain an error code (e.g. TR101) and exit")
     z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")
@@ -271,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=args.engine, depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout,
-                       por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args))
+                       por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
+                       coverage=not args.no_coverage)
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:

@@ -252,6 +252,8 @@ def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: O
         return None, "coverage not computed: the search was not complete"
     from .engines import coverage
 
+    if stats.states > coverage.MAX_STATES:  # the unreduced graph is at least as large
+        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states"
     try:
         cov = coverage.analyse(cm)
     except KeyboardInterrupt:

@@ -213,3 +213,9 @@ invariant q: p.c <= 1;
     assert "warning: base: line 6: p: local 'written' is never read" in out
     for used in ("'r'", "'i'", "'c'"):  # read by a step, as an index, by a property
         assert f"local {used}" not in out
+
+
+def test_no_coverage_flag_skips_the_pass(tmp_path, capsys):
+    code, _ = run(tmp_path, DEAD, "--no-coverage")
+    out = capsys.readouterr().out
+    assert code == 0 and "never executed" not in out and "never holds" not in out
