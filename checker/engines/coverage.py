@@ -120,8 +120,11 @@ def analyse(cm: CompiledModel, max_states: int = MAX_STATES) -> Coverage | None:
         nxt = []
         for s in level:
             for k, fn in enumerate(probe_fns):
-                if not held[k] and not fn(s):
-                    held[k] = True
+                try:
+                    if not held[k] and not fn(s):
+                        held[k] = True
+                except ModelError:  # e.g. an index out of range: the search reports the property's own
+                    pass
             succ = []
             for shift, mask, table, gid in actors:
                 pc = s >> shift & mask
