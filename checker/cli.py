@@ -40,6 +40,21 @@ from .safe_text import printable
 from .trace import ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+TEXT_WIDTH = 100  # the text's width when stdout is not a terminal (files, pipes, CI logs): stable output
+
+EPILOG = """exit codes:
+  0  every outcome is as expected (with --no-expect: every property holds)
+  1  an outcome differs from its expectation, a model error, or a checker bug
+  2  bad input: syntax, types, unknown names, a bad option or path (file:line:col and a hint)
+  3  incomplete: a limit, a timeout, an interrupt; nothing unexpected found so far
+  (--replay: 0 the trace no longer applies or is expected, 1 the race is still there,
+   2 bad input, 3 inconclusive)
+
+examples:
+  check models/pi_timer.spec                      every variant; races of unexpected outcomes in full
+  check models/pi_timer.spec --variant stale_expired_deadline --full
+  check models/pi_timer.spec --brief --report review.md --sarif out.sarif --junit out.xml
+"""
 WORKERS_PER_CORE = 4  # --workers beyond this many per core only add processes that wait (and open files)
 
 
@@ -51,7 +66,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="check", description="Model-check a timerace spec: the base model and every variant.")
+    p = _Parser(prog="check", description="Model-check a timerace spec: the base model and every variant.",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("file", help="the .spec file")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant (applies to every variant, on top of its own settings)")
@@ -108,11 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default: the number of cores; on 2 cores two workers "
-                           "finished the largest bench models 1.3-1.5x sooner, see bench/README.md; "
-                           "a search that ends below 50,000 states (12,500 with reductions), or one that "
+                           "slots that seldom change (default: the number of cores; a small search, or one that "
                            "needs the whole graph (liveness, --dot-graph) or --max-states, runs in one process, "
-                           "and says so when --workers was given)")
+                           "and says so when --workers was given; bench/README.md has measurements)")
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
@@ -132,16 +146,31 @@ def build_parser() -> argparse.ArgumentParser:
                         "variants that cannot "
                         "be translated faithfully (memory tso, u32/u64) are refused (exit 2)")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
+    p.add_argument("--full", action="store_true",
+                   help="print every counterexample in full (numbered trace and race diagram); by default an "
+                        "expected violation shows its race one line per step")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
     p.add_argument("--version", action="version", version=f"timerace {__version__}")
     return p
 
 
+def text_width(stream) -> int:
+    """The terminal's width for a terminal (at least 60 columns), else TEXT_WIDTH."""
+    import shutil
+
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return TEXT_WIDTH
+    return max(60, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
+
+
 def default_workers() -> int:
     """The cores this process may run on. Small searches never start a worker (below
-    engines/parallel.PARALLEL_FROM states), and on the largest bench models two workers
-    finished 1.3-1.5x sooner than one on 2 cores (bench/README.md)."""
+    engines/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -306,12 +335,13 @@ def main(argv: list[str] | None = None) -> int:
     from .export.text import format_run
 
     # with `--json -` stdout is the JSON alone (`check ... --json - | jq .`): the text goes to stderr
-    text = format_run(result, show_traces=not args.brief)
+    stream = sys.stderr if req.json == "-" else sys.stdout
+    text = format_run(result, show_traces=not args.brief, width=text_width(stream), full=args.full)
     if args.coverage:
         from .engines.coverage import coverage_table
 
         text += "\n\n" + coverage_table(result)
-    if not _print(text, sys.stderr if req.json == "-" else sys.stdout):
+    if not _print(text, stream):
         return exit_code(result)
     for v in result.variants:
         for bug in v.checker_bugs:

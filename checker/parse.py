@@ -54,7 +54,7 @@ def _cache_file() -> str | bool:
     return os.path.join(folder, f"grammar-lark-{lark.__version__}.cache")
 
 
-MAX_NESTING = 64
+MAX_NESTING = 160
 """How deep the syntax tree of a spec may nest: each statement inside another, each
 operator of an expression (`a + b + c` is two levels), each call or index. The stages
 after the parser recurse over the tree, and the Python the steps compile to nests as

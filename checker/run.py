@@ -16,6 +16,7 @@ from .engines import liveness, reduce
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .errors import SpecError
+from .explain import explain
 from .parse import parse
 from .progress import Progress
 from .resolve import BASE, resolve, variant_names
@@ -170,7 +171,7 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        return _check_symbolic(cm, variant, opts, lemma_findings)
+        return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
@@ -237,10 +238,11 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                 note = "no final state is reachable: the condition holds vacuously"
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
+    outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
     cov, cov_note = _coverage(cm, stats, exploration, opts)
-    return VariantResult(variant, constants, tuple(outcomes), stats, model.memory, fairness_of(model),
-                         exploration.model_error, model.store_buffer, space, coverage=cov, coverage_note=cov_note,
-                         lint=model.warnings)
+    return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
+                                             model_error, model.store_buffer, space, coverage=cov,
+                                             coverage_note=cov_note, lint=model.warnings))
 
 
 def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):
@@ -274,6 +276,20 @@ def _reachable_verdict(witness: Counterexample | None, exploration: Exploration,
     if not stats.complete:
         return Verdict.INCOMPLETE, f"not reached before the search was cut short ({stats.limit})", None
     return Verdict.VIOLATED, "no reachable state satisfies it", None
+
+
+
+def _expect_spans(spec: Spec, vr: VariantResult) -> VariantResult:
+    """Each outcome with where its `expect` clause is (SARIF points an unmet one there)."""
+    from . import ast
+
+    if vr.variant == BASE:
+        expects = [x for x in spec.items if isinstance(x, ast.ExpectDecl)]
+    else:
+        expects = [x for d in spec.items if isinstance(d, ast.VariantDecl) and d.name == vr.variant
+                   for x in d.expects]
+    where = {name: span for x in expects for name, span in x.violated}
+    return replace(vr, outcomes=tuple(replace(o, expect_span=where.get(o.property)) for o in vr.outcomes))
 
 
 def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -> VariantResult:
@@ -321,8 +337,9 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         else:
             outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
     constants = tuple((k, v) for k, v in model.constants.items())
-    return VariantResult(variant, constants, tuple(outcomes), sym.stats, model.memory, fairness_of(model),
-                         sym.model_error, checker_bugs=tuple(sym.checker_bugs))
+    outcomes, model_error = explain(cm, outcomes, sym.model_error)
+    return VariantResult(variant, constants, outcomes, sym.stats, model.memory, fairness_of(model),
+                         model_error, checker_bugs=tuple(sym.checker_bugs))
 
 
 def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantResult:
@@ -333,6 +350,7 @@ def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantR
     cxs, error, stats = simulate.simulate(cm, opts.simulate, opts.limits.check_deadlock)
     outcomes = simulate.outcomes(model, cxs, error, opts.simulate, opts.use_expectations,
                                  opts.limits.check_deadlock)
+    outcomes, error = explain(cm, outcomes, error)  # each step says what it did, as a search's do
     return VariantResult(variant, tuple(model.constants.items()), outcomes, stats, model.memory,
                          fairness_of(model), error, model.store_buffer)
 

@@ -54,6 +54,8 @@ class Action:
     changes: tuple[tuple[str, Value], ...]
     kind: str = "step"  # "step" | "flush" | "failed" (the step that failed an assert / erred)
     inline: str | None = None
+    detail: str = ""  # what it decided: a branch taken and the values tested, what an atomic returned
+    call: str = ""  # in an inline: its call, with the arguments' values, e.g. `load(cpu = 1) at line 7`
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,12 @@ class Trace:
     def length(self) -> int:
         return len(self.actions)
 
+    @property
+    def steps(self) -> int:
+        """The counterexample's length as every exporter counts it: each step taken,
+        the failing step (an assert, a model error) included."""
+        return len(self.actions) + (self.failure is not None)
+
 
 @dataclass(frozen=True, slots=True)
 class Counterexample:
@@ -97,6 +105,9 @@ class Counterexample:
     message: str
     trace: Trace
     engine: str = "explicit"
+    # the violating state: (operand as written, its value) for each side of the property's
+    # comparisons, then (`proc@`, location) for every process; a lemma's parameters and sides
+    violation: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +156,7 @@ class PropertyOutcome:
     span: Span | None = None
     note: str = ""
     bound: int | None = None  # bmc without a violation: searched up to this depth only
+    expect_span: Span | None = None  # where the variant's `expect` clause names this property, if it does
 
     @property
     def as_expected(self) -> bool:

@@ -33,8 +33,8 @@ def test_every_flag_writes_its_files_and_says_so(tmp_path):
     names = sorted(p.name for p in (tmp_path / "o").iterdir())
     assert names == ["four.base.deadlock.dot", "four.base.deadlock.itf.json", "four.base.deadlock.mmd",
                      "four.base.seen.dot", "four.base.seen.itf.json", "four.base.seen.mmd",
-                     "r.json", "r.md", "r.sarif", "r.xml"]
-    assert err.startswith("check: wrote 10 files: o/r.json, o/four.base.seen.itf.json")
+                     "r.json", "r.md", "r.sarif", "r.traces", "r.xml"]  # r.traces: the report's whole traces
+    assert err.startswith("check: wrote 12 files: o/r.json, o/four.base.seen.itf.json")
 
 
 def test_json_to_stdout(tmp_path):

@@ -372,12 +372,21 @@ def test_vscode_problem_matcher_reads_checks_errors(tmp_path, monkeypatch, name)
 
 
 def test_vscode_problem_matcher_reads_a_whole_file_error(tmp_path, monkeypatch):
-    (tmp_path / "latin1.spec").write_bytes(b"model caf\xe9;\n")
-    rc, err = run_check(tmp_path, monkeypatch, "latin1.spec")
+    (tmp_path / "folder.spec").mkdir()
+    rc, err = run_check(tmp_path, monkeypatch, "folder.spec")
     assert rc == 2
     assert problems(matchers()["timerace"], err) == []
     (found,) = problems(matchers()["timerace-file"], err)
-    assert found["file"] == "latin1.spec" and found["severity"] == "error"
+    assert found["file"] == "folder.spec" and found["severity"] == "error"
+    assert found["message"].startswith("folder.spec is a directory")
+
+
+def test_vscode_problem_matcher_reads_the_first_byte_that_is_not_utf8(tmp_path, monkeypatch):
+    (tmp_path / "latin1.spec").write_bytes(b"model caf\xe9;\n")
+    rc, err = run_check(tmp_path, monkeypatch, "latin1.spec")
+    assert rc == 2
+    (found,) = problems(matchers()["timerace"], err)
+    assert (found["file"], found["line"], found["column"]) == ("latin1.spec", "1", "10")
     assert found["message"].startswith("latin1.spec is not UTF-8 text")
 
 

@@ -318,7 +318,7 @@ def test_cli_marks_the_loop_in_trace_diagram_and_json(tmp_path, capsys):
     p.write_text(LEADS_TO_SPEC.replace("process setter", "unfair process setter")
                  + "expect violated finishes;\n")
     out_json = tmp_path / "r.json"
-    assert main([str(p), "--json", str(out_json)]) == 0
+    assert main([str(p), "--json", str(out_json), "--full"]) == 0  # an expected violation, in full (issue 20)
     out = capsys.readouterr().out
     assert "Counterexample: variant base, liveness finishes" in out
     assert "0 steps to state 0, then a loop of 2 steps back to state 0, repeated for ever" in out

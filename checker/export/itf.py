@@ -71,6 +71,10 @@ def step_meta(a: Action) -> dict:
         out["line"] = a.span.line
     if a.inline:
         out["inline"] = a.inline
+    if a.call:
+        out["call"] = a.call
+    if a.detail:
+        out["detail"] = a.detail
     return out
 
 
@@ -87,11 +91,13 @@ def to_itf(result: RunResult, variant: str, cx: Counterexample) -> dict:
         "property": cx.property,
         "kind": cx.kind,
         "engine": cx.engine,
-        "description": f"{cx.message} (variant {variant}, {t.length} steps)",
+        "description": f"{cx.message} (variant {variant}, {t.steps} steps)",
         "pcVariable": pc,
     }
     if t.failure is not None:
         meta["failure"] = step_meta(t.failure)
+    if cx.violation:
+        meta["violation"] = [{"operand": k, "value": v} for k, v in cx.violation]
     states = []
     for i, s in enumerate(t.states):
         smeta: dict = {"index": i}
@@ -156,7 +162,8 @@ def _pcs(record) -> tuple[tuple[str, str], ...]:
 def _action(meta: dict) -> Action:
     span = Span(meta["file"], int(meta["line"]), 0, int(meta["line"]), 0) if "line" in meta else None
     return Action(meta["process"], span, meta.get("statement", ""), meta.get("label", ""),
-                  meta.get("next_label", ""), (), meta.get("kind", "step"), meta.get("inline"))
+                  meta.get("next_label", ""), (), meta.get("kind", "step"), meta.get("inline"),
+                  meta.get("detail", ""), meta.get("call", ""))
 
 
 def read_itf(doc: dict) -> tuple[str, Counterexample]:

@@ -55,6 +55,8 @@ def action(a: Action) -> dict:
         "label": a.pc_from,
         "next_label": a.pc_to,
         "inline": a.inline,
+        "call": a.call,
+        "detail": a.detail,
         "changes": {k: value(v) for k, v in a.changes},
     }
 
@@ -62,6 +64,7 @@ def action(a: Action) -> dict:
 def trace(t: Trace) -> dict:
     return {
         "length": t.length,
+        "steps": t.steps,
         "states": [state(s) for s in t.states],
         "actions": [action(a) for a in t.actions],
         "loop_start": t.loop_start,
@@ -71,7 +74,7 @@ def trace(t: Trace) -> dict:
 
 def counterexample(cx: Counterexample) -> dict:
     return {"property": cx.property, "kind": cx.kind, "message": cx.message, "engine": cx.engine,
-            "trace": trace(cx.trace)}
+            "trace": trace(cx.trace), "violation": [{"operand": k, "value": v} for k, v in cx.violation]}
 
 
 def properties(result: RunResult) -> list[dict]:
@@ -177,7 +180,8 @@ def from_value(x) -> Value:
 def _action(d: dict) -> Action:
     span = Span(d["file"], d["line"], d["column"], d["end_line"], d["end_column"]) if d["line"] is not None else None
     return Action(d["process"], span, d["text"], d["label"], d["next_label"],
-                  tuple((k, from_value(v)) for k, v in d["changes"].items()), d["kind"], d.get("inline"))
+                  tuple((k, from_value(v)) for k, v in d["changes"].items()), d["kind"], d.get("inline"),
+                  d.get("detail", ""), d.get("call", ""))
 
 
 def read_counterexample(d: dict) -> Counterexample:
@@ -186,7 +190,8 @@ def read_counterexample(d: dict) -> Counterexample:
                    for s in t["states"])
     trace_ = Trace(states, tuple(_action(a) for a in t["actions"]), t["loop_start"],
                    _action(t["failure"]) if t["failure"] else None)
-    return Counterexample(d["property"], d["kind"], d["message"], trace_, d["engine"])
+    return Counterexample(d["property"], d["kind"], d["message"], trace_, d["engine"],
+                          tuple((x["operand"], x["value"]) for x in d.get("violation", ())))
 
 
 def read_json(doc: dict) -> list[tuple[str, Counterexample]]:

@@ -1,8 +1,8 @@
 """JUnit XML (`--junit OUT.xml`), for CI servers' test views.
 
 One test suite per variant, one test case per (variant, property). An outcome that
-differs from its expectation is a failure whose message holds the race diagram (the
-full trace is the failure's text); a model error is an error; an incomplete verdict
+differs from its expectation is a failure whose one-line message says what and how long
+(the race diagram and the numbered trace are the failure's text); a model error is an error; an incomplete verdict
 (search cut short, or a property this engine does not check) is skipped, with why.
 """
 
@@ -13,7 +13,14 @@ import xml.etree.ElementTree as ET
 from ..safe_text import printable
 from ..trace import RunResult, Verdict
 from .files import variant_stem, write_text
-from .text import format_counterexample, race_diagram
+from .text import DIAGRAM, format_counterexample, format_trace
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A failure's `message` attribute: one line (CI views show it as a title); the
+    race diagram and the trace go in the element's text."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3].rsplit(" ", 1)[0] + " ..."
 
 
 def to_junit(result: RunResult, timing: bool = False) -> str:
@@ -42,11 +49,10 @@ def to_junit(result: RunResult, timing: bool = False) -> str:
                 counts["failures"] += 1
                 if o.counterexample is not None:
                     cx = o.counterexample
-                    message = (f"{cx.message} (expected: {expected})\n"
-                               + race_diagram(cx.trace))
+                    message = one_line(f"{cx.message} (expected: {expected}; {cx.trace.steps} steps)")
                     fail = ET.SubElement(case, "failure", message=message,
                                          type=f"unexpected {o.verdict.value}")
-                    fail.text = format_counterexample(cx, v.variant)
+                    fail.text = format_counterexample(cx, v.variant, show=DIAGRAM) + "\n\n" + format_trace(cx.trace)
                 else:
                     ET.SubElement(case, "failure", type=f"unexpected {o.verdict.value}",
                                   message=f"{o.kind} {o.property} {o.verdict.value}, expected: {expected} "
@@ -58,8 +64,8 @@ def to_junit(result: RunResult, timing: bool = False) -> str:
             case = ET.SubElement(suite, "testcase", name="model error", classname=variant_stem(result, v.variant),
                                  file=printable(result.file))
             err = ET.SubElement(case, "error", type="model error",
-                                message=f"{cx.message}\n" + race_diagram(cx.trace))
-            err.text = format_counterexample(cx, v.variant)
+                                message=one_line(f"{cx.message} ({cx.trace.steps} steps)"))
+            err.text = format_counterexample(cx, v.variant, show=DIAGRAM) + "\n\n" + format_trace(cx.trace)
         for k, n in counts.items():
             suite.set(k, str(n))
             totals[k] += n

@@ -3,18 +3,25 @@ request or attaches to a review thread.
 
 It holds the model and its header comment, the variant x property matrix with each
 outcome against its expectation, the assumptions the verdicts rest on (memory model,
-fairness, each variant's settings), the search statistics, every counterexample as a
-race diagram and a Mermaid diagram (with the step-by-step trace folded away), and the
-command that reproduces the run. Built from the result objects only.
+fairness, each variant's settings), the search statistics, every counterexample folded
+(<details>): unexpected ones as a race diagram and a Mermaid diagram while they fit,
+expected ones as their race one line per step, each linking the side file with its
+whole trace, and the command that reproduces the run, with paths relative to the
+repository. It stays under GitHub's comment limit (BUDGET). Built from the result
+objects only.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+from urllib.parse import quote
+
 from ..safe_text import printable
 from ..trace import RunResult, VariantResult, Verdict, show_value
-from .files import counterexamples, write_text
+from .files import counterexamples, file_stem, write_text
 from .mermaid import diagram_for
-from .text import format_trace, race_diagram
+from .text import format_counterexample, race_diagram, race_lines, violation_lines
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO (per-CPU store buffers)"}
 ENGINE_NAMES = {"explicit": "explicit-state breadth-first search (every counterexample is a shortest one)"}
@@ -143,43 +150,132 @@ def _fence(text: str, lang: str) -> list[str]:
     return [ticks + lang, text.rstrip("\n"), ticks]
 
 
-def _counterexample(result: RunResult, v: VariantResult, cx) -> list[str]:
-    t = cx.trace
-    steps = f"{t.length} step{'s' if t.length != 1 else ''}"
+COMMENT_LIMIT = 65_536  # GitHub's limit on a pull-request comment, in characters
+BUDGET = 60_000  # what the report aims to stay under, leaving room for a reviewer's words
+
+
+def _steps(t) -> str:
+    steps = f"{t.steps} step{'s' if t.steps != 1 else ''}"
     if t.loop_start is not None:
         steps += f", then a loop back to state {t.loop_start} that repeats forever"
+    return steps
+
+
+def _counterexample(result: RunResult, v: VariantResult, cx, expected: bool, link: str | None,
+                    detail: str) -> list[str]:
+    """One counterexample, folded: the summary says what and how long; inside, the race
+    (`detail`: "full" diagram + Mermaid + trace, "race" one line per step, "link" only)."""
     what = cx.kind if cx.kind == cx.property else f"{cx.kind} `{cx.property}`"
-    out = [f"### `{v.variant}`: {what}", "",
-           f"{cx.message} ({steps}; found by the {cx.engine} engine).", "",
-           "Race diagram (one column per process, time going down):", ""]
-    out += _fence(race_diagram(t), "text")
-    out += ["", "Sequence diagram:", ""]
-    out += _fence(diagram_for(result, v.variant, cx), "mermaid")
-    out += ["", "<details><summary>Step-by-step trace with the spec lines and every change</summary>", ""]
-    out += _fence(format_trace(t), "text")
-    out += ["", "</details>", ""]
-    out += [f"Only this variant: {_code(f'check {result.file} --variant {v.variant}')}", ""]
+    mark = "expected" if expected else "**UNEXPECTED**"
+    out = [f"<details{'' if expected else ' open'}><summary><code>{_html(v.variant)}</code>: {_html(what)}, "
+           f"{mark}: {_html(cx.message)} ({_steps(cx.trace)})</summary>", ""]
+    if detail == "full":
+        out += ["Race diagram (one column per process, time going down):", ""]
+        out += _fence(race_diagram(cx.trace), "text")
+        out += ["", "Sequence diagram:", ""]
+        out += _fence(diagram_for(result, v.variant, cx), "mermaid")
+        out += [""]
+    elif detail == "race":
+        out += _fence(race_lines(cx.trace), "text")
+        out += [""]
+    if cx.violation:
+        out += _fence("\n".join(violation_lines(cx)), "text") + [""]
+    if link:
+        out += [f"Whole trace (numbered steps and race diagram): [{_html(link)}]({quote(link)})", ""]
+    out += [f"Only this variant: {_code(f'check {_relative(result.file)} --variant {v.variant}')}", "",
+            "</details>", ""]
     return out
 
 
-def review_report(result: RunResult, timing: bool = False) -> str:
+def _html(text: str) -> str:
+    """Text for HTML inside Markdown (a <summary>): no tag or entity of its own."""
+    return printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def repository_root() -> str:
+    """The git work tree we are in (paths in the report are relative to it), else cwd."""
+    return _root_of(os.getcwd())
+
+
+@functools.lru_cache(maxsize=8)
+def _root_of(cwd: str) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             timeout=10, check=False, cwd=cwd)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return cwd
+
+
+def _relative(path: str, root: str | None = None) -> str:
+    """`path` relative to the repository (or cwd), if it is inside it; never the machine's."""
+    if not os.path.isabs(path):
+        return path
+    root = root or repository_root()
+    rel = os.path.relpath(path, root)
+    return rel if not rel.startswith("..") else os.path.basename(path)
+
+
+def reproduce(result: RunResult) -> str:
+    """The command, its absolute paths made relative to the repository."""
+    import shlex
+
+    command = result.command or f"check {result.file}"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    root = repository_root()
+    return " ".join(shlex.quote(_relative(w, root)) if os.path.isabs(w) else shlex.quote(w) for w in words)
+
+
+def review_report(result: RunResult, timing: bool = False, traces: str | None = None) -> str:
+    """The report; `traces`: the folder (relative to the report) its side files of whole
+    traces go in, linked from each counterexample (None: no side files)."""
+    cxs = counterexamples(result)
+    expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
+    # every race one line per step; then, while the report fits, unexpected ones in full
+    details = ["race"] * len(cxs)
+    text = _report(result, timing, traces, cxs, expected, details)
+    if len(text) > BUDGET:
+        details = ["link"] * len(cxs)
+        text = _report(result, timing, traces, cxs, expected, details)
+    for k, (v, cx) in enumerate(cxs):
+        if expected.get((v.variant, cx.property), False):
+            continue
+        for better in ("full", "race"):
+            if details[k] == better:
+                break
+            tried = details[:k] + [better] + details[k + 1:]
+            bigger = _report(result, timing, traces, cxs, expected, tried)
+            if len(bigger) <= BUDGET:
+                details, text = tried, bigger
+                break
+    return text
+
+
+def _report(result, timing, traces, cxs, expected, details: list[str]) -> str:
     lines = [f"# timerace review: model `{result.model}`", "",
-             f"- **Spec**: {_code(result.file)}",
+             f"- **Spec**: {_code(_relative(result.file))}",
              f"- **Result**: {_summary(result)}",
              "- **Engine**: " + "; ".join(ENGINE_NAMES.get(e, e) for e in
                                           dict.fromkeys(v.stats.engine for v in result.variants)),
-             f"- **Reproduce**: {_code(result.command or 'check ' + result.file)}",
+             f"- **Reproduce**: {_code(reproduce(result))}",
              ""]
     if result.header:
         lines += ["## The model", ""]
         lines += _fence(result.header, "text")
         lines.append("")
     lines += ["## Outcomes (variant x property)", ""]
-    lines += _matrix(result)
+    lines += _fold(_matrix(result), "the variant x property matrix", len(result.variants) > 8)
     lines += ["", "## Assumptions", ""]
-    lines += _assumptions(result)
+    lines += _fold(_assumptions(result), "memory model, fairness, constants per variant", len(result.variants) > 8)
     lines += ["", "## Search statistics", ""]
-    lines += _stats(result, timing)
+    lines += _fold(_stats(result, timing), "states, transitions and depth per variant", len(result.variants) > 8)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         if v.stats.limit == "not checked":  # run.NOT_CHECKED
@@ -187,19 +283,42 @@ def review_report(result: RunResult, timing: bool = False) -> str:
         else:
             lines += ["", f"`{v.variant}`: the search was cut short ({v.stats.limit}); properties without a "
                       "counterexample are **not verified**."]
-    cxs = counterexamples(result)
     lines += ["", "## Counterexamples", ""]
     if not cxs and incomplete:  # never "no property is violated" for a run that did not see everything
         lines += ["None found, but the run is incomplete (see above): properties without a counterexample "
                   "are **not verified**.", ""]
     elif not cxs:
         lines += ["None: no property is violated in any variant.", ""]
-    for v, cx in cxs:
-        lines += _counterexample(result, v, cx)
+    for (v, cx), detail in zip(cxs, details):
+        exp = expected.get((v.variant, cx.property), False)
+        link = f"{traces}/{file_stem(result, v.variant, cx.property)}.txt" if traces else None
+        lines += _counterexample(result, v, cx, exp, link, detail)
     lines += ["## Reproduce", ""]
-    lines += _fence(printable(result.command or f"check {result.file}"), "sh")
+    lines += _fence(printable(reproduce(result)), "sh")
     return printable("\n".join(lines).rstrip("\n"), multiline=True) + "\n"  # the header comment's controls
 
 
-def write_report(result: RunResult, path: str, timing: bool = False) -> None:
-    write_text(path, review_report(result, timing))
+def _fold(lines: list[str], what: str, fold: bool) -> list[str]:
+    if not fold:
+        return lines
+    return [f"<details><summary>{_html(what)}</summary>", ""] + lines + ["", "</details>"]
+
+
+def trace_files(result: RunResult) -> list[tuple[str, str]]:
+    """(file name, text) of each counterexample's whole trace, for the report's side folder."""
+    return [(f"{file_stem(result, v.variant, cx.property)}.txt", format_counterexample(cx, v.variant) + "\n")
+            for v, cx in counterexamples(result)]
+
+
+def write_report(result: RunResult, path: str, timing: bool = False) -> list[str]:
+    """The report, and beside it `<report>.traces/`: one file per counterexample with its
+    whole trace. Returns every path written."""
+    side = trace_files(result)
+    folder = os.path.splitext(os.path.basename(path))[0] + ".traces"
+    write_text(path, review_report(result, timing, folder if side else None))
+    written = [path]
+    for name, text in side:
+        target = os.path.join(os.path.dirname(path), folder, name)
+        write_text(target, text)
+        written.append(target)
+    return written

@@ -78,6 +78,10 @@ def sequence_diagram(t: Trace, title: str, closing: str) -> str:
 def _step(n: int, a: Action, ids: dict[str, str], declared: list[str], fails: bool = False) -> str:
     where = f"line {a.span.line}: " if a.span else ""
     body = _lines(f"{n}. {where}{a.text}", rest="  ")
+    if a.call:
+        body += _lines(f"in {a.call}", rest="  ")
+    if a.detail:
+        body += _lines(a.detail, first="⇒ ", rest="  ")
     effects = "" if a.kind == "flush" else ", ".join(effect_text(k, v) for k, v in a.changes)
     if effects:
         body += _lines(effects, first="→ ", rest="  ")

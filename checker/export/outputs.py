@@ -77,8 +77,7 @@ def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], lis
     if req.report:
         from .markdown import write_report
 
-        write_report(result, req.report, req.timing)
-        written.append(req.report)
+        written += write_report(result, req.report, req.timing)
     if req.sarif:
         from .sarif import write_sarif
 

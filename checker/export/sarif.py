@@ -21,15 +21,38 @@ from .files import dump_json, write_text
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
+SRCROOT = "SRCROOT"  # the uriBaseId of every location: the repository (code scanning's checkout)
+
+
 def artifact_uri(path: str) -> str:
-    """A URI reference for a spec path: relative paths stay relative."""
-    if os.path.isabs(path):
-        return "file://" + quote(path.replace(os.sep, "/"))
-    return quote(path.replace(os.sep, "/"))
+    """A URI reference for a spec path, relative to the repository (or the working
+    folder) whatever path `check` was given: what code scanning resolves against."""
+    from .markdown import _relative
+
+    return quote(_relative(os.path.normpath(path)).replace(os.sep, "/"))
+
+
+def _artifact(path: str) -> dict:
+    return {"uri": artifact_uri(path), "uriBaseId": SRCROOT}
+
+
+def fingerprint(model: str, variant: str, prop: str) -> str:
+    """Stable across runs and unique per (model, variant, property), so that code
+    scanning keeps one alert per violated property of each variant."""
+    import hashlib
+
+    return hashlib.sha256(f"{model}\0{variant}\0{prop}".encode()).hexdigest()[:32]
+
+
+STATEMENT_LINES = 3  # a span longer than this is a block: the region is its first line only
 
 
 def _region(span: Span) -> dict:
     region = {"startLine": max(span.line, 1)}
+    if span.end_line - span.line >= STATEMENT_LINES:  # a block: point at its head, not its 78 lines
+        if span.col > 0:
+            region["startColumn"] = span.col
+        return region
     if span.col > 0:
         region["startColumn"] = span.col
     if span.end_line >= span.line and span.end_line > 0:
@@ -40,7 +63,7 @@ def _region(span: Span) -> dict:
 
 
 def _location(span: Span | None, file: str, message: str | None = None) -> dict:
-    loc: dict = {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(span.file if span else file)}}}
+    loc: dict = {"physicalLocation": {"artifactLocation": _artifact(span.file if span else file)}}
     if span is not None and span.line > 0:
         loc["physicalLocation"]["region"] = _region(span)
     if message:
@@ -48,9 +71,19 @@ def _location(span: Span | None, file: str, message: str | None = None) -> dict:
     return loc
 
 
+def statement_span(a: Action) -> Span | None:
+    """Where a step's statement is: an `if`/`while` step's span is the whole statement,
+    body included (often dozens of lines), but the step is its head, as its text says."""
+    sp = a.span
+    if sp is None or sp.end_line <= sp.line or not a.text or a.text.endswith(("}", ";")):
+        return sp
+    return Span(sp.file, sp.line, sp.col, sp.line, sp.col + len(a.text))
+
+
 def _step_text(n: int, a: Action) -> str:
     effects = ", ".join(f"{k} = {show_value(v)}" for k, v in a.changes)
-    return f"{n}. {a.process}: {a.text}" + (f" -> {effects}" if effects else "")
+    return (f"{n}. {a.process}: {a.text}" + (f" [{a.call}]" if a.call else "")
+            + (f" => {a.detail}" if a.detail else "") + (f" -> {effects}" if effects else ""))
 
 
 def code_flow(cx: Counterexample, file: str) -> dict:
@@ -61,7 +94,7 @@ def code_flow(cx: Counterexample, file: str) -> dict:
     threads: dict[str, list[dict]] = {}
     for n, a in steps:
         text = _step_text(n, a) + (" -- fails here" if a.kind == "failed" else "")
-        entry = {"location": _location(a.span, file, text), "executionOrder": n}
+        entry = {"location": _location(statement_span(a), file, text), "executionOrder": n}
         if t.loop_start is not None and n - 1 == t.loop_start:
             entry["kinds"] = ["loop start"]
         threads.setdefault(a.process, []).append(entry)
@@ -69,10 +102,18 @@ def code_flow(cx: Counterexample, file: str) -> dict:
              for proc, locs in threads.items()]
     if not flows:  # a violation in the initial state: still one (empty-step) flow
         flows = [{"locations": [{"location": _location(None, file, "the initial state"), "executionOrder": 0}]}]
-    msg = f"{cx.message}: {t.length} steps"
+    msg = f"{cx.message}: {t.steps} steps"
     if t.loop_start is not None:
         msg += f", then back to step {t.loop_start + 1} forever"
     return {"message": {"text": msg}, "threadFlows": flows}
+
+
+_HELP = ("Each result is one variant's outcome that differs from its expectation. The code flow is the "
+         "counterexample: one thread flow per process, executionOrder numbering the interleaved steps. "
+         "Reproduce with `check SPEC --variant VARIANT --full`; `--replay` re-runs a saved trace.")
+_HELP_MD = ("Each result is one variant's outcome that differs from its expectation. The code flow is the "
+            "counterexample: one thread flow per process, `executionOrder` numbering the interleaved steps.\n\n"
+            "Reproduce with `check SPEC --variant VARIANT --full`; `--replay` re-runs a saved trace.")
 
 
 def _describe(kind: str, prop: str) -> str:
@@ -87,15 +128,23 @@ def to_sarif(result: RunResult) -> dict:
     rules: dict[str, dict] = {}
     for v in result.variants:
         for o in v.outcomes:
+            where = f" (declared at line {o.span.line} of {artifact_uri(o.span.file)})" if o.span and o.span.line else ""
             rules.setdefault(o.property, {
                 "id": o.property,
                 "name": o.property,
                 "shortDescription": {"text": _describe(o.kind, o.property)},
+                "fullDescription": {"text": f"The {o.kind} property `{o.property}`{where} of model "
+                                            f"{result.model}, checked in every variant over every "
+                                            "interleaving of the processes' steps."},
+                "help": {"text": _HELP, "markdown": _HELP_MD},
                 "defaultConfiguration": {"level": "error"},
             })
     if any(v.model_error is not None for v in result.variants):
         rules.setdefault("model-error", {"id": "model-error", "name": "model-error",
                                          "shortDescription": {"text": "the model went wrong during the search"},
+                                         "fullDescription": {"text": "A step of the model went wrong (a value out "
+                                                             "of its range, an index, a division by zero)."},
+                                         "help": {"text": _HELP, "markdown": _HELP_MD},
                                          "defaultConfiguration": {"level": "error"}})
     rule_ids = list(rules)
     results = []
@@ -113,19 +162,28 @@ def to_sarif(result: RunResult) -> dict:
             else:
                 level = "error"
                 text = f"variant {v.variant}: {o.kind} {o.property} {o.verdict.value}, but it is expected to be {expected}"
+            at = o.span
+            if o.expected_violation and o.verdict is not Verdict.VIOLATED and o.expect_span is not None:
+                at = o.expect_span  # the unmet expectation is the `expect` clause's
+            elif o.counterexample is not None and o.counterexample.trace.failure is not None \
+                    and o.counterexample.trace.failure.span is not None:
+                at = statement_span(o.counterexample.trace.failure)  # the statement that failed
             res = {"ruleId": o.property, "ruleIndex": rule_ids.index(o.property), "level": level,
-                   "message": {"text": text}, "locations": [_location(o.span, result.file)],
+                   "message": {"text": text}, "locations": [_location(at, result.file)],
+                   "partialFingerprints": {"timerace/v1": fingerprint(result.model, v.variant, o.property)},
                    "properties": {"variant": v.variant, "verdict": o.verdict.value, "expected": expected}}
             if o.counterexample is not None:
                 res["codeFlows"] = [code_flow(o.counterexample, result.file)]
             results.append(res)
         if v.model_error is not None:
             cx = v.model_error
-            where = cx.trace.failure.span if cx.trace.failure else None
+            where = statement_span(cx.trace.failure) if cx.trace.failure else None
             results.append({"ruleId": "model-error", "ruleIndex": rule_ids.index("model-error"), "level": "error",
                             "message": {"text": f"variant {v.variant}: model error: {cx.message}"},
                             "locations": [_location(where, result.file)],
                             "codeFlows": [code_flow(cx, result.file)],
+                            "partialFingerprints": {"timerace/v1": fingerprint(result.model, v.variant,
+                                                                               "model error")},
                             "properties": {"variant": v.variant, "verdict": "model error"}})
     from ..engines.coverage import run_warnings
 
@@ -144,7 +202,7 @@ def to_sarif(result: RunResult) -> dict:
     run = {
         "tool": {"driver": {"name": "timerace", "version": __version__, "rules": list(rules.values())}},
         "invocations": [{"executionSuccessful": True, "commandLine": result.command or f"check {result.file}"}],
-        "artifacts": [{"location": {"uri": artifact_uri(result.file)}}],
+        "artifacts": [{"location": _artifact(result.file)}],
         "results": results,
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

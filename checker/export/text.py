@@ -6,6 +6,7 @@ Everything here formats result objects; nothing re-runs a model.
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 from ..safe_text import printable
@@ -17,6 +18,7 @@ MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
 
 CTI = "counterexample to induction"
+MERGED = "local steps merged into the step that follows them"  # engines/reduce.py's note
 ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)",
                 "simulate": "random simulation (finds violations, verifies nothing)"}
 
@@ -58,39 +60,50 @@ def _engine_of(o, v) -> str:
 
 def summary_table(result: RunResult) -> str:
     mixed = _mixed_memory(result)
-    rows = [("variant", "property", "verdict", "expected", "", "states", "depth", "time", "engine")]
+    rows = [("variant", "property", "verdict", "expected", "", "steps", "states", "depth", "time", "engine")]
     for v in result.variants:
         first = True
         states = f"{v.stats.states:,}" if v.stats.engine == "explicit" else "-"  # Z3 counts no states
         for o in v.outcomes:
             exp = ("violated" if o.expected_violation else "holds") if result.use_expectations else "holds"
+            cx = o.counterexample
             rows.append((v.variant if first else "", o.property, verdict_word(o), exp, _mark(o),
+                         str(cx.trace.steps) if cx is not None and cx.kind != "lemma" else "",
                          states if first else "", str(v.stats.depth) if first else "",
                          f"{v.stats.seconds:.2f}s" if first else "",
                          _engine_of(o, v)))
             first = False
         if not v.outcomes and v.model_error is None:
             done = "explored" if v.stats.complete else "incomplete"
-            rows.append((v.variant, "(no properties)", done, "-", "", states,
+            rows.append((v.variant, "(no properties)", done, "-", "", "", states,
                          str(v.stats.depth), f"{v.stats.seconds:.2f}s", v.stats.engine))
         if v.model_error is not None:
             rows.append((v.variant if first else "", "(model error)", "error", "-", "UNEXPECTED",
-                         states if first else "", "", "", v.stats.engine))
+                         str(v.model_error.trace.steps), states if first else "", "", "", v.stats.engine))
         for _ in v.checker_bugs:
-            rows.append(("", "(checker bug)", "checker bug", "-", "CHECKER BUG", "", "", "", v.stats.engine))
+            rows.append(("", "(checker bug)", "checker bug", "-", "CHECKER BUG", "", "", "", "", v.stats.engine))
+    lengths = any(r[5] for r in rows[1:])
+    if not lengths:  # no counterexample: no column of blanks
+        rows = [r[:5] + r[6:] for r in rows]
     if mixed:  # say which memory model each variant ran under
         memory = ["memory"] + [v.memory if k == 0 else "" for v in result.variants
                                for k in range(len(v.outcomes) + (v.model_error is not None)
                                               + len(v.checker_bugs))]
         rows = [r[:1] + (mem,) + r[1:] for r, mem in zip(rows, memory)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = {6, 7, 8} if mixed else {5, 6, 7}
+    right = {5, 6, 7, 8} if lengths else {5, 6, 7}
+    if mixed:
+        right = {i + 1 for i in right}
     lines = []
     for k, r in enumerate(rows):
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
+    if lengths and any(v.stats.engine == "explicit" for v in result.variants):
+        lines.append("steps: the counterexample's length, its failing step included; depth: how deep the "
+                     "search went" + (" (K for bmc)" if any(v.stats.engine == "bmc" for v in result.variants)
+                                      else ""))
     return "\n".join(lines)
 
 
@@ -187,6 +200,9 @@ def reduction_notes(result: RunResult) -> list[str]:
                          else f"{what} ({', '.join(v for v, _ in said)})")
         else:
             lines.append(f"{what}: " + ", ".join(f"{v} {d}" for v, d in said))
+        if what == MERGED:
+            lines.append("  (the search takes a merged chain as one step, so its states and depth count fewer "
+                         "than a trace's steps; the traces show every step)")
     return lines
 
 
@@ -224,7 +240,12 @@ def footer(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def format_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
+DIAGRAM, TRACE, BOTH, COMPACT = "diagram", "trace", "both", "compact"  # what format_counterexample shows of a trace
+
+
+def format_counterexample(cx: Counterexample, variant: str, width: int = 100, show: str = BOTH) -> str:
+    """A counterexample: its title, message and length, then the numbered trace and/or
+    the race diagram (`show`), then the violating state."""
     t = cx.trace
     if cx.kind == "lemma":
         return format_lemma_counterexample(cx, variant, width)
@@ -237,10 +258,14 @@ def format_counterexample(cx: Counterexample, variant: str, width: int = 100) ->
     if cx.engine != "explicit":
         lines.append(f"found by {cx.engine}; replayed through the compiled steps")
     lines += [shape(t), ""]
-    lines.append(format_trace(t, width))
-    lines.append("")
-    lines.append(race_diagram(t, width))
-    return "\n".join(lines)
+    if show in (TRACE, BOTH):
+        lines += [format_trace(t, width), ""]
+    if show in (DIAGRAM, BOTH):
+        lines += [race_diagram(t, width), ""]
+    elif show == COMPACT:
+        lines += [race_lines(t, width), ""]
+    lines += violation_lines(cx, width)
+    return "\n".join(lines).rstrip("\n")
 
 
 def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
@@ -251,10 +276,12 @@ def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 1
     title = f"Counterexample: variant {variant}, lemma {cx.property}"
     lines = [title, "=" * min(len(title), width)]
     lines += textwrap.wrap(cx.message, width) or [""]
-    values = cx.trace.states[0].values
+    values = [(k, show_number(v)) for k, v in cx.trace.states[0].values]
+    if cx.violation:  # every side of every comparison, evaluated at these parameters
+        values = [(k, show_number(int(v)) if v.lstrip("-").isdigit() else v) for k, v in cx.violation]
     namew = min(max((len(k) for k, _ in values), default=0), 50)
     for k, v in values:
-        lines.append(f"    {k.ljust(namew)} = {show_number(v)}")
+        lines.append(f"    {k.ljust(namew)} = {v}")
     return "\n".join(lines)
 
 
@@ -264,7 +291,7 @@ def shape(t: Trace) -> str:
         return f"{n} step{'s' if n != 1 else ''}"
 
     if t.loop_start is None:
-        return steps(t.length)
+        return steps(t.steps) + (" (the last one fails)" if t.failure is not None else "")
     if t.loop_start == t.length:
         return f"{steps(t.length)} to state {t.loop_start}, where the run stays for ever"
     return (f"{steps(t.loop_start)} to state {t.loop_start}, then a loop of "
@@ -301,6 +328,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
         if t.loop_start is not None and i - 1 == t.loop_start:
             lines.append(f"  {'-' * 8} loop starts here (state {t.loop_start}); the steps below repeat forever {'-' * 8}")
         lines.append(_action_line(i, numw, a, width))
+        lines += _explained(a, numw, width)
         for chunk in _wrap_assignments(list(a.changes), width - 8 - numw):
             lines.append(" " * (6 + numw) + chunk)
     if t.loop_start is not None and t.loop_start == t.length:
@@ -310,16 +338,45 @@ def format_trace(t: Trace, width: int = 100) -> str:
     if t.failure is not None:
         a = t.failure
         lines.append(_action_line(t.length + 1, numw, a, width) + "   <-- fails here")
+        lines += _explained(a, numw, width)
     return "\n".join(lines)
 
 
+def _explained(a, numw: int, width: int) -> list[str]:
+    """The lines under a step that say what it did: the inline call it belongs to, and
+    the branch it took or what its primitives returned."""
+    out = []
+    pad = " " * (6 + numw)
+    if a.call:
+        out += wrap_cell(f"in {a.call}", width, pad, pad + "  ")
+    if a.detail:
+        out += wrap_cell(f"=> {a.detail}", width, pad, pad + "   ")
+    return out
+
+
+def violation_lines(cx: Counterexample, width: int = 100) -> list[str]:
+    """The violating state: each operand of the property, then where every process is."""
+    if not cx.violation:
+        return []
+    sides = [(k, v) for k, v in cx.violation if not k.endswith("@")]
+    where = [f"{k}{v}" for k, v in cx.violation if k.endswith("@")]
+    lines = ["Violating state:" if cx.kind != "lemma" else "Values:"]
+    namew = min(max((len(k) for k, _ in sides), default=0), 40)
+    lines += [f"    {k.ljust(namew)} = {v}" for k, v in sides]
+    if where:
+        lines += wrap_cell("processes at: " + ", ".join(where), width, "    ", "      ")
+    return lines
+
+
 def _action_line(i: int, numw: int, a, width: int) -> str:
-    where = f"{printable(a.span.file)}:{a.span.line}" if a.span else ""
+    """`  3. vcpu  pi_timer.spec:120 [inline]  statement`, the statement wrapped at token
+    boundaries (never cut) under itself, however long the spec's path is."""
+    where = f"{printable(os.path.basename(a.span.file))}:{a.span.line}" if a.span else ""
     ctx = f" [{a.inline}]" if a.inline else ""
     head = f"  {str(i).rjust(numw)}. {a.process:<10} " + (f"{where}{ctx}  " if where or ctx else "")
-    room = max(20, width - len(head))
-    text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."
-    return head + text
+    if len(head) > width // 2:  # a long process name or path: the statement goes below
+        return head.rstrip() + "\n" + "\n".join(wrap_cell(a.text, width, " " * (6 + numw), " " * (8 + numw)))
+    return "\n".join(wrap_cell(a.text, width, head, " " * (len(head) + 2)))
 
 
 def _wrap_assignments(pairs, width: int) -> list[str]:
@@ -336,7 +393,7 @@ def _wrap_assignments(pairs, width: int) -> list[str]:
     return out
 
 
-def race_diagram(t: Trace, width: int = 100) -> str:
+def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     """One column per process that takes a step, time going down; each step shows the
     statement and, below it, what it changed. Stores made visible by a TSO flush sit in
     `memory`. Long statements wrap inside their column (at spaces, else after
@@ -383,13 +440,20 @@ def race_diagram(t: Trace, width: int = 100) -> str:
         if t.loop_start is not None and i == t.loop_start:
             lines.append(banner("~~~ loop: the steps below repeat forever ~~~"))
         colw = colws[procs.index(a.process)]
-        body = wrap_cell(a.text, colw, rest="  ")
-        if _effects(a):
-            body += wrap_cell(_effects(a), colw, first="  -> ", rest="     ")
+        if compact:
+            body = [clip(" ".join(a.text.split()) + (f" -> {_effects(a)}" if _effects(a) else "")
+                         + (f" => {a.detail}" if a.detail else ""), colw)]
+        else:
+            body = wrap_cell(a.text, colw, rest="  ") + _said(a, colw)
+            if _effects(a):
+                body += wrap_cell(_effects(a), colw, first="  -> ", rest="     ")
         lines += row(f"{i + 1}", procs.index(a.process), body)
     if t.failure is not None:
         a = t.failure
-        body = wrap_cell(a.text, colws[procs.index(a.process)], rest="  ") + ["  ** FAILS **"]
+        colw = colws[procs.index(a.process)]
+        body = wrap_cell(a.text, colw, rest="  ") + _said(a, colw) + ["  ** FAILS **"]
+        if compact:
+            body = [clip(" ".join(a.text.split()), colw - 7) + " FAILS"]
         lines += row(f"{t.length + 1}", procs.index(a.process), body)
     if t.loop_start is not None and t.loop_start == t.length:
         lines.append(banner("~~~ the run stays here for ever ~~~"))
@@ -402,6 +466,50 @@ def race_diagram(t: Trace, width: int = 100) -> str:
     if idle:
         lines.append(f"{lead}(no step taken by: {', '.join(idle)})")
     return "\n".join(lines)
+
+
+def race_lines(t: Trace, width: int = 100) -> str:
+    """The race in one line per step: who moved, what it ran, what changed and what it
+    decided, clipped at a token boundary (the default for an expected violation)."""
+    steps = list(t.actions) + ([t.failure] if t.failure else [])
+    numw = len(str(max(len(steps), 1)))
+    procw = min(max((len(a.process) for a in steps), default=1), 12)
+    lines = []
+    for i, a in enumerate(steps, 1):
+        if t.loop_start is not None and i - 1 == t.loop_start:
+            lines.append(" " * (numw + 1) + "~~~ loop: the steps below repeat forever ~~~")
+        text = " ".join(a.text.split())
+        if a is t.failure and i == len(steps):
+            text += "  ** FAILS **"
+        else:
+            text += f"  -> {_effects(a)}" if _effects(a) else ""
+        text += f"  => {a.detail}" if a.detail else ""
+        lines.append(clip(f"{str(i).rjust(numw)} {a.process.ljust(procw)} {text}", width))
+    if t.loop_start is not None:
+        lines.append(" " * (numw + 1) + (f"~~~ back to step {t.loop_start + 1} ~~~" if t.loop_start < t.length
+                                         else "~~~ the run stays here for ever ~~~"))
+    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
+    if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
+        lines.append("still buffered, not yet visible:")
+        lines += [f"  {k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
+                  for k, v in pending for loc, x in v]
+    return "\n".join(lines)
+
+
+def clip(text: str, width: int) -> str:
+    """One line of at most `width` columns, cut at a token boundary (then `..`)."""
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width - 2)
+    if cut <= width // 3:
+        cut = _cut(text[:width - 2], width - 2) or width - 2
+    return text[:cut].rstrip() + " .."
+
+
+def _said(a, colw: int) -> list[str]:
+    """A step's call site and outcome in its diagram column."""
+    out = wrap_cell(f"[{a.call}]", colw, "  ", "   ") if a.call else []
+    return out + (wrap_cell(a.detail, colw, "  => ", "     ") if a.detail else [])
 
 
 def _effects(a) -> str:
@@ -428,10 +536,11 @@ _SOFT_BREAKS = ",;.([{=&|"  # break after these inside a long token ...
 _LAST_RESORT = "_>"  # ... or inside a name (`lapic_timer_` / `->mode`) before cutting letters
 
 
-def _cut(word: str, room: int) -> int:
-    """Where to break a long token to fit `room`: after punctuation, else after `_`."""
+def _cut(word: str, room: int, names: bool = True) -> int:
+    """Where to break a long token to fit `room`: after punctuation, else (`names`)
+    after `_` inside a name."""
     cut = max(word.rfind(ch, 0, room) + 1 for ch in _SOFT_BREAKS)
-    if cut <= room // 3:
+    if cut <= 3 and names:  # between C tokens where there is a place; inside a name only if not
         cut = max([cut] + [word.rfind(ch, 0, room) + 1 for ch in _LAST_RESORT])
     return cut
 
@@ -449,11 +558,13 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
             if len(word) <= room:
                 line = f"{line} {word}" if len(line) > prefix_len else line + word
                 break
-            cut = _cut(word, room)
+            too_long = len(word) > width - len(rest)  # it fits on no line: a name may be split
+            cut = _cut(word, room, names=too_long)
             if len(line) > prefix_len:
                 # a word too long for any line, or one that would leave this line nearly
-                # empty, is split here if it breaks well; else it starts a new line
-                if (len(word) > width - len(rest) or len(line.strip()) <= width // 4) and cut > 3:
+                # empty, is split here if it breaks well (between C tokens, never inside a
+                # name that fits on a line of its own); else it starts a new line
+                if (too_long or len(line.strip()) <= width // 4) and cut > 3:
                     out.append(f"{line} {word[:cut]}")
                     line, prefix_len = rest, len(rest)
                     word = word[cut:]
@@ -488,11 +599,27 @@ def coverage_lines(result: RunResult) -> list[str]:
             for w in run_warnings(result)]
 
 
-def format_run(result: RunResult, show_traces: bool = True, width: int = 100) -> str:
+def format_run(result: RunResult, show_traces: bool = True, width: int = 100, full: bool = False) -> str:
+    """The run as `check` prints it. By default an expected violation shows its race
+    diagram only, and a race already drawn for another property of the variant is named,
+    not drawn again; an unexpected one (or a model error) shows the numbered trace too.
+    `full`: every counterexample in both forms."""
     parts = [header(result), "", summary_table(result)]
     if show_traces:
+        expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
+        drawn: dict[tuple, str] = {}
         for v, cx in counterexamples(result):
-            parts += ["", format_counterexample(cx, v.variant, width)]
+            quiet = not full and expected.get((v.variant, cx.property), False)
+            key = (v.variant, tuple((a.process, a.span, a.text) for a in cx.trace.actions))
+            if quiet and key in drawn and cx.trace.actions:  # (a lemma has no race to repeat)
+                parts += ["", f"Counterexample: variant {v.variant}, {describe(cx)}: {cx.message}; "
+                          f"{shape(cx.trace)}, the same race as {drawn[key]} above"]
+                continue
+            drawn.setdefault(key, describe(cx))
+            parts += ["", format_counterexample(cx, v.variant, width, COMPACT if quiet else BOTH)]
+        if not full and any(expected.get((v.variant, cx.property)) for v, cx in counterexamples(result)):
+            parts += ["", "Expected violations show one line per step; --full shows each in full "
+                          "(numbered trace and race diagram), as unexpected ones are."]
     foot = footer(result)
     if foot:
         parts += ["", foot]
