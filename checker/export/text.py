@@ -594,9 +594,29 @@ def coverage_lines(result: RunResult) -> list[str]:
     """Coverage and vacuity warnings (engines/coverage.py), one line each."""
     from ..engines.coverage import run_warnings
 
-    return [f"warning: {w.variant}: " + (f"line {w.line}: " if w.line else "") + w.message
-            if not w.message.startswith(w.variant + ":") else f"warning: {w.message}"
-            for w in run_warnings(result)]
+    grouped: dict[tuple, list[str]] = {}  # the same warning in several variants is one line
+    for w in run_warnings(result):
+        key = (w.line, w.message) if not w.message.startswith(w.variant + ":") else (0, w.message)
+        grouped.setdefault(key, []).append(w.variant)
+    lines = []
+    for (line, msg), variants in grouped.items():
+        where = f"line {line}: " if line else ""
+        if msg.startswith(variants[0] + ":"):
+            lines.append(f"warning: {msg}")
+        elif len(variants) == 1:
+            lines.append(f"warning: {variants[0]}: {where}{msg}")
+        else:
+            shown = ", ".join(variants[:6]) + (f" and {len(variants) - 6} more" if len(variants) > 6 else "")
+            lines.append(f"warning: {where}{msg} (in {shown})")
+    if len(lines) > MAX_WARNING_LINES:
+        rest = len(lines) - MAX_WARNING_LINES
+        lines = lines[:MAX_WARNING_LINES] + [f"warning: ... and {rest} more: --coverage lists every statement, "
+                                             "--json and --sarif hold every warning"]
+    return lines
+
+
+#: coverage warnings shown in the text output; the rest are counted (all are in JSON and SARIF)
+MAX_WARNING_LINES = 40
 
 
 def format_run(result: RunResult, show_traces: bool = True, width: int = 100, full: bool = False) -> str:
