@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from . import ast
 from . import model as m
 from .builtins import ALIASES, BUILTINS, Arg, Cls, Pure, Result, RmwOp
-from .errors import NOWHERE, Span, SpecError, did_you_mean, source_lines, source_text
+from .errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all, source_lines, source_text
 from .limits import MAX_PROCESSES, MAX_VALUES
 from .parse import literal_value
 
@@ -92,7 +92,10 @@ def parse_defines(texts) -> dict[str, str]:
 def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
             memory: str | None = None, store_buffer: int | None = None) -> m.Model:
     """`memory` and `store_buffer` come from the command line and override the spec."""
-    return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    try:
+        return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    except SpecError as e:
+        raise e.with_code(STAGE_CODES["resolve"]) from None
 
 
 # ---- the resolver --------------------------------------------------------------
@@ -138,6 +141,8 @@ class _Resolver:
         self.assert_names: dict[str, Span] = {}
         self.lemmas: list[m.Lemma] = []
         self.uid = itertools.count()
+        self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
+        self.writing: str | None = None  # the name an assignment is storing to (not a read)
 
     # -- top level
     def run(self) -> m.Model:
@@ -146,7 +151,7 @@ class _Resolver:
         if self.variant != BASE and self.variant not in variants:
             raise SpecError(NOWHERE, f"unknown variant '{self.variant}'",
                             did_you_mean(self.variant, variant_names(spec))
-                            or f"variants: {', '.join(variant_names(spec))}")
+                            or f"variants: {', '.join(variant_names(spec))}", code="TR205")
         self._check_duplicates()
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
@@ -163,12 +168,27 @@ class _Resolver:
             self.inlines[d.name] = d
         for d in spec.of(ast.FnDecl):
             self.fns[d.name] = d
+        # several errors per run: each declaration of a group is resolved even when one
+        # before it failed, and the group's errors are reported together; the next group
+        # is not started (its errors could be echoes of these)
+        errors: list[SpecError] = []
         for d in spec.items:
-            if isinstance(d, ast.VarDecl):
-                self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
-            elif isinstance(d, ast.WaitQueueDecl):
-                self.globals[d.name] = self._waitqueue(d)
-        processes = tuple(self._process(d) for d in spec.of(ast.ProcessDecl))
+            try:
+                if isinstance(d, ast.VarDecl):
+                    self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
+                elif isinstance(d, ast.WaitQueueDecl):
+                    self.globals[d.name] = self._waitqueue(d)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = []
+        for d in spec.of(ast.ProcessDecl):
+            try:
+                processes.append(self._process(d))
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = tuple(processes)
         self.process_labels = {p.name: set(p.labels) for p in processes}
         self.processes = {p.name: p for p in processes}
         if not processes and not spec.of(ast.LemmaDecl):
@@ -182,7 +202,19 @@ class _Resolver:
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer)
+            store_buffer=store_buffer, warnings=self._unread_locals(processes))
+
+    def _unread_locals(self, processes) -> tuple[tuple[int, str], ...]:
+        """(line, message) for each process-local variable nothing reads: it only widens
+        the state (a value written and never read still makes states differ)."""
+        out = []
+        for p in processes:
+            decls = {v.name: v for v in self.process_decls[p.name].locals}
+            for sym in p.locals:
+                if id(sym) not in self.read_locals and sym.name in decls:
+                    out.append((decls[sym.name].span.line,
+                                f"{p.name}: local '{sym.name}' is never read"))
+        return tuple(out)
 
     def _const_value(self, c: m.Const):
         if isinstance(c.type, m.BoolT):
@@ -241,11 +273,11 @@ class _Resolver:
 
         def add(name: str, what: str, span: Span):
             if name in RESERVED_TYPES or name in ("self", "true", "false", "any"):
-                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}")
+                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}", code="TR204")
             if name in seen:
                 prev_what, prev = seen[name]
                 raise SpecError(span, f"duplicate name '{name}'",
-                                f"already declared as a {prev_what} at {prev}")
+                                f"already declared as a {prev_what} at {prev}", code="TR202")
             seen[name] = (what, span)
 
         for d in self.spec.items:
@@ -263,18 +295,19 @@ class _Resolver:
                 add(d.name, "inline procedure", d.span)
             elif isinstance(d, ast.FnDecl):
                 add(d.name, "function", d.span)
-            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl)):
+            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl,
+                                ast.ReachableDecl)):
                 if d.name in props or d.name in (DEADLOCK, ASSERTIONS):
                     raise SpecError(d.span, f"duplicate property name '{d.name}'",
                                     "deadlock and assertions are built-in property names"
                                     if d.name in (DEADLOCK, ASSERTIONS)
-                                    else f"already declared at {props[d.name]}")
+                                    else f"already declared at {props[d.name]}", code="TR202")
                 props[d.name] = d.span
             elif isinstance(d, ast.VariantDecl):
                 if d.name in variants or d.name == BASE:
                     raise SpecError(d.span, f"duplicate variant name '{d.name}'",
                                     "'base' names the model without overrides"
-                                    if d.name == BASE else f"already declared at {variants[d.name]}")
+                                    if d.name == BASE else f"already declared at {variants[d.name]}", code="TR202")
                 variants[d.name] = d.span
         models = self.spec.of(ast.ModelDecl)
         if len(models) > 1:
@@ -333,7 +366,7 @@ class _Resolver:
         r = self.expr(e, _Ctx(what=what))
         if not isinstance(r, m.Const):
             raise SpecError(e.span, f"{what} must be a constant expression",
-                            "use literals, other constants and enum members")
+                            "use literals, other constants and enum members", code="TR206")
         return r
 
     def spec_enum_members(self) -> dict[str, tuple[m.EnumT, int]]:
@@ -365,6 +398,14 @@ class _Resolver:
             if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.enums:
                 e = self.enums[t.size.name]
                 return m.BitsetT(len(e.members), e)
+            if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.process_decls:
+                count = self.process_counts.get(t.size.name)  # bitset(vcpu): one bit per instance
+                if count is None:
+                    raise SpecError(t.size.span, f"'{t.size.name}' is one process, not an array",
+                                    "bitset(P) has a bit per instance of `process P[N]`; write bitset(N)")
+                if not 1 <= count <= 64:
+                    raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {count}")
+                return m.BitsetT(count)
             if t.size is not None:
                 size = self.const_int(t.size, "a bit set's size")
             else:
@@ -384,7 +425,7 @@ class _Resolver:
             raise SpecError(t.span, f"unknown type '{t.name}'",
                             did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES)
                                          + list(m.SIGNED_TYPES))
-                            or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64")
+                            or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64", code="TR201")
         raise SpecError(t.span, "unsupported type")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
@@ -471,7 +512,7 @@ class _Resolver:
 
     def _bitnr(self, nr: m.TExpr, t: m.BitsetT, span: Span) -> int:
         if not isinstance(nr, m.Const):
-            raise SpecError(span, "a bit number here must be a constant")
+            raise SpecError(span, "a bit number here must be a constant", code="TR206")
         self._check_bitnr_type(nr, t, span)
         if not 0 <= nr.value < t.size:
             raise SpecError(span, f"bit {nr.value} is outside {t.describe()} (bits 0..{t.size - 1})")
@@ -508,7 +549,7 @@ class _Resolver:
         locals_: dict[str, m.VarSym] = {}
         for v in d.locals:
             if v.name in locals_:
-                raise SpecError(v.span, f"duplicate local variable '{v.name}'")
+                raise SpecError(v.span, f"duplicate local variable '{v.name}'", code="TR202")
             if v.name in self.globals or v.name in self.consts:
                 raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                 "give it another name")
@@ -526,7 +567,7 @@ class _Resolver:
         for s in _walk(body):
             if isinstance(s, m.SGoto) and s.label not in labels:
                 raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
-                                did_you_mean(s.label, labels) or "labels are `name:` before a statement")
+                                did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
 
     # -- statements
     def stmts(self, body, ctx: _Ctx) -> tuple[m.RStmt, ...]:
@@ -538,6 +579,13 @@ class _Resolver:
             return _block(s.span, self.stmts(s.body, ctx))
         if isinstance(s, ast.Assign):
             target = self.lvalue(s.target, ctx)
+            if isinstance(s.value, ast.ListInit):  # `s = {...};`: constant bits of a bit set
+                if not isinstance(target.type, m.BitsetT):
+                    raise SpecError(s.value.span, f"`{{...}}` is a bit set, and '{s.target.name}' is "
+                                    f"{target.type.describe()}", "a set value goes to a `bitset` variable",
+                                    "TR203")
+                mask = self._bitset_value(s.value, target.type)
+                return m.SAssign(s.span, target, m.Const(s.value.span, target.type, mask))
             value = self.expr(s.value, eff)
             self._check_assignable(target.type, value, s.value.span, f"'{s.target.name}'")
             if isinstance(target.type, m.IntT):
@@ -571,7 +619,7 @@ class _Resolver:
                                 "an atomic block is one step; label the `atomic` statement itself")
             if ctx.labels is not None:
                 if s.label in ctx.labels and not ctx.in_inline:
-                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'")
+                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'", code="TR202")
                 ctx.labels.add(s.label)
             return m.SLabeled(s.span, s.label, self.stmt(s.stmt, ctx))
         if isinstance(s, ast.Goto):
@@ -602,7 +650,7 @@ class _Resolver:
                     raise SpecError(s.span, f"'{s.name}' is a built-in property name")
                 prev = self.assert_names.get(s.name)
                 if prev is not None and prev != s.span and not ctx.in_inline:
-                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}")
+                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}", code="TR202")
                 self.assert_names[s.name] = s.span
             else:
                 self.assert_names.setdefault(ASSERTIONS, s.span)
@@ -697,6 +745,7 @@ class _Resolver:
             return m.Var(a.span, sym.type, sym)
         if isinstance(a, ast.Name) and a.name in ctx.locals and isinstance(ctx.locals[a.name].type, m.ArrayT):
             sym = ctx.locals[a.name]
+            self.read_locals.add(id(sym))
             return m.Var(a.span, sym.type, sym)
         e = self.expr(a, _Ctx(**{**ctx.__dict__, "effects": False, "what": "an argument"}))
         return e
@@ -710,10 +759,14 @@ class _Resolver:
         return r
 
     def lvalue(self, lv: ast.LValue, ctx: _Ctx) -> m.TExpr:
-        if lv.index is None:
-            e = self.expr(ast.Name(lv.span, lv.name), ctx, lvalue=True)
-        else:
-            e = self.expr(ast.Index(lv.span, lv.name, lv.span, lv.index), ctx, lvalue=True)
+        self.writing = lv.name
+        try:
+            if lv.index is None:
+                e = self.expr(ast.Name(lv.span, lv.name), ctx, lvalue=True)
+            else:
+                e = self.expr(ast.Index(lv.span, lv.name, lv.span, lv.index), ctx, lvalue=True)
+        finally:
+            self.writing = None
         if not isinstance(e, (m.Var, m.Elem)):
             raise SpecError(lv.span, f"cannot assign to '{lv.name}'", "only variables can be assigned")
         if isinstance(e.type, (m.ArrayT, m.WaitQueueT)):
@@ -769,6 +822,10 @@ class _Resolver:
             return _respan(p, e.span)
         if n in ctx.locals:
             sym = ctx.locals[n]
+            if n == self.writing:
+                self.writing = None  # the target itself; its index, if any, is read
+            else:
+                self.read_locals.add(id(sym))
             return m.Var(e.span, sym.type, sym)
         if n in self.globals:
             sym = self.globals[n]
@@ -788,7 +845,7 @@ class _Resolver:
         if n in self.process_decls:
             raise SpecError(e.span, f"'{n}' is a process, not a value", f"write `{n}@label` to ask where it is")
         raise SpecError(e.span, f"unknown name '{n}'",
-                        did_you_mean(n, known) or "declare it with `var`, `const` or `enum`")
+                        did_you_mean(n, known) or "declare it with `var`, `const` or `enum`", code="TR201")
 
     def _index(self, e: ast.Index, ctx: _Ctx) -> m.TExpr:
         base = self._name(ast.Name(e.name_span, e.name), ctx, False)
@@ -939,7 +996,7 @@ class _Resolver:
                             "call it as a statement; for a value use `fn NAME(args) = expr;`")
         raise SpecError(e.name_span, f"unknown function '{e.name}'",
                         did_you_mean(e.name, list(self.fns) + list(BUILTINS) + list(ALIASES))
-                        or "declare it with `fn NAME(args) = expr;`")
+                        or "declare it with `fn NAME(args) = expr;`", code="TR201")
 
     def _expand_fn(self, e: ast.Call, ctx: _Ctx) -> m.TExpr:
         d = self.fns[e.name]
@@ -1002,6 +1059,10 @@ class _Resolver:
                                     "declare a spinlock as a bool variable: `var lock: bool = false;`")
             elif kind is Arg.LV:
                 x = self.expr(a, ctx, lvalue=True)
+                if isinstance(x, (m.Var, m.Elem)) and isinstance(x.type, m.BitsetT):
+                    raise SpecError(a.span, f"'{e.name}' takes a scalar variable; '{_root_name(a)}' is a bit set",
+                                    "change bits with set_bit/clear_bit (or their atomic forms), or assign the "
+                                    "whole set: `s = {...};`", "TR207")
                 if not isinstance(x, (m.Var, m.Elem)) or isinstance(x.type, (m.ArrayT, m.WaitQueueT, m.BitsetT)):
                     raise SpecError(a.span, f"'{e.name}' needs a variable here",
                                     "pass a scalar variable or an array element")
@@ -1094,7 +1155,7 @@ class _Resolver:
     def _at(self, e: ast.AtLabel, ctx: _Ctx) -> m.TExpr:
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls))
+                            did_you_mean(e.process, self.process_decls), code="TR201")
         idx = self._process_index(e, ctx, f"{e.process}[i]@{e.label}")
         labels = self.process_labels.get(e.process)
         if labels is None:
@@ -1110,7 +1171,7 @@ class _Resolver:
         its own locals by name and cannot see another's)."""
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls))
+                            did_you_mean(e.process, self.process_decls), code="TR201")
         if ctx.process is not None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
                             "processes share only global variables; properties may read locals as proc.name")
@@ -1119,6 +1180,8 @@ class _Resolver:
         if proc is None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties")
         sym = next((v for v in proc.locals if v.name == e.name), None)
+        if sym is not None:
+            self.read_locals.add(id(sym))
         if sym is None:
             names = [v.name for v in proc.locals]
             raise SpecError(e.name_span, f"process '{e.process}' has no local variable '{e.name}'",
@@ -1148,7 +1211,7 @@ class _Resolver:
             (isinstance(target, m.BitsetT) and (tv == target or m.is_intlike(tv)))
         if not ok:
             raise SpecError(span, f"type mismatch: {what} is {target.describe()}, the value is {tv.describe()}",
-                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None)
+                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None, code="TR203")
 
     def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str):
         if isinstance(target, m.IntT) and target.lo is not None and isinstance(value, m.Const) \
@@ -1158,28 +1221,40 @@ class _Resolver:
     # -- properties
     def _properties(self) -> tuple[m.Property, ...]:
         props: list[m.Property] = []
+        errors: list[SpecError] = []
         for d in self.spec.items:
-            if isinstance(d, ast.InvariantDecl):
-                props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
-                                        cond=self.cond(d.cond, _Ctx(what=f"invariant '{d.name}'"), "an invariant")))
-            elif isinstance(d, ast.FinalDecl):
-                props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
-                                        cond=self.cond(d.cond, _Ctx(what=f"final condition '{d.name}'"),
-                                                       "a final condition")))
-            elif isinstance(d, ast.PropertyDecl):
-                ctx = _Ctx(what=f"property '{d.name}'")
-                trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
-                goal = self.cond(d.goal, ctx, "a property's goal")
-                props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
-            elif isinstance(d, ast.LemmaDecl):
-                self.lemmas.append(self._lemma(d))
-                props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
+            try:
+                self._property(d, props)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
         for name, span in self.assert_names.items():
             props.append(m.Property(name, m.PropertyKind.ASSERT, span))
         if self.spec.of(ast.ProcessDecl):
             first = self.spec.of(ast.ProcessDecl)[0]
             props.append(m.Property(DEADLOCK, m.PropertyKind.DEADLOCK, first.span))
         return tuple(props)
+
+    def _property(self, d, props: list[m.Property]) -> None:
+        """Resolve top-level declaration d into `props` if it is a property."""
+        if isinstance(d, ast.InvariantDecl):
+            props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
+                                    cond=self.cond(d.cond, _Ctx(what=f"invariant '{d.name}'"), "an invariant")))
+        elif isinstance(d, ast.ReachableDecl):
+            props.append(m.Property(d.name, m.PropertyKind.REACHABLE, d.span,
+                                    cond=self.cond(d.cond, _Ctx(what=f"reachable '{d.name}'"), "a reachable condition")))
+        elif isinstance(d, ast.FinalDecl):
+            props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
+                                    cond=self.cond(d.cond, _Ctx(what=f"final condition '{d.name}'"),
+                                                   "a final condition")))
+        elif isinstance(d, ast.PropertyDecl):
+            ctx = _Ctx(what=f"property '{d.name}'")
+            trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
+            goal = self.cond(d.goal, ctx, "a property's goal")
+            props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
+        elif isinstance(d, ast.LemmaDecl):
+            self.lemmas.append(self._lemma(d))
+            props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
 
     def _lemma(self, d: ast.LemmaDecl) -> m.Lemma:
         """A lemma's parameters become bound variables; its body may use them, constants
@@ -1190,7 +1265,7 @@ class _Resolver:
             if p.type is None:
                 raise SpecError(p.span, f"lemma parameter '{p.name}' needs a type", f"for example `{p.name}: u64`")
             if p.name in bound:
-                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'")
+                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", code="TR202")
             t = self._type(p.type)
             if not isinstance(t, (m.BitVecT, m.IntT, m.BoolT, m.EnumT)):
                 raise SpecError(p.type.span, f"a lemma parameter cannot be a {t.describe()}",
@@ -1365,3 +1440,8 @@ def _define_expr(text: str) -> ast.Expr:
         return ast.Name(span, text)
     raise SpecError(NOWHERE, f"-D value {text!r} is not a number, true/false or a name",
                     "for example: -D N=3, -D KICK=false, -D START=IN_GUEST_MODE")
+
+
+def _root_name(e: ast.Expr) -> str:
+    """The variable an lvalue expression names (`s` of `s` or `s[i]`), for messages."""
+    return getattr(e, "name", None) or getattr(getattr(e, "base", None), "name", None) or "it"
