@@ -338,6 +338,14 @@ class InvariantDecl(Decl):
 
 
 @dataclass(frozen=True, slots=True)
+class ReachableDecl(Decl):
+    """`reachable NAME: cond;` (or `sometimes`): some reachable state satisfies cond, the
+    way `expect violated` states that a bug must show."""
+
+    cond: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class FinalDecl(Decl):
     """`final NAME: cond;`: cond holds in every final state (all processes at a valid end,
     every store buffer empty). Litmus tests state their outcome this way."""

@@ -32,10 +32,14 @@ import sys
 
 from . import __version__
 from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
-from .errors import SpecError
+from . import lkmm
+from .engines.simulate import SimulationPlan
+from .errors import REGISTRY, SpecError, explain
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
+from .findings import coverage_table
+from .litmus import load_litmus
 from .resolve import parse_defines
 from .run import ENGINES, Options, check_spec, compile_variant, load, promela_twin, replay_trace, selected_variants
 from .safe_text import printable
@@ -89,7 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="explicit: breadth-first search (default); bmc: bounded model checking in Z3 up to "
                         "--depth; induction: k-induction in Z3 up to k = --depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
-                   help="bmc: paths of up to K steps; induction: k = 0..K (default 10)")
+                   help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
+    z.add_argument("--simulate", type=_whole_number(1), metavar="N",
+                   help="N random runs (of --depth steps) instead of a search: finds violations, never "
+                        "says holds (exit 3 when none is found)")
+    z.add_argument("--seed", type=_whole_number(0), default=0, metavar="S",
+                   help="--simulate: the random seed (the same seed gives the same runs)")
+    p.add_argument("--coverage", action="store_true",
+                   help="print every statement of every variant with how many process instances ran it")
+    p.add_argument("--no-coverage", action="store_true",
+                   help="skip the coverage and vacuity pass after each search (a second, unreduced search)")
+    p.add_argument("--explain", metavar="CODE", help="explain an error code (e.g. TR101) and exit")
     z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")
     out = p.add_argument_group("output files (byte-for-byte reproducible unless --with-timing)")
@@ -234,7 +248,9 @@ def _outputs(args, parser) -> OutputRequest:
                      f"{default_workers()} core{'s' if default_workers() != 1 else ''}); more only wait for a core")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
-    if args.depth is not None and args.engine == "explicit":
+    if args.simulate is not None and args.engine != "explicit":
+        parser.error("--simulate runs the compiled steps; it takes no --engine")
+    if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
         parser.error(f"--max-states and --max-depth are for the explicit engine; {args.engine} takes --depth")
@@ -243,8 +259,82 @@ def _outputs(args, parser) -> OutputRequest:
     return req
 
 
+def litmus_main(argv: list[str]) -> int:
+    """`check FILE.litmus [--memory-model lkmm|tso|sc] [--max-candidates N]`: herd7's
+    report, then 0 if the Observation matches the file's `Result:` line, 1 if not, 2 for
+    what cannot be read, 3 when the candidate executions exceed the limit."""
+    p = _Parser(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.")
+    p.add_argument("file", help="the .litmus file")
+    p.add_argument("--memory-model", choices=lkmm.MODELS, default="lkmm",
+                   help="lkmm (default): linux-kernel.cat; tso: x86-TSO with the kernel's x86 mapping; sc")
+    p.add_argument("--max-candidates", type=int, default=lkmm.DEFAULT_LIMIT, metavar="N",
+                   help="give up (exit 3) beyond N candidate executions")
+    args = p.parse_args(argv)
+
+    source = None
+    try:
+        test = load_litmus(args.file)
+        source = test.source
+        result = lkmm.evaluate(test, args.memory_model, args.max_candidates)
+    except SpecError as e:
+        if source is None and e.span.line:
+            try:
+                with open(args.file, encoding="utf-8", errors="replace") as f:
+                    source = f.read()
+            except OSError:
+                source = None
+        sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
+        return 2
+    except lkmm.TooManyCandidates as e:
+        sys.stderr.write(f"check: {printable(args.file)}: cannot decide: {e} "
+                         "(raise --max-candidates, or shrink the test)\n")
+        return 3
+    except RecursionError:
+        sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
+        return 2
+    text = lkmm.format_result(test, result)
+    if test.expected is None:
+        text += "\nResult: no 'Result:' line in the file: nothing to compare"
+        code = 0
+    elif test.expected == result.observation:
+        text += f"\nResult: {result.observation}, as the file's 'Result: {test.expected}' says"
+        code = 0
+    else:
+        text += f"\nResult: {result.observation}, but the file says 'Result: {test.expected}'"
+        code = 1
+    if args.memory_model != "lkmm" and test.expected is not None:
+        text += f" (the Result line is the LKMM's; this is memory {args.memory_model})"
+    try:
+        sys.stdout.write(printable(text, multiline=True) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return code
+
+
+def _simulation(args):
+    if args.simulate is None:
+        return None
+    return SimulationPlan(args.simulate, 10 if args.depth is None else args.depth, args.seed)
+
+
+def _explain(code: str) -> int:
+    """`check --explain CODE`: the registry's explanation (errors.py)."""
+    text = explain(code) if code else None
+    if text is None:
+        sys.stderr.write(f"check: error: unknown error code {printable(code)!r}\n"
+                         f"  hint: codes: {', '.join(REGISTRY)}\n")
+        return EXIT_INPUT
+    _print(text)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--explain"] or (argv and argv[0].startswith("--explain=")):
+        return _explain(argv[1] if argv[0] == "--explain" and len(argv) > 1 else argv[0].partition("=")[2])
+    if any(a.endswith(".litmus") and not a.startswith("-") for a in argv):  # the kernel's litmus C format
+        return litmus_main(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     req = _outputs(args, parser)
@@ -267,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=args.engine, depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout,
-                       por=not args.no_por, symmetry=args.symmetry)
+                       por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
+                       coverage=not args.no_coverage)
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:
@@ -286,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as e:
         if e.span.line and (source is None or e.span.file != args.file):
             source = _read_quietly(e.span.file)  # the error is in another file than the spec
-        sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
+        sys.stderr.write(printable(e.with_code("TR600").render(source), multiline=True) + "\n")
         return EXIT_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted before the search started\n")
@@ -296,7 +387,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     # with `--json -` stdout is the JSON alone (`check ... --json - | jq .`): the text goes to stderr
     stream = sys.stderr if req.json == "-" else sys.stdout
-    if not _print(format_run(result, show_traces=not args.brief, width=text_width(stream), full=args.full), stream):
+    text = format_run(result, show_traces=not args.brief, width=text_width(stream), full=args.full)
+    if args.coverage:
+        text += "\n\n" + coverage_table(result)
+    if not _print(text, stream):
         return exit_code(result)
     for v in result.variants:
         for bug in v.checker_bugs:

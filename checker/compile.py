@@ -273,7 +273,10 @@ _RUNTIME = {
 
 
 def compile_program(program: Program) -> CompiledModel:
-    return _Compiler(program).run()
+    try:
+        return _Compiler(program).run()
+    except SpecError as e:
+        raise e.with_code("TR400") from None
 
 
 def _ident(text: str) -> str:
@@ -400,6 +403,11 @@ class _Compiler:
             if prop.kind is m.PropertyKind.INVARIANT:
                 fname = f"invariant_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(fname, prop.cond, f"invariant {prop.name}"))
+                inv_names.append((prop, fname))
+            elif prop.kind is m.PropertyKind.REACHABLE:  # searched for as a violation of !P
+                fname = f"reachable_{k}_{_ident(prop.name)}"
+                self.src.append(self.predicate(fname, m.Un(prop.cond.span, m.BoolT(), "!", prop.cond),
+                                               f"reachable {prop.name} (negated)"))
                 inv_names.append((prop, fname))
             elif prop.kind is m.PropertyKind.FINAL:
                 fname = f"final_{k}_{_ident(prop.name)}"

@@ -33,23 +33,116 @@ class Span:
 
 NOWHERE = Span("<command line>", 0, 0, 0, 0)
 
-class SpecError(Exception):
-    """Bad input: the text, a name, a type or a command-line value is wrong."""
 
-    def __init__(self, span: Span, message: str, hint: str | None = None):
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    """One entry of the registry: a stable code, a title, and what `check --explain`
+    prints about it."""
+
+    code: str
+    title: str
+    explanation: str
+
+
+#: Every error code, in one table. A code is never reused for another meaning; an
+#: error that has no code of its own gets its stage's general one (TR100, TR200, ...).
+REGISTRY: dict[str, ErrorCode] = {e.code: e for e in (
+    ErrorCode("TR001", "bad input", "The input is wrong in a way no more specific code describes; the "
+              "message and hint say what to change."),
+    # -- the text (parse.py)
+    ErrorCode("TR100", "syntax error", "The text does not follow the grammar (spec/grammar.lark) at the "
+              "position shown; the hint lists what could come there."),
+    ErrorCode("TR101", "missing ';'", "A declaration or simple statement ends with ';'. The error points "
+              "at the token after the place where the ';' is missing, often the first token of the next "
+              "line."),
+    ErrorCode("TR102", "unclosed comment", "A `/*` comment runs to the next `*/`, and this one has none: "
+              "everything after it, to the end of the file, is comment."),
+    ErrorCode("TR103", "nested comment", "Comments do not nest: inside `/* ... */` a second `/*` is plain "
+              "text and the first `*/` ends the whole comment, so the rest of the outer comment is read "
+              "as code. Use `//` for the inner comment, or close the first comment before opening another."),
+    ErrorCode("TR104", "unexpected character", "A character that no token of the language starts with "
+              "(names are letters, digits and '_'; comments are // or /* */)."),
+    ErrorCode("TR105", "unexpected end of file", "The file ends inside a declaration or block; usually a "
+              "'{' is never closed."),
+    ErrorCode("TR106", "bad literal", "An integer literal starts with 0 or is larger than 2^64 - 1."),
+    ErrorCode("TR107", "nesting too deep", "The syntax tree nests deeper than the checker's limit; split "
+              "long chains of operators or statements."),
+    ErrorCode("TR108", "property form", "A `property` is `always (P -> eventually Q)` or `always "
+              "eventually Q`. `eventually Q` alone (Q holds at some point of every run) is not a form of "
+              "the language: for a condition that must keep coming back write `always eventually Q`; "
+              "for one that must be reachable at all, `reachable NAME: Q;`."),
+    # -- names, types and declarations (checker/resolve/)
+    ErrorCode("TR200", "invalid model", "A declaration is not well-formed: a name, a type, a value or a "
+              "statement is wrong for where it is used; the message says which."),
+    ErrorCode("TR201", "unknown name", "The name is declared nowhere the use can see (a global, a constant, "
+              "an enum member, a local of this process, a parameter); the hint suggests the closest "
+              "name."),
+    ErrorCode("TR202", "duplicate name", "Each top-level name (constant, enum, member, variable, process, "
+              "inline, fn) and each property and variant name is declared once."),
+    ErrorCode("TR203", "type mismatch", "An operand, a value or a condition has a type that its place "
+              "does not take (e.g. an int where a bool condition is needed)."),
+    ErrorCode("TR204", "reserved word", "The name is a reserved word of the language."),
+    ErrorCode("TR205", "unknown variant", "The variant is declared nowhere in the spec."),
+    ErrorCode("TR206", "not a constant", "The place needs a constant expression: literals, other constants "
+              "and enum members."),
+    ErrorCode("TR207", "WRITE_ONCE on a bit set", "`WRITE_ONCE`/`READ_ONCE` take a scalar variable or an "
+              "array element; a bit set is changed with `set_bit`/`clear_bit` (or their atomic forms) "
+              "and assigned whole with `s = {...}`."),
+    # -- lowering and back ends (ir.py, compile.py, promela.py, engines)
+    ErrorCode("TR300", "cannot lower", "The model is well-formed but cannot be turned into steps (a label, "
+              "a goto, a choose branch, a loop without a step, too many initial states)."),
+    ErrorCode("TR400", "cannot compile", "The model cannot be compiled for an engine (too deep, too "
+              "large)."),
+    ErrorCode("TR500", "no faithful Promela twin", "The SPIN twin cannot express this variant faithfully; "
+              "the message says what."),
+    ErrorCode("TR510", "cannot encode", "The Z3 engines cannot encode this model."),
+    # -- files and the command line (run.py, cli.py, api.py)
+    ErrorCode("TR600", "bad file or option", "A file cannot be read (missing, a folder, not UTF-8, too "
+              "large) or a command-line value is wrong."),
+    ErrorCode("TR601", "bad trace file", "The file given to --replay is not a `check --json` result or an "
+              "ITF trace this checker can read."),
+)}
+
+#: the general code of each stage, for an error raised without one of its own
+STAGE_CODES = {"parse": "TR100", "resolve": "TR200", "ir": "TR300", "compile": "TR400",
+               "promela": "TR500", "encode": "TR510", "run": "TR600"}
+
+
+def explain(code: str) -> str | None:
+    """The text `check --explain CODE` prints, None for an unknown code."""
+    e = REGISTRY.get(code.strip().upper())
+    return None if e is None else f"{e.code}: {e.title}\n\n{e.explanation}"
+
+
+class SpecError(Exception):
+    """Bad input: the text, a name, a type or a command-line value is wrong. `code` is a
+    key of REGISTRY; None until the stage that raised it gives its general code
+    (`with_code`)."""
+
+    def __init__(self, span: Span, message: str, hint: str | None = None, code: str | None = None):
         super().__init__(message)
+        if code is not None and code not in REGISTRY:
+            raise AssertionError(f"internal error: unregistered error code {code}")
         self.span = span
         self.message = message
         self.hint = hint
+        self.code = code
+
+    def with_code(self, code: str) -> "SpecError":
+        """This error, with `code` if it had none (a stage's default)."""
+        if self.code is None:
+            self.code = code
+        return self
 
     def render(self, source: str | None) -> str:
-        """`file:line:col: error: message`, the line, a caret, and the hint."""
+        """`file:line:col: error: message [CODE]`, the line, a caret, and the hint."""
+        text = f"{self.message} [{self.code or 'TR001'}]"
         if self.span.line:
-            out = [f"{self.span}: error: {self.message}"]
+            out = [f"{self.span}: error: {text}"]
         elif self.span.file == NOWHERE.file:
-            out = [f"check: error: {self.message}"]
+            out = [f"check: error: {text}"]
         else:
-            out = [f"{self.span.file}: error: {self.message}"]
+            out = [f"{self.span.file}: error: {text}"]
         if source is not None and self.span.line > 0:
             lines = source_lines(source)
             if self.span.line <= len(lines):
@@ -62,6 +155,35 @@ class SpecError(Exception):
         if self.hint:
             out.append(f"  hint: {self.hint}")
         return "\n".join(out)
+
+
+class SpecErrors(SpecError):
+    """Several errors of one run (one per declaration that failed), in source order; it
+    stands for the first, so every handler of a SpecError still works, and renders all."""
+
+    def __init__(self, errors: list[SpecError]):
+        errors = sorted(errors, key=lambda e: (e.span.file, e.span.line, e.span.col))
+        first = errors[0]
+        super().__init__(first.span, first.message, first.hint, first.code)
+        self.errors = tuple(errors)
+
+    def with_code(self, code: str) -> "SpecError":
+        for e in self.errors:
+            e.with_code(code)
+        self.code = self.errors[0].code
+        return self
+
+    def render(self, source: str | None) -> str:
+        parts = [e.render(source) for e in self.errors]
+        return "\n".join(parts) + f"\n{len(self.errors)} errors"
+
+
+def raise_all(errors: list[SpecError]) -> None:
+    """Raise the errors collected so far: nothing if none, the one, or all of them."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise SpecErrors(errors)
 
 
 @functools.lru_cache(maxsize=8)

@@ -239,9 +239,12 @@ class Program:
 
 
 def build(model: m.Model) -> Program:
-    procs = tuple(_ProcessBuilder(model, p).build() for p in model.processes)
-    layout = _layout(model, procs)
-    return Program(model, layout, procs, _init_choices(layout), model.properties)
+    try:
+        procs = tuple(_ProcessBuilder(model, p).build() for p in model.processes)
+        layout = _layout(model, procs)
+        return Program(model, layout, procs, _init_choices(layout), model.properties)
+    except SpecError as e:
+        raise e.with_code("TR300") from None
 
 
 # ---- layout --------------------------------------------------------------------

@@ -495,6 +495,9 @@ class PropertyKind(enum.Enum):
     DEADLOCK = "deadlock"
     LIVENESS = "liveness"
     LEMMA = "lemma"
+    # `reachable NAME: P`: some reachable state satisfies P. The explicit engine checks it
+    # as the invariant `!P` (compile.py), so a violation of that is P reached
+    REACHABLE = "reachable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,6 +536,7 @@ class Model:
     header: str = ""
     lemmas: tuple[Lemma, ...] = field(default=())
     store_buffer: int | None = None  # tso: the most stores a CPU's store buffer holds
+    warnings: tuple[tuple[int, str], ...] = ()  # (line, message): e.g. a local nothing reads
 
     def property(self, name: str) -> Property:
         return next(p for p in self.properties if p.name == name)

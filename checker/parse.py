@@ -20,7 +20,9 @@ from .limits import MAX_LITERAL, MAX_NESTING
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
     "RSQB": "']'", "LSQB": "'['", "COLON": "':'", "COMMA": "','", "EQUAL": "'='",
-    "NAME": "a name", "NUMBER": "a number", "__ANON_0": "'->'", "DOT": "'.'",
+    "NAME": "a name", "NUMBER": "a number", "ARROW": "'->'", "DOTDOT": "'..'", "DOT": "'.'",
+    "OR_KW": "'or'", "ADDOP": "'+' or '-'", "MULOP": "'*', '/' or '%'", "UNOP": "'!' or '~'",
+    "EQOP": "'==' or '!='", "RELOP": "a comparison", "SHIFTOP": "'<<' or '>>'",
 }
 
 
@@ -36,6 +38,9 @@ def _parser() -> Lark:
     (`$XDG_CACHE_HOME/timerace`, else `~/.cache/timerace`); lark checks the grammar's
     hash on loading, rebuilds when it differs, and carries on without the cache when
     the directory cannot be written."""
+    # not strict=True: the grammar resolves two shift/reduce conflicts by shifting on
+    # purpose (the dangling `else` binds to the nearest `if`; an `expect` after a variant
+    # belongs to it), and lark's strict mode refuses every such conflict
     return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True,
                 cache=_cache_file())
 
@@ -56,15 +61,17 @@ def parse(source: str, file: str = "<spec>") -> ast.Spec:
     try:
         tree = _parser().parse(source)
     except lark.exceptions.UnexpectedInput as e:
-        raise _syntax_error(e, source, file) from None
-    _check_nesting(tree, file)
+        raise _syntax_error(e, source, file).with_code("TR100") from None
     try:
+        _check_nesting(tree, file)
         items = _Builder(file).transform(tree)
+    except SpecError as e:
+        raise e.with_code("TR100") from None
     except lark.exceptions.VisitError as e:
         if isinstance(e.orig_exc, SpecError):
-            raise e.orig_exc from None
+            raise e.orig_exc.with_code("TR100") from None
         raise
-    return ast.Spec(file=file, source=source, items=tuple(items.children))
+    return ast.Spec(file=file, source=source, items=items)
 
 
 def _check_nesting(tree: lark.Tree, file: str) -> None:
@@ -88,7 +95,7 @@ def _check_nesting(tree: lark.Tree, file: str) -> None:
         raise SpecError(span, f"the spec nests too deeply: {deepest} levels; the limit is {MAX_NESTING}",
                         "each statement inside another, and each operator, call or index of an "
                         "expression, is a level; split a long chain (`a + b + ...`, `c ? x : ...`, "
-                        "`if` ... `if`) over several constants, `fn`s, statements or properties")
+                        "`if` ... `if`) over several constants, `fn`s, statements or properties", "TR107")
 
 
 def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) -> SpecError:
@@ -97,8 +104,9 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
         line = source.count("\n", 0, unclosed) + 1
         col = unclosed - (source.rfind("\n", 0, unclosed) + 1) + 1
         return SpecError(Span(file, line, col, line, col + 2), "unclosed comment",
-                         "a `/*` comment ends at the next `*/`, and this one has none")
-    expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
+                         "a `/*` comment ends at the next `*/`, and this one has none", "TR102")
+    nested = _nested_comment(source, _error_offset(e, source))
+    expected = sorted(_accepted(e))
     words = sorted({_TOKEN_WORDS.get(t, _describe_terminal(t)) for t in expected})
     if isinstance(e, lark.exceptions.UnexpectedEOF) or (
         isinstance(e, lark.exceptions.UnexpectedToken) and e.token.type == "$END"
@@ -112,24 +120,77 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
             f"; expected {_join(words)}" if words else "")
         if "'}'" in words:
             hint = "a '{' is never closed: add the missing '}'"
-        return SpecError(span, "unexpected end of file", hint)
+        return SpecError(span, "unexpected end of file", hint, "TR105")
     line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
         ch = source[e.pos_in_stream] if e.pos_in_stream < len(source) else "?"
         span = Span(file, line, col, line, col + 1)
         return SpecError(span, f"unexpected character {ch!r}",
-                         "names are letters, digits and '_'; comments are // or /* */")
+                         "names are letters, digits and '_'; comments are // or /* */", "TR104")
     tok = e.token
     width = max(1, len(str(tok)))
     span = Span(file, line, col, line, col + width)
+    if nested is not None:
+        opened, inner = (_line_col(source, k) for k in nested)
+        return SpecError(span, f"unexpected {str(tok)!r} after a comment that ended early",
+                         f"comments do not nest: the `/*` at {inner} is plain text inside the comment opened "
+                         f"at {opened}, which ended at its first `*/`; use `//` for the inner one", "TR103")
     hint = f"expected {_join(words)}" if words else None
     lines = source_lines(source)
     line_text = lines[line - 1] if 0 < line <= len(lines) else ""
     first_on_line = line_text[: col - 1].strip() == ""
-    if "';'" in words and (first_on_line or len(words) <= 3):
-        hint = "missing ';' at the end of the previous line?" if first_on_line else "missing ';'?"
     shown = str(tok)
+    if "SEMICOLON" in expected:  # the one token that ends what came before: say it, not the list
+        hint = "missing ';' at the end of the previous line?" if first_on_line else \
+            "a declaration or simple statement ends with ';'"
+        return SpecError(span, f"expected ';' before {shown!r}" if shown else "expected ';'", hint, "TR101")
+    if str(tok) == "eventually" and line_text[: col - 1].rstrip().endswith(":"):
+        return SpecError(span, "`eventually P` alone is not a property",
+                         "write `always eventually P` (P keeps coming back), `always (Q -> eventually P)`, "
+                         "or `reachable NAME: P;` (P holds in some reachable state)", "TR108")
     return SpecError(span, f"unexpected {shown!r}" if shown else "unexpected input", hint)
+
+
+def _accepted(e: lark.exceptions.UnexpectedInput) -> set[str]:
+    """The terminals the parser would take where it stopped. LALR's `expected` set of a
+    state may hold lookaheads merged from other contexts (a ';' inside parentheses);
+    the interactive parser tries each one, so the hint names only real continuations."""
+    ip = getattr(e, "interactive_parser", None)
+    if ip is not None:
+        try:
+            return set(ip.accepts()) - {"$END"} | ({"$END"} & set(getattr(e, "expected", ()) or ()))
+        except Exception:  # noqa: BLE001 - fall back to lark's own list
+            pass
+    return set(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
+
+
+def _line_col(source: str, offset: int) -> str:
+    line = source.count("\n", 0, offset) + 1
+    return f"{line}:{offset - (source.rfind(chr(10), 0, offset) + 1) + 1}"
+
+
+def _nested_comment(source: str, before: int) -> tuple[int, int] | None:
+    """(where it opened, where the inner `/*` is) of the last `/* */` comment before
+    offset `before` that holds another `/*`: the likely cause of a syntax error after it."""
+    found, i = None, 0
+    while True:
+        i = min((k for k in (source.find("//", i), source.find("/*", i)) if k >= 0), default=-1)
+        if i < 0 or i >= before:
+            return found
+        if source.startswith("//", i):
+            nl = source.find("\n", i)
+            if nl < 0:
+                return found
+            i = nl + 1
+            continue
+        end = source.find("*/", i + 2)
+        if end < 0:
+            return found
+        inner = source.find("/*", i + 2, end)
+        stray = source.find("*/", end + 2)  # where the writer meant the comment to end
+        if inner >= 0 and stray >= 0 and before <= stray + 2:
+            found = (i, inner)
+        i = end + 2
 
 
 def _unclosed_comment(source: str) -> int | None:
@@ -209,6 +270,14 @@ def _tok_span(file: str, tok: Token) -> Span:
 @v_args(meta=True)
 class _Builder(Transformer):
     """Builds ast nodes bottom-up; one method per named grammar rule."""
+
+    def __default__(self, data, children, meta):
+        # a rule the grammar gained without a method here would reach the resolver as a
+        # lark Tree; say so where it is made
+        raise AssertionError(f"internal error: the parser has no builder for grammar rule '{data}'")
+
+    def start(self, m, c):
+        return tuple(c)
 
     def __init__(self, file: str):
         super().__init__()
@@ -308,6 +377,9 @@ class _Builder(Transformer):
     def invariant_decl(self, m, c):
         return ast.InvariantDecl(self.ts(c[0]), str(c[0]), c[1])
 
+    def reachable_decl(self, m, c):
+        return ast.ReachableDecl(self.ts(c[0]), str(c[0]), c[1])
+
     def final_decl(self, m, c):
         return ast.FinalDecl(self.ts(c[0]), str(c[0]), c[1])
 
@@ -343,6 +415,9 @@ class _Builder(Transformer):
 
     def lvalue(self, m, c):
         return ast.LValue(self.sp(m), str(c[0]), c[1] if len(c) > 1 else None)
+
+    def set_value(self, m, c):
+        return ast.ListInit(self.sp(m), tuple(x for x in c if x is not None))
 
     def assign_stmt(self, m, c):
         return ast.Assign(self.sp(m), c[0], c[1])

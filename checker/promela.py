@@ -1131,6 +1131,13 @@ def _chooser(t: _Translator) -> list[str] | None:
 
 def translate(program: Program) -> str:
     """The Promela twin of one variant (raises SpecError if it has none)."""
+    try:
+        return _translate(program)
+    except SpecError as e:
+        raise e.with_code("TR500") from None
+
+
+def _translate(program: Program) -> str:
     refuse(program)
     t = _Translator(program)
     # enum members as macros, named as in the model

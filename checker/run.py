@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from . import ast, ir, model as m
 from .ast import Spec
 from .compile import CompiledModel, compile_program
-from .engines import liveness, reduce
+from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
@@ -56,6 +56,8 @@ class Options:
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce.py)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
+    coverage: bool = True  # after a complete search: dead statements, vacuity (engines/coverage.py)
+    simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
 
 
 def load(path: str) -> Spec:
@@ -157,6 +159,8 @@ def _timeout(opts: Options) -> float:
 def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | None = None) -> VariantResult:
     cm = compile_variant(spec, variant, opts)
     model = cm.program.model
+    if opts.simulate is not None:
+        return _check_simulated(cm, variant, opts)
     lemma_findings = {}
     if model.lemmas:
         from .engines.lemmas import check_lemma
@@ -214,6 +218,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
         elif prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
             continue
+        elif prop.kind is m.PropertyKind.REACHABLE:
+            verdict, note, cx = _reachable_verdict(cx, exploration, stats)
         elif cx is not None:
             verdict = Verdict.VIOLATED
         elif exploration.model_error is not None:
@@ -229,8 +235,42 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
+    cov, cov_note = _coverage(cm, stats, exploration, opts)
     return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
-                                             model_error, model.store_buffer, space))
+                                             model_error, model.store_buffer, space, coverage=cov,
+                                             coverage_note=cov_note, lint=model.warnings))
+
+
+def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):
+    """(coverage, why none) of a variant: a post-pass over the unreduced graph
+    (engines/coverage.py), only after a complete search without a model error."""
+    if not opts.coverage:
+        return None, ""
+    if not stats.complete or exploration.model_error is not None:
+        return None, "coverage not computed: the search was not complete"
+    if stats.states > coverage.MAX_STATES:  # the unreduced graph is at least as large
+        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states"
+    try:
+        cov = coverage.analyse(cm)
+    except KeyboardInterrupt:
+        return None, "coverage not computed: interrupted"
+    if cov is None:
+        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states without reduction"
+    return cov, ""
+
+
+def _reachable_verdict(witness: Counterexample | None, exploration: Exploration, stats: Stats):
+    """(verdict, note, counterexample) of `reachable P`, which the search checked as the
+    invariant !P: a violation of that is P reached (holds); no violation in a complete
+    search is P unreachable (violated, with no trace to show)."""
+    if witness is not None:
+        return Verdict.HOLDS, f"reached in {len(witness.trace.actions)} steps", None
+    if exploration.model_error is not None:
+        return Verdict.INCOMPLETE, "search stopped at a model error before reaching it", None
+    if not stats.complete:
+        return Verdict.INCOMPLETE, f"not reached before the search was cut short ({stats.limit})", None
+    return Verdict.VIOLATED, "no reachable state satisfies it", None
+
 
 
 def _expect_spans(spec: Spec, vr: VariantResult) -> VariantResult:
@@ -279,9 +319,10 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         expected = prop.name in model.expected_violations and opts.use_expectations
         if prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
-        elif prop.kind is m.PropertyKind.LIVENESS:
+        elif prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
             outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, f"liveness properties are not checked by the {opts.engine} engine"))
+                                            prop.span, f"{prop.kind.value} properties are not checked by the "
+                                            f"{opts.engine} engine"))
         elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
             outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
                                             prop.span, sym.stats.limit or "not checked"))
@@ -291,6 +332,17 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
     return VariantResult(variant, constants, outcomes, sym.stats, model.memory, fairness_of(model),
                          model_error, checker_bugs=tuple(sym.checker_bugs))
+
+
+def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantResult:
+    """Random runs (engines/simulate.py): violations with their runs, nothing verified."""
+    model = cm.program.model
+    cxs, error, stats = simulate.simulate(cm, opts.simulate, opts.limits.check_deadlock)
+    outcomes = simulate.outcomes(model, cxs, error, opts.simulate, opts.use_expectations,
+                                 opts.limits.check_deadlock)
+    outcomes, error = explain(cm, outcomes, error)  # each step says what it did, as a search's do
+    return VariantResult(variant, tuple(model.constants.items()), outcomes, stats, model.memory,
+                         fairness_of(model), error, model.store_buffer)
 
 
 def _check_liveness(cm: CompiledModel, exploration: Exploration, stats):

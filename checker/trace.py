@@ -179,6 +179,9 @@ class VariantResult:
     store_buffer: int | None = None  # tso: the most stores a store buffer held
     graph: StateSpace | None = None  # only when asked for and under the size limit
     checker_bugs: tuple[str, ...] = ()  # Z3 results the compiled steps contradicted
+    coverage: object | None = None  # engines/coverage.Coverage, after a complete explicit search
+    coverage_note: str = ""  # why there is no coverage (empty: none was asked for, or it is there)
+    lint: tuple[tuple[int, str], ...] = ()  # the resolver's warnings (line, message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -329,7 +329,7 @@ def test_vscode_extension_contributes_the_language_and_grammar():
 
 BAD_SPECS = {
     "unknown_name.spec": ("model bad;\nvar x: 0..2 = 0;\nprocess p {\n  x = y + 1;\n}\n", 4, 7, "unknown name 'y'"),
-    "missing_semicolon.spec": ("model bad;\nvar x: 0..2 = 0\nprocess p {\n  x = 1;\n}\n", 3, 1, "unexpected 'process'"),
+    "missing_semicolon.spec": ("model bad;\nvar x: 0..2 = 0\nprocess p {\n  x = 1;\n}\n", 3, 1, "expected ';' before 'process'"),
     "out_of_range.spec": ("model bad;\nvar x: 0..2 = 5;\nprocess p { skip; }\n", 2, 15, None),
 }
 
@@ -353,7 +353,8 @@ def problems(matcher: dict, stderr: str) -> list[dict]:
     for line in stderr.splitlines():
         m = re.match(pat["regexp"], line)
         if m:
-            out.append({k: m.group(pat[k]) for k in ("file", "line", "column", "severity", "message") if k in pat})
+            out.append({k: m.group(pat[k]) for k in ("file", "line", "column", "severity", "message", "code")
+                        if k in pat})
     return out
 
 
@@ -366,6 +367,7 @@ def test_vscode_problem_matcher_reads_checks_errors(tmp_path, monkeypatch, name)
     (found,) = problems(matchers()["timerace"], err)
     assert (found["file"], found["line"], found["column"], found["severity"]) == (name, str(line), str(col), "error")
     assert found["message"] == (message or found["message"]) and found["message"]
+    assert re.fullmatch(r"TR\d{3}", found["code"])  # the error code, apart from the message
     assert problems(matchers()["timerace-file"], err) == []
 
 

@@ -16,7 +16,7 @@ CASES = [
     ("unterminated block", "model m;\nvar x: 0..1;\nprocess p {\n  x = 1;\n",
      None, {}, "unexpected end of file", "4:9", "never closed"),
     ("missing semicolon", "model m;\nvar x: 0..1\nprocess p { x = 1; }\n",
-     None, {}, "unexpected 'process'", "3:1", "missing ';'"),
+     None, {}, "expected ';' before 'process'", "3:1", "missing ';'"),
     ("unexpected character", "model m;\nvar x: 0..1;\nprocess p { x = $1; }\n",
      None, {}, "unexpected character '$'", "3:17", "names are letters"),
     ("unknown variable", "model m;\nvar count: 0..1;\nprocess p { cuont = 1; }\n",

@@ -282,7 +282,7 @@ def test_unclosed_comment_says_unexpected_slash(tmp_path):
 
 def test_unclosed_comment_only_when_there_is_one(tmp_path):
     rc, _, err = check(write(tmp_path, "model b; /* fine */ var x: 0..1 = 0 // */\nprocess p { x = 1; }\n"))
-    assert rc == 2 and "unclosed comment" not in err and "unexpected 'process'" in err
+    assert rc == 2 and "unclosed comment" not in err and "expected ';' before 'process'" in err
 
 
 def test_process_array_limit_says_64(tmp_path):

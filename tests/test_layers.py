@@ -40,6 +40,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
      "limits, text made safe to print, progress lines, the version; none imports another checker module"),
     ("ast", ("checker.ast",), False, "the typed, frozen syntax tree with spans"),
     ("parse", ("checker.parse",), False, "spec text -> ast, the only user of lark"),
+    ("litmus reader", ("checker.litmus",), False, "the kernel's litmus C text -> its own small syntax tree"),
+    ("litmus evaluator", ("checker.lkmm",), False,
+     "the exact axiomatic LKMM (and sc, tso) over a litmus test's candidate executions, "
+     "the reference for loop-free input; the command line prints what it finds"),
     ("model", ("checker.model",), False, "the resolved model: symbols, types, typed expressions"),
     ("primitives", ("checker.builtins",), False,
      "the one table of kernel primitives: signature, semantic class, documented ordering"),
@@ -59,7 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("fold", ("checker.fold",), False, "constant folding and store checks that both back ends share"),
     ("back ends", ("checker.compile", "checker.promela"), False,
      "IR -> generated Python for the explicit engine, IR -> the Promela twin; neither uses the other"),
-    ("results", ("checker.trace",), False,
+    ("results", ("checker.trace", "checker.findings"), False,
      "the trace, statistics and verdict types every engine fills and every exporter reads"),
     # the engines, bottom up
     ("engine bases", ("checker.engines", "checker.engines.solver", "checker.engines.terms",
@@ -73,9 +77,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("explicit engine", ("checker.engines.explicit",), False,
      "the package's face: explore() picks one process or the workers"),
     ("explicit clients", ("checker.engines.crosscheck", "checker.engines.liveness", "checker.engines.reduce",
-                          "checker.engines.replay"), False,
+                          "checker.engines.replay", "checker.engines.coverage", "checker.engines.simulate"), False,
      "use explore()'s results or plug into it: replay of Z3 traces, liveness on the state graph, "
-     "the reductions (partial-order, symmetry) handed to explore(), replay of saved traces"),
+     "the reductions (partial-order, symmetry) handed to explore(), replay of saved traces, "
+     "coverage (a second pass over the unreduced graph), random simulation"),
     ("bmc", ("checker.engines.bmc",), False, "bounded model checking (replays what Z3 finds)"),
     ("z3 proofs", ("checker.engines.induction", "checker.engines.lemmas"), False,
      "k-induction on top of bmc's unrolling; lemmas over bmc's findings"),

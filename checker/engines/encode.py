@@ -887,7 +887,7 @@ class Encoding:
         if model.memory != "sc":
             raise SpecError(NOWHERE, f"the Z3 engines support only sequential consistency; "
                             f"{model.file} is checked under memory model {model.memory}",
-                            "check it with the explicit engine (the default)")
+                            "check it with the explicit engine (the default)", "TR510")
         self.program = self.cm.program
         self.layout = self.program.layout
         width = 2
@@ -905,7 +905,7 @@ class Encoding:
             if width > MAX_WIDTH:
                 raise SpecError(NOWHERE, f"the Z3 engines cannot encode {model.file}: an integer "
                                 f"expression needs {width} bits (at most {MAX_WIDTH})",
-                                "a shift by a large count? check this model with the explicit engine")
+                                "a shift by a large count? check this model with the explicit engine", "TR510")
 
     def sort(self, slot: int):
         t = self.layout.slots[slot].type

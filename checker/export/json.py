@@ -18,8 +18,9 @@ from .. import __version__
 from ..errors import Span
 from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
 from .files import dump_json, write_text
+from ..findings import run_warnings
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: top-level `warnings` (coverage and vacuity)
 SCHEMA_FILE = "trace-schema.json"
 
 
@@ -87,7 +88,7 @@ def properties(result: RunResult) -> list[dict]:
     return list(seen.values())
 
 
-def to_dict(result: RunResult, timing: bool = False) -> dict:
+def _to_dict(result: RunResult, timing: bool = False) -> dict:
     def stats(v) -> dict:
         out = {
             "engine": v.stats.engine,
@@ -142,6 +143,14 @@ def to_dict(result: RunResult, timing: bool = False) -> dict:
             for v in result.variants
         ],
     }
+
+
+def to_dict(result: RunResult, timing: bool = False) -> dict:
+    doc = _to_dict(result, timing)
+    warnings = [{"variant": w.variant, "line": w.line, "message": w.message} for w in run_warnings(result)]
+    if warnings:
+        doc["warnings"] = warnings
+    return doc
 
 
 def write_json(result: RunResult, path: str, timing: bool = False) -> None:

@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import Span
 from ..trace import Action, Counterexample, RunResult, Verdict, show_value
 from .files import dump_json, write_text
+from ..findings import run_warnings
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -185,6 +186,35 @@ def to_sarif(result: RunResult) -> dict:
                             "partialFingerprints": {"timerace/v1": fingerprint(result.model, v.variant,
                                                                                "model error")},
                             "properties": {"variant": v.variant, "verdict": "model error"}})
+    found = run_warnings(result)
+    if found:
+        rules.setdefault("coverage", {"id": "coverage", "name": "coverage",
+                                      "shortDescription": {"text": "code never executed, or a property that "
+                                                           "holds vacuously"},
+                                      "fullDescription": {"text": "Statements and branches no reachable state "
+                                                          "runs, triggers that never hold, variants with the same "
+                                                          "state space, locals nothing reads (on the unreduced "
+                                                          "state graph)."},
+                                      "help": {"text": _HELP, "markdown": _HELP_MD},
+                                      "defaultConfiguration": {"level": "warning"}})
+        rule_ids = list(rules)
+    by_variant: dict[str, list] = {}
+    for w in found:  # one alert per variant (as per violated property), each warning a related location
+        by_variant.setdefault(w.variant, []).append(w)
+    for variant, ws in by_variant.items():
+        first = next((w for w in ws if w.line), None)
+        loc = _location(Span(result.file, first.line, 1, first.line, 1) if first else None, result.file)
+        related = [dict(_location(Span(result.file, w.line, 1, w.line, 1), result.file, w.message), id=k)
+                   for k, w in enumerate(ws) if w.line]
+        text = f"variant {variant}: {len(ws)} coverage warning{'s' if len(ws) != 1 else ''}: " + \
+            "; ".join(w.message for w in ws[:5]) + ("; ..." if len(ws) > 5 else "")
+        res = {"ruleId": "coverage", "ruleIndex": rule_ids.index("coverage"), "level": "warning",
+               "message": {"text": text}, "locations": [loc],
+               "partialFingerprints": {"timerace/v1": fingerprint(result.model, variant, "coverage")},
+               "properties": {"variant": variant}}
+        if related:
+            res["relatedLocations"] = related
+        results.append(res)
     run = {
         "tool": {"driver": {"name": "timerace", "version": __version__, "rules": list(rules.values())}},
         "invocations": [{"executionSuccessful": True, "commandLine": result.command or f"check {result.file}"}],

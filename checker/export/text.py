@@ -13,13 +13,15 @@ from ..safe_text import printable
 from .files import counterexamples, describe
 from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_number, show_value)
+from ..findings import run_warnings
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
 
 CTI = "counterexample to induction"
 MERGED = "local steps merged into the step that follows them"  # engines/reduce.py's note
-ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)"}
+ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)",
+                "simulate": "random simulation (finds violations, verifies nothing)"}
 
 
 def verdict_word(o) -> str:
@@ -219,6 +221,7 @@ def footer(result: RunResult) -> str:
             lines.append(f"{v.variant}: {v.stats.engine} incomplete ({v.stats.limit}); "
                          "properties without a counterexample or a proof are not verified")
     lines += liveness_summary(result)
+    lines += coverage_lines(result)
     bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
            if not o.as_expected and o.verdict not in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if result.all_as_expected:
@@ -584,6 +587,33 @@ def effect_text(name: str, value) -> str:
     if isinstance(value, Buffered):
         return f"{value[-1][0]}={show_value(value[-1][1])} (buffered)" if value else f"{name} empty"
     return f"{name}={show_value(value)}"
+
+
+def coverage_lines(result: RunResult) -> list[str]:
+    """Coverage and vacuity warnings (engines/coverage.py), one line each."""
+    grouped: dict[tuple, list[str]] = {}  # the same warning in several variants is one line
+    for w in run_warnings(result):
+        key = (w.line, w.message) if not w.message.startswith(w.variant + ":") else (0, w.message)
+        grouped.setdefault(key, []).append(w.variant)
+    lines = []
+    for (line, msg), variants in grouped.items():
+        where = f"line {line}: " if line else ""
+        if msg.startswith(variants[0] + ":"):
+            lines.append(f"warning: {msg}")
+        elif len(variants) == 1:
+            lines.append(f"warning: {variants[0]}: {where}{msg}")
+        else:
+            shown = ", ".join(variants[:6]) + (f" and {len(variants) - 6} more" if len(variants) > 6 else "")
+            lines.append(f"warning: {where}{msg} (in {shown})")
+    if len(lines) > MAX_WARNING_LINES:
+        rest = len(lines) - MAX_WARNING_LINES
+        lines = lines[:MAX_WARNING_LINES] + [f"warning: ... and {rest} more: --coverage lists every statement, "
+                                             "--json and --sarif hold every warning"]
+    return lines
+
+
+#: coverage warnings shown in the text output; the rest are counted (all are in JSON and SARIF)
+MAX_WARNING_LINES = 40
 
 
 def format_run(result: RunResult, show_traces: bool = True, width: int = 100, full: bool = False) -> str:

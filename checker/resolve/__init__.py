@@ -20,7 +20,7 @@ import itertools
 from .. import ast
 from .. import model as m
 from ..builtins import ALIASES, BUILTINS
-from ..errors import NOWHERE, Span, SpecError, did_you_mean
+from ..errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all
 from ..limits import MAX_VALUES
 from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
 from .declarations import Declarations
@@ -40,7 +40,10 @@ __all__ = [
 def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
             memory: str | None = None, store_buffer: int | None = None) -> m.Model:
     """`memory` and `store_buffer` come from the command line and override the spec."""
-    return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    try:
+        return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    except SpecError as e:
+        raise e.with_code(STAGE_CODES["resolve"]) from None
 
 
 # ---- the resolver --------------------------------------------------------------
@@ -71,6 +74,8 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
         self.assert_names: dict[str, Span] = {}
         self.lemmas: list[m.Lemma] = []
         self.uid = itertools.count()
+        self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
+        self.writing: str | None = None  # the name an assignment is storing to (not a read)
 
     # -- top level
     def run(self) -> m.Model:
@@ -79,7 +84,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
         if self.variant != BASE and self.variant not in variants:
             raise SpecError(NOWHERE, f"unknown variant '{self.variant}'",
                             did_you_mean(self.variant, variant_names(spec))
-                            or f"variants: {', '.join(variant_names(spec))}")
+                            or f"variants: {', '.join(variant_names(spec))}", code="TR205")
         self._check_duplicates()
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
@@ -96,12 +101,27 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
             self.inlines[d.name] = d
         for d in spec.of(ast.FnDecl):
             self.fns[d.name] = d
+        # several errors per run: each declaration of a group is resolved even when one
+        # before it failed, and the group's errors are reported together; the next group
+        # is not started (its errors could be echoes of these)
+        errors: list[SpecError] = []
         for d in spec.items:
-            if isinstance(d, ast.VarDecl):
-                self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
-            elif isinstance(d, ast.WaitQueueDecl):
-                self.globals[d.name] = self._waitqueue(d)
-        processes = tuple(self._process(d) for d in spec.of(ast.ProcessDecl))
+            try:
+                if isinstance(d, ast.VarDecl):
+                    self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
+                elif isinstance(d, ast.WaitQueueDecl):
+                    self.globals[d.name] = self._waitqueue(d)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = []
+        for d in spec.of(ast.ProcessDecl):
+            try:
+                processes.append(self._process(d))
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = tuple(processes)
         self.process_labels = {p.name: set(p.labels) for p in processes}
         self.processes = {p.name: p for p in processes}
         if not processes and not spec.of(ast.LemmaDecl):
@@ -115,4 +135,4 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer)
+            store_buffer=store_buffer, warnings=self._unread_locals(processes))

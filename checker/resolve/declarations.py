@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import ast
 from .. import model as m
-from ..errors import Span, SpecError, did_you_mean, source_text
+from ..errors import Span, SpecError, did_you_mean, raise_all, source_text
 from ..limits import MAX_PROCESSES
 from .base import ASSERTIONS, BASE, DEADLOCK, RESERVED_TYPES, Ctx
 
@@ -25,11 +25,11 @@ class Declarations:
 
         def add(name: str, what: str, span: Span):
             if name in RESERVED_TYPES or name in ("self", "true", "false", "any"):
-                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}")
+                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}", code="TR204")
             if name in seen:
                 prev_what, prev = seen[name]
                 raise SpecError(span, f"duplicate name '{name}'",
-                                f"already declared as a {prev_what} at {prev}")
+                                f"already declared as a {prev_what} at {prev}", code="TR202")
             seen[name] = (what, span)
 
         for d in self.spec.items:
@@ -47,22 +47,35 @@ class Declarations:
                 add(d.name, "inline procedure", d.span)
             elif isinstance(d, ast.FnDecl):
                 add(d.name, "function", d.span)
-            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl)):
+            elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl,
+                                ast.ReachableDecl)):
                 if d.name in props or d.name in (DEADLOCK, ASSERTIONS):
                     raise SpecError(d.span, f"duplicate property name '{d.name}'",
                                     "deadlock and assertions are built-in property names"
                                     if d.name in (DEADLOCK, ASSERTIONS)
-                                    else f"already declared at {props[d.name]}")
+                                    else f"already declared at {props[d.name]}", code="TR202")
                 props[d.name] = d.span
             elif isinstance(d, ast.VariantDecl):
                 if d.name in variants or d.name == BASE:
                     raise SpecError(d.span, f"duplicate variant name '{d.name}'",
                                     "'base' names the model without overrides"
-                                    if d.name == BASE else f"already declared at {variants[d.name]}")
+                                    if d.name == BASE else f"already declared at {variants[d.name]}", code="TR202")
                 variants[d.name] = d.span
         models = self.spec.of(ast.ModelDecl)
         if len(models) > 1:
             raise SpecError(models[1].span, "a spec declares one model", "remove this `model` line")
+
+    def _unread_locals(self, processes) -> tuple[tuple[int, str], ...]:
+        """(line, message) for each process-local variable nothing reads: it only widens
+        the state (a value written and never read still makes states differ)."""
+        out = []
+        for p in processes:
+            decls = {v.name: v for v in self.process_decls[p.name].locals}
+            for sym in p.locals:
+                if id(sym) not in self.read_locals and sym.name in decls:
+                    out.append((decls[sym.name].span.line,
+                                f"{p.name}: local '{sym.name}' is never read"))
+        return tuple(out)
 
     def _process_count(self, d: ast.ProcessDecl) -> int | None:
         if d.dim is None:
@@ -80,7 +93,7 @@ class Declarations:
         locals_: dict[str, m.VarSym] = {}
         for v in d.locals:
             if v.name in locals_:
-                raise SpecError(v.span, f"duplicate local variable '{v.name}'")
+                raise SpecError(v.span, f"duplicate local variable '{v.name}'", code="TR202")
             if v.name in self.globals or v.name in self.consts:
                 raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                 "give it another name")
@@ -96,28 +109,40 @@ class Declarations:
 
     def _properties(self) -> tuple[m.Property, ...]:
         props: list[m.Property] = []
+        errors: list[SpecError] = []
         for d in self.spec.items:
-            if isinstance(d, ast.InvariantDecl):
-                props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
-                                        cond=self.cond(d.cond, Ctx(what=f"invariant '{d.name}'"), "an invariant")))
-            elif isinstance(d, ast.FinalDecl):
-                props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
-                                        cond=self.cond(d.cond, Ctx(what=f"final condition '{d.name}'"),
-                                                       "a final condition")))
-            elif isinstance(d, ast.PropertyDecl):
-                ctx = Ctx(what=f"property '{d.name}'")
-                trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
-                goal = self.cond(d.goal, ctx, "a property's goal")
-                props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
-            elif isinstance(d, ast.LemmaDecl):
-                self.lemmas.append(self._lemma(d))
-                props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
+            try:
+                self._property(d, props)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
         for name, span in self.assert_names.items():
             props.append(m.Property(name, m.PropertyKind.ASSERT, span))
         if self.spec.of(ast.ProcessDecl):
             first = self.spec.of(ast.ProcessDecl)[0]
             props.append(m.Property(DEADLOCK, m.PropertyKind.DEADLOCK, first.span))
         return tuple(props)
+
+    def _property(self, d, props: list[m.Property]) -> None:
+        """Resolve top-level declaration d into `props` if it is a property."""
+        if isinstance(d, ast.InvariantDecl):
+            props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
+                                    cond=self.cond(d.cond, Ctx(what=f"invariant '{d.name}'"), "an invariant")))
+        elif isinstance(d, ast.ReachableDecl):
+            props.append(m.Property(d.name, m.PropertyKind.REACHABLE, d.span,
+                                    cond=self.cond(d.cond, Ctx(what=f"reachable '{d.name}'"), "a reachable condition")))
+        elif isinstance(d, ast.FinalDecl):
+            props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
+                                    cond=self.cond(d.cond, Ctx(what=f"final condition '{d.name}'"),
+                                                   "a final condition")))
+        elif isinstance(d, ast.PropertyDecl):
+            ctx = Ctx(what=f"property '{d.name}'")
+            trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
+            goal = self.cond(d.goal, ctx, "a property's goal")
+            props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
+        elif isinstance(d, ast.LemmaDecl):
+            self.lemmas.append(self._lemma(d))
+            props.append(m.Property(d.name, m.PropertyKind.LEMMA, d.span))
 
     def _lemma(self, d: ast.LemmaDecl) -> m.Lemma:
         """A lemma's parameters become bound variables; its body may use them, constants
@@ -128,7 +153,7 @@ class Declarations:
             if p.type is None:
                 raise SpecError(p.span, f"lemma parameter '{p.name}' needs a type", f"for example `{p.name}: u64`")
             if p.name in bound:
-                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'")
+                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", code="TR202")
             t = self._type(p.type)
             if not isinstance(t, (m.BitVecT, m.IntT, m.BoolT, m.EnumT)):
                 raise SpecError(p.type.span, f"a lemma parameter cannot be a {t.describe()}",
@@ -176,4 +201,3 @@ def _subexprs(x: m.TExpr):
 
 def source_of(source: str, span: Span) -> str:
     return source_text(source, span, 60)
-

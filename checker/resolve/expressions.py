@@ -27,10 +27,14 @@ class Expressions:
         return r
 
     def lvalue(self, lv: ast.LValue, ctx: Ctx) -> m.TExpr:
-        if lv.index is None:
-            e = self.expr(ast.Name(lv.span, lv.name), ctx, lvalue=True)
-        else:
-            e = self.expr(ast.Index(lv.span, lv.name, lv.span, lv.index), ctx, lvalue=True)
+        self.writing = lv.name
+        try:
+            if lv.index is None:
+                e = self.expr(ast.Name(lv.span, lv.name), ctx, lvalue=True)
+            else:
+                e = self.expr(ast.Index(lv.span, lv.name, lv.span, lv.index), ctx, lvalue=True)
+        finally:
+            self.writing = None
         if not isinstance(e, (m.Var, m.Elem)):
             raise SpecError(lv.span, f"cannot assign to '{lv.name}'", "only variables can be assigned")
         if isinstance(e.type, (m.ArrayT, m.WaitQueueT)):
@@ -89,6 +93,10 @@ class Expressions:
             return _respan(p, e.span)
         if n in ctx.locals:
             sym = ctx.locals[n]
+            if n == self.writing:
+                self.writing = None  # the target itself; its index, if any, is read
+            else:
+                self.read_locals.add(id(sym))
             return m.Var(e.span, sym.type, sym)
         if n in self.globals:
             sym = self.globals[n]
@@ -108,7 +116,7 @@ class Expressions:
         if n in self.process_decls:
             raise SpecError(e.span, f"'{n}' is a process, not a value", f"write `{n}@label` to ask where it is")
         raise SpecError(e.span, f"unknown name '{n}'",
-                        did_you_mean(n, known) or "declare it with `var`, `const` or `enum`")
+                        did_you_mean(n, known) or "declare it with `var`, `const` or `enum`", code="TR201")
 
     def _index(self, e: ast.Index, ctx: Ctx) -> m.TExpr:
         base = self._name(ast.Name(e.name_span, e.name), ctx, False)
@@ -259,7 +267,7 @@ class Expressions:
                             "call it as a statement; for a value use `fn NAME(args) = expr;`")
         raise SpecError(e.name_span, f"unknown function '{e.name}'",
                         did_you_mean(e.name, list(self.fns) + list(BUILTINS) + list(ALIASES))
-                        or "declare it with `fn NAME(args) = expr;`")
+                        or "declare it with `fn NAME(args) = expr;`", code="TR201")
 
     def _builtin(self, e: ast.Call, ctx: Ctx, statement: bool) -> m.Builtin:
         name = ALIASES.get(e.name, e.name)
@@ -293,6 +301,10 @@ class Expressions:
                                     "declare a spinlock as a bool variable: `var lock: bool = false;`")
             elif kind is Arg.LV:
                 x = self.expr(a, ctx, lvalue=True)
+                if isinstance(x, (m.Var, m.Elem)) and isinstance(x.type, m.BitsetT):
+                    raise SpecError(a.span, f"'{e.name}' takes a scalar variable; '{_root_name(a)}' is a bit set",
+                                    "change bits with set_bit/clear_bit (or their atomic forms), or assign the "
+                                    "whole set: `s = {...};`", "TR207")
                 if not isinstance(x, (m.Var, m.Elem)) or isinstance(x.type, (m.ArrayT, m.WaitQueueT, m.BitsetT)):
                     raise SpecError(a.span, f"'{e.name}' needs a variable here",
                                     "pass a scalar variable or an array element")
@@ -385,7 +397,7 @@ class Expressions:
     def _at(self, e: ast.AtLabel, ctx: Ctx) -> m.TExpr:
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls))
+                            did_you_mean(e.process, self.process_decls), code="TR201")
         idx = self._process_index(e, ctx, f"{e.process}[i]@{e.label}")
         labels = self.process_labels.get(e.process)
         if labels is None:
@@ -401,7 +413,7 @@ class Expressions:
         its own locals by name and cannot see another's)."""
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls))
+                            did_you_mean(e.process, self.process_decls), code="TR201")
         if ctx.process is not None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
                             "processes share only global variables; properties may read locals as proc.name")
@@ -410,6 +422,8 @@ class Expressions:
         if proc is None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties")
         sym = next((v for v in proc.locals if v.name == e.name), None)
+        if sym is not None:
+            self.read_locals.add(id(sym))
         if sym is None:
             names = [v.name for v in proc.locals]
             raise SpecError(e.name_span, f"process '{e.process}' has no local variable '{e.name}'",
@@ -438,7 +452,7 @@ class Expressions:
             (isinstance(target, m.BitsetT) and (tv == target or m.is_intlike(tv)))
         if not ok:
             raise SpecError(span, f"type mismatch: {what} is {target.describe()}, the value is {tv.describe()}",
-                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None)
+                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None, code="TR203")
 
     def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str):
         if isinstance(target, m.IntT) and target.lo is not None and isinstance(value, m.Const) \
@@ -510,3 +524,7 @@ def _fold(op: str, a: int, b: int, span: Span) -> int:
         raise ValueError(op)
     return v
 
+
+def _root_name(e: ast.Expr) -> str:
+    """The variable an lvalue expression names (`s` of `s` or `s[i]`), for messages."""
+    return getattr(e, "name", None) or getattr(getattr(e, "base", None), "name", None) or "it"

@@ -73,6 +73,7 @@ class Inlines:
             return m.Var(a.span, sym.type, sym)
         if isinstance(a, ast.Name) and a.name in ctx.locals and isinstance(ctx.locals[a.name].type, m.ArrayT):
             sym = ctx.locals[a.name]
+            self.read_locals.add(id(sym))
             return m.Var(a.span, sym.type, sym)
         e = self.expr(a, dataclasses.replace(ctx, effects=False, what="an argument"))
         return e
@@ -122,4 +123,3 @@ def _walk_loops(body, in_loop=False):
             yield from _walk_loops(s.orelse, in_loop)
         elif isinstance(s, m.SInlined) and s.name == "":
             yield from _walk_loops(s.body, in_loop)
-

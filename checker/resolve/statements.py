@@ -29,6 +29,13 @@ class Statements:
             return _block(s.span, self.stmts(s.body, ctx))
         if isinstance(s, ast.Assign):
             target = self.lvalue(s.target, ctx)
+            if isinstance(s.value, ast.ListInit):  # `s = {...};`: constant bits of a bit set
+                if not isinstance(target.type, m.BitsetT):
+                    raise SpecError(s.value.span, f"`{{...}}` is a bit set, and '{s.target.name}' is "
+                                    f"{target.type.describe()}", "a set value goes to a `bitset` variable",
+                                    "TR203")
+                mask = self._bitset_value(s.value, target.type)
+                return m.SAssign(s.span, target, m.Const(s.value.span, target.type, mask))
             value = self.expr(s.value, eff)
             self._check_assignable(target.type, value, s.value.span, f"'{s.target.name}'")
             if isinstance(target.type, m.IntT):
@@ -62,7 +69,7 @@ class Statements:
                                 "an atomic block is one step; label the `atomic` statement itself")
             if ctx.labels is not None:
                 if s.label in ctx.labels and not ctx.in_inline:
-                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'")
+                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'", code="TR202")
                 ctx.labels.add(s.label)
             return m.SLabeled(s.span, s.label, self.stmt(s.stmt, ctx))
         if isinstance(s, ast.Goto):
@@ -93,7 +100,7 @@ class Statements:
                     raise SpecError(s.span, f"'{s.name}' is a built-in property name")
                 prev = self.assert_names.get(s.name)
                 if prev is not None and prev != s.span and not ctx.in_inline:
-                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}")
+                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}", code="TR202")
                 self.assert_names[s.name] = s.span
             else:
                 self.assert_names.setdefault(ASSERTIONS, s.span)
@@ -142,7 +149,7 @@ class Statements:
         for s in _walk(body):
             if isinstance(s, m.SGoto) and s.label not in labels:
                 raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
-                                did_you_mean(s.label, labels) or "labels are `name:` before a statement")
+                                did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
 
 
 # ---- helpers---------------------------------------------------------------
@@ -165,4 +172,3 @@ def _walk(body):
         if isinstance(s, m.SChoose):
             for b in s.branches:
                 yield from _walk(b)
-

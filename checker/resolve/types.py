@@ -29,6 +29,14 @@ class Types:
             if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.enums:
                 e = self.enums[t.size.name]
                 return m.BitsetT(len(e.members), e)
+            if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.process_decls:
+                count = self.process_counts.get(t.size.name)  # bitset(vcpu): one bit per instance
+                if count is None:
+                    raise SpecError(t.size.span, f"'{t.size.name}' is one process, not an array",
+                                    "bitset(P) has a bit per instance of `process P[N]`; write bitset(N)")
+                if not 1 <= count <= 64:
+                    raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {count}")
+                return m.BitsetT(count)
             if t.size is not None:
                 size = self.const_int(t.size, "a bit set's size")
             else:
@@ -48,7 +56,7 @@ class Types:
             raise SpecError(t.span, f"unknown type '{t.name}'",
                             did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES)
                                          + list(m.SIGNED_TYPES))
-                            or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64")
+                            or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64", code="TR201")
         raise SpecError(t.span, "unsupported type")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
@@ -135,7 +143,7 @@ class Types:
 
     def _bitnr(self, nr: m.TExpr, t: m.BitsetT, span: Span) -> int:
         if not isinstance(nr, m.Const):
-            raise SpecError(span, "a bit number here must be a constant")
+            raise SpecError(span, "a bit number here must be a constant", code="TR206")
         self._check_bitnr_type(nr, t, span)
         if not 0 <= nr.value < t.size:
             raise SpecError(span, f"bit {nr.value} is outside {t.describe()} (bits 0..{t.size - 1})")
@@ -163,4 +171,3 @@ def _check_array_size(n: int, span: Span) -> None:
     if n > MAX_VALUES:
         raise SpecError(span, f"an array of {n} elements; the limit is {MAX_VALUES:,}",
                         f"a model holds at most {MAX_VALUES:,} values (variables and array elements) in all")
-

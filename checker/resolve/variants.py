@@ -100,7 +100,7 @@ class Variants:
         r = self.expr(e, Ctx(what=what))
         if not isinstance(r, m.Const):
             raise SpecError(e.span, f"{what} must be a constant expression",
-                            "use literals, other constants and enum members")
+                            "use literals, other constants and enum members", code="TR206")
         return r
 
     def spec_enum_members(self) -> dict[str, tuple[m.EnumT, int]]:
@@ -193,4 +193,3 @@ def _define_expr(text: str) -> ast.Expr:
         return ast.Name(span, text)
     raise SpecError(NOWHERE, f"-D value {text!r} is not a number, true/false or a name",
                     "for example: -D N=3, -D KICK=false, -D START=IN_GUEST_MODE")
-

@@ -7,7 +7,7 @@ endif
 let s:cpo_save = &cpo
 set cpo&vim
 
-syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property
+syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property reachable sometimes
       \ variant expect violated lemma
 syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip return
 syntax keyword timeraceTemporal always eventually

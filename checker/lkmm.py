@@ -1,0 +1,799 @@
+"""The exact axiomatic Linux-kernel memory model for loop-free litmus programs.
+
+herd7's method, in plain Python: run each thread once per guess of the values its
+reads return (every value some write could store), keep the combinations in which every
+read can read from a write of that value, enumerate reads-from and coherence order, and
+keep the candidate executions that satisfy the axioms of linux-kernel.cat and lock.cat
+(the LKMM files in ../shared/tools/herd7/lkmm/). Each relation below cites its .cat line.
+The same events and relations give sequential consistency and x86-TSO (with the
+kernel's x86 mapping), so one program can be checked under all three.
+
+Left out (refused by the reader): RCU grace periods and SRCU (rcu-order, rcu-fence, rb
+and the `rcu` axiom; rcu_read_lock/unlock alone are read, and order nothing without a
+grace period), plain C accesses (Marked/Plain, plain-coherence and the data-race flag),
+spin_is_locked, loops.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .errors import SpecError, did_you_mean
+from .litmus import AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, Name, Num, PropOp, Unary
+
+MODELS = ("lkmm", "tso", "sc")
+DEFAULT_LIMIT = 200_000  # candidate executions; beyond it the verdict is "cannot decide" (exit 3)
+
+
+class TooManyCandidates(Exception):
+    """The candidate executions exceed the limit: no verdict (exit 3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """A pointer value: the address of a location."""
+
+    name: str
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(slots=True)
+class Event:
+    eid: int
+    tid: int  # -1: an initial write
+    kind: str  # 'R', 'W', 'F'
+    loc: str | None = None
+    val: object = None
+    tags: frozenset = frozenset()  # once acquire release noreturn IW LKR LKW UL LF RMW, fence kinds
+    fence: str | None = None
+
+
+@dataclass(slots=True)
+class ThreadRun:
+    """One path through a thread with guessed read values."""
+
+    events: list = field(default_factory=list)
+    regs: dict = field(default_factory=dict)
+    addr: set = field(default_factory=set)
+    data: set = field(default_factory=set)
+    ctrl: set = field(default_factory=set)
+    rmw: set = field(default_factory=set)
+
+
+# ---------------------------------------------------------------- the primitives
+# (ordering tag of the read, of the write, full fences around it) from linux-kernel.def
+_ORDER = {"": ("once", "once", True), "_relaxed": ("once", "once", False),
+          "_acquire": ("acquire", "once", False), "_release": ("once", "release", False)}
+FENCES = {"smp_mb": "mb", "smp_rmb": "rmb", "smp_wmb": "wmb", "smp_mb__before_atomic": "before-atomic",
+          "smp_mb__after_atomic": "after-atomic", "smp_mb__after_spinlock": "after-spinlock",
+          "smp_mb__after_unlock_lock": "after-unlock-lock", "barrier": "barrier",
+          # read-side critical sections only: with no synchronize_rcu() (refused by the
+          # reader) rcu-order is empty (every disjunct of linux-kernel.cat:131-140 needs a
+          # grace period), so these fences order nothing among marked accesses
+          "rcu_read_lock": "rcu-lock", "rcu_read_unlock": "rcu-unlock"}
+_OPS = {"add": "+", "sub": "-", "inc": "+", "dec": "-"}
+
+
+def _rmw_table():
+    """name -> (operation, returns 'new'/'old'/None, order suffix, takes a value argument, test)."""
+    t = {}
+    for op in ("add", "sub", "inc", "dec"):
+        val = op in ("add", "sub")
+        t[f"atomic_{op}"] = (op, None, "_noreturn", val, None)
+        for sfx in _ORDER:
+            t[f"atomic_{op}_return{sfx}"] = (op, "new", sfx, val, None)
+            t[f"atomic_fetch_{op}{sfx}"] = (op, "old", sfx, val, None)
+    t["atomic_sub_and_test"] = ("sub", "new", "", True, "==0")
+    t["atomic_dec_and_test"] = ("dec", "new", "", False, "==0")
+    t["atomic_inc_and_test"] = ("inc", "new", "", False, "==0")
+    t["atomic_add_negative"] = ("add", "new", "", True, "<0")
+    for sfx in _ORDER:
+        for pre in ("", "atomic_"):
+            t[f"{pre}xchg{sfx}"] = ("xchg", "old", sfx, True, None)
+            t[f"{pre}cmpxchg{sfx}"] = ("cmpxchg", "old", sfx, True, None)
+    return t
+
+
+RMWS = _rmw_table()
+LOADS = {"READ_ONCE": ("once", True), "atomic_read": ("once", False), "smp_load_acquire": ("acquire", False),
+         "atomic_read_acquire": ("acquire", False), "rcu_dereference": ("once", True)}
+STORES = {"WRITE_ONCE": ("once", True), "atomic_set": ("once", False), "smp_store_release": ("release", False),
+          "atomic_set_release": ("release", False), "rcu_assign_pointer": ("release", True),
+          "smp_store_mb": ("once", True)}
+LOCKS = {"spin_lock", "spin_unlock", "spin_trylock"}
+PRIMITIVES = set(RMWS) | set(LOADS) | set(STORES) | LOCKS | set(FENCES)
+
+
+def _arith(op: str, a, b, span):
+    if isinstance(a, Loc) or isinstance(b, Loc):
+        if op in ("==", "!="):
+            return int((a == b) == (op == "=="))
+        raise SpecError(span, f"'{op}' on a pointer is not supported")
+    if op == "+": return a + b
+    if op == "-": return a - b
+    if op == "*": return a * b
+    if op == "/": return int(a / b) if b else 0
+    if op == "%": return a % b if b else 0
+    if op == "&": return a & b
+    if op == "|": return a | b
+    if op == "^": return a ^ b
+    if op == "==": return int(a == b)
+    if op == "!=": return int(a != b)
+    if op == "<": return int(a < b)
+    if op == "<=": return int(a <= b)
+    if op == ">": return int(a > b)
+    if op == ">=": return int(a >= b)
+    raise SpecError(span, f"operator '{op}' is not supported")
+
+
+class _Runner:
+    """Runs one thread on every guess of its read values (values from `domain`)."""
+
+    def __init__(self, thread, domain, locations):
+        self.thread = thread
+        self.domain = domain  # loc -> set of values
+        self.locations = locations
+
+    def runs(self):
+        start = ThreadRun(regs={r: (0, frozenset()) for r in self.thread.registers})
+        yield from self._stmts(list(self.thread.body), 0, start, frozenset())
+
+    # Continuation style: each statement list is run on each state; branching over guesses.
+    def _stmts(self, stmts, i, st, ctrl):
+        if i == len(stmts):
+            yield st
+            return
+        s = stmts[i]
+        if isinstance(s, If):
+            for st2, (v, deps) in self._expr(s.cond, st, ctrl):
+                arm = s.then if _truthy(v, s.span) else s.orelse
+                inner = ctrl | deps  # ctrl covers only the arms (herd7's C front end)
+                for st3 in self._stmts(list(arm), 0, st2, inner):
+                    yield from self._stmts(stmts, i + 1, st3, ctrl)
+            return
+        if isinstance(s, Assign):
+            for st2, (v, deps) in self._expr(s.value, st, ctrl):
+                st2.regs[s.reg] = (v, deps)
+                yield from self._stmts(stmts, i + 1, st2, ctrl)
+            return
+        assert isinstance(s, ExprStmt)
+        for st2, _ in self._expr(s.expr, st, ctrl):
+            yield from self._stmts(stmts, i + 1, st2, ctrl)
+
+    @staticmethod
+    def _copy(st):
+        return ThreadRun(list(st.events), dict(st.regs), set(st.addr), set(st.data), set(st.ctrl), set(st.rmw))
+
+    def _event(self, st, kind, loc=None, val=None, tags=(), fence=None, addr=frozenset(), data=frozenset(),
+               ctrl=frozenset()):
+        e = Event(len(st.events), self.thread.index, kind, loc, val, frozenset(tags), fence)
+        st.events.append(e)
+        st.addr |= {(d, e.eid) for d in addr}
+        st.data |= {(d, e.eid) for d in data}
+        st.ctrl |= {(d, e.eid) for d in ctrl}
+        return e.eid
+
+    def _read_values(self, loc):
+        return sorted(self.domain.get(loc, {0}), key=_order_key)
+
+    def _expr(self, e, st, ctrl):
+        """Yields (state, (value, dependencies)) for every guess."""
+        if isinstance(e, Num):
+            yield st, (e.value, frozenset())
+        elif isinstance(e, Name):
+            if e.name in st.regs:
+                yield st, st.regs[e.name]
+            else:
+                yield st, (Loc(e.name), frozenset())
+        elif isinstance(e, AddrOf):
+            yield st, (Loc(e.name), frozenset())
+        elif isinstance(e, Deref):
+            raise SpecError(e.span, "plain C accesses ('*x') are not supported",
+                            "use READ_ONCE(*x): plain accesses need the LKMM's data-race rules, left out here")
+        elif isinstance(e, Unary):
+            for st2, (v, d) in self._expr(e.operand, st, ctrl):
+                if isinstance(v, Loc):
+                    raise SpecError(e.span, f"'{e.op}' on a pointer is not supported")
+                yield st2, ({"!": int(not v), "-": -v, "~": ~v}[e.op], d)
+        elif isinstance(e, Binary):
+            for st2, (a, da) in self._expr(e.left, st, ctrl):
+                if e.op in ("&&", "||"):
+                    ta = _truthy(a, e.span)
+                    if (e.op == "&&" and not ta) or (e.op == "||" and ta):
+                        yield st2, (int(ta), da)
+                        continue
+                    for st3, (b, db) in self._expr(e.right, st2, ctrl):
+                        yield st3, (int(_truthy(b, e.span)), da | db)
+                    continue
+                for st3, (b, db) in self._expr(e.right, st2, ctrl):
+                    yield st3, (_arith(e.op, a, b, e.span), da | db)
+        elif isinstance(e, Call):
+            yield from self._call(e, st, ctrl)
+        else:  # pragma: no cover
+            raise AssertionError(e)
+
+    def _args(self, e, st, ctrl, n=None):
+        """Evaluate the arguments left to right: [(state, [(value, deps), ...])]."""
+        if n is not None and len(e.args) != n:
+            raise SpecError(e.span, f"'{e.func}' takes {n} argument{'s' if n != 1 else ''}, got {len(e.args)}")
+        results = [(st, [])]
+        for a in e.args:
+            nxt = []
+            for s, vals in results:
+                for s2, v in self._expr(a, s, ctrl):
+                    nxt.append((s2, vals + [v]))
+            results = nxt
+        return results
+
+    def _pointer(self, arg, e, deref):
+        """The location an access names: `*p` for READ_ONCE/WRITE_ONCE, `p` for the rest."""
+        if deref:
+            if not isinstance(arg, Deref):
+                raise SpecError(e.span, f"'{e.func}' takes '*p' (the location, as in the kernel's tests)",
+                                f"write {e.func}(*x{', v' if e.func in STORES else ''})")
+            return arg.pointer
+        if isinstance(arg, Deref):
+            raise SpecError(arg.span, f"'{e.func}' takes a pointer 'p', not '*p'")
+        return arg
+
+    def _loc(self, v, span):
+        if not isinstance(v, Loc):
+            raise SpecError(span, f"the address of this access is the number {v}, not a location")
+        if v.name not in self.locations:
+            raise SpecError(span, f"'{v.name}' is not a location of this test")
+        return v.name
+
+    def _call(self, e, st, ctrl):
+        f = e.func
+        if f in FENCES:
+            if e.args:
+                raise SpecError(e.span, f"'{f}' takes no arguments")
+            st = self._copy(st)
+            self._event(st, "F", fence=FENCES[f], ctrl=ctrl)
+            yield st, (0, frozenset())
+        elif f in LOADS:
+            tag, deref = LOADS[f]
+            if len(e.args) != 1:
+                raise SpecError(e.span, f"'{f}' takes 1 argument, got {len(e.args)}")
+            ptr = self._pointer(e.args[0], e, deref)
+            for s, (p, pd) in self._expr(ptr, st, ctrl):
+                loc = self._loc(p, e.span)
+                for v in self._read_values(loc):
+                    s2 = self._copy(s)
+                    r = self._event(s2, "R", loc, v, (tag,), addr=pd, ctrl=ctrl)
+                    yield s2, (v, frozenset({(self.thread.index, r)}))
+        elif f in STORES:
+            tag, deref = STORES[f]
+            if len(e.args) != 2:
+                raise SpecError(e.span, f"'{f}' takes 2 arguments, got {len(e.args)}")
+            ptr = self._pointer(e.args[0], e, deref)
+            for s, (p, pd) in self._expr(ptr, st, ctrl):
+                loc = self._loc(p, e.span)
+                for s2, (v, vd) in self._expr(e.args[1], s, ctrl):
+                    s3 = self._copy(s2)
+                    self._event(s3, "W", loc, v, (tag,), addr=pd, data=vd, ctrl=ctrl)
+                    if f == "smp_store_mb":
+                        self._event(s3, "F", fence="mb", ctrl=ctrl)
+                    yield s3, (0, frozenset())
+        elif f in RMWS:
+            yield from self._rmw(e, st, ctrl)
+        elif f in LOCKS:
+            if len(e.args) != 1:
+                raise SpecError(e.span, f"'{f}' takes 1 argument (the lock), got {len(e.args)}")
+            for s, (p, pd) in self._expr(self._pointer(e.args[0], e, False), st, ctrl):
+                loc = self._loc(p, e.span)
+                s2 = self._copy(s)
+                if f == "spin_unlock":
+                    self._event(s2, "W", loc, 0, ("UL", "release"), addr=pd, ctrl=ctrl)
+                    yield s2, (0, frozenset())
+                    continue
+                # lock.cat: LKR (an acquire reading "unlocked") and LKW, paired in rmw
+                r = self._event(s2, "R", loc, 0, ("LKR", "acquire"), addr=pd, ctrl=ctrl)
+                w = self._event(s2, "W", loc, 1, ("LKW",), addr=pd, ctrl=ctrl)
+                s2.rmw.add((r, w))
+                yield s2, (1, frozenset())
+                if f == "spin_trylock":  # or it fails: LF, a read of "locked" with no ordering
+                    s3 = self._copy(s)
+                    r = self._event(s3, "R", loc, 1, ("LF",), addr=pd, ctrl=ctrl)
+                    yield s3, (0, frozenset({(self.thread.index, r)}))
+        else:
+            if f.startswith(("test_and_", "set_bit", "clear_bit", "change_bit")) or "_bit" in f:
+                raise SpecError(e.span, f"'{f}': bit operations are not in the LKMM's linux-kernel.def",
+                                "herd7 cannot check them either; model the word with atomic_* or xchg")
+            if f == "spin_is_locked":
+                raise SpecError(e.span, "'spin_is_locked' is not supported")
+            raise SpecError(e.span, f"unknown primitive '{f}'",
+                            did_you_mean(f, PRIMITIVES) or "see spec/LANGUAGE.md, 'Litmus tests'")
+
+    def _rmw(self, e, st, ctrl):
+        f = e.func
+        op, returns, sfx, takes_value, test = RMWS[f]
+        # argument order: atomic_op(V, X), xchg(X, V), cmpxchg(X, OLD, NEW)
+        if op == "cmpxchg":
+            n, pi = 3, 0
+        elif op == "xchg":
+            n, pi = 2, 0
+        else:
+            n, pi = (2, 1) if takes_value else (1, 0)
+        if len(e.args) != n:
+            raise SpecError(e.span, f"'{f}' takes {n} argument{'s' if n != 1 else ''}, got {len(e.args)}")
+        args = list(e.args)
+        args[pi] = self._pointer(args[pi], e, False)
+        for s, vals in self._args(Call(f, tuple(args), e.span), st, ctrl):
+            p, pd = vals[pi]
+            loc = self._loc(p, e.span)
+            if sfx == "_noreturn":
+                rtag, wtag, full = "noreturn", "once", False
+            else:
+                rtag, wtag, full = _ORDER[sfx]
+            for old in self._read_values(loc):
+                s2 = self._copy(s)
+                if op == "cmpxchg":
+                    (_, _), (exp, ed), (new, nd) = vals
+                    if old != exp:  # failed: a lone read, unordered, but in the RMW set (before-atomic)
+                        r = self._event(s2, "R", loc, old, ("once", "RMW"), addr=pd, ctrl=ctrl)
+                        yield s2, (old, frozenset({(self.thread.index, r)}))
+                        continue
+                    wv, wd = new, nd
+                elif op == "xchg":
+                    wv, wd = vals[1]
+                else:
+                    if takes_value:
+                        amount, wd = vals[0]
+                    else:
+                        amount, wd = 1, frozenset()
+                    if isinstance(old, Loc) or isinstance(amount, Loc):
+                        raise SpecError(e.span, f"'{f}' on a pointer value is not supported")
+                    wv = old + amount if _OPS[op] == "+" else old - amount
+                if full:
+                    self._event(s2, "F", fence="mb", ctrl=ctrl)
+                r = self._event(s2, "R", loc, old, (rtag, "RMW"), addr=pd, ctrl=ctrl)
+                w = self._event(s2, "W", loc, wv, (wtag, "RMW"), addr=pd, data=wd, ctrl=ctrl)
+                s2.rmw.add((r, w))
+                if full:
+                    self._event(s2, "F", fence="mb", ctrl=ctrl)
+                rd = frozenset({(self.thread.index, r)})
+                result = None if returns is None else (wv if returns == "new" else old)
+                if test == "==0":
+                    result = int(result == 0)
+                elif test == "<0":
+                    result = int(result < 0)
+                yield s2, (0 if result is None else result, rd if result is not None else frozenset())
+
+
+def _truthy(v, span):
+    if isinstance(v, Loc):
+        return True
+    return v != 0
+
+
+def _order_key(v):
+    return (1, v.name) if isinstance(v, Loc) else (0, v)
+
+
+# ---------------------------------------------------------------- relations (sets of pairs)
+
+def seq(a, b):
+    by = {}
+    for x, y in b:
+        by.setdefault(x, []).append(y)
+    return {(x, z) for x, y in a for z in by.get(y, ())}
+
+
+def ident(s):
+    return {(x, x) for x in s}
+
+
+def restrict(r, dom=None, rng=None):
+    return {(x, y) for x, y in r if (dom is None or x in dom) and (rng is None or y in rng)}
+
+
+def plus(r):
+    """Transitive closure."""
+    closure = set(r)
+    while True:
+        new = seq(closure, closure) - closure
+        if not new:
+            return closure
+        closure |= new
+
+
+def star(r, universe):
+    return plus(r) | ident(universe)
+
+
+def opt(r, universe):
+    return set(r) | ident(universe)
+
+
+def inverse(r):
+    return {(y, x) for x, y in r}
+
+
+def acyclic(r):
+    return not any(x == y for x, y in plus(r))
+
+
+# ---------------------------------------------------------------- one candidate execution
+
+@dataclass(slots=True)
+class Execution:
+    events: dict  # gid -> Event
+    po: set
+    addr: set
+    data: set
+    ctrl: set
+    rmw: set
+    rf: set
+    co: set
+    regs: dict  # (tid, reg) -> value
+    final: dict  # loc -> value
+
+
+def allowed(x: Execution, model: str) -> bool:
+    """Whether the candidate execution satisfies the model's axioms."""
+    ev = x.events
+    E = set(ev)
+    R = {g for g, e in ev.items() if e.kind == "R"}
+    W = {g for g, e in ev.items() if e.kind == "W"}
+    M = R | W
+    tid = {g: e.tid for g, e in ev.items()}
+
+    def tagged(t):
+        return {g for g, e in ev.items() if t in e.tags}
+
+    def fences(kind):
+        return {g for g, e in ev.items() if e.kind == "F" and e.fence == kind}
+
+    po = x.po
+    int_ = lambda r: {(a, b) for a, b in r if tid[a] == tid[b]}  # noqa: E731
+    ext = lambda r: {(a, b) for a, b in r if tid[a] != tid[b]}  # noqa: E731
+    loc = lambda r: {(a, b) for a, b in r if ev[a].loc is not None and ev[a].loc == ev[b].loc}  # noqa: E731
+    rf, co = x.rf, x.co
+    fr = seq(inverse(rf), co)  # lock.cat:139 fr = rf^-1 ; co
+    rfe, rfi = ext(rf), int_(rf)
+    coe, fre = ext(co), ext(fr)
+    po_loc = loc(po)
+    com = rf | co | fr  # linux-kernel.cat:57
+    # linux-kernel.cat:58 acyclic po-loc | com as coherence
+    if not acyclic(po_loc | com):
+        return False
+    # linux-kernel.cat:61 empty rmw & (fre ; coe) as atomic
+    if x.rmw & seq(fre, coe):
+        return False
+    LKW, LKR, UL = tagged("LKW"), tagged("LKR"), tagged("UL")
+    # lock.cat:55 empty ([LKW] ; po-loc ; [LKR]) \ (po-loc ; [UL] ; po-loc) as lock-nest
+    if restrict(po_loc, LKW, LKR) - seq(restrict(po_loc, None, UL), po_loc):
+        return False
+    if model == "sc":
+        return acyclic(po | com)
+    RMW = tagged("RMW")
+    if model == "tso":
+        # x86-TSO (Owens, Sarkar, Sewell) with the kernel's x86 mapping: every atomic RMW and
+        # spin_lock is a locked instruction (a full barrier, a failed cmpxchg included),
+        # smp_mb() is mfence, smp_rmb/wmb and acquire/release are plain moves.
+        locked = RMW | LKR | LKW | tagged("LF")
+        mbf = fences("mb")  # smp_mb__{before,after}_atomic and __after_spinlock: barrier() on x86
+        ppo = {(a, b) for a, b in po if a in M and b in M and not (a in W and b in R)}
+        implied = restrict(po, locked, M) | restrict(po, M, locked)
+        fenced = seq(seq(restrict(po, M, mbf), po), ident(M))
+        return acyclic(ppo | implied | fenced | rfe | co | fr)
+    assert model == "lkmm"
+
+    def fencerel(S):  # herd7 stdlib: fencerel(S) = (po ; [S]) ; po
+        return seq(restrict(po, None, S), po)
+
+    Acquire = tagged("acquire")  # lock.cat:68 Acquire | LKR (LKR carries 'acquire')
+    Release = tagged("release")  # lock.cat:67 Release | UL (UL carries 'release')
+    Noreturn = tagged("noreturn")
+    # linux-kernel.bell:80-83 carry-dep = (data ; rfi)*; addr/ctrl/data = carry-dep ; ...
+    carry = star(seq(x.data, rfi), E)
+    addr, data, ctrl = seq(carry, x.addr), seq(carry, x.data), seq(carry, x.ctrl)
+    acq_po = restrict(po, Acquire, M)  # cat:28
+    po_rel = restrict(po, M, Release)  # cat:29
+    po_unlock_lock_po = seq(seq(restrict(po, None, UL), restrict(po | rf, UL, LKR)), po)  # cat:30
+    R4rmb = R - Noreturn  # cat:33
+    rmb = restrict(fencerel(fences("rmb")), R4rmb, R4rmb)  # cat:34
+    wmb = restrict(fencerel(fences("wmb")), W, W)  # cat:35
+    po_opt = opt(po, E)
+    mb = (restrict(fencerel(fences("mb")), M, M)  # cat:36
+          | restrict(seq(restrict(fencerel(fences("before-atomic")), M, RMW), po_opt), None, M)  # cat:37
+          | restrict(seq(restrict(po_opt, M, RMW), fencerel(fences("after-atomic"))), None, M)  # cat:38
+          | restrict(seq(restrict(po_opt, M, LKW), fencerel(fences("after-spinlock"))), None, M)  # cat:39
+          | restrict(seq(seq(restrict(po, M, UL), restrict(co | po, UL, LKW)),  # cat:40-41
+                         fencerel(fences("after-unlock-lock"))), None, M))
+    strong_fence = mb  # cat:43 (gp: RCU is refused by the reader)
+    nonrw_fence = strong_fence | po_rel | acq_po  # cat:45
+    fence = nonrw_fence | wmb | rmb  # cat:46
+    dep = addr | data  # cat:68
+    rwdep = restrict(dep | ctrl, None, W)  # cat:69
+    overwrite = co | fr  # cat:70
+    to_w = rwdep | int_(overwrite)  # cat:71 (the addr;[Plain];wmb term is empty: no plain accesses)
+    to_r = addr | seq(dep, rfi)  # cat:72 (every access is Marked)
+    ppo = to_r | to_w | fence | int_(po_unlock_lock_po)  # cat:73
+    a_cumul = lambda r: seq(opt(rfe, E), r)  # noqa: E731  cat:76 A-cumul(r) = (rfe ; [Marked])? ; r
+    cumul_fence = a_cumul(strong_fence | po_rel) | wmb | po_unlock_lock_po  # cat:77-78
+    prop = seq(seq(opt(ext(overwrite), E), star(cumul_fence, E)), opt(rfe, E))  # cat:79-80
+    hb = ppo | rfe | int_({(a, b) for a, b in prop if a != b})  # cat:86
+    if not acyclic(hb):  # cat:87 acyclic hb as happens-before
+        return False
+    pb = seq(seq(prop, strong_fence), star(hb, E))  # cat:94 (every event is Marked: no plain accesses)
+    return acyclic(pb)  # cat:95 acyclic pb as propagation
+
+
+# ---------------------------------------------------------------- enumeration
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The final values the condition and `locations` name, in a fixed order."""
+
+    values: tuple  # ((label, value), ...)
+
+    def __str__(self):
+        return " ".join(f"{k}={v};" for k, v in self.values)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    model: str
+    outcomes: tuple  # of (Outcome, satisfies the condition)
+    positive: int  # allowed executions satisfying the condition's proposition
+    negative: int
+    candidates: int
+
+    @property
+    def observation(self) -> str:
+        if self.positive == 0:
+            return "Never"
+        return "Always" if self.negative == 0 else "Sometimes"
+
+
+def _locations(test: Litmus) -> list[str]:
+    locs = []
+    for name, v in test.init:
+        locs.append(name)
+        if isinstance(v, str):
+            locs.append(v)
+    for t in test.threads:
+        locs.extend(t.params)
+    return sorted(set(locs))
+
+
+def _shown(test: Litmus) -> list[tuple[int | None, str]]:
+    names = list(test.locations)
+
+    def walk(p):
+        if isinstance(p, Atom):
+            if (p.thread, p.name) not in names:
+                names.append((p.thread, p.name))
+        else:
+            for a in p.args:
+                walk(a)
+
+    walk(test.condition.prop)  # not the filter's names: herd7 does not show them
+    return sorted(names, key=lambda k: (k[0] is None, -1 if k[0] is None else k[0], k[1]))
+
+
+def _label(k):
+    return f"[{k[1]}]" if k[0] is None else f"{k[0]}:{k[1]}"  # herd7 shows locations as [x]
+
+
+def _holds(p, regs, final, test) -> bool:
+    if isinstance(p, PropOp):
+        if p.op == "and":
+            return all(_holds(a, regs, final, test) for a in p.args)
+        if p.op == "or":
+            return any(_holds(a, regs, final, test) for a in p.args)
+        if p.op == "not":
+            return not _holds(p.args[0], regs, final, test)
+        return p.op == "true"
+    v = final.get(p.name) if p.thread is None else regs.get((p.thread, p.name))
+    want = Loc(p.value) if isinstance(p.value, str) else p.value
+    return (v == want) != p.negated
+
+
+def check_atoms(test: Litmus) -> None:
+    """Every register and location the condition names exists (a SpecError otherwise)."""
+    locs = set(_locations(test))
+
+    def walk(p):
+        if isinstance(p, Atom):
+            if p.thread is None:
+                if p.name not in locs:
+                    raise SpecError(p.span, f"'{p.name}' is not a location of this test")
+            elif p.thread >= len(test.threads) or p.name not in test.threads[p.thread].registers:
+                raise SpecError(p.span, f"thread {p.thread} has no register '{p.name}'")
+            if isinstance(p.value, str) and p.value not in locs:
+                raise SpecError(p.span, f"'{p.value}' is not a location of this test")
+        elif isinstance(p, PropOp):
+            for a in p.args:
+                walk(a)
+
+    walk(test.condition.prop)
+    if test.filter is not None:
+        walk(test.filter)
+    for th, name in test.locations:
+        walk(Atom(th, name, 0, False, test.threads[0].span))
+
+
+def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> Result:
+    """Every candidate execution, kept when the model allows it; raises TooManyCandidates."""
+    check_atoms(test)
+    locs = _locations(test)
+    init = {name: 0 for name in locs}
+    for name, v in test.init:
+        init[name] = Loc(v) if isinstance(v, str) else v
+    # The values a read may return: a fixpoint over "what some write could store". A value
+    # of a real execution comes from a chain of at most (number of write sites) writes, so
+    # that many rounds reach every such value; extra guesses are pruned by rf below.
+    domain = {name: {v} for name, v in init.items()}
+    runs, rounds, writes_bound = None, 0, 1
+    while True:
+        runs = [list(_Runner(t, domain, set(locs)).runs()) for t in test.threads]
+        if sum(len(r) for r in runs) > limit:
+            raise TooManyCandidates(f"more than {limit:,} thread runs")
+        new = {k: set(v) for k, v in domain.items()}
+        for rs in runs:
+            for run in rs:
+                for e in run.events:
+                    if e.kind == "W":
+                        new[e.loc].add(e.val)
+        writes_bound = max(writes_bound, sum(max((sum(e.kind == "W" for e in run.events) for run in rs), default=0)
+                                             for rs in runs))
+        rounds += 1
+        if new == domain or rounds > writes_bound:
+            break
+        domain = new
+    shown = _shown(test)
+    outcomes: dict = {}
+    positive = negative = candidates = 0
+    budget = [limit * 10]  # rf/co choices tried per location, over the whole run
+    for combo in itertools.product(*runs):
+        # global events: initial writes, then each thread's
+        events, po, addr, data, ctrl, rmw = {}, set(), set(), set(), set(), set()
+        gid = {}
+        for name in locs:
+            g = len(events)
+            events[g] = Event(g, -1, "W", name, init[name], frozenset({"IW"}))
+        for t, run in enumerate(combo):
+            ids = []
+            for e in run.events:
+                g = len(events)
+                gid[(t, e.eid)] = g
+                events[g] = Event(g, t, e.kind, e.loc, e.val, e.tags, e.fence)
+                ids.append(g)
+            po |= {(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]}
+            for rel, out in ((run.addr, addr), (run.data, data), (run.ctrl, ctrl)):
+                out |= {(gid[d], gid[(t, b)]) for d, b in rel}
+            rmw |= {(gid[(t, a)], gid[(t, b)]) for a, b in run.rmw}
+        writes = {name: [g for g, e in events.items() if e.kind == "W" and e.loc == name] for name in locs}
+        reads = [g for g, e in events.items() if e.kind == "R"]
+        regs = {}
+        for t, run in enumerate(combo):
+            for name, (v, _) in run.regs.items():
+                regs[(t, name)] = v
+        # Coherence and atomicity are per location (linux-kernel.cat:58, 61): choose each
+        # location's co and rf together and keep only the coherent pairs, then combine.
+        per_loc = []
+        for name in locs:
+            choices = list(_coherent(name, writes[name], [r for r in reads if events[r].loc == name], events, po,
+                                     rmw, budget))
+            if not choices:
+                break
+            per_loc.append(choices)
+        else:
+            for pick in itertools.product(*per_loc):
+                candidates += 1
+                if candidates > limit:
+                    raise TooManyCandidates(f"more than {limit:,} candidate executions")
+                rf = set().union(*(p[0] for p in pick))
+                co = set().union(*(p[1] for p in pick))
+                final = {name: events[p[2]].val for name, p in zip(locs, pick)}
+                x = Execution(events, po, addr, data, ctrl, rmw, rf, co, regs, final)
+                if test.filter is not None and not _holds(test.filter, regs, final, test):
+                    continue
+                if not allowed(x, model):
+                    continue
+                sat = _holds(test.condition.prop, regs, final, test)
+                positive += sat
+                negative += not sat
+                key = Outcome(tuple((_label(k), final[k[1]] if k[0] is None else regs[k]) for k in shown))
+                outcomes[key] = sat
+    ordered = tuple(sorted(outcomes.items(), key=lambda kv: [_order_key(v) for _, v in kv[0].values]))
+    return Result(model, ordered, positive, negative, candidates)
+
+
+def _coherent(name, ws, rs, events, po, rmw, budget):
+    """(rf, co, last write) of one location that pass coherence and atomicity there.
+    Orders that put one thread's writes against program order (CoWW), and rf choices
+    where an RMW's read does not read the write just co-before its own (atomicity), are
+    skipped before the full check; every order tried counts against `budget`."""
+    sources = []
+    for r in rs:
+        src = [w for w in ws if events[w].val == events[r].val]
+        if not src:
+            return
+        sources.append(src)
+    po_loc = {(a, b) for a, b in po if events[a].loc == name and events[b].loc == name}
+    tid = {g: events[g].tid for g in ws + rs}
+    rmw_l = {(a, b) for a, b in rmw if events[a].loc == name}
+    rmw_w = dict(rmw_l)
+    same_thread = [(a, b) for a, b in po_loc if a in ws and b in ws]
+    for order, co in _co_orders(ws, events, po):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TooManyCandidates("too many coherence orders")
+        pos = {w: i for i, w in enumerate(order)}
+        if any(pos[a] > pos[b] for a, b in same_thread):
+            continue
+        last = order[-1]
+        choices = []
+        for r, src in zip(rs, sources):
+            if r in rmw_w:  # atomicity: read the write immediately co-before its own write
+                i = pos[rmw_w[r]]
+                src = [w for w in src if i > 0 and order[i - 1] == w]
+            choices.append(src)
+        for pick in itertools.product(*choices):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise TooManyCandidates("too many coherence orders and reads-from choices")
+            rf = set(zip(pick, rs))
+            fr = seq(inverse(rf), co)
+            if not acyclic(po_loc | rf | co | fr):
+                continue
+            fre = {(a, b) for a, b in fr if tid[a] != tid[b]}
+            coe = {(a, b) for a, b in co if tid[a] != tid[b]}
+            if rmw_l & seq(fre, coe):
+                continue
+            yield rf, co, last
+
+
+def _last(ws, co):
+    for w in ws:
+        if not any(a == w for a, _ in co):
+            return w
+    return ws[0]
+
+
+def _co_orders(ws, events, po):
+    """Coherence orders of one location: the initial write first, then every order of the
+    rest, with lock.cat's rule that an unlock follows its lock's write at once (lock.cat:130)."""
+    init = [w for w in ws if "IW" in events[w].tags]
+    rest = [w for w in ws if "IW" not in events[w].tags]
+    # lock.cat:71 critical: each UL matches the last po-earlier LKW of its thread on that lock
+    match = {}
+    for u in rest:
+        if "UL" in events[u].tags:
+            lkws = [w for w in rest if "LKW" in events[w].tags and (w, u) in po]
+            lkws = [w for w in lkws if not any((w, o) in po and (o, u) in po for o in rest
+                                               if {"LKW", "UL"} & events[o].tags)]
+            if lkws:
+                match[u] = lkws[-1]
+    for perm in itertools.permutations(rest):
+        pos = {w: i for i, w in enumerate(perm)}
+        if any(pos[u] != pos[w] + 1 for u, w in match.items()):
+            continue
+        order = init + list(perm)
+        yield order, {(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))}
+
+
+def format_result(test: Litmus, res: Result) -> str:
+    """herd7's layout: the states, Ok/No, the witnesses, the condition and the Observation."""
+    q = test.condition.quantifier
+    kind = "Required" if q == "forall" else "Allowed"
+    lines = [f"Test {test.name} {kind}" + ("" if res.model == "lkmm" else f" (memory {res.model})"),
+             f"States {len(res.outcomes)}"]
+    lines += [str(o) for o, _ in res.outcomes]
+    if q == "exists":
+        ok = res.positive > 0
+    elif q == "~exists":
+        ok = res.positive == 0
+    else:
+        ok = res.negative == 0
+    lines += ["Ok" if ok else "No", "Witnesses", f"Positive: {res.positive} Negative: {res.negative}",
+              f"Condition {test.condition.text}",
+              f"Observation {test.name} {res.observation} {res.positive} {res.negative}"]
+    return "\n".join(lines)
