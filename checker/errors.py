@@ -71,7 +71,7 @@ REGISTRY: dict[str, ErrorCode] = {e.code: e for e in (
               "eventually Q`. `eventually Q` alone (Q holds at some point of every run) is not a form of "
               "the language: for a condition that must keep coming back write `always eventually Q`; "
               "for one that must be reachable at all, `reachable NAME: Q;`."),
-    # -- names, types and declarations (resolve.py)
+    # -- names, types and declarations (checker/resolve/)
     ErrorCode("TR200", "invalid model", "A declaration is not well-formed: a name, a type, a value or a "
               "statement is wrong for where it is used; the message says which."),
     ErrorCode("TR201", "unknown name", "The name is declared nowhere the use can see (a global, a constant, "

@@ -1,6 +1,6 @@
 """An independent reference semantics for expressions, on the syntax tree.
 
-The checker resolves names and expands `fn` calls once, in resolve.py, and every
+The checker resolves names and expands `fn` calls once, in checker/resolve/, and every
 engine (explicit, bmc, induction, the Promela twin) starts from that resolved model,
 so a resolver bug is shared by all of them and no cross-engine test can see it. This
 evaluator shares nothing with the pipeline after the parser: it reads `checker.ast`

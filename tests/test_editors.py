@@ -8,7 +8,7 @@ compared with what the checker's own lexer (lark, from spec/grammar.lark) makes 
 same text: a keyword must be scoped as that keyword, a kernel primitive as a built-in,
 a number as a number, a comment as a comment, and nothing in code may be left unscoped.
 The keyword and built-in lists of both editors must equal the grammar's keywords and
-checker/resolve.py's BUILTINS table, so that a new keyword or primitive cannot be
+checker/builtins.py's BUILTINS table, so that a new keyword or primitive cannot be
 forgotten in the editors.
 """
 

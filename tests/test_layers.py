@@ -50,7 +50,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("lowering", ("checker.lower",), False,
      "each primitive call -> a core operation carrying its table row; the back ends, the "
      "reductions and the explanations implement only the core operations"),
-    ("resolve", ("checker.resolve",), False, "ast -> model: names, types, constants, variants, inlines"),
+    # the resolver, bottom up: its context, its parts (mixins that reach each other through
+    # `self` only), the package that puts them together
+    ("resolve base", ("checker.resolve.base",), False,
+     "what the resolver's parts share: the context of a resolution and the built-in names"),
+    ("resolve parts", ("checker.resolve.declarations", "checker.resolve.types", "checker.resolve.expressions",
+                       "checker.resolve.statements", "checker.resolve.inlines", "checker.resolve.variants"), False,
+     "one concern each: declarations, types, expressions, statements, inlines (fn and inline calls), "
+     "variants (constants and their overrides); none imports another"),
+    ("resolve", ("checker.resolve",), False, "ast -> model: the resolver put together from its parts"),
     ("ir", ("checker.ir",), False, "model -> state layout and per-process atomic steps, store buffers"),
     ("fold", ("checker.fold",), False, "constant folding and store checks that both back ends share"),
     ("back ends", ("checker.compile", "checker.promela"), False,
@@ -96,7 +104,9 @@ NOT_YET: frozenset[str] = frozenset()
 EXPORTERS_READ = ("foundation", "results")
 
 #: the front end's passes and their input: after it, only the orchestrators call them
-FRONT_END = frozenset({"checker.parse", "checker.ast", "checker.resolve"})
+FRONT_END = frozenset({"checker.parse", "checker.ast", "checker.resolve"} | {
+    f"checker.resolve.{part}" for part in ("base", "declarations", "types", "expressions", "statements",
+                                           "inlines", "variants")})
 ORCHESTRATORS = frozenset({"checker.run", "checker.api", "checker.cli", "checker.__main__"})
 
 #: Private names that code merged from i20-exports (counterexamples that explain

@@ -1,0 +1,138 @@
+"""Syntax tree -> resolved model: bind names, check types and ranges, fold constants,
+apply a variant's and the command line's constant overrides, expand inline procedures.
+
+Every problem is a SpecError at the span of the offending text, with a hint where one
+helps (the closest known name, the declared range, the rule that was broken).
+
+The pass is one class, `_Resolver`, put together from one mixin per concern, each in
+its own module: variants (constants and their overrides, the memory model), types
+(types, dimensions, initial values), declarations (names, processes, properties,
+lemmas), statements, inlines (`inline` and `fn` calls) and expressions. The mixins
+never import each other; they share only `base` (the context `Ctx` and the built-in
+names) and call each other through `self`. What other modules import from
+`checker.resolve` is re-exported here.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .. import ast
+from .. import model as m
+from ..builtins import ALIASES, BUILTINS
+from ..errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all
+from ..limits import MAX_VALUES
+from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
+from .declarations import Declarations
+from .expressions import Expressions
+from .inlines import Inlines
+from .statements import Statements
+from .types import Types
+from .variants import Variants, parse_defines
+
+#: what the rest of the checker and the tests import from here
+__all__ = [
+    "ALIASES", "BASE", "BUILTINS", "DEFAULT_STORE_BUFFER", "MAX_VALUES", "MEMORY_MODELS", "RESERVED_TYPES",
+    "header_comment", "parse_defines", "resolve", "variant_names",
+]
+
+
+def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
+            memory: str | None = None, store_buffer: int | None = None) -> m.Model:
+    """`memory` and `store_buffer` come from the command line and override the spec."""
+    try:
+        return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+    except SpecError as e:
+        raise e.with_code(STAGE_CODES["resolve"]) from None
+
+
+# ---- the resolver --------------------------------------------------------------
+
+
+class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions):
+    """The state of one resolution: the symbol tables, filled in the order `run` walks
+    the declarations (constants first, so that types and sizes can use them; processes
+    last, so that a body sees every global)."""
+
+    def __init__(self, spec: ast.Spec, variant: str, defines: dict[str, str],
+                 memory: str | None, store_buffer: int | None = None):
+        self.spec = spec
+        self.variant = variant
+        self.defines = defines
+        self.memory_override = memory
+        self.store_buffer_override = store_buffer
+        self.consts: dict[str, m.Const] = {}
+        self.enums: dict[str, m.EnumT] = {}
+        self.members: dict[str, tuple[m.EnumT, int]] = {}
+        self.globals: dict[str, m.VarSym] = {}
+        self.inlines: dict[str, ast.InlineDecl] = {}
+        self.fns: dict[str, ast.FnDecl] = {}
+        self.process_decls: dict[str, ast.ProcessDecl] = {}
+        self.process_counts: dict[str, int | None] = {}
+        self.process_labels: dict[str, set[str]] = {}
+        self.processes: dict[str, m.Process] = {}  # filled once every body is resolved
+        self.assert_names: dict[str, Span] = {}
+        self.lemmas: list[m.Lemma] = []
+        self.uid = itertools.count()
+        self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
+        self.writing: str | None = None  # the name an assignment is storing to (not a read)
+
+    # -- top level
+    def run(self) -> m.Model:
+        spec = self.spec
+        variants = {v.name: v for v in spec.of(ast.VariantDecl)}
+        if self.variant != BASE and self.variant not in variants:
+            raise SpecError(NOWHERE, f"unknown variant '{self.variant}'",
+                            did_you_mean(self.variant, variant_names(spec))
+                            or f"variants: {', '.join(variant_names(spec))}", code="TR205")
+        self._check_duplicates()
+        overrides = self._collect_overrides(variants.get(self.variant))
+        self._resolve_consts(overrides)
+        memory, store_buffer = self._memory(variants.get(self.variant))
+        for d in spec.of(ast.EnumDecl):
+            t = m.EnumT(d.name, tuple(n for n, _ in d.members))
+            self.enums[d.name] = t
+            for i, (n, _) in enumerate(d.members):
+                self.members[n] = (t, i)
+        for d in spec.of(ast.ProcessDecl):
+            self.process_decls[d.name] = d
+            self.process_counts[d.name] = self._process_count(d)
+        for d in spec.of(ast.InlineDecl):
+            self.inlines[d.name] = d
+        for d in spec.of(ast.FnDecl):
+            self.fns[d.name] = d
+        # several errors per run: each declaration of a group is resolved even when one
+        # before it failed, and the group's errors are reported together; the next group
+        # is not started (its errors could be echoes of these)
+        errors: list[SpecError] = []
+        for d in spec.items:
+            try:
+                if isinstance(d, ast.VarDecl):
+                    self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
+                elif isinstance(d, ast.WaitQueueDecl):
+                    self.globals[d.name] = self._waitqueue(d)
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = []
+        for d in spec.of(ast.ProcessDecl):
+            try:
+                processes.append(self._process(d))
+            except SpecError as e:
+                errors.append(e)
+        raise_all(errors)
+        processes = tuple(processes)
+        self.process_labels = {p.name: set(p.labels) for p in processes}
+        self.processes = {p.name: p for p in processes}
+        if not processes and not spec.of(ast.LemmaDecl):
+            raise SpecError(Span(spec.file, 1, 1, 1, 1), "the model declares no process",
+                            "add `process NAME { ... }` (or a `lemma`)")
+        properties = self._properties()
+        expected = self._expectations(variants.get(self.variant), properties)
+        constants = {n: self._const_value(c) for n, c in self.consts.items()}
+        return m.Model(
+            name=spec.name, file=spec.file, source=spec.source, variant=self.variant,
+            constants=constants, memory=memory, globals=tuple(self.globals.values()),
+            processes=processes, properties=properties, expected_violations=expected,
+            header=header_comment(spec.source), lemmas=tuple(self.lemmas),
+            store_buffer=store_buffer, warnings=self._unread_locals(processes))

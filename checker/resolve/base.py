@@ -1,0 +1,86 @@
+"""What every part of the resolver shares: the context an expression or statement is
+resolved in (`Ctx`), the built-in names, and the two questions run.py asks of a spec
+before resolving it (its variants, its header comment).
+
+It sits below the parts (declarations, types, expressions, statements, inlines,
+variants), which never import each other: each is a mixin of `_Resolver` and reaches
+the others through `self`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ast
+from .. import model as m
+from ..builtins import BUILTINS
+from ..errors import source_lines
+
+BASE = "base"
+DEADLOCK = "deadlock"
+ASSERTIONS = "assertions"
+MEMORY_MODELS = ("sc", "tso")
+# Stores a CPU's store buffer holds under tso unless `memory tso(N)` or --store-buffer
+# says otherwise. Two is what the classic litmus tests (n6) need.
+DEFAULT_STORE_BUFFER = 2
+MAX_STORE_BUFFER = 8
+
+
+# The kernel primitives are the rows of builtins.py; resolve checks their arguments.
+WAITQUEUE_BUILTINS = frozenset(name for name, p in BUILTINS.items() if p.needs_process)
+
+RESERVED_TYPES = ("bool", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
+
+
+def variant_names(spec: ast.Spec) -> list[str]:
+    return [BASE] + [v.name for v in spec.of(ast.VariantDecl)]
+
+
+def header_comment(source: str) -> str:
+    """The comment block a model starts with (what it models and what its variants show)."""
+    lines = []
+    in_block = False
+    for raw in source_lines(source):
+        line = raw.strip()
+        if in_block:
+            end = line.find("*/")
+            lines.append(line[:end] if end >= 0 else line.lstrip("* ").rstrip())
+            if end >= 0:
+                in_block = False
+            continue
+        if line.startswith("//"):
+            lines.append(line[2:].removeprefix(" "))
+        elif line.startswith("/*"):
+            in_block = "*/" not in line[2:]
+            lines.append(line[2:].split("*/")[0].strip())
+        elif not line and lines:
+            lines.append("")
+        elif line:
+            break
+    return "\n".join(lines).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """Where an expression or statement is being resolved.
+
+    A new scope is `dataclasses.replace(ctx, ...)`: the dicts and the label set are
+    shared with the enclosing scope, not copied (labels collect into the process's set).
+    Lookup order in `_name`: bound names (quantifiers, lemma parameters), then the
+    parameters of the fn or inline being expanded, then locals, globals, constants,
+    enum members. An fn or inline body starts with `bound` empty and `params` its own:
+    bodies are lexically scoped (see `Inlines`)."""
+
+    process: m.Process | None = None
+    process_count: int | None = None
+    locals: dict[str, m.VarSym] = field(default_factory=dict)
+    params: dict[str, m.TExpr] = field(default_factory=dict)
+    bound: dict[str, m.Bound] = field(default_factory=dict)
+    effects: bool = False  # side-effecting builtins allowed here
+    in_atomic: bool = False
+    in_loop: bool = False
+    in_inline: bool = False
+    inline_in_atomic: bool = False  # the innermost inline was expanded inside this atomic step
+    inline_stack: tuple[str, ...] = ()
+    labels: set[str] | None = None
+    what: str = "expression"

@@ -1,0 +1,174 @@
+"""Statements: the control rules of the language (no `loop`, label, `goto` or
+`choose` inside `atomic`; `await` only first in it; `break` only in a loop, `return`
+only in an inline), checked where the statement is resolved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .. import ast
+from .. import model as m
+from ..builtins import BUILTINS
+from ..errors import Span, SpecError, did_you_mean
+from .base import ASSERTIONS, DEADLOCK, Ctx
+
+
+class Statements:
+    """Statements in a process body or an inline body. The side-effecting primitives are
+    allowed (`effects=True`) in an assignment's value, an `if`/`while` condition and a
+    call statement, not in an `await` condition nor in parts that must stay pure (`?:`
+    branches, the right operand of `&&`, arguments)."""
+
+    def stmts(self, body, ctx: Ctx) -> tuple[m.RStmt, ...]:
+        return tuple(self.stmt(s, ctx) for s in body)
+
+    def stmt(self, s: ast.Stmt, ctx: Ctx) -> m.RStmt:
+        eff = dataclasses.replace(ctx, effects=True)
+        if isinstance(s, ast.Block):
+            return _block(s.span, self.stmts(s.body, ctx))
+        if isinstance(s, ast.Assign):
+            target = self.lvalue(s.target, ctx)
+            if isinstance(s.value, ast.ListInit):  # `s = {...};`: constant bits of a bit set
+                if not isinstance(target.type, m.BitsetT):
+                    raise SpecError(s.value.span, f"`{{...}}` is a bit set, and '{s.target.name}' is "
+                                    f"{target.type.describe()}", "a set value goes to a `bitset` variable",
+                                    "TR203")
+                mask = self._bitset_value(s.value, target.type)
+                return m.SAssign(s.span, target, m.Const(s.value.span, target.type, mask))
+            value = self.expr(s.value, eff)
+            self._check_assignable(target.type, value, s.value.span, f"'{s.target.name}'")
+            if isinstance(target.type, m.IntT):
+                value = self._value(value)
+            self._check_static_range(target.type, value, s.value.span, s.target.name)
+            return m.SAssign(s.span, target, value)
+        if isinstance(s, ast.If):
+            cond = self.cond(s.cond, eff, "an `if` condition")
+            then = self._as_body(self.stmt(s.then, ctx))
+            orelse = self._as_body(self.stmt(s.orelse, ctx)) if s.orelse else ()
+            return m.SIf(s.span, cond, then, orelse)
+        if isinstance(s, ast.While):
+            cond = self.cond(s.cond, eff, "a `while` condition")
+            inner = dataclasses.replace(ctx, in_loop=True)
+            return m.SWhile(s.span, cond, self._as_body(self.stmt(s.body, inner)))
+        if isinstance(s, ast.Loop):
+            if ctx.in_atomic:
+                raise SpecError(s.span, "`loop` inside `atomic` would never end",
+                                "use `while (cond)` inside atomic blocks")
+            inner = dataclasses.replace(ctx, in_loop=True)
+            return m.SLoop(s.span, self._as_body(self.stmt(s.body, inner)))
+        if isinstance(s, (ast.Break, ast.Continue)):
+            word = "break" if isinstance(s, ast.Break) else "continue"
+            if not ctx.in_loop:
+                raise SpecError(s.span, f"`{word}` outside a loop",
+                                "`break` and `continue` belong inside `while` or `loop`")
+            return m.SBreak(s.span) if word == "break" else m.SContinue(s.span)
+        if isinstance(s, ast.Labeled):
+            if ctx.in_atomic:
+                raise SpecError(s.label_span, "labels are not allowed inside `atomic`",
+                                "an atomic block is one step; label the `atomic` statement itself")
+            if ctx.labels is not None:
+                if s.label in ctx.labels and not ctx.in_inline:
+                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'", code="TR202")
+                ctx.labels.add(s.label)
+            return m.SLabeled(s.span, s.label, self.stmt(s.stmt, ctx))
+        if isinstance(s, ast.Goto):
+            if ctx.in_atomic:
+                raise SpecError(s.span, "`goto` is not allowed inside `atomic`")
+            return m.SGoto(s.span, s.label)
+        if isinstance(s, ast.Await):
+            if ctx.in_atomic:
+                raise SpecError(s.span, "`await` inside `atomic` must be its first statement",
+                                "an atomic block is one step; it may only wait before it starts")
+            return m.SAwait(s.span, self.cond(s.cond, ctx, "an `await` condition"))
+        if isinstance(s, ast.Atomic):
+            return self._atomic(s, ctx)
+        if isinstance(s, ast.Choose):
+            if ctx.in_atomic:
+                raise SpecError(s.span, "`choose` is not allowed inside `atomic`",
+                                "put the `choose` outside and an atomic block in each branch")
+            branches = []
+            for b in s.branches:
+                if not b.body:
+                    raise SpecError(b.span, "an empty `choose` branch", "write `skip;` for a branch that does nothing")
+                branches.append(self.stmts(b.body, ctx))
+            return m.SChoose(s.span, tuple(branches))
+        if isinstance(s, ast.Assert):
+            name = s.name or ASSERTIONS
+            if s.name is not None:
+                if s.name in (DEADLOCK, ASSERTIONS):
+                    raise SpecError(s.span, f"'{s.name}' is a built-in property name")
+                prev = self.assert_names.get(s.name)
+                if prev is not None and prev != s.span and not ctx.in_inline:
+                    raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}", code="TR202")
+                self.assert_names[s.name] = s.span
+            else:
+                self.assert_names.setdefault(ASSERTIONS, s.span)
+            return m.SAssert(s.span, name, self.cond(s.cond, ctx, "an assertion"))
+        if isinstance(s, ast.Skip):
+            return m.SSkip(s.span)
+        if isinstance(s, ast.Return):
+            if not ctx.in_inline:
+                raise SpecError(s.span, "`return` outside an inline procedure",
+                                "a process ends when it reaches the end of its body")
+            if ctx.in_atomic and not ctx.inline_in_atomic:
+                raise SpecError(s.span, "`return` inside `atomic` cannot leave the inline procedure around it",
+                                "an atomic block is one step and ends at its closing brace; "
+                                "use `if`/`else` inside it, or put the `return` outside it")
+            return m.SReturn(s.span)
+        if isinstance(s, ast.CallStmt):
+            return self._call_stmt(s, ctx)
+        raise SpecError(s.span, "unsupported statement")
+
+    def _as_body(self, s: m.RStmt) -> tuple[m.RStmt, ...]:
+        return s.body if isinstance(s, m.SInlined) and s.name == "" else (s,)
+
+    def _atomic(self, s: ast.Atomic, ctx: Ctx) -> m.RStmt:
+        body = list(s.body.body)
+        if not body:
+            raise SpecError(s.span, "an empty `atomic` block", "write `skip;`")
+        guard = None
+        if isinstance(body[0], ast.Await):
+            if ctx.in_atomic:
+                raise SpecError(body[0].span, "an `atomic` inside another one cannot start with `await`",
+                                "a nested atomic block is part of the outer step, which cannot wait halfway")
+            guard = m.SAwait(body[0].span, self.cond(body[0].cond, ctx, "an `await` condition"))
+            body = body[1:]
+        # A nested atomic block (typically from an inline procedure called inside an
+        # atomic block) is simply part of the outer step.
+        nested = ctx.in_atomic
+        inner = dataclasses.replace(ctx, in_atomic=True, in_loop=ctx.in_loop if nested else False,
+                        inline_in_atomic=ctx.inline_in_atomic if nested else False)
+        rest = self.stmts(body, inner)
+        for st in _walk(rest):
+            if isinstance(st, m.SEval) and BUILTINS[st.call.name].blocks:
+                raise SpecError(st.span, f"`{st.call.name}()` blocks and cannot be inside `atomic`")
+        return m.SAtomic(s.span, ((guard,) if guard else ()) + rest)
+
+    def _check_gotos(self, body, labels: set[str]):
+        for s in _walk(body):
+            if isinstance(s, m.SGoto) and s.label not in labels:
+                raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
+                                did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
+
+
+# ---- helpers---------------------------------------------------------------
+
+
+def _block(span: Span, body: tuple[m.RStmt, ...]) -> m.RStmt:
+    """A `{ ... }` block is just its statements; keep them together for the IR."""
+    return m.SInlined(span, "", body)
+
+
+def _walk(body):
+    for s in body:
+        yield s
+        for attr in ("then", "orelse", "body"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, tuple):
+                yield from _walk(sub)
+        if isinstance(s, m.SLabeled):
+            yield from _walk((s.stmt,))
+        if isinstance(s, m.SChoose):
+            for b in s.branches:
+                yield from _walk(b)
