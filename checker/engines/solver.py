@@ -13,6 +13,8 @@ checker bug).
 
 from __future__ import annotations
 
+import time
+
 import z3
 
 DEFAULT_TIMEOUT = 60.0  # seconds per solver query
@@ -38,6 +40,7 @@ def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None =
     s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
     s.__class__ = _Solver
     s.set("random_seed", SEED)
+    s.budget = timeout
     if timeout is not None:
         s.set("timeout", max(1, int(timeout * 1000)))
     return s
@@ -51,10 +54,19 @@ class _Solver(z3.Solver):
     """A Z3 solver whose query, cut short by Ctrl-C, raises KeyboardInterrupt as a Python
     loop would: one Ctrl-C ends the run, not just the query under way."""
 
+    budget: float | None = None  # the query timeout in seconds (None: none)
+
     def check(self, *assumptions):
+        start = time.monotonic()
         r = super().check(*assumptions)
-        if r == z3.unknown and self.reason_unknown() == CTRL_C_REASON:
-            raise KeyboardInterrupt
+        if r == z3.unknown:
+            reason = self.reason_unknown()
+            # Some of Z3's procedures report Ctrl-C as "canceled", as they report a
+            # timeout; nothing else cancels a query here, so a cancellation well inside
+            # the budget was Ctrl-C.
+            early = self.budget is None or time.monotonic() - start < 0.9 * self.budget
+            if reason == CTRL_C_REASON or (reason == "canceled" and early):
+                raise KeyboardInterrupt
         return r
 
 
