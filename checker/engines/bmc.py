@@ -24,7 +24,7 @@ from ..compile import CompiledModel
 from ..trace import Counterexample, Stats, Verdict
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from .crosscheck import ReplayMismatch, replay
-from .solver import DEFAULT_TIMEOUT, checked, new_solver
+from .solver import DEFAULT_TIMEOUT, checked, interrupts_deferred, new_solver
 from .terms import disj
 
 
@@ -112,7 +112,8 @@ def interruptible(engine):
         start = time.monotonic()
         result = SymbolicResult(Stats(engine=engine.__name__))
         try:
-            return engine(cm, depth, timeout, check_deadlock, result)
+            with interrupts_deferred():
+                return engine(cm, depth, timeout, check_deadlock, result)
         except KeyboardInterrupt:
             result.stats = Stats(seconds=time.monotonic() - start, complete=False, limit="interrupted",
                                  engine=engine.__name__)

@@ -17,7 +17,7 @@ from ..errors import source_text
 from ..trace import Counterexample, Trace, TraceState, Verdict, show_number
 from .bmc import Finding
 from .encode import IV, MAX_WIDTH, Evaluator, IntModeUnsupported, kind
-from .solver import DEFAULT_TIMEOUT, checked, new_solver
+from .solver import DEFAULT_TIMEOUT, checked, interrupts_deferred, new_solver
 from .terms import conj, negate
 
 
@@ -71,7 +71,13 @@ def check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None = DEFAULT_
                 cache: dict | None = None) -> Finding:
     """Two encodings with the same semantics: unsigned values as integers with explicit
     wrap-around (fast for linear arithmetic), then as bit-vectors (complete for the
-    bitwise operators). The first sat/unsat answer is the result."""
+    bitwise operators). The first sat/unsat answer is the result. Ctrl-C ends it with a
+    KeyboardInterrupt between queries (solver.interrupts_deferred)."""
+    with interrupts_deferred():
+        return _check_lemma(model, lemma, timeout, cache)
+
+
+def _check_lemma(model: m.Model, lemma: m.Lemma, timeout: float | None, cache: dict | None) -> Finding:
     attempts = []
     try:
         attempts.append((_encode(lemma, ints=True), None if timeout is None else min(timeout, INT_FIRST)))

@@ -13,6 +13,9 @@ checker bug).
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 
 import z3
@@ -50,6 +53,43 @@ def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None =
 CTRL_C_REASON = "interrupted from keyboard"
 
 
+_interrupt_pending = False
+
+
+@contextlib.contextmanager
+def interrupts_deferred():
+    """While a Z3 engine runs, Ctrl-C (and SIGTERM, which the command line treats alike)
+    only notes the request, and the next query raises KeyboardInterrupt before or after
+    it runs. Raised at any bytecode instead, it can land inside ctypes' conversion of a
+    Z3 call's arguments, which turns it into a `ctypes.ArgumentError` traceback. While
+    Z3 itself solves, it catches SIGINT and answers unknown (see `_Solver.check`)."""
+    global _interrupt_pending
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def note(signum, frame):
+        global _interrupt_pending
+        _interrupt_pending = True
+
+    old = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        pending, _interrupt_pending = _interrupt_pending, False
+        if pending:
+            raise KeyboardInterrupt
+
+
+def _raise_if_interrupted() -> None:
+    global _interrupt_pending
+    if _interrupt_pending:
+        _interrupt_pending = False
+        raise KeyboardInterrupt
+
+
 class _Solver(z3.Solver):
     """A Z3 solver whose query, cut short by Ctrl-C, raises KeyboardInterrupt as a Python
     loop would: one Ctrl-C ends the run, not just the query under way."""
@@ -57,8 +97,10 @@ class _Solver(z3.Solver):
     budget: float | None = None  # the query timeout in seconds (None: none)
 
     def check(self, *assumptions):
+        _raise_if_interrupted()
         start = time.monotonic()
         r = super().check(*assumptions)
+        _raise_if_interrupted()
         if r == z3.unknown:
             reason = self.reason_unknown()
             # Some of Z3's procedures report Ctrl-C as "canceled", as they report a
