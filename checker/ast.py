@@ -251,6 +251,19 @@ class Skip(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Stutter(Stmt):
+    """`stutter;`: a step that changes nothing, so the process may rest here for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fair(Stmt):
+    """`fair S` / `strongly fair S`: S's first step is an action with fairness of its own."""
+
+    strong: bool
+    stmt: Stmt
+
+
+@dataclass(frozen=True, slots=True)
 class Return(Stmt):
     pass
 

@@ -454,6 +454,19 @@ class SSkip(RStmt):
 
 
 @dataclass(frozen=True, slots=True)
+class SStutter(RStmt):
+    """A step that changes nothing and leaves the process where it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class SFair(RStmt):
+    """`fair`/`strongly fair`: the first step of `body` is an action with its own fairness."""
+
+    strong: bool
+    body: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SInlined(RStmt):
     """An inline procedure expanded at its call site; `return` leaves it."""
 

@@ -960,8 +960,11 @@ class Encoding:
         # properties, in the model's order; `model error` last
         self.properties = []
         inv_errs = []
+        # final states: every process at a valid end and no step enabled (a stutter aside)
         final_state = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
-                                      for inst in self.cm.instances])
+                                      for inst in self.cm.instances],
+                           *[_and(self.ctx, _not(tr.moved), _not(tr.err)) for tr in self.transitions
+                             if tr.step.step.kind is not StepKind.STUTTER])
         for prop in self.program.properties:
             if prop.kind is m.PropertyKind.INVARIANT:
                 ev = Evaluator(self, width, list(self.cur))

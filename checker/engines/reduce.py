@@ -1286,6 +1286,11 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
     order = None
+    fair_lines = sorted({fa.span.line for p in cm.program.processes for fa in p.fair_actions})
+    if por and liveness and fair_lines:  # the ample-set argument above is made for fairness per process
+        notes.append("no partial-order reduction: the variant has liveness properties and `fair` actions (line "
+                     + ", ".join(map(str, fair_lines)) + ")")
+        por = False
     if por and cm.instances:  # (a model of lemmas alone has nothing to interleave)
         order = PartialOrder(cm, analyse(cm.program), singletons=liveness)
         if merged:

@@ -26,7 +26,7 @@ from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, hea
 from .declarations import Declarations
 from .expressions import Expressions
 from .inlines import Inlines
-from .statements import Statements
+from .statements import Statements, fair_end_traps
 from .types import Types
 from .variants import Variants, parse_defines
 
@@ -135,4 +135,4 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer, warnings=self._unread_locals(processes))
+            store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties))

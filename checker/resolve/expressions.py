@@ -471,6 +471,8 @@ def _labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
         if isinstance(s, ast.Labeled):
             out.add(s.label)
             walk(s.stmt)
+        if isinstance(s, ast.Fair):
+            walk(s.stmt)
         for attr in ("then", "orelse", "body"):
             sub = getattr(s, attr, None)
             if isinstance(sub, ast.Stmt):
