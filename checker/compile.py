@@ -933,13 +933,13 @@ class _Compiler:
         """`p.r` / `p[i].r` in a property: instances lay their locals out alike, so the
         field of instance i is the field of instance 0 plus i strides."""
         proc = next(p for p in self.program.processes if p.name == x.process)
-        base = self.layout.var_base[(x.sym, 0)]
+        base = self.layout.slot_of(x.sym, 0)
         if x.index is None:
             return self.get(src, self.slot_addr(base))
         if isinstance(x.index, m.Const) and 0 <= x.index.value < proc.instances:
-            return self.get(src, self.slot_addr(self.layout.var_base[(x.sym, x.index.value)]))
+            return self.get(src, self.slot_addr(self.layout.slot_of(x.sym, x.index.value)))
         pk = self.pk
-        stride = pk.shift[self.layout.var_base[(x.sym, 1)]] - pk.shift[base] if proc.instances > 1 else 0
+        stride = pk.shift[self.layout.slot_of(x.sym, 1)] - pk.shift[base] if proc.instances > 1 else 0
         i = self.expr(x.index, e, src)
         t = x.index.type
         if isinstance(x.index, m.Const) or not (isinstance(t, m.IntT) and t.lo is not None and 0 <= t.lo

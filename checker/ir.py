@@ -89,6 +89,8 @@ class StateLayout:
         return next((b for b in self.buffers if b.gid == gid), None)
 
     def slot_of(self, sym: m.VarSym, instance: int | None) -> int:
+        if sym.task:  # `P.state`
+            return self.task_slot[self.gid_base[sym.process] + (instance or 0)]
         key = (sym, instance if sym.scope is m.Scope.LOCAL else None)
         return self.var_base[key]
 
@@ -302,7 +304,7 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
             names.append(p.instance_name(i))
     task_slot: dict[int, int] = {}
     for p in procs:
-        if p.sleeps:
+        if p.sleeps or p.name in model.task_states_read:  # (one that never waits stays RUNNING)
             for i in range(p.instances):
                 task_slot[gid_base[p.name] + i] = len(slots)
                 slots.append(Slot(f"{p.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
@@ -398,7 +400,7 @@ class _ProcessBuilder:
         self.labelled: list[tuple[str, _Node]] = []
         self.loop_bodies: dict[int, _Node] = {}  # id of a while/loop statement -> its body's entry
         self.end_covered: list[_Node] = []  # body entries of `end`-labelled loops: valid ends too
-        self.stutters: dict[int, _Node] = {}  # id of a `stutter;` place -> its step back there
+        self.stutters: dict[int, tuple[_Node, _Node]] = {}  # id of a `stutter;` place -> (it, its step back)
         self.fair: list[tuple[_Node, m.SFair]] = []  # `fair` statements: their entry nodes
         self.sleeps = False
 
@@ -467,7 +469,7 @@ class _ProcessBuilder:
             place.step = dict(span=s.span)
             back = self.step(StepKind.STUTTER, s, [], place, ctx)
             place.targets = [back, nxt]
-            self.stutters[id(place)] = back
+            self.stutters[id(place)] = (place, back)
             return place
         if isinstance(s, m.SFair):
             entry = self.lower_block(s.body, nxt, ctx)
@@ -526,9 +528,8 @@ class _ProcessBuilder:
             n.targets = [self.lower_block(b, nxt, ctx) for b in s.branches]
             n.step = dict(span=s.span)
             for t in n.targets:  # a branch that starts with `stutter;` stays at the choose
-                back = self.stutters.get(id(t))
-                if back is not None:
-                    back.targets = [n]
+                if id(t) in self.stutters:
+                    self.stutters[id(t)][1].targets = [n]
             return n
         if isinstance(s, m.SAtomic):
             body = list(s.body)
@@ -679,7 +680,7 @@ class _ProcessBuilder:
         for label, pcset in label_pcs.items():
             if label.startswith("end"):
                 end_pcs |= pcset
-        for place in self.stutters:
+        for place, _back in self.stutters.values():
             if id(place) in pcs and any(self.resolve(t).kind == "end" for t in order[pcs[id(place)]].targets):
                 end_pcs.add(pcs[id(place)])
         for node in self.end_covered:

@@ -677,6 +677,8 @@ class _Translator:
 
     def local_of(self, x: m.LocalOf, seq: _Seq) -> str:
         base = self.layout.gid_base[x.process]
+        if x.sym.task:  # `P.state`: the task-state global
+            return self.instance_choice(x.process, x.index, seq, lambda gid: self.task(gid))
         return self.instance_choice(x.process, x.index, seq, lambda gid: self.ref(self.names[(x.sym, gid - base)]))
 
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:

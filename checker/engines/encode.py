@@ -562,14 +562,14 @@ class Evaluator:
 
         def local_of(g):
             if x.index is None:
-                cands = [(layout.var_base[(x.sym, 0)], self.T)]
+                cands = [(layout.slot_of(x.sym, 0), self.T)]
             elif isinstance(x.index, m.Const):
-                cands = [(layout.var_base[(x.sym, x.index.value)], self.T)]
+                cands = [(layout.slot_of(x.sym, x.index.value), self.T)]
             else:
                 idx = self.as_int(di(g), x.index.type)
                 self.error(_and(self.ctx, g, self.out_of(idx, 0, proc.instances - 1)))
-                cands = [(layout.var_base[(x.sym, i)], idx.t == i) for i in range(proc.instances)
-                         if idx.lo <= i <= idx.hi] or [(layout.var_base[(x.sym, 0)], self.F)]
+                cands = [(layout.slot_of(x.sym, i), idx.t == i) for i in range(proc.instances)
+                         if idx.lo <= i <= idx.hi] or [(layout.slot_of(x.sym, 0), self.F)]
             return self.select(cands, x.type)
         return local_of
 

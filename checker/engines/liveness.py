@@ -205,7 +205,7 @@ class _Graph:
                                        f"search cut short ({limit}): no fair cycle among the states explored",
                                        names)
             if starved_by:
-                note = "holds under weak fairness of " + ", ".join(names)
+                note = "holds under " + self.describe(starved_by)
             else:
                 note = "holds without any fairness assumption"
             return LivenessOutcome(Verdict.HOLDS, None, note, names)
@@ -258,6 +258,17 @@ class _Graph:
                     comp_of[u] = len(comps)
                 comps.append(frozenset(comp))
         return comps, comp_of, starved_by
+
+    def describe(self, mask: int) -> str:
+        """The fairness assumptions in `mask`, e.g. "weak fairness of vcpu and of the
+        action at line 9 (vcpu); strong fairness of the action at line 12 (timer)"."""
+        weak, strong = self.instance_names(mask & ~self.strong), self.instance_names(mask & self.strong)
+        parts = []
+        if weak:
+            parts.append("weak fairness of " + ", ".join(weak))
+        if strong:
+            parts.append("strong fairness of " + ", ".join(strong))
+        return "; ".join(parts)
 
     def instance_names(self, mask: int) -> tuple[str, ...]:
         return tuple(self.names[gid] for gid in sorted(self.names) if mask >> gid & 1)
