@@ -360,8 +360,8 @@ class ReachableDecl(Decl):
 
 @dataclass(frozen=True, slots=True)
 class FinalDecl(Decl):
-    """`final NAME: cond;`: cond holds in every final state (all processes at a valid end,
-    every store buffer empty). Litmus tests state their outcome this way."""
+    """`final NAME: cond;`: cond holds in every final state (no process can move, all at a
+    valid end, every store buffer empty). Litmus tests state their outcome this way."""
 
     cond: Expr
 

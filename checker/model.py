@@ -509,7 +509,7 @@ class Process:
 
 class PropertyKind(enum.Enum):
     INVARIANT = "invariant"
-    FINAL = "final"  # an invariant of final states: every process at a valid end, buffers empty
+    FINAL = "final"  # an invariant of final states: no process can move, every process at a valid end
     ASSERT = "assert"
     DEADLOCK = "deadlock"
     LIVENESS = "liveness"

@@ -301,7 +301,7 @@ def test_no_fair_end_warning_when_the_process_may_stay(change):
 # ---- 3. quiescence -------------------------------------------------------------
 
 
-def test_final_checked_only_in_quiescent_states():
+def test_r3_final_checked_only_in_quiescent_states():
     """r3_final: the vCPU rests at end_idle with the injection enabled; that state is not
     final. The condition holds, in the one state where nothing can move."""
     outcomes, result = run(R3_FINAL)

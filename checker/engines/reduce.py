@@ -1152,7 +1152,8 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
                 and not any(_buffered(layout, fp) for g in gids for fp in an.footprints[(g, after)]) \
                 and all(not (_reads_of(program, p, g, nxt[0].guard) & written) for g in gids) \
                 and _cannot_fail(ops)
-            if len(nxt) == 1 and (sure or hoist) and end and after not in chain:
+            if len(nxt) == 1 and (sure or hoist) and end and after not in chain \
+                    and nxt[0].kind is not ir.StepKind.STUTTER:  # (a stutter stays a step that changes nothing)
                 u = nxt[0]
                 step = replace(first, uid=uid, kind=u.kind, guard=u.guard, body=tuple(ops) + u.body,
                                text="; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), fence=u.fence)
