@@ -30,11 +30,11 @@ state of C. This is exact for *weak* fairness: if C passes, the run that goes ro
 of C's edges for ever (stuttering in between, which is allowed) is fair, since every
 fair instance moves infinitely often or is infinitely often disabled; conversely the
 states a fair run visits infinitely often lie inside one component, and the moves and
-disabled states that make that run fair lie inside it too. A strongly fair action that
-is enabled somewhere in C but taken nowhere in C rules out every run that visits those
-states infinitely often: they are removed and what is left is split into components
-again (the usual Streett refinement); weak fairness needs no split. A single state with no edge
-inside R is a component too: it passes iff no fair instance can move there, which is
+disabled states that make that run fair lie inside it too. Fair actions count like
+instances. A strongly fair action that is enabled somewhere in C but taken nowhere in C
+rules out every run that visits those states infinitely often: they are removed and
+what is left is split into components again (the Streett refinement); weak fairness
+needs no split. A single state with no edge inside R is a component too: it passes iff no fair instance can move there, which is
 the stutter case above, including a deadlock or a terminated model.
 
 A counterexample is a lasso: the shortest stem from an initial state through a
@@ -89,11 +89,6 @@ def fair_actions(cm: CompiledModel) -> list[tuple[object, object]]:
     return [(inst, fa) for inst in cm.instances for fa in inst.process.fair_actions]
 
 
-def action_name(inst, fa) -> str:
-    who = f" of {inst.name}"
-    return f"{'strong' if fa.strong else 'weak'} fairness of {fa.describe()}{who}"
-
-
 def actor_names(cm: CompiledModel) -> dict[int, str]:
     """gid -> how traces name the actor: the instance, or `memory (cpu)` for a flush."""
     names = {inst.gid: inst.name for inst in cm.instances}
@@ -124,7 +119,6 @@ class _Graph:
         self.g = g
         self.n = g.expanded
         self.fair = fair_mask(cm)
-        self.step_gid = [cs.gid for cs in g.steps]
         self.names = actor_names(cm)
         self.builder = TraceBuilder(cm)
         # fair actions: bits above the actors'; an edge sets its actor's bit and its action's
