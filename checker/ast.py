@@ -251,6 +251,19 @@ class Skip(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Stutter(Stmt):
+    """`stutter;`: a step that changes nothing, so the process may rest here for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fair(Stmt):
+    """`fair S` / `strongly fair S`: S's first step is an action with fairness of its own."""
+
+    strong: bool
+    stmt: Stmt
+
+
+@dataclass(frozen=True, slots=True)
 class Return(Stmt):
     pass
 
@@ -347,8 +360,8 @@ class ReachableDecl(Decl):
 
 @dataclass(frozen=True, slots=True)
 class FinalDecl(Decl):
-    """`final NAME: cond;`: cond holds in every final state (all processes at a valid end,
-    every store buffer empty). Litmus tests state their outcome this way."""
+    """`final NAME: cond;`: cond holds in every final state (no process can move, all at a
+    valid end, every store buffer empty). Litmus tests state their outcome this way."""
 
     cond: Expr
 

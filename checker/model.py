@@ -70,6 +70,11 @@ class EnumT(Type):
         return self.name
 
 
+#: a process's task state, as `P.state` reads it (the values are the layout's: 0 RUNNING)
+TASK_STATE = EnumT("task_state", ("RUNNING", "INTERRUPTIBLE"))
+TASK_STATE_NAMES = {"RUNNING": 0, "INTERRUPTIBLE": 1, "TASK_RUNNING": 0, "TASK_INTERRUPTIBLE": 1}
+
+
 @dataclass(frozen=True, slots=True)
 class BitsetT(Type):
     """A set of bit numbers 0..size-1 (or of enum members), stored as a mask."""
@@ -253,6 +258,7 @@ class VarSym:
     span: Span
     init: tuple[tuple[int, ...] | range, ...]  # per element: the allowed initial values (`any` over u64: a range)
     process: str | None = None
+    task: bool = False  # `P.state`: the process's task state (its slot is the layout's task slot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +460,19 @@ class SSkip(RStmt):
 
 
 @dataclass(frozen=True, slots=True)
+class SStutter(RStmt):
+    """A step that changes nothing and leaves the process where it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class SFair(RStmt):
+    """`fair`/`strongly fair`: the first step of `body` is an action with its own fairness."""
+
+    strong: bool
+    body: tuple[RStmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SInlined(RStmt):
     """An inline procedure expanded at its call site; `return` leaves it."""
 
@@ -490,7 +509,7 @@ class Process:
 
 class PropertyKind(enum.Enum):
     INVARIANT = "invariant"
-    FINAL = "final"  # an invariant of final states: every process at a valid end, buffers empty
+    FINAL = "final"  # an invariant of final states: no process can move, every process at a valid end
     ASSERT = "assert"
     DEADLOCK = "deadlock"
     LIVENESS = "liveness"
@@ -537,6 +556,7 @@ class Model:
     lemmas: tuple[Lemma, ...] = field(default=())
     store_buffer: int | None = None  # tso: the most stores a CPU's store buffer holds
     warnings: tuple[tuple[int, str], ...] = ()  # (line, message): e.g. a local nothing reads
+    task_states_read: frozenset[str] = frozenset()  # processes whose `P.state` something reads
 
     def property(self, name: str) -> Property:
         return next(p for p in self.properties if p.name == name)

@@ -450,7 +450,15 @@ class _Builder(Transformer):
         return ast.Atomic(self.sp(m), c[0])
 
     def choose_stmt(self, m, c):
-        return ast.Choose(self.sp(m), tuple(c))
+        # `or fair { B }` is the branch `{ fair { B } }`: the branch's first step is the action
+        return ast.Choose(self.sp(m), tuple(b if isinstance(b, ast.Block) else ast.Block(b.span, (b,)) for b in c))
+
+    def fair_stmt(self, m, c):
+        strong = isinstance(c[0], Token) and c[0].type == "STRONGLY"
+        return ast.Fair(self.sp(m), strong, c[-1])
+
+    def stutter_stmt(self, m, c):
+        return ast.Stutter(self.sp(m))
 
     def assert_stmt(self, m, c):
         if len(c) == 2:

@@ -145,9 +145,36 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
         out.append("weak fairness for " + ", ".join(fair))
     if unfair:
         out.append("none for " + ", ".join(unfair))
+    for strong, word in ((False, "weak"), (True, "strong")):
+        lines = [f"the action at line {s.span.line} ({p.name})" for p in model.processes for s in _fair_statements(p.body)
+                 if s.strong is strong]
+        if lines:
+            out.append(("and for " if not strong and fair else f"{word} fairness for ") + ", ".join(lines))
     if model.memory == "tso":
         out.append("every store buffer drains (weak fairness of its flushes)")
     return tuple(out)
+
+
+def _fair_statements(body):
+    """The `fair` statements of a resolved body, in source order, inline expansions once."""
+    seen = set()
+    todo = list(body)[::-1]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, m.SFair) and s.span not in seen:
+            seen.add(s.span)
+            yield s
+        subs = []
+        for attr in ("then", "orelse", "body"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, tuple):
+                subs.extend(sub)
+        if isinstance(s, m.SLabeled):
+            subs.append(s.stmt)
+        if isinstance(s, m.SChoose):
+            for b in s.branches:
+                subs.extend(b)
+        todo.extend(reversed(subs))
 
 
 def _timeout(opts: Options) -> float:

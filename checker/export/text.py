@@ -152,7 +152,7 @@ def final_state_notes(result: RunResult) -> list[str]:
     counted = [v for v in result.variants if v.stats.final_states is not None]
     if not counted:
         return []
-    return ["distinct final states (every process at a valid end, store buffers empty): "
+    return ["distinct final states (no process can move, every process at a valid end, store buffers empty): "
             + ", ".join(f"{v.variant} {v.stats.final_states:,}" for v in counted)]
 
 

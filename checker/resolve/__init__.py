@@ -26,7 +26,7 @@ from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, hea
 from .declarations import Declarations
 from .expressions import Expressions
 from .inlines import Inlines
-from .statements import Statements
+from .statements import Statements, fair_end_traps
 from .types import Types
 from .variants import Variants, parse_defines
 
@@ -75,6 +75,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
         self.lemmas: list[m.Lemma] = []
         self.uid = itertools.count()
         self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
+        self.task_syms: dict[str, m.VarSym] = {}  # process -> its task state, once `P.state` is read
         self.writing: str | None = None  # the name an assignment is storing to (not a read)
 
     # -- top level
@@ -135,4 +136,5 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer, warnings=self._unread_locals(processes))
+            store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties),
+            task_states_read=frozenset(self.task_syms))

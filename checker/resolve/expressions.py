@@ -111,6 +111,8 @@ class Expressions:
         if n in members:
             t, i = members[n]
             return m.Const(e.span, t, i)
+        if n in m.TASK_STATE_NAMES and not lvalue:  # what `P.state` compares with
+            return m.Const(e.span, m.TASK_STATE, m.TASK_STATE_NAMES[n])
         known = list(ctx.bound) + list(ctx.params) + list(ctx.locals) + list(self.globals) \
             + list(self.consts) + list(members)
         if n in self.process_decls:
@@ -414,6 +416,8 @@ class Expressions:
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
                             did_you_mean(e.process, self.process_decls), code="TR201")
+        if e.name == "state" and all(v.name != "state" for v in self.process_decls[e.process].locals):
+            return self._task_state(e, ctx)
         if ctx.process is not None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
                             "processes share only global variables; properties may read locals as proc.name")
@@ -433,6 +437,18 @@ class Expressions:
             raise SpecError(e.name_span, f"'{e.process}.{e.name}' is an array; properties read scalar locals",
                             "copy the element you need into a scalar local")
         return m.LocalOf(e.span, sym.type, sym, e.process, idx)
+
+    def _task_state(self, e: ast.LocalRef, ctx: Ctx) -> m.TExpr:
+        """`P.state`: P's task state (RUNNING or INTERRUPTIBLE), which the kernel reads
+        as `current->state` (kvm_sched_out) and traces print: readable by properties and
+        by process code alike. A process that never waits is always RUNNING."""
+        idx = self._process_index(e, ctx, f"{e.process}[i].state")
+        sym = self.task_syms.get(e.process)
+        if sym is None:
+            sym = self.task_syms[e.process] = m.VarSym("state", m.TASK_STATE, m.Scope.LOCAL,
+                                                       self.process_decls[e.process].span, ((0,),),
+                                                       process=e.process, task=True)
+        return m.LocalOf(e.span, m.TASK_STATE, sym, e.process, idx)
 
     def _quant(self, e: ast.Quantifier, ctx: Ctx) -> m.TExpr:
         lo = self.const_int(e.lo, "a quantifier bound")
@@ -470,6 +486,8 @@ def _labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
     def walk(s):
         if isinstance(s, ast.Labeled):
             out.add(s.label)
+            walk(s.stmt)
+        if isinstance(s, ast.Fair):
             walk(s.stmt)
         for attr in ("then", "orelse", "body"):
             sub = getattr(s, attr, None)

@@ -9,10 +9,10 @@ set cpo&vim
 
 syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property reachable sometimes
       \ variant expect violated lemma
-syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip return
+syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip stutter return
 syntax keyword timeraceTemporal always eventually
 syntax keyword timeraceQuantifier forall exists in
-syntax keyword timeraceModifier unfair
+syntax keyword timeraceModifier unfair fair strongly
 syntax keyword timeraceType bool bitset
 " checker/resolve.py RESERVED_TYPES
 syntax keyword timeraceReservedType u8 u16 u32 u64 s8 s16 s32 s64
