@@ -104,8 +104,9 @@ class Declarations:
         ctx = Ctx(process=proc_stub, process_count=count, locals=locals_, labels=labels)
         body = self.stmts(d.body, ctx)
         self._check_gotos(body, labels)
+        context = self._process_context(d, count, ctx)
         return m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), body,
-                         frozenset(labels), d.end_span)
+                         frozenset(labels), d.end_span, context)
 
     def _properties(self) -> tuple[m.Property, ...]:
         props: list[m.Property] = []
