@@ -182,6 +182,7 @@ class VariantResult:
     coverage: object | None = None  # engines/coverage.Coverage, after a complete explicit search
     coverage_note: str = ""  # why there is no coverage (empty: none was asked for, or it is there)
     lint: tuple[tuple[int, str], ...] = ()  # the resolver's warnings (line, message)
+    preemptions: int | None = None  # execution contexts: the preemption bound the search kept to
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,7 @@ def _to_dict(result: RunResult, timing: bool = False) -> dict:
                 "constants": {k: c for k, c in v.constants},
                 "memory_model": v.memory,
                 "store_buffer": v.store_buffer,
+                **({"preemptions": v.preemptions} if v.preemptions is not None else {}),
                 "fairness": list(v.fairness),
                 "stats": stats(v),
                 "outcomes": [

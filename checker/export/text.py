@@ -148,6 +148,17 @@ def store_buffer_notes(result: RunResult) -> list[str]:
     return lines
 
 
+def preemption_notes(result: RunResult) -> list[str]:
+    """What a verdict under a preemption bound rests on (context bounding, as CHESS does)."""
+    lines = []
+    for bound in sorted({v.preemptions for v in result.variants if v.preemptions is not None}):
+        names = [v.variant for v in result.variants if v.preemptions == bound]
+        lines.append(f"preemption bound: what holds in {', '.join(names)} holds for runs with at most {bound} "
+                     f"preemption{'s' if bound != 1 else ''} (a violation stands; raise the bound with "
+                     "--preemptions N or `preemptions N;`)")
+    return lines
+
+
 def final_state_notes(result: RunResult) -> list[str]:
     counted = [v for v in result.variants if v.stats.final_states is not None]
     if not counted:
@@ -209,7 +220,8 @@ def reduction_notes(result: RunResult) -> list[str]:
 
 def footer(result: RunResult) -> str:
     lines = [f"CHECKER BUG in variant {v.variant}: {bug}" for v in result.variants for bug in v.checker_bugs]
-    lines += reduction_notes(result) + final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
+    lines += reduction_notes(result) + final_state_notes(result) + store_buffer_notes(result) + preemption_notes(result) \
+        + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         if v.stats.limit == "not checked":  # run.NOT_CHECKED
