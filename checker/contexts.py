@@ -87,7 +87,6 @@ class _Lowering:
                 raise SpecError(t.proc.context.span,
                                 f"thread '{t.proc.name}' sleeps in schedule(): not supported for threads yet",
                                 "declare the sleeping process without `on cpu` (a CPU of its own)")
-        cpu_t = m.IntT(0, self.n - 1)
         arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
         self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
         self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
@@ -106,13 +105,11 @@ class _Lowering:
         self.cpu_sym: dict[str, m.VarSym] = {}
         self.pc_sym: dict[str, m.VarSym] = {}
         for p in {t.proc.name: t.proc for t in self.threads}.values():
-            for name in ("cpu", "preempt_count"):
-                if any(v.name == name for v in p.locals):
-                    raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
-                                    "execution-context state", f"rename the local '{name}'")
-            # the first CPU differs per instance: init_choices sets each (`finish`)
-            self.cpu_sym[p.name] = m.VarSym("cpu", cpu_t, m.Scope.LOCAL, p.context.span,
-                                            ((p.context.cpus[0],),), p.name)
+            if any(v.name == "preempt_count" for v in p.locals):
+                raise SpecError(p.context.span, f"thread '{p.name}' declares 'preempt_count', the name of its "
+                                "execution-context state", "rename the local 'preempt_count'")
+            # made by the resolver; the first CPU differs per instance: `initial_cpus` sets each
+            self.cpu_sym[p.name] = next(v for v in p.locals if v.name == "cpu")
             if p.context.preemptible:
                 self.pc_sym[p.name] = m.VarSym("preempt_count", m.IntT(0, MAX_PREEMPT_DEPTH), m.Scope.LOCAL,
                                                p.context.span, ((0,),), p.name)
@@ -155,7 +152,7 @@ class _Lowering:
             elif ctx.kind is m.ContextKind.THREAD:
                 where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
                                self.pc_sym.get(p.name))
-                extra = (self.cpu_sym[p.name],) + ((self.pc_sym[p.name],) if p.name in self.pc_sym else ())
+                extra = (self.pc_sym[p.name],) if p.name in self.pc_sym else ()
                 body = self.stmts(p.body, where)
                 out = self.stmts(ctx.sched_out, where)
                 inn = self.stmts(ctx.sched_in, where)

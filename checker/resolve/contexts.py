@@ -61,6 +61,18 @@ class Contexts:
                                 "unbounded` drops the bound")
             self.preemptions = bound
 
+    def _thread_locals(self, d: ast.ProcessDecl, locals_: dict) -> None:
+        """A thread's `cpu`, the CPU it runs on: a local, so that `vcpu.cpu` reads in
+        properties and traces show it (contexts.py keeps it up to date)."""
+        if d.cpu is None or d.interrupt:
+            return
+        if "cpu" in locals_:
+            raise SpecError(locals_["cpu"].span, f"thread '{d.name}' declares 'cpu', the CPU it runs on",
+                            "rename the local; `cpu` (or `smp_processor_id()`) reads the thread's CPU")
+        sym = m.VarSym("cpu", m.IntT(0, self.cpus - 1), m.Scope.LOCAL, d.cpu_span, ((0,),), d.name)
+        locals_["cpu"] = sym
+        self.read_locals.add(id(sym))
+
     def _percpu_decl(self, d: ast.VarDecl) -> ast.VarDecl:
         """`percpu var x: T` is `var x[cpus]: T`: element c is CPU c's copy."""
         count = ast.Number(d.span, self.cpus)

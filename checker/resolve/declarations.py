@@ -98,6 +98,7 @@ class Declarations:
                 raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                 "give it another name")
             locals_[v.name] = self._var(v, m.Scope.LOCAL, d.name)
+        self._thread_locals(d, locals_)
         labels: set[str] = set()
         proc_stub = m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), (),
                               frozenset(), d.end_span)

@@ -291,6 +291,10 @@ class Expressions:
                                     "declare it as `var name: bitset(N);`")
                 bits_t = x.type
                 resolved[i] = x
+        if sig.cls is Cls.CONTEXT and self.cpus is None:
+            raise SpecError(e.span, f"'{e.name}' needs the model's CPUs",
+                            "declare them first: `cpus 2;` (CPUs 0 and 1), and where code runs: "
+                            "`process NAME on cpu 0`, `interrupt NAME on cpu 0`")
         if sig.cls is Cls.CONTEXT and sig.ctx not in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.PER_CPU) \
                 and ctx.process is None:
             raise SpecError(e.span, f"'{e.name}' needs a thread or an interrupt handler",

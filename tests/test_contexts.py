@@ -1,0 +1,182 @@
+"""Execution contexts (issue 17): CPUs, threads, interrupt handlers, irq masking,
+per-CPU variables, preemption and migration with notifiers and a bound, lowered once by
+checker/contexts.py. The traps users fell into when they built contexts by hand are
+written here the natural way, with the constructs, and must give the right verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agreement import bmc_depths, compiled, explicit_depths
+from checker.cli import main
+from checker.engines.explicit import explore
+from checker.engines.reduce import plan
+from checker.errors import SpecError
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ["models/timer_migration.spec", "models/hv_timer_preempt.spec"]
+
+
+def violated(text: str, variant: str = "base", **kw) -> set[str]:
+    ex = explore(compiled(text, variant), **kw)
+    assert ex.stats.complete
+    return set(ex.counterexamples)
+
+
+# ---- the traps, written with the constructs
+
+PINNED_CALLBACK = """
+model pinned;
+cpus 1;
+var armed: bool = true;
+var pending: bool = false;
+var mode: 0..2 = 0;          // 0 outside, 1 in guest
+interrupt apic_timer on cpu 0 { cb: if (armed) { armed = false; pending = true; } }
+process hrtimer_hw { raise_irq(apic_timer); }
+process vcpu on cpu 0 {
+  local_irq_disable();
+  if (!pending) { entry: mode = 1; }  // VM entry: the timer is seen in guest mode
+  local_irq_enable();
+}
+// the callback never runs inside the thread's irqs-off section
+invariant not_inside_irqs_off: !(apic_timer@cb && vcpu@entry);
+"""
+
+
+def test_pinned_callback_never_interleaves_an_irqs_off_section():
+    """Trap 1: written as its own process the callback interleaved with the thread's
+    interrupts-off section (a false violation); as a handler on the thread's CPU it
+    cannot run while that CPU has interrupts off."""
+    assert violated(PINNED_CALLBACK) == set()
+
+
+def test_pinned_callback_runs_as_soon_as_interrupts_are_on_again():
+    """...and the check is not vacuous: with the section gone the callback runs between
+    the thread's steps."""
+    text = PINNED_CALLBACK.replace("local_irq_disable();", "skip;").replace("local_irq_enable();", "skip;")
+    assert violated(text) == {"not_inside_irqs_off"}
+
+
+def test_pending_unmasked_interrupt_is_taken_before_the_next_thread_step():
+    """A raised, unmasked interrupt runs before the CPU's next process-context step."""
+    text = """
+model due;
+cpus 1;
+var seen: bool = false;
+var late: bool = false;
+interrupt ipi on cpu 0 { seen = true; }
+process vcpu on cpu 0 { raise_irq(ipi); if (!seen) late = true; }
+invariant taken_at_once: !late;
+"""
+    assert violated(text) == set()
+    assert violated(text.replace("raise_irq(ipi);", "local_irq_disable(); raise_irq(ipi);")) == {"taken_at_once"}
+
+
+def test_handler_runs_while_its_thread_sleeps_no_false_lasso():
+    """Trap 2: folded into the vCPU process, the callback could not run while the thread
+    slept in schedule(), a false lasso; as an interrupt it runs and wakes the sleeper."""
+    text = """
+model sleeper;
+cpus 1;
+var expired: bool = false;
+waitqueue wq;
+interrupt apic_timer on cpu 0 { expired = true; wake_up(wq); }
+process timer_hw { raise_irq(apic_timer); }
+process vcpu {
+  prepare_to_wait(wq);
+  if (!expired) schedule();
+  finish_wait(wq);
+}
+property wakes: always eventually vcpu@end;
+"""
+    assert violated(text) == set()
+
+
+MIGRATION = """
+model migrate;
+cpus 2;
+percpu var cnt: 0..2 = 0;
+var off: bool = false;
+preemptible process worker on cpu 0 {
+  var c: 0..1 = 0;
+  on sched_out { off = true; }
+  on sched_in { off = false; }
+  c = smp_processor_id();
+  this_cpu_write(cnt, this_cpu_read(cnt) + 1);
+}
+invariant counted_where_read: worker@end -> cnt[worker.c] == 1;
+reachable off_every_cpu: off && !worker@end;
+"""
+
+
+def test_migration_window_off_every_cpu_is_reachable():
+    """Trap 3: a hand-written scheduler migrated in one atomic step and lost the window
+    where the thread is on no CPU; preemption and sched-in are separate steps."""
+    ex = explore(compiled(MIGRATION))
+    assert "off_every_cpu" in ex.counterexamples  # the reachable state was found
+    assert "counted_where_read" in ex.counterexamples  # the id went stale across the migration
+
+
+def test_get_cpu_keeps_the_thread_on_its_cpu():
+    text = MIGRATION.replace("c = smp_processor_id();", "c = get_cpu();") \
+        .replace("this_cpu_read(cnt) + 1);", "this_cpu_read(cnt) + 1); put_cpu();")
+    assert "counted_where_read" not in violated(text)
+
+
+def test_no_preemption_without_preemptible():
+    assert violated(MIGRATION.replace("preemptible process", "process")) == set()
+
+
+# ---- the bound
+
+def test_preemption_bound_is_stated_with_a_bounded_holds(capsys):
+    assert main(["models/hv_timer_preempt.spec", "--variant", "fixed"]) == 0
+    assert "holds for runs with at most 2 preemptions" in capsys.readouterr().out
+    assert main(["models/hv_timer_preempt.spec", "--variant", "fixed", "--preemptions", "1"]) == 0
+    assert "at most 1 preemption " in capsys.readouterr().out
+
+
+def test_preemption_bound_zero_hides_the_race(capsys):
+    assert main(["models/hv_timer_preempt.spec", "--variant", "base", "--preemptions", "0", "--no-expect"]) == 0
+
+
+# ---- the models: engines and reductions agree
+
+@pytest.mark.parametrize("path", MODELS)
+@pytest.mark.parametrize("variant", ["base", "fixed"])
+def test_context_models_por_and_symmetry_agree(path, variant):
+    text = (ROOT / path).read_text()
+    cm = compiled(text, variant, path)
+    reduced = explore(cm, reduction=plan(cm))
+    full = explore(cm)
+    assert set(reduced.counterexamples) == set(full.counterexamples)
+    assert {k: c.trace.length for k, c in reduced.counterexamples.items()} == \
+        {k: c.trace.length for k, c in full.counterexamples.items()}
+
+
+@pytest.mark.parametrize("path", MODELS)
+def test_context_models_explicit_and_bmc_agree(path):
+    cm = compiled((ROOT / path).read_text(), "base", path)
+    depths, _, _ = explicit_depths(cm)
+    got, _, _ = bmc_depths(cm, max(depths.values()))
+    assert got == depths
+
+
+# ---- bad input
+
+@pytest.mark.parametrize("text, words", [
+    ("model x; var v: bool = false; process p { local_irq_disable(); }", "needs the model's CPUs"),
+    ("model x; cpus 1; process p { local_irq_disable(); }", "runs on no CPU"),
+    ("model x; cpus 1; process p on cpu 3 { skip; }", "CPU 3 is not one of"),
+    ("model x; cpus 2; interrupt h[1] { skip; } process p { send_IPI(0, h); }", "one handler per CPU"),
+    ("model x; cpus 1; process p on cpu 0 { raise_irq(q); }", "needs an interrupt's name"),
+    ("model x; cpus 1; var y: bool = false; process p on cpu 0 { y = this_cpu_read(y); }", "per-CPU variable"),
+    ("model x; cpus 1; memory tso; process p on cpu 0 { skip; }", "not supported yet"),
+])
+def test_context_errors_name_the_construct(text, words):
+    with pytest.raises(SpecError) as e:
+        compiled(text)
+    assert words in str(e.value)
