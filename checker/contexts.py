@@ -520,3 +520,21 @@ def _or(*xs: m.TExpr) -> m.TExpr:
     for x in xs[1:]:
         out = m.Bin(out.span, m.BOOL, "||", out, x)
     return out
+
+
+def step_cpu(model: m.Model, process: str, text: str, before: dict, after: dict | None) -> int | None:
+    """The CPU a trace step ran on: a thread's `cpu` after the step (a sched-in step runs
+    on the CPU it puts the thread on), a handler's own CPU, for a preemption the CPU of
+    the thread it took off. None in a model without contexts or for a process of its own."""
+    if model.cpus is None:
+        return None
+    base, _, idx = process.partition("[")
+    p = next((q for q in model.processes if q.name == base), None)
+    if p is None or p.context is None:
+        return None
+    if p.context.kind is m.ContextKind.INTERRUPT:
+        return p.context.cpus[int(idx[:-1]) if idx else 0]
+    if p.context.kind is m.ContextKind.SCHEDULER:
+        who = text.split()[1] if text.startswith("preempt ") else None
+        return before.get(f"{who}.cpu")
+    return (after or before).get(f"{process}.cpu")
