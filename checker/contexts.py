@@ -233,6 +233,10 @@ class _Lowering:
                 return m.SAtomic(s.span, (m.SAssign(s.span, lock, _c(0, s.span, m.BOOL)), self.add(w.count, -1, s.span)))
             return dataclasses.replace(s, call=x(s.call))
         if isinstance(s, m.SAssign):
+            if isinstance(s.target, m.Var) and s.target.sym in self.cpu_sym.values():
+                raise SpecError(s.span, f"'{w.proc.name}' assigns its own CPU",
+                                "a thread's `cpu` changes only when the scheduler migrates it; "
+                                "keep the value in a local of your own")
             v = s.value
             if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx is CtxOp.GET_CPU:
                 cpu = self.cpu_of(w, s.span, v.name)

@@ -175,8 +175,63 @@ def test_context_models_explicit_and_bmc_agree(path):
     ("model x; cpus 1; process p on cpu 0 { raise_irq(q); }", "needs an interrupt's name"),
     ("model x; cpus 1; var y: bool = false; process p on cpu 0 { y = this_cpu_read(y); }", "per-CPU variable"),
     ("model x; cpus 1; memory tso; process p on cpu 0 { skip; }", "not supported yet"),
+    ("model x; cpus 2; process p on cpu 0 { cpu = 1; }", "assigns its own CPU"),
+    ("model x; cpus 1; waitqueue q; process p on cpu 0 { prepare_to_wait(q); schedule(); }", "sleeps in schedule()"),
+    ("model x; cpus 1; preemptible process p { skip; }", "runs on no CPU"),
 ])
 def test_context_errors_name_the_construct(text, words):
     with pytest.raises(SpecError) as e:
         compiled(text)
     assert words in str(e.value)
+
+
+# ---- liveness: interrupt entry is fair, preemption is not forced
+
+IRQ_FAIR = """
+model irq_fair;
+cpus 1;
+var handled: bool = false;
+interrupt h on cpu 0 { handled = true; }
+process dev { raise_irq(h); }
+process spinner on cpu 0 { end_spin: loop { local_irq_disable(); local_irq_enable(); } }
+property eventually_handled: always eventually handled;
+"""
+
+
+def test_pending_unmasked_interrupt_is_eventually_taken(tmp_path, capsys):
+    (tmp_path / "m.spec").write_text(IRQ_FAIR)
+    assert main([str(tmp_path / "m.spec"), "--no-expect"]) == 0
+    masked = IRQ_FAIR.replace("end_spin: loop { local_irq_disable(); local_irq_enable(); }",
+                              "local_irq_disable(); end_spin: loop { skip; }")
+    (tmp_path / "m.spec").write_text(masked)
+    assert main([str(tmp_path / "m.spec"), "--no-expect"]) == 1  # masked for ever: never taken
+    capsys.readouterr()
+
+
+def test_preemption_is_never_forced_by_fairness(tmp_path, capsys):
+    """A thread that may be preempted but never has to be: a run without preemption is fair."""
+    text = """
+model not_forced;
+cpus 1;
+var preempted: bool = false;
+preemptible process t on cpu 0 {
+  on sched_out { preempted = true; }
+  end_idle: loop { skip; }
+}
+property preempted_eventually: always eventually preempted;
+"""
+    (tmp_path / "m.spec").write_text(text)
+    assert main([str(tmp_path / "m.spec"), "--no-expect"]) == 1
+    assert "preempted_eventually" in capsys.readouterr().out
+
+
+# ---- traces say where each step ran
+
+def test_trace_steps_carry_their_cpu(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["models/timer_migration.spec", "--variant", "base", "--json", str(out)]) == 0
+    import json
+    variant = json.loads(out.read_text())["variants"][0]
+    actions = variant["outcomes"][0]["counterexample"]["trace"]["actions"]
+    assert [a["cpu"] for a in actions] == [0, 0, 1, 1, 1, 1]  # preempted on cpu0, back on cpu1
+    assert variant["preemptions"] == 2
