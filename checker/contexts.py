@@ -83,10 +83,18 @@ class _Lowering:
                 raise SpecError(h.context.span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
                                 f"the model has {self.n} CPUs: write `interrupt {h.name}[{self.n}]`")
         for t in self.threads:
-            if _calls(t.proc.body, lambda p: p.cls is Cls.SCHEDULE):
-                raise SpecError(t.proc.context.span,
-                                f"thread '{t.proc.name}' sleeps in schedule(): not supported for threads yet",
-                                "declare the sleeping process without `on cpu` (a CPU of its own)")
+            # a sleeper keeps its CPU, which is exact only while nothing else wants that CPU
+            # and nothing is to run when it blocks: no notifiers, no preemptible thread
+            # that could migrate there, no other thread on it
+            c = t.proc.context
+            shared = any(o is not t and o.proc.context.cpus[o.index] == c.cpus[t.index] for o in self.threads)
+            if _calls(t.proc.body, lambda p: p.cls is Cls.SCHEDULE) and (
+                    c.sched_out or c.sched_in or self.preemptible or shared):
+                raise SpecError(c.span,
+                                f"thread '{t.proc.name}' sleeps in schedule() on a CPU that notifiers, "
+                                "preemption or another thread use: not supported yet",
+                                "blocking does not yet take a thread off its CPU; declare the sleeper "
+                                "without `on cpu` (a CPU of its own), or give it a CPU of its own")
         arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
         self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
         self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)

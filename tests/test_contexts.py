@@ -75,9 +75,11 @@ invariant taken_at_once: !late;
     assert violated(text.replace("raise_irq(ipi);", "local_irq_disable(); raise_irq(ipi);")) == {"taken_at_once"}
 
 
-def test_handler_runs_while_its_thread_sleeps_no_false_lasso():
+@pytest.mark.parametrize("where", ["", " on cpu 0"])
+def test_handler_runs_while_its_thread_sleeps_no_false_lasso(where, tmp_path, capsys):
     """Trap 2: folded into the vCPU process, the callback could not run while the thread
-    slept in schedule(), a false lasso; as an interrupt it runs and wakes the sleeper."""
+    slept in schedule(), a false lasso; as an interrupt it runs and wakes the sleeper,
+    whether the sleeper is a thread on the handler's CPU or has a CPU of its own."""
     text = """
 model sleeper;
 cpus 1;
@@ -91,8 +93,13 @@ process vcpu {
   finish_wait(wq);
 }
 property wakes: always eventually vcpu@end;
-"""
-    assert violated(text) == set()
+""".replace("process vcpu {", f"process vcpu{where} {{")
+    spec = tmp_path / "m.spec"
+    spec.write_text(text)
+    assert main([str(spec), "--no-expect"]) == 0
+    spec.write_text(text.replace("expired = true; wake_up(wq);", "expired = true;"))
+    assert main([str(spec), "--no-expect"]) == 1  # no wake-up: the lasso is real
+    assert "wakes" in capsys.readouterr().out
 
 
 MIGRATION = """
@@ -176,7 +183,10 @@ def test_context_models_explicit_and_bmc_agree(path):
     ("model x; cpus 1; var y: bool = false; process p on cpu 0 { y = this_cpu_read(y); }", "per-CPU variable"),
     ("model x; cpus 1; memory tso; process p on cpu 0 { skip; }", "not supported yet"),
     ("model x; cpus 2; process p on cpu 0 { cpu = 1; }", "assigns its own CPU"),
-    ("model x; cpus 1; waitqueue q; process p on cpu 0 { prepare_to_wait(q); schedule(); }", "sleeps in schedule()"),
+    ("model x; cpus 1; waitqueue q; process p on cpu 0 { on sched_out { skip; } prepare_to_wait(q); schedule(); }",
+     "sleeps in schedule()"),
+    ("model x; cpus 1; waitqueue q; process p on cpu 0 { prepare_to_wait(q); schedule(); } process o on cpu 0 { skip; }",
+     "sleeps in schedule()"),
     ("model x; cpus 1; preemptible process p { skip; }", "runs on no CPU"),
 ])
 def test_context_errors_name_the_construct(text, words):
