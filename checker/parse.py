@@ -376,10 +376,12 @@ class _Builder(Transformer):
         return (self.sp(m), c[1])
 
     def notifier(self, m, c):
-        if str(c[0]) not in ("sched_out", "sched_in"):
-            raise SpecError(self.ts(c[0]), f"unknown notifier `on {c[0]}`",
+        on, name = c[0], c[1]
+        if str(on) != "on" or str(name) not in ("sched_out", "sched_in"):
+            bad = name if str(on) == "on" else on
+            raise SpecError(self.ts(bad), f"unknown notifier `{on} {name}`",
                             "a thread's preempt notifiers are `on sched_out { ... }` and `on sched_in { ... }`")
-        return ast.Notifier(self.ts(c[0]), str(c[0]), c[1])
+        return ast.Notifier(self.ts(name), str(name), c[2])
 
     def cpus_decl(self, m, c):
         return ast.CpusDecl(self.sp(m), "cpus", c[0])

@@ -245,3 +245,16 @@ def test_trace_steps_carry_their_cpu(tmp_path):
     actions = variant["outcomes"][0]["counterexample"]["trace"]["actions"]
     assert [a["cpu"] for a in actions] == [0, 0, 1, 1, 1, 1]  # preempted on cpu0, back on cpu1
     assert variant["preemptions"] == 2
+
+
+def test_context_words_stay_usable_as_names():
+    """`on`, `cpus`, `interrupt`, `percpu`, `preemptible`, `preemptions` were names before
+    they were keywords: a model using them as names still parses (`on[self]` did not)."""
+    text = """
+model m;
+var on[p]: bool = {true, false};
+var cpus: bool = false; var interrupt: bool = false; var percpu: bool = false;
+var preemptible: bool = false; var preemptions: bool = false;
+process p[2] { on[self] = false; cpus = interrupt || percpu || preemptible || preemptions; }
+"""
+    assert violated(text) == set()
