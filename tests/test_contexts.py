@@ -258,3 +258,24 @@ var preemptible: bool = false; var preemptions: bool = false;
 process p[2] { on[self] = false; cpus = interrupt || percpu || preemptible || preemptions; }
 """
     assert violated(text) == set()
+
+
+def test_guest_entry_enables_interrupts_atomically():
+    """VM entry with interrupts enabled in one step: an interrupt raised while they were
+    off is taken after the entry, in guest mode, never between the two."""
+    text = """
+model entry;
+cpus 1;
+var in_guest: bool = false;
+var seen_outside: bool = false;
+interrupt posted on cpu 0 { if (!in_guest) seen_outside = true; }
+process vcpu on cpu 0 {
+  local_irq_disable();
+  raise_irq(posted);
+  atomic { in_guest = true; local_irq_enable(); }
+}
+invariant taken_in_guest: !seen_outside;
+"""
+    assert violated(text) == set()
+    split = text.replace("atomic { in_guest = true; local_irq_enable(); }", "local_irq_enable(); in_guest = true;")
+    assert violated(split) == {"taken_in_guest"}
