@@ -10,7 +10,7 @@ other variable:
 - per interrupt: `pending_H` (an array for one handler per CPU);
 - per thread (locals, so that `vcpu.cpu` reads in properties and shows in traces):
   `cpu` (where it runs), `preempt_count` (preempt_disable, get_cpu, spin locks) when it
-  is preemptible;
+  is preemptible, `asleep` when it calls schedule();
 - `preemptions`: how many a run has taken, when the bound is finite.
 
 `lower(model)` rewrites the resolved model before the IR is built: each context
@@ -22,7 +22,9 @@ then works on the built processes: every step of a thread gets the guard "this t
 is current on its CPU, no handler runs there, and no unmasked interrupt is pending"
 (so a pending unmasked interrupt is taken before the CPU's next process-context step),
 a thread's last step frees its CPU, and at each pc of a thread a sched-in step puts it
-back on a free CPU (any CPU for a preemptible thread: migration), running `on sched_in`.
+back on a free CPU (any CPU for a preemptible thread: migration), running `on sched_in`;
+at a `schedule()` a step takes the thread off its CPU (`asleep`, running `on sched_out`),
+and the woken thread returns from schedule() off its CPU, to be put back as above.
 Sched-in steps belong to the thread, so weak fairness makes them eventual; preemption
 belongs to an unfair process, so fairness never forces it.
 """
@@ -82,19 +84,6 @@ class _Lowering:
             if h.count is not None and h.count != self.n:
                 raise SpecError(h.context.span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
                                 f"the model has {self.n} CPUs: write `interrupt {h.name}[{self.n}]`")
-        for t in self.threads:
-            # a sleeper keeps its CPU, which is exact only while nothing else wants that CPU
-            # and nothing is to run when it blocks: no notifiers, no preemptible thread
-            # that could migrate there, no other thread on it
-            c = t.proc.context
-            shared = any(o is not t and o.proc.context.cpus[o.index] == c.cpus[t.index] for o in self.threads)
-            if _calls(t.proc.body, lambda p: p.cls is Cls.SCHEDULE) and (
-                    c.sched_out or c.sched_in or self.preemptible or shared):
-                raise SpecError(c.span,
-                                f"thread '{t.proc.name}' sleeps in schedule() on a CPU that notifiers, "
-                                "preemption or another thread use: not supported yet",
-                                "blocking does not yet take a thread off its CPU; declare the sleeper "
-                                "without `on cpu` (a CPU of its own), or give it a CPU of its own")
         arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
         self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
         self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
@@ -112,15 +101,19 @@ class _Lowering:
         # per-thread locals
         self.cpu_sym: dict[str, m.VarSym] = {}
         self.pc_sym: dict[str, m.VarSym] = {}
+        self.asleep_sym: dict[str, m.VarSym] = {}
         for p in {t.proc.name: t.proc for t in self.threads}.values():
-            if any(v.name == "preempt_count" for v in p.locals):
-                raise SpecError(p.context.span, f"thread '{p.name}' declares 'preempt_count', the name of its "
-                                "execution-context state", "rename the local 'preempt_count'")
+            for name in ("preempt_count", "asleep"):
+                if any(v.name == name for v in p.locals):
+                    raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
+                                    "execution-context state", f"rename the local '{name}'")
             # made by the resolver; the first CPU differs per instance: `initial_cpus` sets each
             self.cpu_sym[p.name] = next(v for v in p.locals if v.name == "cpu")
             if p.context.preemptible:
                 self.pc_sym[p.name] = m.VarSym("preempt_count", m.IntT(0, MAX_PREEMPT_DEPTH), m.Scope.LOCAL,
                                                p.context.span, ((0,),), p.name)
+            if _calls(p.body, lambda q: q.cls is Cls.SCHEDULE):  # off its CPU while it sleeps
+                self.asleep_sym[p.name] = m.VarSym("asleep", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
 
     # -- expressions
     def g(self, sym: m.VarSym) -> m.Var:
@@ -160,7 +153,7 @@ class _Lowering:
             elif ctx.kind is m.ContextKind.THREAD:
                 where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
                                self.pc_sym.get(p.name))
-                extra = (self.pc_sym[p.name],) if p.name in self.pc_sym else ()
+                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym) if p.name in d)
                 body = self.stmts(p.body, where)
                 out = self.stmts(ctx.sched_out, where)
                 inn = self.stmts(ctx.sched_in, where)
@@ -422,22 +415,39 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                 res.append(op)
         return res
 
+    asleep_sym = next((v for v in p.locals if v.name == "asleep"), None)
+    asleep = m.Var(span, m.BOOL, asleep_sym) if asleep_sym is not None else None
     remade: dict[int, object] = {}
     uid = max((st.uid for st in pir.steps), default=-1) + 1
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
-        remade[st.uid] = dataclasses.replace(st, guard=guard, body=tuple(frees(st.body)))
+        body = tuple(frees(st.body))
+        if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
+            guard = _or(here, asleep)
+            body = (ir.OAssign(asleep, _c(0, span, m.BOOL)),) + body
+        remade[st.uid] = dataclasses.replace(st, guard=guard, body=body)
+    sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
     sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
     targets = range(low.n) if p.context.preemptible else [None]
     steps_at = []
     extra = []
     for pc, at in enumerate(pir.steps_at):
         new = [remade[st.uid] for st in at]
+        if any(st.kind is ir.StepKind.SCHEDULE for st in at):
+            # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
+            body = tuple(sched_out) + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
+            text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, span, text, None, None, generated=True)
+            uid += 1
+            new.append(st)
+            extra.append(st)
         if pc not in end_pcs:
             for c in targets:
                 dest = cpu if c is None else _c(c, span)
                 guard = _and(_not(_eq(low.at(low.curr, cpu), me)), _eq(low.at(low.curr, dest), _c(0, span)),
                              low.runnable_here(dest))
+                if asleep is not None:  # a sleeper comes back through schedule() first
+                    guard = _and(guard, _not(asleep))
                 body = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
                 body += [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
