@@ -340,6 +340,7 @@ class ProcessDecl(Decl):
     interrupt: bool = False
     preemptible: bool = False
     notifiers: tuple[Notifier, ...] = ()
+    hrtimer: bool = False  # `hrtimer NAME on cpu C { callback }`: an interrupt that a timer raises
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,8 @@ class CtxOp(Enum):
     THIS_CPU_READ = "this CPU's copy"
     THIS_CPU_WRITE = "write this CPU's copy"
     PER_CPU = "a CPU's copy"
+    TIMER_START = "arm an hrtimer"
+    TIMER_CANCEL = "cancel an hrtimer"
 
 
 class RmwOp(Enum):
@@ -163,12 +165,13 @@ class Primitive:
     @property
     def statement_only(self) -> bool:
         """Barriers, schedule() and spin_lock() have no value and take a step of their own."""
-        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx is CtxOp.LOCK_IRQSAVE
+        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE,
+                                                                                 CtxOp.TIMER_CANCEL)
 
     @property
     def blocks(self) -> bool:
         """It may wait, so it cannot be part of an `atomic` block."""
-        return self.cls in (Cls.SCHEDULE, Cls.LOCK) or self.ctx is CtxOp.LOCK_IRQSAVE
+        return self.cls in (Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE, CtxOp.TIMER_CANCEL)
 
     @property
     def needs_process(self) -> bool:
@@ -319,6 +322,10 @@ _ROWS: list[Primitive] = [
         ("this_cpu_read", (_P,), Result.LV, CtxOp.THIS_CPU_READ, X86.PLAIN, "this CPU's copy of `x`"),
         ("this_cpu_write", (_P, _V), Result.VOID, CtxOp.THIS_CPU_WRITE, X86.STORE, "this CPU's copy of `x` = `v`"),
         ("per_cpu", (_P, _V), Result.LV, CtxOp.PER_CPU, X86.PLAIN, "CPU `cpu`'s copy of `x`"),
+        ("hrtimer_start", (_I,), Result.VOID, CtxOp.TIMER_START, X86.PLAIN,
+         "arms hrtimer `h`: it expires some time later (eventually, under weak fairness)"),
+        ("hrtimer_cancel", (_I,), Result.VOID, CtxOp.TIMER_CANCEL, X86.PLAIN,
+         "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped)"),
     )],
 ]
 

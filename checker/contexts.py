@@ -76,7 +76,10 @@ class _Lowering:
                     self.threads.append(_Thread(p, i, len(self.threads) + 1))
         self.preemptible = [t for t in self.threads if t.proc.context.preemptible]
         pending_names = [f"pending_{h.name}" for h in self.irqs]
-        for name in HIDDEN_GLOBALS + tuple(pending_names) + ((SCHEDULER,) if self.preemptible else ()):
+        self.timers = [h for h in self.irqs if h.context.hrtimer]
+        timer_names = [f"armed_{h.name}" for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
+        for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
+                + ((SCHEDULER,) if self.preemptible else ()):
             if name in taken:
                 raise SpecError(span, f"'{name}' names the execution-context state in a model with `cpus`",
                                 f"rename the model's '{name}'")
@@ -94,6 +97,8 @@ class _Lowering:
         for h, name in zip(self.irqs, pending_names):
             typ = arr(m.BOOL) if h.count is not None else m.BOOL
             self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1))
+        self.armed = {h.name: m.VarSym(f"armed_{h.name}", m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),))
+                      for h in self.timers}
         self.bound = model.preemptions if self.preemptible else None
         self.budget = None
         if self.preemptible and self.bound is not None:
@@ -161,10 +166,11 @@ class _Lowering:
                                                  context=dataclasses.replace(ctx, sched_out=out, sched_in=inn)))
             else:
                 procs.append(self.handler(p))
+        procs += [self.expiry(h) for h in self.timers]
         if self.preemptible:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
-            + ((self.budget,) if self.budget else ())
+            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
         return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
                                    step_texts=tuple(self.texts))
 
@@ -185,6 +191,26 @@ class _Lowering:
         self.texts.append(((p.name, p.end_span), f"irq exit: {p.name}"))
         loop = m.SLabeled(span, IRQ_IDLE, m.SLoop(span, (entry,) + body + (leave,)))
         return dataclasses.replace(p, body=(loop,), labels=p.labels | {IRQ_IDLE})
+
+    def expiry(self, h: m.Process) -> m.Process:
+        """The timer hardware of hrtimer `h`: while armed it may expire, raising `h`'s
+        interrupt; weakly fair, so an armed timer eventually fires."""
+        span = h.context.span
+        armed = self.g(self.armed[h.name])
+        fire = m.SAtomic(span, (m.SAwait(span, armed), m.SAssign(span, armed, _c(0, span, m.BOOL)),
+                                m.SAssign(span, self.g(self.pending[h.name]), _c(1, span, m.BOOL))))
+        name = f"{h.name}_expiry"
+        self.texts.append(((name, span), f"hrtimer {h.name} expires"))
+        loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
+        return m.Process(name, span, None, False, (), (loop,), frozenset({"end_armed"}), span)
+
+    def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
+        h = self.irqs[arg.value]
+        if not h.context.hrtimer:
+            raise SpecError(arg.span, f"'{name}' needs an hrtimer; '{h.name}' is an interrupt",
+                            f"declare it `hrtimer {h.name} on cpu {h.context.cpus[0]} {{ ... }}`, or raise it with "
+                            f"`raise_irq({h.name})`")
+        return h
 
     def scheduler(self) -> m.Process:
         branches = []
@@ -310,6 +336,13 @@ class _Lowering:
                 raise SpecError(span, f"interrupt '{h.name}' is bound to CPU {h.context.cpus[0]}",
                                 f"write `raise_irq({h.name})`")
             return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
+        if op is CtxOp.TIMER_START:
+            return m.SAssign(span, self.g(self.armed[self.timer(a[0], span, name).name]), t)
+        if op is CtxOp.TIMER_CANCEL:  # hrtimer_cancel waits for a running callback
+            h = self.timer(a[0], span, name)
+            idle = m.At(span, m.BOOL, h.name, None, IRQ_IDLE)
+            return m.SAtomic(span, (m.SAwait(span, idle), m.SAssign(span, self.g(self.armed[h.name]), f),
+                                    m.SAssign(span, self.g(self.pending[h.name]), f)))
         if op is CtxOp.THIS_CPU_WRITE:
             return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
         raise SpecError(span, f"'{name}' has a value: use it in an expression")

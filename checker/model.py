@@ -485,6 +485,7 @@ class ProcessContext:
     sched_out: tuple[RStmt, ...] = ()
     sched_in: tuple[RStmt, ...] = ()
     span: Span | None = None  # the `on cpu` clause, or the declaration
+    hrtimer: bool = False  # an interrupt raised by its timer's expiry (`hrtimer NAME on cpu C`)
 
 
 @dataclass(frozen=True, slots=True)

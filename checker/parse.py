@@ -6,6 +6,7 @@ expected, in words a kernel developer reads, at the spot where the text went wro
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from importlib import resources
@@ -368,6 +369,9 @@ class _Builder(Transformer):
 
     def interrupt_decl(self, m, c):
         return self.process_decl(m, c, interrupt=True)
+
+    def hrtimer_decl(self, m, c):
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)
 
     def on_cpu(self, m, c):
         if str(c[0]) != "cpu":

@@ -305,3 +305,48 @@ def test_blocking_in_schedule_takes_the_thread_off_its_cpu(tmp_path, capsys):
     assert "switched" in capsys.readouterr().out
     spec.write_text(SLEEPER.replace(" wake_up(wq);", ""))
     assert main([str(spec), "--no-expect"]) == 1  # never woken: a real lasso and deadlock
+
+
+# ---- hrtimers: armed by hrtimer_start, expire on their own, hrtimer_cancel waits
+
+HRTIMER = """
+model hrt;
+cpus 2;
+var stage: 0..2 = 0;
+var cancelled: bool = false;
+hrtimer apic_timer on cpu 0 { stage = 1; mid: stage = 2; }
+process vcpu on cpu 1 {
+  hrtimer_start(apic_timer);
+  hrtimer_cancel(apic_timer);
+  cancelled = true;
+}
+invariant not_running_after_cancel: !(cancelled && apic_timer@mid);
+property fires_or_is_cancelled: always eventually (stage == 2 || cancelled);
+"""
+
+
+def test_hrtimer_cancel_waits_for_a_running_callback(tmp_path, capsys):
+    spec = tmp_path / "m.spec"
+    spec.write_text(HRTIMER)
+    assert main([str(spec), "--no-expect"]) == 0
+    spec.write_text(HRTIMER.replace("hrtimer_cancel(apic_timer);", "skip;"))
+    assert main([str(spec), "--no-expect"]) == 1  # without the wait the callback runs on after
+    assert "not_running_after_cancel" in capsys.readouterr().out
+
+
+def test_an_armed_hrtimer_eventually_fires(tmp_path, capsys):
+    text = HRTIMER.replace("hrtimer_cancel(apic_timer);", "skip;").replace(
+        "invariant not_running_after_cancel: !(cancelled && apic_timer@mid);", "")
+    text = text.replace("(stage == 2 || cancelled)", "stage == 2")
+    spec = tmp_path / "m.spec"
+    spec.write_text(text)
+    assert main([str(spec), "--no-expect"]) == 0
+    spec.write_text(text.replace("hrtimer_start(apic_timer);", "skip;"))
+    assert main([str(spec), "--no-expect"]) == 1  # never armed: never fires
+    capsys.readouterr()
+
+
+def test_hrtimer_start_needs_an_hrtimer():
+    with pytest.raises(SpecError) as e:
+        compiled("model x; cpus 1; interrupt h on cpu 0 { skip; } process p { hrtimer_start(h); }")
+    assert "needs an hrtimer" in str(e.value)

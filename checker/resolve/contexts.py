@@ -111,7 +111,7 @@ class Contexts:
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)
         return m.ProcessContext(kind, cpus, d.preemptible, notes.get("sched_out", ()), notes.get("sched_in", ()),
-                                where)
+                                where, d.hrtimer)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
         """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""

@@ -295,7 +295,8 @@ class Expressions:
             raise SpecError(e.span, f"'{e.name}' needs the model's CPUs",
                             "declare them first: `cpus 2;` (CPUs 0 and 1), and where code runs: "
                             "`process NAME on cpu 0`, `interrupt NAME on cpu 0`")
-        if sig.cls is Cls.CONTEXT and sig.ctx not in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.PER_CPU) \
+        if sig.cls is Cls.CONTEXT and sig.ctx not in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.PER_CPU, CtxOp.TIMER_START,
+                                                      CtxOp.TIMER_CANCEL) \
                 and ctx.process is None:
             raise SpecError(e.span, f"'{e.name}' needs a thread or an interrupt handler",
                             "it acts on the CPU the code runs on: call it in `process NAME on cpu C` "

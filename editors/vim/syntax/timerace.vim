@@ -8,7 +8,7 @@ let s:cpo_save = &cpo
 set cpo&vim
 
 syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property reachable sometimes
-      \ variant expect violated lemma cpus preemptions percpu interrupt
+      \ variant expect violated lemma cpus preemptions percpu interrupt hrtimer
 syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip return
 syntax keyword timeraceTemporal always eventually
 syntax keyword timeraceQuantifier forall exists in
@@ -38,7 +38,7 @@ syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
       \ rcuwait_active
       \ local_irq_disable local_irq_enable local_irq_save local_irq_restore spin_lock_irqsave spin_unlock_irqrestore
       \ irqs_disabled preempt_disable preempt_enable get_cpu put_cpu smp_processor_id
-      \ raise_irq send_IPI this_cpu_read this_cpu_write per_cpu
+      \ raise_irq send_IPI this_cpu_read this_cpu_write per_cpu hrtimer_start hrtimer_cancel
 " checker/resolve.py MEMORY_MODELS, after `memory`
 syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\)\>"
 
