@@ -309,6 +309,30 @@ class VarDecl(Decl):
     dim: Dim | None
     type: TypeExpr
     init: Expr | None
+    percpu: bool = False  # `percpu var x: T;`: one element per CPU (an array over `cpus`)
+
+
+@dataclass(frozen=True, slots=True)
+class CpusDecl(Decl):
+    """`cpus N;`: the model's CPUs, 0 to N-1 (execution contexts)."""
+
+    count: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionsDecl(Decl):
+    """`preemptions K;`: the preemption bound of context bounding."""
+
+    bound: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Notifier:
+    """`on sched_out { ... }` / `on sched_in { ... }` inside a thread: a preempt notifier."""
+
+    span: Span
+    name: str
+    body: Block
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +347,13 @@ class ProcessDecl(Decl):
     locals: tuple[VarDecl, ...]
     body: tuple[Stmt, ...]
     end_span: Span
+    # execution contexts: a thread (`on cpu C`), an interrupt handler (`interrupt NAME`)
+    cpu: Expr | None = None
+    cpu_span: Span | None = None
+    interrupt: bool = False
+    preemptible: bool = False
+    notifiers: tuple[Notifier, ...] = ()
+    hrtimer: bool = False  # `hrtimer NAME on cpu C { callback }`: an interrupt that a timer raises
 
 
 @dataclass(frozen=True, slots=True)

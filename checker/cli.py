@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks / invalid end states")
     p.add_argument("--memory-model", choices=("sc", "tso"),
                    help="override the `memory` declarations of the model and its variants")
+    p.add_argument("--preemptions", type=_bound_or_unbounded, metavar="K",
+                   help="execution contexts: at most K preemptions per run (default 2, or `preemptions K;`); "
+                        "`unbounded` drops the bound")
     p.add_argument("--store-buffer", type=_whole_number(1), metavar="N",
                    help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`)")
     z = p.add_argument_group("engines (lemmas are always checked by Z3)")
@@ -195,6 +198,11 @@ def _seconds(text: str) -> float:
     if not t > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
     return t
+
+
+def _bound_or_unbounded(text: str):
+    """--preemptions: a whole number or `unbounded`."""
+    return "unbounded" if text == "unbounded" else _whole_number(0)(text)
 
 
 def _whole_number(least: int):
@@ -350,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         source = spec.source
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
-                       memory=args.memory_model, store_buffer=args.store_buffer, progress=args.progress,
+                       memory=args.memory_model, store_buffer=args.store_buffer, preemptions=args.preemptions, progress=args.progress,
                        command="check " + " ".join(shlex.quote(a) for a in argv),
                        graph_limit=args.graph_max_states if args.dot_graph else None,
                        workers=args.workers if args.workers is not None else default_workers(),

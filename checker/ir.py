@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import enum
 import itertools
+import sys
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from . import contexts
 from . import model as m
 from .builtins import BUILTINS, X86, Cls
 from .errors import Span, SpecError, source_text
@@ -196,6 +198,7 @@ class Step:
     inline: str | None  # innermost inline procedure it was expanded from
     label: str | None
     fence: bool = False  # tso: runs only with an empty store buffer (see `is_fence`)
+    generated: bool = False  # made by contexts.py (sched-in, preemption, irq entry/exit), not written
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,9 +261,16 @@ class Program:
 
 def build(model: m.Model) -> Program:
     try:
+        model = contexts.lower(model)  # execution contexts: hidden state, guards, generated steps
         procs = tuple(_ProcessBuilder(model, p).build() for p in model.processes)
+        procs = contexts.finish(model, procs, sys.modules[__name__])
         layout = _layout(model, procs)
-        return Program(model, layout, procs, _init_choices(layout), model.properties)
+        choices = _init_choices(layout)
+        if model.cpus is not None:
+            choices = list(choices)
+            contexts.initial_cpus(model, layout, choices)
+            choices = tuple(choices)
+        return Program(model, layout, procs, choices, model.properties)
     except SpecError as e:
         raise e.with_code("TR300") from None
 

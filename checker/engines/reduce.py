@@ -775,6 +775,9 @@ class Domain:
 
 def symmetry_domains(program: ir.Program) -> tuple[list[Domain], list[str]]:
     """The symmetric domains of a model, and for every process array left out, why."""
+    if program.model.cpus is not None:  # threads are numbered in `curr`, handlers bound to CPUs
+        return [], [f"{p.name}[{p.instances}]: execution contexts name CPUs and threads"
+                    for p in program.processes if p.count is not None]
     uses = _Uses()
     _SymmetryWalker(program, uses).run()
     links = uses.links

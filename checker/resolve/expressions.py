@@ -9,7 +9,7 @@ import dataclasses
 
 from .. import ast
 from .. import model as m
-from ..builtins import ALIASES, BUILTINS, Arg, Cls, Pure, Result, RmwOp
+from ..builtins import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp
 from ..errors import Span, SpecError, did_you_mean
 from .base import WAITQUEUE_BUILTINS, Ctx
 
@@ -293,10 +293,22 @@ class Expressions:
                                     "declare it as `var name: bitset(N);`")
                 bits_t = x.type
                 resolved[i] = x
+        if sig.cls is Cls.CONTEXT and self.cpus is None:
+            raise SpecError(e.span, f"'{e.name}' needs the model's CPUs",
+                            "declare them first: `cpus 2;` (CPUs 0 and 1), and where code runs: "
+                            "`process NAME on cpu 0`, `interrupt NAME on cpu 0`")
+        if sig.cls is Cls.CONTEXT and sig.ctx not in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.PER_CPU, CtxOp.TIMER_START,
+                                                      CtxOp.TIMER_CANCEL) \
+                and ctx.process is None:
+            raise SpecError(e.span, f"'{e.name}' needs a thread or an interrupt handler",
+                            "it acts on the CPU the code runs on: call it in `process NAME on cpu C` "
+                            "or in an `interrupt`")
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
             if kind is Arg.BITS:
                 continue
-            if kind is Arg.LOCK:
+            if kind in (Arg.IRQ, Arg.PERCPU):
+                x = self._context_arg(kind, a, ctx, e.name)
+            elif kind is Arg.LOCK:
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or x.type != m.BOOL:
                     raise SpecError(a.span, f"'{e.name}' needs a lock here, not {x.type.describe()}",
@@ -331,6 +343,12 @@ class Expressions:
             if kind is Arg.VAL and sig.args[0] is Arg.LV and lv_type is not None:
                 self._check_assignable(lv_type, x, a.span, "the variable")
                 args[i] = self._conv(x, lv_type)
+        if sig.args[:1] == (Arg.PERCPU,):  # the value, or the CPU, against the per-CPU variable
+            elem = args[0].type.elem
+            if sig.ctx is CtxOp.THIS_CPU_WRITE:
+                self._check_assignable(elem, args[1], e.args[1].span, "the variable")
+                args[1] = self._conv(args[1], elem)
+            lv_type = elem
         arith = sig.op in (RmwOp.ADD, RmwOp.SUB, RmwOp.OR)
         if arith and sig.step is None:  # by an argument, in the kernel's order (i, v)
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
