@@ -656,9 +656,13 @@ class _Compiler:
             e.emit(f"return {e.pending()}  # -> {_comment(self.proc.pc_names[op.pc])}")
         elif isinstance(op, OAssign):
             value = self.simplify(op.value)
-            if not isinstance(value, m.Const):
+            target = self.simplify(op.target)
+            # constant writes to fixed fields wait in the emitter, to be merged; anything
+            # that reads `v` (the value, or the index of `a[i] = 5`) must see them first
+            if not isinstance(value, m.Const) or (isinstance(target, m.Elem) and
+                                                  not isinstance(target.index, (m.Const, m.SelfE))):
                 e.flush()
-            self.store(self.simplify(op.target), value, e)
+            self.store(target, value, e)
         elif isinstance(op, OEval):
             e.flush()
             code = self.builtin(self.simplify(op.call), e, "v")
