@@ -907,7 +907,7 @@ def _may_read(r, w) -> bool:
 
 
 def _rfi_ru(ws, rs, events, po_loc) -> set:
-    """lock.cat:106 rfi-ru = ([UL] ; po-loc ; [RU]) \ ([UL] ; po-loc ; [LKW] ; po-loc):
+    r"""lock.cat:106 rfi-ru = ([UL] ; po-loc ; [RU]) \ ([UL] ; po-loc ; [LKW] ; po-loc):
     an RU also reads its thread's last unlock, besides the rfe-ru edge it always gets."""
     out = set()
     for r in rs:
