@@ -949,10 +949,26 @@ def _co_orders(ws, events, po):
         yield order, {(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))}
 
 
+def _pp(p, inside: str | None = None) -> str:
+    r"""A proposition as herd7 prints it: `[x]` for a location, `not (...)` for `~` and
+    `!=`, chains of one operator flat, parentheses only around an `\/` inside a `/\`."""
+    if isinstance(p, Atom):
+        name = f"[{p.name}]" if p.thread is None else f"{p.thread}:{p.name}"
+        text = f"{name}={p.value}"
+        return f"not ({text})" if p.negated else text
+    if p.op in ("true", "false"):
+        return p.op
+    if p.op == "not":
+        return f"not ({_pp(p.args[0])})"
+    sep = " /\\ " if p.op == "and" else " \\/ "
+    text = sep.join(_pp(a, p.op) for a in p.args)
+    return f"({text})" if inside == "and" and p.op == "or" else text
+
+
 def format_result(test: Litmus, res: Result) -> str:
     """herd7's layout: the states, Ok/No, the witnesses, the condition and the Observation."""
     q = test.condition.quantifier
-    kind = "Required" if q == "forall" else "Allowed"
+    kind = {"forall": "Required", "~exists": "Forbidden"}.get(q, "Allowed")
     lines = [f"Test {test.name} {kind}" + ("" if res.model == "lkmm" else f" (memory {res.model})"),
              f"States {len(res.outcomes)}"]
     lines += [str(o) for o, _ in res.outcomes]
@@ -962,8 +978,10 @@ def format_result(test: Litmus, res: Result) -> str:
         ok = res.positive == 0
     else:
         ok = res.negative == 0
-    lines += ["Ok" if ok else "No", "Witnesses", f"Positive: {res.positive} Negative: {res.negative}"]
+    # herd7 counts the witnesses of the condition (of ~P for ~exists), the Observation of P
+    pos, neg = (res.negative, res.positive) if q == "~exists" else (res.positive, res.negative)
+    lines += ["Ok" if ok else "No", "Witnesses", f"Positive: {pos} Negative: {neg}"]
     lines += [f"Flag {f}" for f in res.flags]
-    lines += [f"Condition {test.condition.text}",
+    lines += [f"Condition {q} ({_pp(test.condition.prop)})",
               f"Observation {test.name} {res.observation} {res.positive} {res.negative}"]
     return "\n".join(lines)
