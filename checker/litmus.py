@@ -140,7 +140,8 @@ class Litmus:
     locations: tuple[tuple[int | None, str], ...]
     filter: object | None
     condition: Condition
-    expected: str | None  # the `Result:` line: Never / Sometimes / Always
+    expected: str | None  # the `Result:` line: Never / Sometimes / Always, or DEADLOCK / Maybe
+    expected_race: bool = False  # `Result: Sometimes DATARACE`: herd7 must flag a data race
 
 
 # ---------------------------------------------------------------- lexer
@@ -219,7 +220,9 @@ def _tokens(source: str, file: str) -> list[Tok]:
 
 # ---------------------------------------------------------------- parser
 
-EXPECTED_RE = re.compile(r"Result:\s*(Never|Sometimes|Always)")
+# the kernel's scripts/judgelitmus.sh: DEADLOCK means no execution at all ("Never 0 0"),
+# Maybe accepts any verdict, and a trailing DATARACE predicts the data-race flag
+EXPECTED_RE = re.compile(r"Result:[ \t]*(Never|Sometimes|Always|DEADLOCK|Maybe)\b([ \t]+DATARACE\b)?")
 
 
 class _Parser:
@@ -299,13 +302,14 @@ class _Parser:
         cond = self.condition()
         if self.peek().kind != "eof":
             raise self.error(self.peek(), f"unexpected '{self.peek().text}' after the final condition")
-        expected = None
+        expected, race = None, False
         for c in self.comments:
             m = EXPECTED_RE.search(c.text)
             if m:
-                expected = m.group(1)
+                expected, race = m.group(1), m.group(2) is not None
                 break
-        return Litmus(name, self.file, self.source, tuple(init), tuple(threads), locations, filt, cond, expected)
+        return Litmus(name, self.file, self.source, tuple(init), tuple(threads), locations, filt, cond, expected,
+                      race)
 
     def init_block(self):
         self.expect("{", "to open the initial state")

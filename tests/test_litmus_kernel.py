@@ -154,7 +154,7 @@ def test_plain_c_accesses_were_refused(tmp_path):
 
 
 RACE = """C race
-(* Result: Sometimes *)
+(* Result: Sometimes DATARACE *)
 {}
 P0(int *x, int *y)
 {
@@ -179,7 +179,7 @@ def test_data_race_flag_was_missing(tmp_path):
     assert "Positive: 1 Negative: 3\nFlag data-race\nCondition" in out
     ordered = RACE.replace("WRITE_ONCE(*y, 1)", "smp_store_release(y, 1)").replace(
         "READ_ONCE(*y)", "smp_load_acquire(y)").replace("\tr1 = *x;", "\tif (r0)\n\t\tr1 = *x;").replace(
-        "Sometimes", "Never")
+        "Sometimes DATARACE", "Never")
     code, out, _ = _run(ordered, tmp_path)
     assert code == 0 and "Flag" not in out  # release/acquire and a read only after it: no race
 
@@ -274,6 +274,33 @@ def test_negated_exists_was_printed_as_allowed(tmp_path):
     assert "Positive: 1 Negative: 0\nCondition ~exists (1:r1=0)\nObservation MP+filter-locations Never 0 1" in out
     code, out, _ = _run((LITMUS_C / "S+poonceonces.litmus").read_text(), tmp_path)
     assert "Condition exists ([x]=2 /\\ 1:r0=1)" in out
+
+
+def test_result_line_datarace_deadlock_and_maybe_were_unread(tmp_path):
+    """The kernel's judgelitmus.sh conventions: `Result: Sometimes DATARACE` predicts the
+    data-race flag (and its absence predicts none), DEADLOCK means no execution, Maybe
+    takes any verdict; main's reader dropped all three."""
+    assert _run(RACE, tmp_path)[0] == 0
+    code, out, _ = _run(RACE.replace("Sometimes DATARACE", "Sometimes"), tmp_path)  # the race not predicted
+    assert code == 1 and "but a data race is flagged, which the file's 'Result: Sometimes' does not predict" in out
+    code, out, _ = _run(DEP_PLAIN.replace("Result: Never", "Result: Never DATARACE"), tmp_path)
+    assert code == 1 and "no data race is flagged" in out
+    assert _run(RACE.replace("Sometimes DATARACE", "Maybe DATARACE"), tmp_path)[0] == 0
+    assert _run(RACE.replace("Sometimes DATARACE", "DEADLOCK DATARACE"), tmp_path)[0] == 1
+    code, out, _ = _run((LITMUS_C / "lock-deadlock.litmus").read_text(), tmp_path)
+    assert code == 0 and "Observation lock-deadlock Never 0 0" in out
+    code, out, _ = _run(RACE.replace("Sometimes DATARACE", "Never DATARACE"), tmp_path, "--memory-model", "sc")
+    assert code == 0  # flags are the LKMM's: under sc only the verdict is compared
+
+
+def test_litmus_help_names_herd7s_output_and_the_exit_codes(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["t.litmus", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for words in ("Allowed|Forbidden|Required", "Positive: P Negative: N", "Flag", "Never|Sometimes|Always P N",
+                  "exit codes:", "3  more than --max-candidates"):
+        assert words in out
 
 
 def test_every_primitive_and_plain_access_has_a_file():
