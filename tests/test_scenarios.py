@@ -199,3 +199,31 @@ def test_legacy_reenter_without_exit_check_loses_the_senders_events():
     v = r["legacy_reenter_without_exit_check"]
     for prop in ("self_ipi_taken", "remote_ipi_taken", "request_served"):
         assert outcome(v, prop).verdict == Verdict.VIOLATED, prop
+
+
+REACH = """model reach;
+const STEP = true;
+var x: 0..2 = 0;
+process p { x = 1; if (STEP) x = 2; }
+reachable seen: x == 2;
+reachable stuck_at_one: p@end && x == 1;
+expect violated stuck_at_one;
+variant off { STEP = false; }
+expect violated seen;
+"""
+
+
+def test_promela_twin_checks_reachable_properties(tmp_path):
+    """The scenario models are the first shipped ones with `reachable`: the Promela twin
+    left them out (its header called them lemmas) and the pan comparison read every one
+    as holding. Now each is an assertion pan fails exactly when the state is reached."""
+    from test_promela import agreement, needs_spin
+
+    needs_spin()
+    spec = tmp_path / "reach.spec"
+    spec.write_text(REACH)
+    _ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == []
+    assert differences == {"base": [], "off": []}
+    twin = (tmp_path / "twins" / "reach.base.pml").read_text()
+    assert "assert(reachable_seen)" in twin and "lemmas" not in twin
