@@ -227,3 +227,30 @@ def test_promela_twin_checks_reachable_properties(tmp_path):
     assert differences == {"base": [], "off": []}
     twin = (tmp_path / "twins" / "reach.base.pml").read_text()
     assert "assert(reachable_seen)" in twin and "lemmas" not in twin
+
+
+XCHG_IN_CONDITIONS = """model xchg_conditions;
+var a: bool = false;
+var b: bool = true;
+var c: 0..1 = 0;
+var r: 0..3 = 0;
+process p {
+  if (xchg(a, true)) { r = 1; } else { r = 2; }   // false: the else branch
+  if (!xchg(b, false)) { r = 3; }                  // b was true: no branch taken
+  while (xchg(c, 1) == 1) { r = 0; }               // c was 0: the loop never runs
+}
+invariant stored: p@end -> (a && !b && c == 1);
+"""
+
+
+def test_xchg_in_a_branch_condition_keeps_its_store():
+    """Found writing pi_two_posters: an `if` (or `while`) whose condition is an xchg lost
+    the xchg's constant store on the branch that does not start with a store of its own,
+    in the explicit engine only (BMC kept it). pi_two_posters' P2 goes through a local
+    because of it."""
+    from checker import check_source
+
+    result = check_source(XCHG_IN_CONDITIONS, "xchg_conditions.spec")
+    base = result.variants[0]
+    assert outcome(base, "stored").verdict == Verdict.HOLDS
+    assert result.all_as_expected
