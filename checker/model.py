@@ -472,6 +472,22 @@ class SFair(RStmt):
     body: tuple[RStmt, ...]
 
 
+def walk_statements(body: tuple[RStmt, ...]):
+    """Every statement of `body`, nested ones included (branches, loop and atomic
+    bodies, labelled statements), outermost first."""
+    for s in body:
+        yield s
+        for attr in ("then", "orelse", "body"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, tuple):
+                yield from walk_statements(sub)
+        if isinstance(s, SLabeled):
+            yield from walk_statements((s.stmt,))
+        if isinstance(s, SChoose):
+            for b in s.branches:
+                yield from walk_statements(b)
+
+
 @dataclass(frozen=True, slots=True)
 class SInlined(RStmt):
     """An inline procedure expanded at its call site; `return` leaves it."""

@@ -145,7 +145,7 @@ def _cpu_value(x: m.TExpr, i: int) -> int:
 def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
     """A notifier is straight-line code run by the scheduler in the thread's name: it may
     read the thread's locals but not write them (they are the thread's, not the scheduler's)."""
-    for s in _walk(body):
+    for s in m.walk_statements(body):
         target = s.target if isinstance(s, m.SAssign) else None
         if target is not None and isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.LOCAL:
             raise SpecError(s.span, f"`on {n.name}` writes {proc}'s local '{target.sym.name}'",
@@ -154,14 +154,3 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")
 
-
-def _walk(body):
-    for s in body:
-        yield s
-        for f in ("then", "orelse", "body"):
-            sub = getattr(s, f, None)
-            if isinstance(sub, tuple):
-                yield from _walk(sub)
-        if isinstance(s, m.SChoose):
-            for b in s.branches:
-                yield from _walk(b)

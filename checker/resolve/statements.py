@@ -152,13 +152,13 @@ class Statements:
         inner = dataclasses.replace(ctx, in_atomic=True, in_loop=ctx.in_loop if nested else False,
                         inline_in_atomic=ctx.inline_in_atomic if nested else False)
         rest = self.stmts(body, inner)
-        for st in _walk(rest):
+        for st in m.walk_statements(rest):
             if isinstance(st, m.SEval) and BUILTINS[st.call.name].blocks:
                 raise SpecError(st.span, f"`{st.call.name}()` blocks and cannot be inside `atomic`")
         return m.SAtomic(s.span, ((guard,) if guard else ()) + rest)
 
     def _check_gotos(self, body, labels: set[str]):
-        for s in _walk(body):
+        for s in m.walk_statements(body):
             if isinstance(s, m.SGoto) and s.label not in labels:
                 raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
                                 did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
@@ -176,7 +176,7 @@ def fair_end_traps(processes, properties) -> tuple[tuple[int, str], ...]:
     for proc in processes:
         if proc.unfair:
             continue
-        for s in _walk(proc.body):
+        for s in m.walk_statements(proc.body):
             if not (isinstance(s, m.SLabeled) and s.label.startswith("end")):
                 continue
             first = _first(s.stmt)
@@ -224,16 +224,3 @@ def _block(span: Span, body: tuple[m.RStmt, ...]) -> m.RStmt:
     """A `{ ... }` block is just its statements; keep them together for the IR."""
     return m.SInlined(span, "", body)
 
-
-def _walk(body):
-    for s in body:
-        yield s
-        for attr in ("then", "orelse", "body"):
-            sub = getattr(s, attr, None)
-            if isinstance(sub, tuple):
-                yield from _walk(sub)
-        if isinstance(s, m.SLabeled):
-            yield from _walk((s.stmt,))
-        if isinstance(s, m.SChoose):
-            for b in s.branches:
-                yield from _walk(b)
