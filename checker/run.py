@@ -173,7 +173,7 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     wants_liveness = bool(cm.liveness)
     wants_graph = opts.graph_limit is not None
     searched, merged = cm, 0  # with partial-order reduction, local steps merge into the next
-    if opts.por and not wants_graph and not wants_liveness:  # (a lasso is shown as the search found it)
+    if opts.por and not wants_graph and not wants_liveness and model.memory != "lkmm":  # (a lasso is shown as the search found it)
         program, merged = reduce.merge_local_steps(cm.program)
         if merged:
             searched = compile_program(program)

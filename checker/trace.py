@@ -213,7 +213,7 @@ class StateDecoder:
         groups: dict[str, list[int]] = {}
         order: list[str] = []
         for i, sl in enumerate(layout.slots):
-            if sl.kind is SlotKind.PC:
+            if sl.kind in (SlotKind.PC, SlotKind.VIEW):
                 continue
             key = sl.var if sl.kind in (SlotKind.VAR, SlotKind.BUFFER) else sl.name
             if key not in groups:
@@ -259,8 +259,26 @@ class StateDecoder:
                 values.append((name, self.value(slots[0], state[slots[0]])))
             else:
                 values.append((name, tuple(self.value(i, state[i]) for i in slots)))
+        values += self.stale(state)
         pcs = tuple((proc, self.pc_names[proc][state[i]]) for proc, i in self.pc_slots)
         return TraceState(tuple(values), pcs)
+
+    def stale(self, state: tuple[int, ...]) -> list:
+        """lkmm: per CPU, `view(cpu) = [x=0]`, the locations where it still reads an older
+        store than memory's, and the value it reads there (an empty list: none)."""
+        views = self.layout.lkmm
+        if views is None:
+            return []
+        out = []
+        for cpu in views.cpus:
+            entries = []
+            for j, loc in enumerate(views.locations):
+                lag = state[cpu.cur[j]]
+                if cpu.gid in loc.readers and 0 < lag < views.bound:
+                    entries.append((loc.name, self.value(loc.slot, state[loc.old[lag - 1]])))
+            if any(cpu.gid in loc.readers for loc in views.locations):
+                out.append((f"view({cpu.name})", Buffered(entries)))
+        return out
 
 
 def changes(before: TraceState, after: TraceState) -> tuple[tuple[str, Value], ...]:

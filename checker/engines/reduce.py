@@ -1285,6 +1285,10 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
         if por or symmetry != SymmetryMode.OFF:
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
+    if cm.program.model.memory == "lkmm":  # the machine's views are per CPU: no footprints or permutations for them yet
+        if por or symmetry == SymmetryMode.ON:
+            notes.append("no reductions under lkmm: the search is over every interleaving")
+        return Plan(notes=tuple(notes))
     order = None
     if por and cm.instances:  # (a model of lemmas alone has nothing to interleave)
         order = PartialOrder(cm, analyse(cm.program), singletons=liveness)

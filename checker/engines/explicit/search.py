@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ... import model as m
+from ...lkmm_machine import propagation_text as lkmm_propagation_text
 from ...compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ...progress import Progress
 from ...trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
@@ -100,8 +101,11 @@ class TraceBuilder:
     def flush_action(self, flush: CompiledFlush, before, after) -> Action:
         """A flush is shown as the `memory` moving: which CPU's store became visible."""
         b = self.decoder.decode(before)
-        location, value = b.get(flush.buffer.name)[0]
         ch = changes(b, self.decoder.decode(after))
+        if self.cm.layout.lkmm is not None:  # lkmm: a CPU's view of one location moves one store newer
+            text = lkmm_propagation_text(self.cm.layout.lkmm, flush.buffer, before, after, self.decoder.value)
+            return Action(MEMORY, None, text, "", "", ch, "flush", None)
+        location, value = b.get(flush.buffer.name)[0]
         text = f"flush {flush.buffer.cpu}: {location} = {show_value(value)}"
         return Action(MEMORY, None, text, "", "", ch, "flush", None)
 
