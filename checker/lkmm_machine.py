@@ -52,7 +52,7 @@ from .errors import SpecError
 from .ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step,
                  StepKind, walk_ops)
 
-#: the default and the largest number of messages a location keeps
+#: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
 MAX_ACTORS = 62  # process instances and propagation actors: the engine's enabled masks are 63 bits
 
@@ -70,6 +70,7 @@ class Location:
     slot: int
     old: tuple[int, ...]
     views: tuple[tuple[int, ...], ...]
+    strong: tuple[tuple[int, ...], ...]  # per message, what strong fences published before it (see CpuViews)
     readers: tuple[int, ...]  # gids of the CPUs that load it through their view
 
 
@@ -77,7 +78,11 @@ class Location:
 class CpuViews:
     """One CPU's views, by location index: `cur` what it reads now, `acq` what its relaxed
     loads saw (joined by smp_rmb), `rel` what its next relaxed store publishes (set by
-    smp_wmb / smp_mb), `own` its own latest stores (None: it never stores there)."""
+    smp_wmb / smp_mb), `own` its own latest stores (None: it never stores there),
+    `strong` what strong fences published before anything it read or did: the LKMM's
+    `pb` axiom (prop ; strong-fence ; hb*) makes whatever happens after a CPU's smp_mb
+    see what that CPU had seen before it, through any chain of reads-from and
+    dependencies; every store of this CPU carries it."""
 
     name: str
     gid: int
@@ -85,6 +90,7 @@ class CpuViews:
     acq: tuple[int, ...]
     rel: tuple[int, ...]
     own: tuple[int | None, ...]
+    strong: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,8 +324,10 @@ def extend(program: Program) -> Program:
         views = tuple(tuple(add(f"view of {sl.name}@{i} on {layout.slots[kk].name}", lag,
                                 0 if (i == 0 and jj == j) else none)
                             for jj, kk in enumerate(tracked)) for i in range(bound))
+        strong = tuple(tuple(add(f"strong view of {sl.name}@{i} on {layout.slots[kk].name}", lag, none)
+                             for kk in tracked) for i in range(bound))
         readers = tuple(sorted(loaded.get(k, set()) & set(touched[k])))
-        locations.append(Location(sl.name, k, old, views, readers))
+        locations.append(Location(sl.name, k, old, views, strong, readers))
     gsc = tuple(add(f"sc view on {layout.slots[k].name}", lag, none) for k in tracked)
     cpus = []
     for g in cpus_gids:
@@ -330,7 +338,8 @@ def extend(program: Program) -> Program:
         writes = {k for (gg, _), (a, f) in per_step.items() if gg == g for an in (a, f) if an for k in an.writes}
         own = tuple(add(f"{name} own store to {layout.slots[k].name}", lag, none, name) if k in writes else None
                     for k in tracked)
-        cpus.append(CpuViews(name, g, cur, acq, rel, own))
+        strong = tuple(add(f"{name} strong view on {layout.slots[k].name}", lag, none, name) for k in tracked)
+        cpus.append(CpuViews(name, g, cur, acq, rel, own, strong))
     actors = len(layout.instance_names) + sum(len(loc.readers) for loc in locations)
     if actors > MAX_ACTORS:
         raise SpecError(model.processes[0].span,
@@ -382,8 +391,10 @@ class Machine:
         self.plain = tuple(k for k, sl in enumerate(layout.slots) if sl.kind is not SlotKind.VIEW and k not in tracked)
         # per location, every lag field on it (CPUs' views, the SC view, every message's view)
         self.lags = tuple(
-            tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j]) if f is not None)
+            tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
+                  if f is not None)
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
+            + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
             for j in range(self.n))
 
     # -- views
@@ -393,7 +404,15 @@ class Machine:
                 t[d] = t[s_]
 
     def join_message(self, t: list, dst: tuple[int, ...], j: int, lag: int):
+        """Both views of location j's message at `lag` into `dst`."""
         self.join_into(t, dst, self.v.locations[j].views[lag])
+        self.join_into(t, dst, self.v.locations[j].strong[lag])
+
+    def observe(self, t: list, c: CpuViews, j: int, lag: int):
+        """A load of that message: what it published reaches c's acquire view, and what
+        strong fences published before it reaches c's strong view."""
+        self.join_message(t, c.acq, j, lag)
+        self.join_into(t, c.strong, self.v.locations[j].strong[lag])
 
     def mb(self, t: list, c: CpuViews):
         self.join_into(t, c.cur, c.acq)
@@ -402,6 +421,7 @@ class Machine:
             t[d] = t[s_]
         for d, s_ in zip(c.rel, c.cur):
             t[d] = t[s_]
+        self.join_into(t, c.strong, c.cur)
 
     def wmb(self, t: list, c: CpuViews):
         for d, s_ in zip(c.rel, c.own):
@@ -416,21 +436,15 @@ class Machine:
             keep = 1 + max((t[cpu.cur[j]] for cpu in v.cpus if cpu.gid in loc.readers), default=0)
             if keep >= none:
                 continue
-            for cpu in v.cpus:
-                for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j]):
-                    if f is not None and t[f] >= keep:
-                        t[f] = none
-            if t[v.gsc[j]] >= keep:
-                t[v.gsc[j]] = none
-            for other in v.locations:
-                for i in range(none):
-                    f = other.views[i][j]
-                    if t[f] >= keep:
-                        t[f] = none
+            for f in self.lags[j]:
+                if t[f] >= keep:
+                    t[f] = none
             for i in range(keep, none):
                 if i >= 1:
                     t[loc.old[i - 1]] = self.lo[loc.old[i - 1]]
                 for f in loc.views[i]:
+                    t[f] = none
+                for f in loc.strong[i]:
                     t[f] = none
 
     def store(self, t: list, c: CpuViews, j: int, value: int, acc: Access):
@@ -453,12 +467,16 @@ class Machine:
             t[loc.old[i - 1]] = t[loc.old[i - 2]] if i >= 2 else t[loc.slot]
             for a, b in zip(loc.views[i], loc.views[i - 1]):
                 t[a] = t[b]
+            for a, b in zip(loc.strong[i], loc.strong[i - 1]):
+                t[a] = t[b]
         # every lag on location j grows by one
         for f in self.lags[j]:
             if t[f] < none:
                 t[f] += 1
         for f, x in zip(loc.views[0], view):
             t[f] = x
+        for f, s_ in zip(loc.strong[0], c.strong):  # (after the shift: c's lags on j grew too)
+            t[f] = t[s_]
         t[loc.slot] = value
         t[c.cur[j]] = 0
         if c.own[j] is not None:
@@ -499,9 +517,9 @@ class Machine:
             if failure and any(j in conditional for j in written):
                 return None  # that was a success, which reads the newest message: the other variant
             for j in acc.view_reads:
-                self.join_message(t, c.acq, j, t[c.cur[j]])
+                self.observe(t, c, j, t[c.cur[j]])
             for j in acc.rmw:
-                self.join_message(t, c.acq, j, 0)
+                self.observe(t, c, j, 0)
             for j in written:
                 self.store(t, c, j, r[locs[j].slot], acc)
             if acc.post_mb:

@@ -25,7 +25,7 @@ from .parse import parse
 from .progress import Progress
 from .promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
-from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
+from .trace import LKMM_HOLDS_NOTE, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
 
 
 ENGINES = ("explicit", "bmc", "induction")
@@ -147,6 +147,8 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
         out.append("none for " + ", ".join(unfair))
     if model.memory == "tso":
         out.append("every store buffer drains (weak fairness of its flushes)")
+    if model.memory == "lkmm":
+        out.append("every store reaches every CPU that reads it (weak fairness of each propagation)")
     return tuple(out)
 
 
@@ -232,6 +234,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
             verdict = Verdict.HOLDS
             if prop.kind is m.PropertyKind.FINAL and stats.final_states == 0:
                 note = "no final state is reachable: the condition holds vacuously"
+        if verdict is Verdict.HOLDS and model.memory == "lkmm":
+            note = "; ".join(n for n in (note, LKMM_HOLDS_NOTE) if n)
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did

@@ -17,6 +17,12 @@ from .ir import SlotKind, StateLayout, TASK_STATES
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
+#: what a "holds" under `memory lkmm` rests on (checker/lkmm_machine.py; run.py puts it on
+#: every such verdict, and the text output says it once)
+LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
+                     "of its own: LB and its variants), and a store placed before an earlier store in coherence "
+                     "order (2+2W, S)")
+LKMM_HOLDS_NOTE = "holds for the LKMM outcomes this semantics explores; not explored: " + LKMM_NOT_EXPLORED
 MEMORY = "memory"  # the process an Action names when a store-buffer flush makes a store visible
 
 

@@ -11,11 +11,11 @@ import textwrap
 
 from ..safe_text import printable
 from .files import counterexamples, describe
-from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
+from ..trace import (LKMM_HOLDS_NOTE, MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_number, show_value)
 from ..findings import run_warnings
 
-MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
+MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm (operational)"}
 
 
 CTI = "counterexample to induction"
@@ -116,7 +116,9 @@ def header(result: RunResult) -> str:
         v0 = result.variants[0]
         mem = "memory model " + MEMORY_NAMES.get(v0.memory, v0.memory)
         bounds = sorted({v.store_buffer for v in result.variants if v.store_buffer})
-        if bounds:
+        if bounds and v0.memory == "lkmm":
+            mem += f" (at most {'/'.join(map(str, bounds))} stores kept per location)"
+        elif bounds:
             mem += f" (store buffers of at most {'/'.join(map(str, bounds))} stores)"
     else:
         mem = "memory model ?"
@@ -145,6 +147,30 @@ def store_buffer_notes(result: RunResult) -> list[str]:
                          f"{v.stats.buffer_full_states:,} states: what holds there holds for store buffers of "
                          f"at most {v.store_buffer} stores (a violation stands for any size; raise the bound "
                          "with --store-buffer N or `memory tso(N)`)")
+    return lines + history_notes(result)
+
+
+def history_notes(result: RunResult) -> list[str]:
+    """What an lkmm verdict rests on: what the machine does not explore, the history
+    bound, and whether it ever bit (as store_buffer_notes says for tso)."""
+    lines = []
+    lk = [v for v in result.variants if v.memory == "lkmm"]
+    held = [v.variant for v in lk if any(o.verdict is Verdict.HOLDS for o in v.outcomes)]
+    if held:
+        lines.append("LKMM: what holds in " + ", ".join(held) + " " + LKMM_HOLDS_NOTE)
+    done = [v for v in lk if v.stats.complete]
+    free = [v.variant for v in done if v.stats.buffer_full_states == 0]
+    if free:
+        bound = max(v.store_buffer or 0 for v in done if v.variant in free)
+        lines.append(f"LKMM: no store ever waited for a full history (at most {bound} stores kept per location) "
+                     "in " + ", ".join(free) + ": those verdicts hold for histories of any length")
+    for v in done:
+        if v.stats.buffer_full_states:
+            lines.append(f"LKMM: in {v.variant} a store waited for a full history in "
+                         f"{v.stats.buffer_full_states:,} states (a CPU still read the oldest store kept): what "
+                         f"holds there holds for histories of at most {v.store_buffer} stores per location (a "
+                         "violation stands for any length; raise the bound with --store-buffer N or "
+                         "`memory lkmm(N)`)")
     return lines
 
 
