@@ -592,3 +592,23 @@ def propagation_text(views: Views, what: Propagation, before, after, value) -> s
     shown = value(loc.slot, after[loc.slot] if lag == 0 else after[loc.old[lag - 1]])
     text = f"propagate {loc.name} = {shown} to {what.cpu}"
     return text + ("" if lag == 0 else f" (still {lag} store{'s' if lag > 1 else ''} behind memory)")
+
+
+def stale_reads(views: Views, gid: int, uid: int, failed: bool, before, after, value) -> str:
+    """What a step of CPU `gid` read from an older store than memory's, as a trace says
+    it: which store it read, and why it could (the newer one had not reached it)."""
+    cpu = views.cpu(gid)
+    if cpu is None or (gid, uid) not in views.accesses:
+        return ""
+    acc, fail = views.accesses[(gid, uid)]
+    acc = fail if failed and fail is not None else acc
+    notes = []
+    for j in sorted(acc.view_reads):
+        loc = views.locations[j]
+        lag = before[cpu.cur[j]]
+        if 0 < lag < views.bound:
+            old, new = value(loc.slot, before[loc.old[lag - 1]]), value(loc.slot, before[loc.slot])
+            notes.append(f"read {loc.name} = {old}, an older store than memory's {new}: the newer store had "
+                         f"not propagated to {cpu.name}, and nothing {cpu.name} had read or fenced required it"
+                         + (" (a failed cmpxchg orders nothing)" if failed else ""))
+    return "; ".join(notes)

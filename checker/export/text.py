@@ -430,9 +430,7 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     idle = [p for p in declared if p not in procs]
     # tso: flushes, and stores still buffered at the end, sit in the `memory` column
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
-    pending_lines = [] if not pending or t.loop_start is not None else ["still buffered, not yet visible:"] + [
-        f"{k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
-        for k, v in pending for loc, x in v]
+    pending_lines = [] if not pending or t.loop_start is not None else pending_text(pending)
     if MEMORY in acting or pending_lines:
         procs.append(MEMORY)
     if not procs:  # nothing moved (a violation in the initial state): show everyone
@@ -515,10 +513,23 @@ def race_lines(t: Trace, width: int = 100) -> str:
                                          else "~~~ the run stays here for ever ~~~"))
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
-        lines.append("still buffered, not yet visible:")
-        lines += [f"  {k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
-                  for k, v in pending for loc, x in v]
+        lines += [line if line.endswith(":") else "  " + line for line in pending_text(pending)]
     return "\n".join(lines)
+
+
+def pending_text(pending: list) -> list[str]:
+    """tso: stores still in a store buffer; lkmm: CPUs that still read an older store."""
+    sb = [(k, v) for k, v in pending if not k.startswith("view(")]
+    views = [(k, v) for k, v in pending if k.startswith("view(")]
+    out = []
+    if sb:
+        out.append("still buffered, not yet visible:")
+        out += [f"{k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
+                for k, v in sb for loc, x in v]
+    if views:
+        out.append("not yet propagated (the CPU still reads an older store):")
+        out += [f"{k[5:-1]}: {loc} = {show_value(x)}" for k, v in views for loc, x in v]
+    return out
 
 
 def clip(text: str, width: int) -> str:
@@ -610,6 +621,10 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
 def effect_text(name: str, value) -> str:
     """A change as the race diagram shows it; a store that went into a store buffer
     reads `x=1 (buffered)` rather than as the whole buffer."""
+    if isinstance(value, Buffered) and name.startswith("view("):  # lkmm: what the CPU still reads stale
+        cpu = name[5:-1]
+        return (f"{cpu} still reads " + ", ".join(f"{loc}={show_value(x)}" for loc, x in value)) if value \
+            else f"{cpu} up to date"
     if isinstance(value, Buffered):
         return f"{value[-1][0]}={show_value(value[-1][1])} (buffered)" if value else f"{name} empty"
     return f"{name}={show_value(value)}"
