@@ -169,6 +169,11 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
+        if model.memory == "lkmm":
+            raise SpecError(model.processes[0].span if model.processes else NOWHERE,
+                            f"--engine {opts.engine} has no `memory lkmm`: the machine's views and histories "
+                            "live in the explicit engine (checker/lkmm_machine.py)",
+                            "check this variant with --engine explicit, or under --memory-model tso or sc")
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
