@@ -612,3 +612,34 @@ def stale_reads(views: Views, gid: int, uid: int, failed: bool, before, after, v
                          f"not propagated to {cpu.name}, and nothing {cpu.name} had read or fenced required it"
                          + (" (a failed cmpxchg orders nothing)" if failed else ""))
     return "; ".join(notes)
+
+
+def meaning(p) -> str:
+    """What a primitive (a builtins.Primitive) does under the machine, in one phrase:
+    every primitive has one (tests/test_lkmm_operational.py)."""
+    order = {Order.FULL: "smp_mb(); {} of the newest store; smp_mb()",
+             Order.ACQUIRE: "{} of the newest store, whose views its CPU joins (acquire)",
+             Order.RELEASE: "{} of the newest store, publishing its CPU's whole view (release)",
+             Order.RELAXED: "{} of the newest store, unordered", Order.NONE: "{}"}
+    if p.cls is Cls.PURE:
+        return "no memory access"
+    if p.cls in (Cls.LOAD, Cls.WQ_TEST):
+        return "a load through its CPU's view" + (", joining the read store's views (acquire)"
+                                                   if p.order is Order.ACQUIRE else ", unordered")
+    if p.cls is Cls.STORE:
+        return {Order.RELEASE: "a release store: it publishes its CPU's whole view",
+                Order.FULL: "a store, then smp_mb()"}.get(p.order, "a store: it publishes what smp_wmb/smp_mb released")
+    if p.cls is Cls.FENCE:
+        return {FenceKind.FULL: "an SC fence", FenceKind.BEFORE_ATOMIC: "an SC fence (before the next RMW)",
+                FenceKind.AFTER_ATOMIC: "an SC fence (after the previous RMW)",
+                FenceKind.AFTER_SPINLOCK: "an SC fence (after the spin_lock)",
+                FenceKind.READ: "joins what earlier loads saw into the CPU's view",
+                FenceKind.WRITE: "later stores publish the CPU's earlier stores",
+                FenceKind.COMPILER: "nothing"}[p.fence]
+    if p.cls is Cls.SCHEDULE:
+        return "an SC fence (the runqueue lock)"
+    text = order[p.order].format("a read-modify-write" if p.cls is not Cls.LOCK else "waits for and takes the lock: "
+                                 "a read-modify-write")
+    if p.failure_order is not None and p.failure_order is not p.order:
+        text += "; if it fails, a load through its CPU's view, unordered"
+    return text
