@@ -444,8 +444,7 @@ class _Compiler:
         by_instance: dict[tuple[str, int], dict[int, tuple[CompiledStep, ...]]] = {}
         machine = None
         if self.views is not None:
-            machine = lkmm_machine.Machine(self.views, self.layout, unpack, ns["pack"], self.marks, pk.lo,
-                                           StoreBufferFull)
+            machine = lkmm_machine.Machine(self.views, self.layout, pk, self.marks, StoreBufferFull)
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i
             forms = [(fname, ns[fname], self.step_writes.get(fname, 0))]

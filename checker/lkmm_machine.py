@@ -375,20 +375,24 @@ class Machine:
     state as the compiled ones do. `unpack`/`pack` are the compiled model's; the inner
     step functions mark every global slot they store to in the bits from `marks` up."""
 
-    def __init__(self, views: Views, layout: StateLayout, unpack, pack, marks: int, lo: tuple[int, ...],
-                 full: type[Exception]):
+    def __init__(self, views: Views, layout: StateLayout, packing, marks: int, full: type[Exception]):
         self.v = views
-        self.unpack = unpack
-        self.pack = pack
         self.marks = marks
         self.mask = (1 << marks) - 1
-        self.lo = lo
+        self.lo = packing.lo
         self.full = full
         self.n = len(views.locations)
         self.none = views.bound
-        tracked = {loc.slot for loc in views.locations}
-        # the slots a step's result gives as they are: all but the machine's and the tracked memory
-        self.plain = tuple(k for k, sl in enumerate(layout.slots) if sl.kind is not SlotKind.VIEW and k not in tracked)
+        self.size = len(layout.slots)
+        # the machine's own slots sit after every other (ir layout, then `extend`): one
+        # contiguous run of bits from `base`; the tracked memory slots are read and
+        # written field by field. Nothing else of a state is unpacked.
+        mine = [k for k, sl in enumerate(layout.slots) if sl.kind is SlotKind.VIEW]
+        self.base = packing.shift[mine[0]] if mine else packing.bits
+        self.low = (1 << self.base) - 1
+        self.machine_fields = tuple((k, packing.shift[k] - self.base, packing.mask(k), packing.lo[k]) for k in mine)
+        self.memory_fields = tuple((loc.slot, packing.shift[loc.slot], packing.mask(loc.slot), packing.lo[loc.slot])
+                                   for loc in views.locations)
         # per location, every lag field on it (CPUs' views, the SC view, every message's view)
         self.lags = tuple(
             tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
@@ -396,6 +400,26 @@ class Machine:
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
             + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
             for j in range(self.n))
+
+    def load(self, s: int) -> list:
+        """The machine's slots and the tracked memory of packed state s, by slot number."""
+        t = [0] * self.size
+        hi = s >> self.base
+        for k, sh, mk, lo in self.machine_fields:
+            t[k] = (hi >> sh & mk) + lo
+        for k, sh, mk, lo in self.memory_fields:
+            t[k] = (s >> sh & mk) + lo
+        return t
+
+    def save(self, s: int, t: list) -> int:
+        """Packed state s with the machine's slots and the tracked memory taken from t."""
+        s &= self.low
+        for k, sh, mk, lo in self.memory_fields:
+            s = s & ~(mk << sh) | (t[k] - lo) << sh
+        hi = 0
+        for k, sh, mk, lo in self.machine_fields:
+            hi |= (t[k] - lo) << sh
+        return s | hi << self.base
 
     # -- views
     def join_into(self, t: list, dst: tuple[int, ...], src: tuple[int, ...]):
@@ -484,12 +508,13 @@ class Machine:
 
     def step(self, inner, c: CpuViews, acc: Access, failure: bool):
         """The machine's step around one compiled step of CPU `c`."""
-        unpack, pack, marks, mask = self.unpack, self.pack, self.marks, self.mask
+        marks, mask = self.marks, self.mask
         locs = self.v.locations
+        fields = self.memory_fields
         conditional = acc.conditional
 
         def run(s):
-            t = list(unpack(s))
+            t = self.load(s)
             if acc.pre_mb:
                 self.mb(t, c)
             elif acc.rmb:
@@ -503,16 +528,17 @@ class Machine:
                     self.join_message(t, c.cur, j, 0)
             for j in acc.rmw:
                 t[c.cur[j]] = 0
-            view = t[:]
+            view = s
             for j in acc.view_reads:
                 lag = t[c.cur[j]]
                 if lag:
-                    view[locs[j].slot] = t[locs[j].old[lag - 1]]
-            r = inner(pack(view))
+                    _, sh, mk, lo = fields[j]
+                    view = view & ~(mk << sh) | (t[locs[j].old[lag - 1]] - lo) << sh
+            r = inner(view)
             if r is None:
                 return None
             stored = r >> marks
-            r = list(unpack(r & mask))
+            r &= mask
             written = [j for j, loc in enumerate(locs) if stored >> loc.slot & 1]
             if failure and any(j in conditional for j in written):
                 return None  # that was a success, which reads the newest message: the other variant
@@ -521,13 +547,12 @@ class Machine:
             for j in acc.rmw:
                 self.observe(t, c, j, 0)
             for j in written:
-                self.store(t, c, j, r[locs[j].slot], acc)
+                _, sh, mk, lo = fields[j]
+                self.store(t, c, j, (r >> sh & mk) + lo, acc)
             if acc.post_mb:
                 self.mb(t, c)
-            for k in self.plain:
-                t[k] = r[k]
             self.normalise(t)
-            return pack(t)
+            return self.save(r, t)
 
         return run
 
@@ -550,16 +575,15 @@ class Machine:
 
     def propagate(self, c: CpuViews, j: int):
         """CPU c's view of location j moves one message newer."""
-        unpack, pack = self.unpack, self.pack
         cur = c.cur[j]
 
         def run(s):
-            t = list(unpack(s))
+            t = self.load(s)
             if t[cur] == 0 or t[cur] >= self.none:
                 return None
             t[cur] -= 1
             self.normalise(t)
-            return pack(t)
+            return self.save(s, t)
 
         return run
 
