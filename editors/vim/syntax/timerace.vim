@@ -37,7 +37,7 @@ syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
       \ finish_swait finish_rcuwait swake_up_all wake_up_all rcuwait_wake_up
       \ rcuwait_active
 " checker/resolve.py MEMORY_MODELS, after `memory`
-syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\)\>"
+syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\|lkmm\)\>"
 
 syntax match timeraceOperator "->\|\.\.\|[-+*/%=!<>&|^~?@]"
 syntax match timeraceNumber "\<\d\+"
