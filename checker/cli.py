@@ -99,13 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-states", type=_whole_number(1), metavar="N", help="stop after N distinct states")
     p.add_argument("--max-depth", type=_whole_number(0), metavar="N", help="do not explore beyond depth N")
     p.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks / invalid end states")
-    p.add_argument("--memory-model", choices=("sc", "tso"),
+    p.add_argument("--memory-model", choices=("sc", "tso", "lkmm"),
                    help="override the `memory` declarations of the model and its variants")
     p.add_argument("--preemptions", type=_bound_or_unbounded, metavar="K",
                    help="execution contexts: at most K preemptions per run (default 2, or `preemptions K;`); "
                         "`unbounded` drops the bound")
     p.add_argument("--store-buffer", type=_whole_number(1), metavar="N",
-                   help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`)")
+                   help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`); "
+                        "lkmm: a location keeps at most N stores a CPU may read (default 2, or `memory lkmm(N)`)")
     z = p.add_argument_group("engines (lemmas are always checked by Z3)")
     z.add_argument("--engine", choices=ENGINES, default="explicit",
                    help="explicit: breadth-first search (default); bmc: bounded model checking in Z3 up to "

@@ -44,6 +44,7 @@ from .errors import Span, SpecError
 from .fold import fits_bv, simplify, store_needs
 from .limits import MAX_NESTING
 from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
+from . import lkmm_machine
 from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
                  OWhile, Op, Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
 from .safe_text import python_comment as _comment
@@ -274,6 +275,8 @@ _RUNTIME = {
 
 def compile_program(program: Program) -> CompiledModel:
     try:
+        if program.model.memory == "lkmm" and program.layout.lkmm is None:
+            program = lkmm_machine.extend(program)
         return _Compiler(program).run()
     except SpecError as e:
         raise e.with_code("TR400") from None
@@ -350,6 +353,10 @@ class _Compiler:
         self.src: list[str] = []
         self.bound: dict[int, str] = {}
         self.tso = program.model.memory == "tso"
+        # lkmm: every store to a global slot k also sets bit `marks + k` of the result, so
+        # that the machine (lkmm_machine.py) knows what the step stored, equal values too
+        self.views = program.layout.lkmm
+        self.marks = self.pk.bits if self.views is not None else None
         self.buffer: StoreBuffer | None = None  # the store buffer of the CPU being compiled
         self.direct = False  # inside a locked operation: loads and stores use memory
         self.proc, self.inst = None, None
@@ -434,15 +441,21 @@ class _Compiler:
         unpack = ns["unpack"]
         pack = _checked_pack(ns["pack"], pk, self.layout)
         instances = []
-        by_instance: dict[tuple[str, int], dict[int, CompiledStep]] = {}
+        by_instance: dict[tuple[str, int], dict[int, tuple[CompiledStep, ...]]] = {}
+        machine = None
+        if self.views is not None:
+            machine = lkmm_machine.Machine(self.views, self.layout, pk, self.marks, StoreBufferFull)
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i
-            by_instance.setdefault((p.name, i), {})[st.uid] = CompiledStep(
-                _on_tuples(ns[fname], pack, unpack), st, i, g, fname, ns[fname], self.step_writes.get(fname, 0))
+            forms = [(fname, ns[fname], self.step_writes.get(fname, 0))]
+            if machine is not None:  # lkmm: the machine runs the step; a failing cmpxchg has a form of its own
+                forms = [(name, fn, -1) for name, fn in machine.steps(ns[fname], g, st.uid, fname)]
+            by_instance.setdefault((p.name, i), {})[st.uid] = tuple(
+                CompiledStep(_on_tuples(fn, pack, unpack), st, i, g, name, fn, writes) for name, fn, writes in forms)
         for p in self.program.processes:
             for i in range(p.instances):
                 table = by_instance.get((p.name, i), {})
-                steps_at = tuple(tuple(table[st.uid] for st in at) for at in p.steps_at)
+                steps_at = tuple(tuple(cs for st in at for cs in table[st.uid]) for at in p.steps_at)
                 instances.append(CompiledInstance(p.instance_name(i), self.layout.gid_base[p.name] + i, p, i,
                                                   self.layout.pc_base[p.name] + i, steps_at, p.end_pcs))
         invariants = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in inv_names)
@@ -455,6 +468,16 @@ class _Compiler:
             addresses = self.layout.slots[b.base].type.hi
             object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * addresses)
             flushes.append(cf)
+        if machine is not None:  # lkmm: one weakly fair propagation actor per (CPU, location it reads)
+            for j, loc in enumerate(self.views.locations):
+                for r in loc.readers:
+                    cpu = self.views.cpu(r)
+                    fn = machine.propagate(cpu, j)
+                    what = lkmm_machine.Propagation(cpu.name, loc.name, j)
+                    cf = CompiledFlush(_on_tuples(fn, pack, unpack), what, f"propagate_{j}_{r}", cpu.cur[j],
+                                       len(self.layout.instance_names) + len(flushes), packed=fn)
+                    object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * self.views.bound)
+                    flushes.append(cf)
         finals = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in final_names)
         final_packed = _quiescent(ns["final_state"], instances, pk) if finals else None
         return CompiledModel(self.program, tuple(instances), invariants, liveness, source, ns,
@@ -531,19 +554,29 @@ class _Compiler:
 
     def put(self, e: _Emitter, a: _Addr, code: str, const: int | None = None):
         """Write `code` (already within the field's range) into `v`."""
+        mark = 0
+        if self.marks is not None:
+            if a.slot is None:
+                e.flush()
+                e.emit(f"v |= 1 << ({self.marks} + {a.slot_code})  # lkmm: a store to this slot")
+            elif self.layout.slots[a.slot].kind is SlotKind.VAR and self.layout.slots[a.slot].process is None:
+                mark = 1 << (self.marks + a.slot)
         if a.width == 0:
+            if mark:
+                e.flush()
+                e.emit(f"v |= {mark:#x}  # lkmm: a store to {_comment(a.name)}")
             return  # the value was checked to be the field's only one
         if const is not None and a.slot is not None:
             m_ = a.mask << self.pk.shift[a.slot]
             e.clear |= m_
-            e.set = (e.set & ~m_) | ((const - a.lo) << self.pk.shift[a.slot])
+            e.set = (e.set & ~m_) | ((const - a.lo) << self.pk.shift[a.slot]) | mark
             return
         e.flush()
         val = code if not a.lo else f"{_paren(code)} - {a.lo}" if a.lo > 0 else f"{_paren(code)} + {-a.lo}"
         if a.slot is not None:
             sh = self.pk.shift[a.slot]
             e.writes |= a.mask << sh
-            e.emit(f"v = v & ~{a.mask << sh:#x} | {_paren(val)} << {sh}")
+            e.emit(f"v = v & ~{a.mask << sh:#x} | {_paren(val)} << {sh}" + (f" | {mark:#x}" if mark else ""))
         else:
             e.writes = -1
             sh = e.fresh()
@@ -626,6 +659,9 @@ class _Compiler:
                 else:
                     parts.append(f"{pc} in {tuple(ends)!r}")
         parts += [f"{self.get('s', self.slot_addr(b.base))} == 0" for b in self.layout.buffers]
+        if self.views is not None:  # lkmm: every store has reached every CPU that reads it
+            parts += [f"{self.get('s', self.slot_addr(cpu.cur[j]))} == 0" for j, loc in enumerate(self.views.locations)
+                      for cpu in self.views.cpus if cpu.gid in loc.readers]
         e.emit("return " + " and ".join(parts))
         return "\n".join(e.lines) + "\n"
 

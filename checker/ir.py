@@ -35,6 +35,7 @@ class SlotKind(enum.Enum):
     PC = "pc"
     TASK = "task"  # a sleeping-capable process's task state: 0 RUNNING, 1 INTERRUPTIBLE
     BUFFER = "buffer"  # half of a store-buffer entry (tso): its address or its value
+    VIEW = "view"  # lkmm: an older store's value, a view's lag (checker/lkmm_machine.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class StateLayout:
     gid_base: dict[str, int]  # process name -> gid of instance 0
     instance_names: tuple[str, ...]  # by gid
     buffers: tuple[StoreBuffer, ...] = ()  # tso only, by gid order
+    lkmm: object | None = None  # lkmm only: lkmm_machine.Views, where the machine's slots are
 
     def __len__(self) -> int:
         return len(self.slots)

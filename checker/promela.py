@@ -157,6 +157,11 @@ def refuse(program: Program) -> None:
     """Raise a SpecError if this variant has no faithful Promela twin."""
     model = program.model
     where = model.processes[0].span if model.processes else Span(model.file, 0, 0, 0, 0)
+    if model.memory == "lkmm":
+        raise SpecError(where, "the Promela twin has no `memory lkmm`: its views and histories are the explicit "
+                        "engine's (checker/lkmm_machine.py)",
+                        "translate the variant under sc or tso (--memory-model tso), or check it with the "
+                        "explicit engine")
     for b in program.layout.buffers:
         wide = [v for v in b.locations if _c_type(v.type.elem if isinstance(v.type, m.ArrayT) else v.type)]
         if wide:

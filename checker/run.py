@@ -25,7 +25,7 @@ from .parse import parse
 from .progress import Progress
 from .promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
-from .trace import Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
+from .trace import LKMM_HOLDS_NOTE, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
 
 
 ENGINES = ("explicit", "bmc", "induction")
@@ -153,6 +153,8 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
             out.append(("and for " if not strong and fair else f"{word} fairness for ") + ", ".join(lines))
     if model.memory == "tso":
         out.append("every store buffer drains (weak fairness of its flushes)")
+    if model.memory == "lkmm":
+        out.append("every store reaches every CPU that reads it (weak fairness of each propagation)")
     return tuple(out)
 
 
@@ -195,13 +197,18 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
+        if model.memory == "lkmm":
+            raise SpecError(model.processes[0].span if model.processes else NOWHERE,
+                            f"--engine {opts.engine} has no `memory lkmm`: the machine's views and histories "
+                            "live in the explicit engine (checker/lkmm_machine.py)",
+                            "check this variant with --engine explicit, or under --memory-model tso or sc")
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
     wants_liveness = bool(cm.liveness)
     wants_graph = opts.graph_limit is not None
     searched, merged = cm, 0  # with partial-order reduction, local steps merge into the next
-    if opts.por and not wants_graph and not wants_liveness:  # (a lasso is shown as the search found it)
+    if opts.por and not wants_graph and not wants_liveness and model.memory != "lkmm":  # (a lasso is shown as the search found it)
         program, merged = reduce.merge_local_steps(cm.program)
         if merged:
             searched = compile_program(program)
@@ -260,6 +267,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
             verdict = Verdict.HOLDS
             if prop.kind is m.PropertyKind.FINAL and stats.final_states == 0:
                 note = "no final state is reachable: the condition holds vacuously"
+        if verdict is Verdict.HOLDS and model.memory == "lkmm":
+            note = "; ".join(n for n in (note, LKMM_HOLDS_NOTE) if n)
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did

@@ -17,6 +17,12 @@ from .ir import SlotKind, StateLayout, TASK_STATES
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
+#: what a "holds" under `memory lkmm` rests on (checker/lkmm_machine.py; run.py puts it on
+#: every such verdict, and the text output says it once)
+LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
+                     "of its own: LB and its variants), and a store placed before an earlier store in coherence "
+                     "order (2+2W, S)")
+LKMM_HOLDS_NOTE = "holds for the LKMM outcomes this semantics explores; not explored: " + LKMM_NOT_EXPLORED
 MEMORY = "memory"  # the process an Action names when a store-buffer flush makes a store visible
 
 
@@ -215,7 +221,7 @@ class StateDecoder:
         groups: dict[str, list[int]] = {}
         order: list[str] = []
         for i, sl in enumerate(layout.slots):
-            if sl.kind is SlotKind.PC:
+            if sl.kind in (SlotKind.PC, SlotKind.VIEW):
                 continue
             key = sl.var if sl.kind in (SlotKind.VAR, SlotKind.BUFFER) else sl.name
             if key not in groups:
@@ -261,8 +267,26 @@ class StateDecoder:
                 values.append((name, self.value(slots[0], state[slots[0]])))
             else:
                 values.append((name, tuple(self.value(i, state[i]) for i in slots)))
+        values += self.stale(state)
         pcs = tuple((proc, self.pc_names[proc][state[i]]) for proc, i in self.pc_slots)
         return TraceState(tuple(values), pcs)
+
+    def stale(self, state: tuple[int, ...]) -> list:
+        """lkmm: per CPU, `view(cpu) = [x=0]`, the locations where it still reads an older
+        store than memory's, and the value it reads there (an empty list: none)."""
+        views = self.layout.lkmm
+        if views is None:
+            return []
+        out = []
+        for cpu in views.cpus:
+            entries = []
+            for j, loc in enumerate(views.locations):
+                lag = state[cpu.cur[j]]
+                if cpu.gid in loc.readers and 0 < lag < views.bound:
+                    entries.append((loc.name, self.value(loc.slot, state[loc.old[lag - 1]])))
+            if any(cpu.gid in loc.readers for loc in views.locations):
+                out.append((f"view({cpu.name})", Buffered(entries)))
+        return out
 
 
 def changes(before: TraceState, after: TraceState) -> tuple[tuple[str, Value], ...]:

@@ -65,6 +65,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
      "steps, once, so that every back end and the reductions inherit them"),
     ("ir", ("checker.ir",), False, "model -> state layout and per-process atomic steps, store buffers"),
     ("fold", ("checker.fold",), False, "constant folding and store checks that both back ends share"),
+    ("lkmm machine", ("checker.lkmm_machine",), False,
+     "memory lkmm: the view-based machine's state (planned from the IR) and the steps it wraps "
+     "around the compiled ones"),
     ("back ends", ("checker.compile", "checker.promela"), False,
      "IR -> generated Python for the explicit engine, IR -> the Promela twin; neither uses the other"),
     ("results", ("checker.trace", "checker.findings"), False,

@@ -137,9 +137,10 @@ def test_pan_agrees_with_us_on_every_variant(spec, tmp_path):
     deadlock, liveness under weak fairness; sc and tso."""
     needs_spin()
     ours, untranslated, differences = agreement(spec, tmp_path)
-    assert untranslated == []
+    lkmm = [v["name"] for v in ours["variants"] if v["memory_model"] == "lkmm"]  # the twin refuses lkmm
+    assert untranslated == lkmm
     assert {k: d for k, d in differences.items() if d} == {}
-    assert set(differences) == {v["name"] for v in ours["variants"]}
+    assert set(differences) == {v["name"] for v in ours["variants"]} - set(lkmm)
 
 
 def test_pan_agrees_on_a_model_using_the_rest_of_the_language(tmp_path):
@@ -183,7 +184,9 @@ def test_twin_text(tmp_path):
 
 def test_several_variants_go_to_a_folder(tmp_path):
     spec = ROOT / "models" / "halt_poll.spec"
-    r = check(spec, "--promela", tmp_path / "out")
+    # every variant but `lkmm`, which the twin refuses (exit 2, test_lkmm_operational.py)
+    others = [a for v in ("base", "no_poll", "posted", "no_wake_on_expiry") for a in ("--variant", v)]
+    r = check(spec, "--promela", tmp_path / "out", *others)
     assert r.returncode == 0, r.stderr
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert "halt_poll.base.pml" in files and "halt_poll.no_wake_on_expiry.pml" in files
@@ -233,7 +236,7 @@ def test_pan_agrees_under_tso(name, tmp_path):
         spec = tmp_path / "tsomix.spec"
         spec.write_text(TSO_MIX)
     ours, untranslated, differences = agreement(spec, tmp_path)
-    assert untranslated == []
+    assert untranslated == [v["name"] for v in ours["variants"] if v["memory_model"] == "lkmm"]
     assert {k: d for k, d in differences.items() if d} == {}
     assert any(v["memory_model"] == "tso" for v in ours["variants"])
     if name == "tsomix":  # the full buffer was reached, and a fair lasso was found

@@ -143,7 +143,7 @@ variant sc { memory sc; } variant four { memory tso(4); } variant plain { }""", 
 
 
 @pytest.mark.parametrize("text, message", [
-    ("memory sc(2);", "only tso has store buffers"),
+    ("memory sc(2);", "only tso and lkmm are bounded"),
     ("memory tso(9);", "a store buffer holds 1 to 8 stores"),
     ("memory arm;", "unknown memory model 'arm'"),
     ("variant v { memory tso; memory sc; }", "declares `memory` twice"),

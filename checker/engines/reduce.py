@@ -1289,6 +1289,10 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
         if por or symmetry != SymmetryMode.OFF:
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
+    if cm.program.model.memory == "lkmm":  # the machine's views are per CPU: no footprints or permutations for them yet
+        if por or symmetry == SymmetryMode.ON:
+            notes.append("no reductions under lkmm: the search is over every interleaving")
+        return Plan(notes=tuple(notes))
     order = None
     fair_lines = sorted({fa.span.line for p in cm.program.processes for fa in p.fair_actions})
     if por and liveness and fair_lines:  # the ample-set argument above is made for fairness per process

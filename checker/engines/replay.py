@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 
 from .. import model as m
-from ..compile import AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep, ModelError
+from ..compile import (AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep, ModelError,
+                       StoreBufferFull)
 from ..errors import Span, SpecError
 from ..ir import TASK_STATES, SlotKind, StepKind
 from ..trace import (MEMORY, Action, Buffered, Counterexample, Members, ReplayResult, ReplayStatus, ReplayStep,
@@ -269,6 +270,8 @@ class Replayer:
                         r = cs.fn(s)
                     except (AssertionViolation, ModelError):
                         continue
+                    except StoreBufferFull:  # tso / lkmm: the step waits for room; disabled here
+                        continue
                     if r is None:
                         continue
                     r = tuple(r)
@@ -295,6 +298,8 @@ class Replayer:
                 for cs in self.steps_of(inst, s):
                     try:
                         r = cs.fn(s)
+                    except StoreBufferFull:
+                        continue
                     except (AssertionViolation, ModelError) as e:
                         if want(e):
                             return extra, (s, cs), e
@@ -512,6 +517,8 @@ def _enabled(rp: Replayer, state: tuple) -> list[tuple[CompiledInstance, Compile
             try:
                 if cs.fn(state) is not None:
                     out.append((inst, cs))
+            except StoreBufferFull:  # waits for room: not enabled
+                pass
             except (AssertionViolation, ModelError):
                 out.append((inst, cs))
     return out
@@ -556,7 +563,7 @@ def _check_lasso(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
 def _safe_step(cs: CompiledStep, state: tuple):
     try:
         r = cs.fn(state)
-    except (AssertionViolation, ModelError):
+    except (AssertionViolation, ModelError, StoreBufferFull):
         return None
     return tuple(r) if r is not None else None
 

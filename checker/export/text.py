@@ -11,11 +11,11 @@ import textwrap
 
 from ..safe_text import printable
 from .files import counterexamples, describe
-from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
+from ..trace import (LKMM_HOLDS_NOTE, MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_number, show_value)
 from ..findings import run_warnings
 
-MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
+MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm (operational)"}
 
 
 CTI = "counterexample to induction"
@@ -116,7 +116,9 @@ def header(result: RunResult) -> str:
         v0 = result.variants[0]
         mem = "memory model " + MEMORY_NAMES.get(v0.memory, v0.memory)
         bounds = sorted({v.store_buffer for v in result.variants if v.store_buffer})
-        if bounds:
+        if bounds and v0.memory == "lkmm":
+            mem += f" (at most {'/'.join(map(str, bounds))} stores kept per location)"
+        elif bounds:
             mem += f" (store buffers of at most {'/'.join(map(str, bounds))} stores)"
     else:
         mem = "memory model ?"
@@ -145,6 +147,30 @@ def store_buffer_notes(result: RunResult) -> list[str]:
                          f"{v.stats.buffer_full_states:,} states: what holds there holds for store buffers of "
                          f"at most {v.store_buffer} stores (a violation stands for any size; raise the bound "
                          "with --store-buffer N or `memory tso(N)`)")
+    return lines + history_notes(result)
+
+
+def history_notes(result: RunResult) -> list[str]:
+    """What an lkmm verdict rests on: what the machine does not explore, the history
+    bound, and whether it ever bit (as store_buffer_notes says for tso)."""
+    lines = []
+    lk = [v for v in result.variants if v.memory == "lkmm"]
+    held = [v.variant for v in lk if any(o.verdict is Verdict.HOLDS for o in v.outcomes)]
+    if held:
+        lines.append("LKMM: what holds in " + ", ".join(held) + " " + LKMM_HOLDS_NOTE)
+    done = [v for v in lk if v.stats.complete]
+    free = [v.variant for v in done if v.stats.buffer_full_states == 0]
+    if free:
+        bound = max(v.store_buffer or 0 for v in done if v.variant in free)
+        lines.append(f"LKMM: no store ever waited for a full history (at most {bound} stores kept per location) "
+                     "in " + ", ".join(free) + ": those verdicts hold for histories of any length")
+    for v in done:
+        if v.stats.buffer_full_states:
+            lines.append(f"LKMM: in {v.variant} a store waited for a full history in "
+                         f"{v.stats.buffer_full_states:,} states (a CPU still read the oldest store kept): what "
+                         f"holds there holds for histories of at most {v.store_buffer} stores per location (a "
+                         "violation stands for any length; raise the bound with --store-buffer N or "
+                         "`memory lkmm(N)`)")
     return lines
 
 
@@ -425,9 +451,7 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     idle = [p for p in declared if p not in procs]
     # tso: flushes, and stores still buffered at the end, sit in the `memory` column
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
-    pending_lines = [] if not pending or t.loop_start is not None else ["still buffered, not yet visible:"] + [
-        f"{k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
-        for k, v in pending for loc, x in v]
+    pending_lines = [] if not pending or t.loop_start is not None else pending_text(pending)
     if MEMORY in acting or pending_lines:
         procs.append(MEMORY)
     if not procs:  # nothing moved (a violation in the initial state): show everyone
@@ -510,10 +534,23 @@ def race_lines(t: Trace, width: int = 100) -> str:
                                          else "~~~ the run stays here for ever ~~~"))
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
-        lines.append("still buffered, not yet visible:")
-        lines += [f"  {k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
-                  for k, v in pending for loc, x in v]
+        lines += [line if line.endswith(":") else "  " + line for line in pending_text(pending)]
     return "\n".join(lines)
+
+
+def pending_text(pending: list) -> list[str]:
+    """tso: stores still in a store buffer; lkmm: CPUs that still read an older store."""
+    sb = [(k, v) for k, v in pending if not k.startswith("view(")]
+    views = [(k, v) for k, v in pending if k.startswith("view(")]
+    out = []
+    if sb:
+        out.append("still buffered, not yet visible:")
+        out += [f"{k[3:-1] if k.startswith('sb(') and k.endswith(')') else k}: {loc} = {show_value(x)}"
+                for k, v in sb for loc, x in v]
+    if views:
+        out.append("not yet propagated (the CPU still reads an older store):")
+        out += [f"{k[5:-1]}: {loc} = {show_value(x)}" for k, v in views for loc, x in v]
+    return out
 
 
 def clip(text: str, width: int) -> str:
@@ -605,6 +642,10 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
 def effect_text(name: str, value) -> str:
     """A change as the race diagram shows it; a store that went into a store buffer
     reads `x=1 (buffered)` rather than as the whole buffer."""
+    if isinstance(value, Buffered) and name.startswith("view("):  # lkmm: what the CPU still reads stale
+        cpu = name[5:-1]
+        return (f"{cpu} still reads " + ", ".join(f"{loc}={show_value(x)}" for loc, x in value)) if value \
+            else f"{cpu} up to date"
     if isinstance(value, Buffered):
         return f"{value[-1][0]}={show_value(value[-1][1])} (buffered)" if value else f"{name} empty"
     return f"{name}={show_value(value)}"

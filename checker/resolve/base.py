@@ -19,7 +19,10 @@ from ..errors import source_lines
 BASE = "base"
 DEADLOCK = "deadlock"
 ASSERTIONS = "assertions"
-MEMORY_MODELS = ("sc", "tso")
+MEMORY_MODELS = ("sc", "tso", "lkmm")
+# the bounded models and what their bound counts: tso a CPU's store buffer, lkmm the
+# stores of one location a CPU may still read (spec/LANGUAGE.md, "memory lkmm")
+BOUNDED = {"tso": "a store buffer", "lkmm": "a location's history"}
 # Stores a CPU's store buffer holds under tso unless `memory tso(N)` or --store-buffer
 # says otherwise. Two is what the classic litmus tests (n6) need.
 DEFAULT_STORE_BUFFER = 2

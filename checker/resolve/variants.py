@@ -12,7 +12,7 @@ from .. import ast
 from .. import model as m
 from ..errors import NOWHERE, SpecError, did_you_mean
 from ..parse import literal_value
-from .base import DEFAULT_STORE_BUFFER, MAX_STORE_BUFFER, MEMORY_MODELS, Ctx
+from .base import BOUNDED, DEFAULT_STORE_BUFFER, MAX_STORE_BUFFER, MEMORY_MODELS, Ctx
 
 
 def parse_define(text: str) -> tuple[str, str]:
@@ -138,16 +138,17 @@ class Variants:
         if self.memory_override and self.memory_override not in MEMORY_MODELS:
             raise SpecError(NOWHERE, f"unknown memory model '{self.memory_override}'",
                             f"use one of: {', '.join(MEMORY_MODELS)}")
-        if memory != "tso":
+        if memory not in BOUNDED:
             return memory, None
+        what = BOUNDED[memory]
         if self.store_buffer_override is not None:
             bound = self.store_buffer_override
             if not 1 <= bound <= MAX_STORE_BUFFER:
-                raise SpecError(NOWHERE, f"a store buffer holds 1 to {MAX_STORE_BUFFER} stores, not {bound}")
+                raise SpecError(NOWHERE, f"{what} holds 1 to {MAX_STORE_BUFFER} stores, not {bound}")
             return memory, bound
-        for d in (own, top):  # the nearest `memory tso(N)` gives the bound
-            if d is not None and d.bound is not None:
-                return memory, self.const_int(d.bound, "a store buffer's size")
+        for d in (own, top):  # the nearest `memory tso(N)` / `memory lkmm(N)` gives the bound
+            if d is not None and d.bound is not None and d.name == memory:
+                return memory, self.const_int(d.bound, f"the size of {what}")
         return memory, DEFAULT_STORE_BUFFER
 
     def _check_memory_decl(self, d: ast.MemoryDecl):
@@ -155,11 +156,12 @@ class Variants:
             raise SpecError(d.span, f"unknown memory model '{d.name}'",
                             f"use one of: {', '.join(MEMORY_MODELS)}")
         if d.bound is not None:
-            if d.name != "tso":
-                raise SpecError(d.bound.span, f"only tso has store buffers; `memory {d.name}` takes no size")
-            n = self.const_int(d.bound, "a store buffer's size")
+            if d.name not in BOUNDED:
+                raise SpecError(d.bound.span, f"only tso and lkmm are bounded; `memory {d.name}` takes no size")
+            what = BOUNDED[d.name]
+            n = self.const_int(d.bound, f"the size of {what}")
             if not 1 <= n <= MAX_STORE_BUFFER:
-                raise SpecError(d.bound.span, f"a store buffer holds 1 to {MAX_STORE_BUFFER} stores, not {n}")
+                raise SpecError(d.bound.span, f"{what} holds 1 to {MAX_STORE_BUFFER} stores, not {n}")
 
 
 # ---- helpers---------------------------------------------------------------

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ... import model as m
+from ...lkmm_machine import propagation_text as lkmm_propagation_text, stale_reads as lkmm_stale_reads
 from ...compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ...progress import Progress
 from ...trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
@@ -95,14 +96,22 @@ class TraceBuilder:
         b = self.decoder.decode(before)
         pc_to = pcs[after[inst.pc_slot]] if after is not None else pcs[before[inst.pc_slot]]
         ch = changes(b, self.decoder.decode(after)) if after is not None else ()
+        detail = ""
+        if self.cm.layout.lkmm is not None:  # lkmm: which older store a load read, and why it could
+            detail = lkmm_stale_reads(self.cm.layout.lkmm, step.gid, step.step.uid, step.name.endswith("_fails"),
+                                      before, after, lambda k, raw: show_value(self.decoder.value(k, raw)))
         return Action(inst.name, step.step.span, step.step.text, pcs[before[inst.pc_slot]], pc_to,
-                      ch, kind, step.step.inline)
+                      ch, kind, step.step.inline, detail)
 
     def flush_action(self, flush: CompiledFlush, before, after) -> Action:
         """A flush is shown as the `memory` moving: which CPU's store became visible."""
         b = self.decoder.decode(before)
-        location, value = b.get(flush.buffer.name)[0]
         ch = changes(b, self.decoder.decode(after))
+        if self.cm.layout.lkmm is not None:  # lkmm: a CPU's view of one location moves one store newer
+            text = lkmm_propagation_text(self.cm.layout.lkmm, flush.buffer, before, after,
+                                         lambda k, raw: show_value(self.decoder.value(k, raw)))
+            return Action(MEMORY, None, text, "", "", ch, "flush", None)
+        location, value = b.get(flush.buffer.name)[0]
         text = f"flush {flush.buffer.cpu}: {location} = {show_value(value)}"
         return Action(MEMORY, None, text, "", "", ch, "flush", None)
 

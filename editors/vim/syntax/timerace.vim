@@ -40,7 +40,7 @@ syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
       \ irqs_disabled preempt_disable preempt_enable get_cpu put_cpu smp_processor_id
       \ raise_irq send_IPI this_cpu_read this_cpu_write per_cpu hrtimer_start hrtimer_cancel
 " checker/resolve.py MEMORY_MODELS, after `memory`
-syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\)\>"
+syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\|lkmm\)\>"
 
 syntax match timeraceOperator "->\|\.\.\|[-+*/%=!<>&|^~?@]"
 syntax match timeraceNumber "\<\d\+"

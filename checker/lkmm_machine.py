@@ -1,0 +1,669 @@
+"""`memory lkmm`: an operational machine for the Linux-kernel memory model, explored
+state by state by the explicit engine (loops, blocking, liveness with fairness).
+
+The machine is view-based, after Kang et al., "A Promising Semantics for Relaxed-Memory
+Concurrency" (POPL 2017), without promises:
+
+* every shared location keeps a history of its last stores (messages), newest first;
+  the newest is what the location's slot holds, "memory" as properties read it. A store
+  is appended at the end of the location's coherence order;
+* every CPU (process instance) has a *view*: per location, which message it reads now,
+  counted as a lag behind the newest (0: the newest). A load reads the message its view
+  names; `propagate` steps, one weakly fair actor per (CPU, location), move a view one
+  message newer, so a stale store is eventually not readable (liveness: a spinning
+  `await` sees the store in the end);
+* each message carries the view its writer published with it: its own position, and for
+  a release store (or after `smp_wmb()` / `smp_mb()`) what the writer had seen or
+  written. An acquire load joins the read message's view into its CPU's view; relaxed
+  loads gather theirs into the CPU's acquire view, which `smp_rmb()` joins; `smp_wmb()`
+  publishes the CPU's own stores (not what it read: smp_wmb is not A-cumulative) with
+  later stores; `smp_mb()` and every fully ordered primitive are SC fences with a
+  global view (Lahav et al.'s PS 2.0), which restores multi-copy atomicity
+  (IRIW+mbs is forbidden, IRIW+rmbs allowed);
+* a read-modify-write reads the newest message (atomicity) and carries on the view of
+  the message it read (the LKMM's rmw-sequence).
+
+Views are lags relative to the newest message, so a store shifts every lag on its
+location by one; lags past the oldest message some CPU may still read mean "no
+constraint" (`NONE`), and messages no CPU may read are dropped: equal states are equal
+integers. A history holds at most `bound` messages; a store that would push a reader's
+view past it waits (as a tso store waits for a full buffer), and the engine counts those
+states: when there are none, the bound changed nothing.
+
+Loads never read a store that has not happened yet, so load buffering (LB) and every
+outcome that needs a load to be satisfied by a po-later store are not explored; stores
+join their location's coherence order at the end, so outcomes that need a store to be
+ordered before an earlier one in coherence order (2+2W, S) are not explored either.
+Everything the machine does explore is an LKMM execution (tests/test_lkmm_operational.py
+checks that against checker/lkmm.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
+user's account.
+
+This module plans the extra state (`extend`) and wraps the compiled steps (`machine`);
+compile.py calls both. It knows the primitives only through builtins.py's columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from . import model as m
+from .builtins import BUILTINS, Arg, Cls, FenceKind, Order, RmwOp
+from .errors import SpecError
+from .ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step,
+                 StepKind, walk_ops)
+
+#: the default number of messages a location keeps
+DEFAULT_HISTORY = 2
+MAX_ACTORS = 62  # process instances and propagation actors: the engine's enabled masks are 63 bits
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """One shared location the machine tracks: its memory slot (the newest message's
+    value), the slots of older messages' values (`old[i - 1]`: lag i) and of every
+    message's view (`views[i][j]`: message at lag i, its lag on location j)."""
+
+    name: str
+    slot: int
+    old: tuple[int, ...]
+    views: tuple[tuple[int, ...], ...]
+    strong: tuple[tuple[int, ...], ...]  # per message, what strong fences published before it (see CpuViews)
+    readers: tuple[int, ...]  # gids of the CPUs that load it through their view
+
+
+@dataclass(frozen=True, slots=True)
+class CpuViews:
+    """One CPU's views, by location index: `cur` what it reads now, `acq` what its relaxed
+    loads saw (joined by smp_rmb), `rel` what its next relaxed store publishes (set by
+    smp_wmb / smp_mb), `own` its own latest stores (None: it never stores there),
+    `strong` what strong fences published before anything it read or did: the LKMM's
+    `pb` axiom (prop ; strong-fence ; hb*) makes whatever happens after a CPU's smp_mb
+    see what that CPU had seen before it, through any chain of reads-from and
+    dependencies; every store of this CPU carries it."""
+
+    name: str
+    gid: int
+    cur: tuple[int, ...]
+    acq: tuple[int, ...]
+    rel: tuple[int, ...]
+    own: tuple[int | None, ...]
+    strong: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What one step does under the machine, read from its statement (static)."""
+
+    view_reads: frozenset[int] = frozenset()  # location indices loaded through the view
+    rmw: frozenset[int] = frozenset()  # read-modify-written: read at the newest message
+    acquire: frozenset[int] = frozenset()  # acquire loads
+    rmw_acquire: bool = False  # the RMW's read is an acquire (or fully ordered)
+    pre_mb: bool = False  # an SC fence before the step's accesses
+    post_mb: bool = False  # ... and after them
+    rmb: bool = False  # smp_rmb, or an address dependency (an array index computed at run time)
+    wmb: bool = False
+    release: bool = False  # its stores publish the CPU's whole view
+    conditional: frozenset[int] = frozenset()  # a cmpxchg / trylock whose failure is a relaxed load
+    why: str = ""  # the ordering in words, for traces
+
+
+@dataclass(frozen=True, slots=True)
+class Views:
+    """The machine's part of the state layout (StateLayout.lkmm)."""
+
+    bound: int
+    locations: tuple[Location, ...]
+    cpus: tuple[CpuViews, ...]
+    gsc: tuple[int, ...]  # the global SC-fence view, by location index
+    accesses: dict = field(default_factory=dict)  # (gid, step uid) -> (Access, failure Access or None)
+    by_slot: dict = field(default_factory=dict)  # memory slot -> location index
+
+    def cpu(self, gid: int) -> CpuViews | None:
+        return next((c for c in self.cpus if c.gid == gid), None)
+
+    @property
+    def none(self) -> int:
+        """The lag that means "no constraint" (older than every message kept)."""
+        return self.bound
+
+
+# ---------------------------------------------------------------- static analysis
+
+
+class _Analysis:
+    """The locations (global slots) one step of one instance touches, and how."""
+
+    def __init__(self, layout: StateLayout, inst: int | None, failed: bool):
+        self.layout = layout
+        self.inst = inst
+        self.failed = failed  # the failure of a conditional RMW: a relaxed load
+        self.view_reads: set[int] = set()
+        self.rmw: set[int] = set()
+        self.writes: set[int] = set()
+        self.acquire: set[int] = set()
+        self.conditional: set[int] = set()
+        self.flags: dict[str, bool] = {}
+        self.why: list[str] = []
+
+    def slots(self, target: m.TExpr) -> tuple[int, ...]:
+        if isinstance(target, m.Var):
+            if target.sym.scope is not m.Scope.GLOBAL:
+                return ()
+            return (self.layout.slot_of(target.sym, None),)
+        if isinstance(target, m.Elem):
+            if target.sym.scope is not m.Scope.GLOBAL:
+                return ()
+            base = self.layout.slot_of(target.sym, None)
+            t = target.sym.type
+            idx = target.index
+            if isinstance(idx, m.SelfE) and self.inst is not None:
+                idx = m.Const(idx.span, idx.type, self.inst)
+            if isinstance(idx, m.Const) and t.lo <= idx.value <= t.hi:
+                return (base + idx.value - t.lo,)
+            self.flags["rmb"] = True  # an address dependency: ordered as smp_rmb orders it
+            return tuple(range(base, base + t.hi - t.lo + 1))
+        return ()
+
+    def index_reads(self, target: m.TExpr):
+        if isinstance(target, m.Elem):
+            self.expr(target.index)
+
+    def order(self, order: Order, what: str):
+        if order is Order.FULL:
+            self.flags.update(pre_mb=True, post_mb=True, release=True, rmw_acquire=True)
+            self.why.append(f"{what} is fully ordered")
+        elif order is Order.ACQUIRE:
+            self.flags["rmw_acquire"] = True
+        elif order is Order.RELEASE:
+            self.flags["release"] = True
+
+    def expr(self, x: m.TExpr | None):
+        if x is None:
+            return
+        if isinstance(x, (m.Var, m.Elem)):
+            self.view_reads.update(self.slots(x))
+            self.index_reads(x)
+        elif isinstance(x, m.Builtin):
+            self.builtin(x)
+        elif isinstance(x, m.Bin):
+            self.expr(x.left)
+            self.expr(x.right)
+        elif isinstance(x, (m.Un, m.Conv)):
+            self.expr(x.operand)
+        elif isinstance(x, m.Ite):
+            for sub in (x.cond, x.then, x.orelse):
+                self.expr(sub)
+        elif isinstance(x, m.Quant):
+            self.expr(x.body)
+
+    def builtin(self, b: m.Builtin):
+        p = BUILTINS[b.name]
+        locs: list[m.TExpr] = []
+        for a, arg in zip(p.args, b.args):
+            if a in (Arg.LV, Arg.BITS, Arg.WQ, Arg.LOCK):
+                locs.append(arg)
+                self.index_reads(arg)
+            else:
+                self.expr(arg)
+        slots = [k for loc in locs for k in self.slots(loc)]
+        if p.cls in (Cls.LOAD, Cls.WQ_TEST):
+            self.view_reads.update(slots)
+            if p.order is Order.ACQUIRE:
+                self.acquire.update(slots)
+        elif p.cls is Cls.STORE:
+            self.writes.update(slots)
+            if p.order is Order.RELEASE:
+                self.flags["release"] = True
+            elif p.order is Order.FULL:  # smp_store_mb: the store, then smp_mb()
+                self.flags["post_mb"] = True
+                self.why.append(f"{p.name} ends with smp_mb()")
+        elif p.cls in (Cls.RMW, Cls.LOCK, Cls.WQ_ADD, Cls.WQ_REMOVE, Cls.WQ_WAKE):
+            conditional = p.failure_order is not None and p.failure_order is not p.order
+            if conditional:
+                self.conditional.update(slots)
+            if self.failed and conditional:
+                self.view_reads.update(slots)  # a failed cmpxchg is a lone load
+                if p.failure_order is Order.ACQUIRE:
+                    self.acquire.update(slots)
+                return
+            self.rmw.update(slots)
+            self.writes.update(slots)
+            self.order(p.order, p.name)
+        elif p.cls is Cls.SCHEDULE:
+            self.order(Order.FULL, p.name)
+
+    def step(self, st: Step) -> Access:
+        self.expr(st.guard)
+        if st.kind is StepKind.SCHEDULE:
+            self.order(Order.FULL, "schedule()")
+        for op in walk_ops(st.body):
+            if isinstance(op, OAssign):
+                self.writes.update(self.slots(op.target))
+                self.index_reads(op.target)
+                self.expr(op.value)
+            elif isinstance(op, OEval):
+                self.expr(op.call)
+            elif isinstance(op, (OIf, OWhile, OAssert)):
+                self.expr(op.cond)
+            elif isinstance(op, OBarrier):
+                kind = BUILTINS[op.name].fence
+                if kind in (FenceKind.FULL, FenceKind.BEFORE_ATOMIC, FenceKind.AFTER_ATOMIC, FenceKind.AFTER_SPINLOCK):
+                    self.flags["pre_mb"] = True
+                    self.why.append(f"{op.name}() is a full barrier")
+                elif kind is FenceKind.READ:
+                    self.flags["rmb"] = True
+                elif kind is FenceKind.WRITE:
+                    self.flags["wmb"] = True
+        if st.kind is StepKind.ATOMIC and self.writes:
+            # an atomic block that stores is one fully ordered read-modify-write of all it touches
+            self.rmw |= self.view_reads | self.writes
+            self.view_reads = set()
+            self.order(Order.FULL, "an atomic block that stores")
+        self.view_reads -= self.rmw
+        return Access()  # filled in by `extend` once the tracked locations are known
+
+
+def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool) -> _Analysis:
+    a = _Analysis(layout, inst, failed)
+    a.step(st)
+    return a
+
+
+# ---------------------------------------------------------------- the layout
+
+
+def extend(program: Program) -> Program:
+    """The program with the machine's slots added to its layout (StateLayout.lkmm)."""
+    model = program.model
+    layout = program.layout
+    bound = model.store_buffer or DEFAULT_HISTORY
+    if bound < 2:
+        raise SpecError(model.processes[0].span if model.processes else None,
+                        "under lkmm a location's history holds at least 2 stores (`memory lkmm(2)`)")
+    per_step: dict = {}
+    touched: dict[int, set[int]] = {}  # global slot -> gids that access it
+    written: set[int] = set()
+    loaded: dict[int, set[int]] = {}  # global slot -> gids that load it through their view
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            inst = i if p.count is not None else None
+            for st in p.steps:
+                a = _analyse(layout, st, inst if inst is not None else 0, False)
+                fail = _analyse(layout, st, inst if inst is not None else 0, True) if a.conditional else None
+                per_step[(gid, st.uid)] = (a, fail)
+                for an in (a, fail):
+                    if an is None:
+                        continue
+                    for k in an.view_reads | an.rmw | an.writes:
+                        touched.setdefault(k, set()).add(gid)
+                    for k in an.view_reads:
+                        loaded.setdefault(k, set()).add(gid)
+                    written.update(an.writes)
+    tracked = sorted(k for k in written if len(touched.get(k, ())) >= 2)
+    index = {k: j for j, k in enumerate(tracked)}
+    cpus_gids = sorted({g for k in tracked for g in touched[k]})
+    slots = list(layout.slots)
+    choices = list(program.init_choices)
+    lag = m.IntT(0, bound)
+    none = bound
+
+    def add(name: str, typ: m.Type, value: int, process: str | None = None) -> int:
+        slots.append(Slot(name, SlotKind.VIEW, typ, None, None, process))
+        choices.append((value,))
+        return len(slots) - 1
+
+    locations = []
+    for j, k in enumerate(tracked):
+        sl = layout.slots[k]
+        lo = sl.type.lo if isinstance(sl.type, m.IntT) and sl.type.lo is not None else 0
+        old = tuple(add(f"{sl.name}@{i}", sl.type, lo) for i in range(1, bound))
+        views = tuple(tuple(add(f"view of {sl.name}@{i} on {layout.slots[kk].name}", lag,
+                                0 if (i == 0 and jj == j) else none)
+                            for jj, kk in enumerate(tracked)) for i in range(bound))
+        strong = tuple(tuple(add(f"strong view of {sl.name}@{i} on {layout.slots[kk].name}", lag, none)
+                             for kk in tracked) for i in range(bound))
+        readers = tuple(sorted(loaded.get(k, set()) & set(touched[k])))
+        locations.append(Location(sl.name, k, old, views, strong, readers))
+    gsc = tuple(add(f"sc view on {layout.slots[k].name}", lag, none) for k in tracked)
+    cpus = []
+    for g in cpus_gids:
+        name = layout.instance_names[g]
+        cur = tuple(add(f"{name} reads {layout.slots[k].name}", lag, 0, name) for k in tracked)
+        acq = tuple(add(f"{name} acquire view on {layout.slots[k].name}", lag, none, name) for k in tracked)
+        rel = tuple(add(f"{name} release view on {layout.slots[k].name}", lag, none, name) for k in tracked)
+        writes = {k for (gg, _), (a, f) in per_step.items() if gg == g for an in (a, f) if an for k in an.writes}
+        own = tuple(add(f"{name} own store to {layout.slots[k].name}", lag, none, name) if k in writes else None
+                    for k in tracked)
+        strong = tuple(add(f"{name} strong view on {layout.slots[k].name}", lag, none, name) for k in tracked)
+        cpus.append(CpuViews(name, g, cur, acq, rel, own, strong))
+    actors = len(layout.instance_names) + sum(len(loc.readers) for loc in locations)
+    if actors > MAX_ACTORS:
+        raise SpecError(model.processes[0].span,
+                        f"under lkmm this model needs {actors} actors (process instances and one propagation "
+                        f"per CPU and shared variable it reads); the limit is {MAX_ACTORS}",
+                        "check fewer instances under lkmm, or share fewer variables")
+    accesses = {}
+    for key, (a, fail) in per_step.items():
+        accesses[key] = (_access(a, index), _access(fail, index) if fail is not None else None)
+    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, index)
+    new_layout = replace(layout, slots=tuple(slots), lkmm=views)
+    return replace(program, layout=new_layout, init_choices=tuple(choices))
+
+
+def _access(a: _Analysis, index: dict[int, int]) -> Access:
+    def js(ks):
+        return frozenset(index[k] for k in ks if k in index)
+
+    f = a.flags
+    why = a.why[:]
+    if f.get("rmb") and not why:
+        why.append("smp_rmb() (or an address dependency) orders the loads")
+    return Access(js(a.view_reads), js(a.rmw), js(a.acquire), f.get("rmw_acquire", False), f.get("pre_mb", False),
+                  f.get("post_mb", False), f.get("rmb", False), f.get("wmb", False), f.get("release", False),
+                  js(a.conditional), "; ".join(why))
+
+
+# ---------------------------------------------------------------- the steps
+
+
+class Machine:
+    """The wrapped step functions of one compiled model: each takes and returns a packed
+    state as the compiled ones do. `unpack`/`pack` are the compiled model's; the inner
+    step functions mark every global slot they store to in the bits from `marks` up."""
+
+    def __init__(self, views: Views, layout: StateLayout, packing, marks: int, full: type[Exception]):
+        self.v = views
+        self.marks = marks
+        self.mask = (1 << marks) - 1
+        self.lo = packing.lo
+        self.full = full
+        self.n = len(views.locations)
+        self.none = views.bound
+        self.size = len(layout.slots)
+        # the machine's own slots sit after every other (ir layout, then `extend`): one
+        # contiguous run of bits from `base`; the tracked memory slots are read and
+        # written field by field. Nothing else of a state is unpacked.
+        mine = [k for k, sl in enumerate(layout.slots) if sl.kind is SlotKind.VIEW]
+        self.base = packing.shift[mine[0]] if mine else packing.bits
+        self.low = (1 << self.base) - 1
+        self.machine_fields = tuple((k, packing.shift[k] - self.base, packing.mask(k), packing.lo[k]) for k in mine)
+        self.memory_fields = tuple((loc.slot, packing.shift[loc.slot], packing.mask(loc.slot), packing.lo[loc.slot])
+                                   for loc in views.locations)
+        # per location, every lag field on it (CPUs' views, the SC view, every message's view)
+        self.lags = tuple(
+            tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
+                  if f is not None)
+            + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
+            + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
+            for j in range(self.n))
+
+    def load(self, s: int) -> list:
+        """The machine's slots and the tracked memory of packed state s, by slot number."""
+        t = [0] * self.size
+        hi = s >> self.base
+        for k, sh, mk, lo in self.machine_fields:
+            t[k] = (hi >> sh & mk) + lo
+        for k, sh, mk, lo in self.memory_fields:
+            t[k] = (s >> sh & mk) + lo
+        return t
+
+    def save(self, s: int, t: list) -> int:
+        """Packed state s with the machine's slots and the tracked memory taken from t."""
+        s &= self.low
+        for k, sh, mk, lo in self.memory_fields:
+            s = s & ~(mk << sh) | (t[k] - lo) << sh
+        hi = 0
+        for k, sh, mk, lo in self.machine_fields:
+            hi |= (t[k] - lo) << sh
+        return s | hi << self.base
+
+    # -- views
+    def join_into(self, t: list, dst: tuple[int, ...], src: tuple[int, ...]):
+        for d, s_ in zip(dst, src):
+            if t[s_] < t[d]:
+                t[d] = t[s_]
+
+    def join_message(self, t: list, dst: tuple[int, ...], j: int, lag: int):
+        """Both views of location j's message at `lag` into `dst`."""
+        self.join_into(t, dst, self.v.locations[j].views[lag])
+        self.join_into(t, dst, self.v.locations[j].strong[lag])
+
+    def observe(self, t: list, c: CpuViews, j: int, lag: int):
+        """A load of that message: what it published reaches c's acquire view, and what
+        strong fences published before it reaches c's strong view."""
+        self.join_message(t, c.acq, j, lag)
+        self.join_into(t, c.strong, self.v.locations[j].strong[lag])
+
+    def mb(self, t: list, c: CpuViews):
+        self.join_into(t, c.cur, c.acq)
+        self.join_into(t, c.cur, self.v.gsc)
+        for d, s_ in zip(self.v.gsc, c.cur):
+            t[d] = t[s_]
+        for d, s_ in zip(c.rel, c.cur):
+            t[d] = t[s_]
+        self.join_into(t, c.strong, c.cur)
+
+    def wmb(self, t: list, c: CpuViews):
+        for d, s_ in zip(c.rel, c.own):
+            if s_ is not None and t[s_] < t[d]:
+                t[d] = t[s_]
+
+    def normalise(self, t: list):
+        """Drop the messages no reader may read, and say "no constraint" for lags past them."""
+        none = self.none
+        v = self.v
+        for j, loc in enumerate(v.locations):
+            keep = 1 + max((t[cpu.cur[j]] for cpu in v.cpus if cpu.gid in loc.readers), default=0)
+            if keep >= none:
+                continue
+            for f in self.lags[j]:
+                if t[f] >= keep:
+                    t[f] = none
+            for i in range(keep, none):
+                if i >= 1:
+                    t[loc.old[i - 1]] = self.lo[loc.old[i - 1]]
+                for f in loc.views[i]:
+                    t[f] = none
+                for f in loc.strong[i]:
+                    t[f] = none
+
+    def store(self, t: list, c: CpuViews, j: int, value: int, acc: Access):
+        """Append a message to location j's history: the new newest."""
+        v = self.v
+        loc = v.locations[j]
+        none = self.none
+        for r in loc.readers:
+            if r != c.gid and t[v.cpu(r).cur[j]] >= none - 1:
+                raise self.full()  # that reader still needs the oldest message kept
+        base = c.cur if acc.release else c.rel
+        view = [t[f] for f in base]
+        if j in acc.rmw:  # the rmw-sequence: the view of the message read travels on
+            for jj, f in enumerate(loc.views[0]):
+                if t[f] < view[jj]:
+                    view[jj] = t[f]
+        view[j] = 0
+        # shift the history: lag i - 1 becomes lag i (the oldest drops: no reader needs it)
+        for i in range(none - 1, 0, -1):
+            t[loc.old[i - 1]] = t[loc.old[i - 2]] if i >= 2 else t[loc.slot]
+            for a, b in zip(loc.views[i], loc.views[i - 1]):
+                t[a] = t[b]
+            for a, b in zip(loc.strong[i], loc.strong[i - 1]):
+                t[a] = t[b]
+        # every lag on location j grows by one
+        for f in self.lags[j]:
+            if t[f] < none:
+                t[f] += 1
+        for f, x in zip(loc.views[0], view):
+            t[f] = x
+        for f, s_ in zip(loc.strong[0], c.strong):  # (after the shift: c's lags on j grew too)
+            t[f] = t[s_]
+        t[loc.slot] = value
+        t[c.cur[j]] = 0
+        if c.own[j] is not None:
+            t[c.own[j]] = 0
+
+    def step(self, inner, c: CpuViews, acc: Access, failure: bool):
+        """The machine's step around one compiled step of CPU `c`."""
+        marks, mask = self.marks, self.mask
+        locs = self.v.locations
+        fields = self.memory_fields
+        conditional = acc.conditional
+
+        def run(s):
+            t = self.load(s)
+            if acc.pre_mb:
+                self.mb(t, c)
+            elif acc.rmb:
+                self.join_into(t, c.cur, c.acq)
+            if acc.wmb:
+                self.wmb(t, c)
+            for j in acc.acquire:
+                self.join_message(t, c.cur, j, t[c.cur[j]])
+            if acc.rmw_acquire:
+                for j in acc.rmw:
+                    self.join_message(t, c.cur, j, 0)
+            for j in acc.rmw:
+                t[c.cur[j]] = 0
+            view = s
+            for j in acc.view_reads:
+                lag = t[c.cur[j]]
+                if lag:
+                    _, sh, mk, lo = fields[j]
+                    view = view & ~(mk << sh) | (t[locs[j].old[lag - 1]] - lo) << sh
+            r = inner(view)
+            if r is None:
+                return None
+            stored = r >> marks
+            r &= mask
+            written = [j for j, loc in enumerate(locs) if stored >> loc.slot & 1]
+            if failure and any(j in conditional for j in written):
+                return None  # that was a success, which reads the newest message: the other variant
+            for j in acc.view_reads:
+                self.observe(t, c, j, t[c.cur[j]])
+            for j in acc.rmw:
+                self.observe(t, c, j, 0)
+            for j in written:
+                _, sh, mk, lo = fields[j]
+                self.store(t, c, j, (r >> sh & mk) + lo, acc)
+            if acc.post_mb:
+                self.mb(t, c)
+            self.normalise(t)
+            return self.save(r, t)
+
+        return run
+
+    def steps(self, inner, gid: int, uid: int, name: str) -> list:
+        """(name, packed function) of each form of one compiled step under the machine."""
+        cpu = self.v.cpu(gid)
+        if cpu is None:  # touches no shared location: only the marks to drop
+            mask = self.mask
+
+            def plain(s):
+                r = inner(s)
+                return None if r is None else r & mask
+
+            return [(name, plain)]
+        acc, fail = self.v.accesses[(gid, uid)]
+        out = [(name, self.step(inner, cpu, acc, False))]
+        if fail is not None:
+            out.append((name + "_fails", self.step(inner, cpu, fail, True)))
+        return out
+
+    def propagate(self, c: CpuViews, j: int):
+        """CPU c's view of location j moves one message newer."""
+        cur = c.cur[j]
+
+        def run(s):
+            t = self.load(s)
+            if t[cur] == 0 or t[cur] >= self.none:
+                return None
+            t[cur] -= 1
+            self.normalise(t)
+            return self.save(s, t)
+
+        return run
+
+    def settled(self, s_tuple) -> bool:
+        """Every CPU reads the newest message of every location (where final states are)."""
+        return all(s_tuple[cpu.cur[j]] == 0 for j, loc in enumerate(self.v.locations)
+                   for cpu in self.v.cpus if cpu.gid in loc.readers)
+
+
+@dataclass(frozen=True, slots=True)
+class Propagation:
+    """The actor that moves one CPU's view of one location (compile.CompiledFlush.buffer
+    under lkmm): `propagate x to cpu` in traces."""
+
+    cpu: str
+    location: str
+    index: int  # the location's index in Views.locations
+
+    @property
+    def name(self) -> str:
+        return f"propagate {self.location} to {self.cpu}"
+
+
+def propagation_text(views: Views, what: Propagation, before, after, value) -> str:
+    """A propagation step as a trace says it: which store the CPU reads from now on.
+    `value(slot, raw)` shows a slot's value."""
+    cpu = views.cpu(next(c.gid for c in views.cpus if c.name == what.cpu))
+    loc = views.locations[what.index]
+    lag = after[cpu.cur[what.index]]
+    shown = value(loc.slot, after[loc.slot] if lag == 0 else after[loc.old[lag - 1]])
+    text = f"propagate {loc.name} = {shown} to {what.cpu}"
+    return text + ("" if lag == 0 else f" (still {lag} store{'s' if lag > 1 else ''} behind memory)")
+
+
+def stale_reads(views: Views, gid: int, uid: int, failed: bool, before, after, value) -> str:
+    """What a step of CPU `gid` read from an older store than memory's, as a trace says
+    it: which store it read, and why it could (the newer one had not reached it)."""
+    cpu = views.cpu(gid)
+    if cpu is None or (gid, uid) not in views.accesses:
+        return ""
+    acc, fail = views.accesses[(gid, uid)]
+    acc = fail if failed and fail is not None else acc
+    notes = []
+    for j in sorted(acc.view_reads):
+        loc = views.locations[j]
+        lag = before[cpu.cur[j]]
+        if 0 < lag < views.bound:
+            old, new = value(loc.slot, before[loc.old[lag - 1]]), value(loc.slot, before[loc.slot])
+            notes.append(f"read {loc.name} = {old}, an older store than memory's {new}: the newer store had "
+                         f"not propagated to {cpu.name}, and nothing {cpu.name} had read or fenced required it"
+                         + (" (a failed cmpxchg orders nothing)" if failed else ""))
+    return "; ".join(notes)
+
+
+def meaning(p) -> str:
+    """What a primitive (a builtins.Primitive) does under the machine, in one phrase:
+    every primitive has one (tests/test_lkmm_operational.py)."""
+    order = {Order.FULL: "smp_mb(); {} of the newest store; smp_mb()",
+             Order.ACQUIRE: "{} of the newest store, whose views its CPU joins (acquire)",
+             Order.RELEASE: "{} of the newest store, publishing its CPU's whole view (release)",
+             Order.RELAXED: "{} of the newest store, unordered", Order.NONE: "{}"}
+    if p.cls is Cls.PURE:
+        return "no memory access"
+    if p.cls in (Cls.LOAD, Cls.WQ_TEST):
+        return "a load through its CPU's view" + (", joining the read store's views (acquire)"
+                                                   if p.order is Order.ACQUIRE else ", unordered")
+    if p.cls is Cls.STORE:
+        return {Order.RELEASE: "a release store: it publishes its CPU's whole view",
+                Order.FULL: "a store, then smp_mb()"}.get(p.order, "a store: it publishes what smp_wmb/smp_mb released")
+    if p.cls is Cls.FENCE:
+        return {FenceKind.FULL: "an SC fence", FenceKind.BEFORE_ATOMIC: "an SC fence (before the next RMW)",
+                FenceKind.AFTER_ATOMIC: "an SC fence (after the previous RMW)",
+                FenceKind.AFTER_SPINLOCK: "an SC fence (after the spin_lock)",
+                FenceKind.READ: "joins what earlier loads saw into the CPU's view",
+                FenceKind.WRITE: "later stores publish the CPU's earlier stores",
+                FenceKind.COMPILER: "nothing"}[p.fence]
+    if p.cls is Cls.SCHEDULE:
+        return "an SC fence (the runqueue lock)"
+    text = order[p.order].format("a read-modify-write" if p.cls is not Cls.LOCK else "waits for and takes the lock: "
+                                 "a read-modify-write")
+    if p.failure_order is not None and p.failure_order is not p.order:
+        text += "; if it fails, a load through its CPU's view, unordered"
+    return text
