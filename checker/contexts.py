@@ -64,9 +64,10 @@ class _Lowering:
         self.texts: list = []
         span = next((p.context.span for p in model.processes if p.context), model.processes[0].span)
         self.span = span
-        if model.memory == "tso":
-            raise SpecError(span, "execution contexts under `memory tso` are not supported yet",
-                            "check the context model under sc (the default), or the tso protocol without contexts")
+        if model.memory != "sc":  # the context state would go through store buffers / views
+            raise SpecError(span, f"execution contexts under `memory {model.memory}` are not supported yet",
+                            f"check the context model under sc (the default), or the {model.memory} protocol "
+                            "without contexts")
         taken = {g.name for g in model.globals} | {p.name for p in model.processes}
         self.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
         self.threads: list[_Thread] = []
