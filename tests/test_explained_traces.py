@@ -140,7 +140,8 @@ def test_default_output_too_long(capsys):
     main([str(ROOT / "models/pi_timer.spec"), "--full"])
     full = capsys.readouterr().out
     assert len(default.splitlines()) < 1000 < len(full.splitlines())
-    assert default.count("Counterexample: variant") == full.count("Counterexample: variant")
+    # expected violations with one race share a title (tests/test_default_output.py checks each is named)
+    assert 0 < default.count("Counterexample: variant") <= full.count("Counterexample: variant")
     main([str(ROOT / "models/pi_timer.spec"), "--brief"])
     assert "Counterexample" not in capsys.readouterr().out
 

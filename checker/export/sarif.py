@@ -28,9 +28,14 @@ SRCROOT = "SRCROOT"  # the uriBaseId of every location: the repository (code sca
 def artifact_uri(path: str) -> str:
     """A URI reference for a spec path, relative to the repository (or the working
     folder) whatever path `check` was given: what code scanning resolves against."""
-    from .markdown import _relative
+    from .markdown import _root_of
 
-    return quote(_relative(os.path.normpath(path)).replace(os.sep, "/"))
+    full = os.path.abspath(path)  # a relative path is relative to cwd, which may be below the root
+    for root in (_root_of(os.getcwd()), _root_of(os.path.dirname(full))):
+        rel = os.path.relpath(full, root)
+        if not rel.startswith(".."):
+            return quote(rel.replace(os.sep, "/"))
+    return quote(os.path.basename(full))
 
 
 def _artifact(path: str) -> dict:
