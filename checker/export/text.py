@@ -13,7 +13,7 @@ from ..safe_text import printable
 from .files import counterexamples, describe
 from ..trace import (MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_number, show_value)
-from ..findings import run_warnings
+from ..findings import explained_warnings, run_warnings
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO"}
 
@@ -265,6 +265,10 @@ def footer(result: RunResult, full: bool = True) -> str:
                          "properties without a counterexample or a proof are not verified")
     lines += liveness_summary(result, full)
     lines += coverage_lines(result)
+    explained = explained_warnings(result)
+    if explained:
+        lines.append(f"coverage: {len(explained)} finding(s) explained in the model by `// coverage:` comments "
+                     "(--coverage lists each statement)")
     bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
            if not o.as_expected and o.verdict not in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if result.all_as_expected:
@@ -314,20 +318,22 @@ def format_counterexample(cx: Counterexample, variant: str, width: int = 100, sh
 
 def compact_counterexample(cx: Counterexample, variant: str, width: int = 100,
                            same: tuple[tuple[str, Counterexample], ...] = ()) -> str:
-    """An expected violation as the default output shows it: one title line (what broke,
-    how long the trace is) and its race, one line per run of steps by one process.
+    """An expected violation as the default output shows it: one title line (`variant:
+    property`, how long the trace is) and its race, one line per run of steps by one
+    process: the steps, the line it stopped at, what it left changed.
     `same`: other (variant, counterexample) pairs with exactly this race, named in the
     title rather than shown again."""
-    also = ", ".join(describe(c) if w == variant else f"in {w}" if describe(c) == describe(cx)
-                     else f"{w}/{describe(c)}" for w, c in same)
-    named = f"Counterexample: variant {variant}, {describe(cx)}" + (f" (and {also})" if also else "")
+    also = ", ".join((c.property if c.kind == cx.kind else describe(c)) if w == variant
+                     else f"in {w}" if describe(c) == describe(cx) else f"{w}/{describe(c)}" for w, c in same)
+    named = f"{variant}: {describe(cx)}" + (f" (and {also})" if also else "")
     if cx.kind == "lemma":  # its parameters, then the sides of its comparisons, on a line each
         values = cx.message.partition(" is false for ")[2] or cx.message
         params = {part.partition(" = ")[0] for part in values.split(", ")}
         sides = [f"{k} = {show_number(int(v)) if v.lstrip('-').isdigit() else v}"
                  for k, v in cx.violation if k not in params]
         return "\n".join(textwrap.wrap(f"{named}: false for {values}", width, subsequent_indent="    ")
-                         + ([clip("  where " + ", ".join(sides), width)] if sides else []))
+                         + (textwrap.wrap("where " + ", ".join(sides), width, initial_indent="  ",
+                                          subsequent_indent="    ") if sides else []))
     if not (cx.trace.actions or cx.trace.failure):
         return format_counterexample(cx, variant, width, COMPACT)
     t = cx.trace
@@ -594,7 +600,8 @@ def race_lines(t: Trace, width: int = 100) -> str:
 def race_runs(t: Trace, width: int = 100) -> str:
     """The race in one line per run (the steps one process takes before another moves):
     its steps, the line it stopped at, and what it left changed, clipped at a token
-    boundary. Who ran how far before whom is the race; `--full` has every step."""
+    boundary. The runs of a lasso's loop are labelled `loop` (the title says how long it
+    is). Who ran how far before whom is the race; `--full` has every step."""
     steps = list(t.actions) + ([t.failure] if t.failure else [])
     runs: list[list[int]] = []
     for i, a in enumerate(steps):
@@ -603,15 +610,14 @@ def race_runs(t: Trace, width: int = 100) -> str:
             runs[-1][1] = i
         else:
             runs.append([i, i])
-    labels = [f"{i + 1}" if i == j else f"{i + 1}-{j + 1}" for i, j in runs]
+    labels = [("loop " if t.loop_start is not None and i >= t.loop_start else "")
+              + (f"{i + 1}" if i == j else f"{i + 1}-{j + 1}") for i, j in runs]
     numw = max((len(x) for x in labels), default=1)
     procw = min(max((len(steps[i].process) for i, _ in runs), default=1), 12)
     wheres = [_lines_of(steps[i:j + 1]) for i, j in runs]
     wherew = max((len(x) for x in wheres), default=0)
     lines = []
     for (i, j), label, where in zip(runs, labels, wheres):
-        if t.loop_start is not None and i == t.loop_start:
-            lines.append(" " * (numw + 3) + "~~~ loop: the runs below repeat for ever ~~~")
         body = _run_effects(t, i, min(j, t.length - 1)) if i < t.length else ""
         run = steps[i:j + 1]
         if t.failure is not None and run[-1] is t.failure:
@@ -624,8 +630,6 @@ def race_runs(t: Trace, width: int = 100) -> str:
             body = "-> " + body
         lines.append(clip(f"  {label.rjust(numw)} {steps[i].process.ljust(procw)} {where.ljust(wherew)} {body}",
                           width))
-    if t.loop_start is not None and t.loop_start == t.length:
-        lines.append(" " * (numw + 3) + "~~~ the run stays here for ever ~~~")
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
         lines.append(clip("  still buffered, not yet visible: " + ", ".join(
@@ -817,8 +821,9 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
             if in_full or not intro:
                 parts += [""]
             if not intro:
-                parts += textwrap.wrap("Expected violations: one line per run of one process's steps (the "
-                                       "line it stopped at, what it changed; --full: every step):", width)
+                parts += textwrap.wrap("Expected violations (variant: property), one line per run of a "
+                                       "process's steps: the steps, the line it stopped at, what it left "
+                                       "changed (--full: every step):", width)
                 intro = True
             parts += [compact_counterexample(cx, v.variant, width, tuple(group[1:]))]
             in_full = False
