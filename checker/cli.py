@@ -415,8 +415,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INCOMPLETE
     for v in result.variants:
         if v.stats.limit == OUT_OF_MEMORY:  # a limit: exit 3 unless something unexpected was found
-            sys.stderr.write(f"check: out of memory after {v.stats.states:,} states (variant {v.variant}): "
-                             "the results above cover what was explored so far\n")
+            why = next((o.note for o in v.outcomes if o.note and o.note != OUT_OF_MEMORY), None)
+            if why is not None and not v.stats.states:  # stopped before it could count (a killed worker)
+                sys.stderr.write(f"check: {printable(why)} (variant {v.variant}); its properties are not verified\n")
+            else:
+                sys.stderr.write(f"check: out of memory after {v.stats.states:,} states (variant {v.variant}): "
+                                 "the results above cover what was explored so far\n")
     return exit_code(result)
 
 

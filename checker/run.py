@@ -417,8 +417,8 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
             results.append(check_variant(spec, v, opts, lemma_cache))
         except KeyboardInterrupt:  # outside a search (compiling, a lemma, the liveness graph)
             results.append(unfinished(spec, v, opts, "interrupted", "interrupted"))
-        except MemoryError:
-            results.append(unfinished(spec, v, opts, OUT_OF_MEMORY, OUT_OF_MEMORY))
+        except MemoryError as e:  # str(e): why, when it is more than "no memory" (a killed worker)
+            results.append(unfinished(spec, v, opts, OUT_OF_MEMORY, f"{OUT_OF_MEMORY}: {e}" if str(e) else OUT_OF_MEMORY))
         limit = results[-1].stats.limit
         if limit in CUT_SHORT:  # the rest is listed, so that no summary of the run reads as all clear
             results += [unfinished(spec, w, opts, NOT_CHECKED,

@@ -359,3 +359,22 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
     assert base.stats.workers == 2 and 20_000 <= base.stats.states < 52_224
     assert all(o.verdict.value == "incomplete" for o in base.outcomes)
     assert rest and all(v.stats.limit == "not checked" for v in rest)
+
+
+def test_killed_worker_is_a_checker_bug_traceback(tmp_path, started):
+    """A worker killed by SIGKILL (the OOM killer's signal) ended the run in a RuntimeError
+    traceback, exit 1, as if the checker were wrong. It is a resource limit: exit 3, the
+    reason on stderr, the --json file written with every verdict incomplete."""
+    p = started(tmp_path, [*BIG, "--workers", "2", "--json", "r.json"])
+    _wait_for(p, tmp_path, "the workers", _workers_running(p))
+    os.kill(_group(p.pid)[0], signal.SIGKILL)
+    rc = p.wait(timeout=WAIT)
+    err = (tmp_path / "err.txt").read_text()
+    assert rc == 3, err
+    assert "Traceback" not in err and "killed by SIGKILL" in err
+    assert _left_behind(p.pid) == []
+    doc = json.loads((tmp_path / "r.json").read_text())
+    base, rest = doc["variants"]
+    assert base["stats"]["limit"] == "out of memory" and base["stats"]["complete"] is False
+    assert {o["verdict"] for o in base["outcomes"]} == {"incomplete"}
+    assert rest["stats"]["limit"] == "not checked"

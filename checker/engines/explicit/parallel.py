@@ -359,6 +359,11 @@ SHELF = 6
 LEAVE_HALF = False
 
 
+class WorkerKilled(MemoryError):
+    """A worker was killed from outside (SIGKILL: in practice the OOM killer). A resource
+    limit like running out of memory, not a checker bug: the run ends incomplete, exit 3."""
+
+
 class _Team:
     """The coordinator's view of the workers: their pipes, their reports, the merge."""
 
@@ -506,6 +511,9 @@ class _Team:
 
     def _check_alive(self) -> None:
         for w, p in enumerate(self.procs):
+            if not p.is_alive() and p.exitcode == -signal.SIGKILL:
+                raise WorkerKilled(f"worker {w} was killed by SIGKILL, as the kernel's out-of-memory "
+                                   "killer does; its states are lost, so the search stopped")
             if not p.is_alive() and p.exitcode not in (0, None):
                 raise RuntimeError(f"worker {w} died (exit code {p.exitcode})")
 
