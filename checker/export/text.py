@@ -599,8 +599,8 @@ def race_lines(t: Trace, width: int = 100) -> str:
 
 def race_runs(t: Trace, width: int = 100) -> str:
     """The race in one line per run (the steps one process takes before another moves):
-    its steps, the line it stopped at, and what it left changed, clipped at a token
-    boundary. The runs of a lasso's loop are labelled `loop` (the title says how long it
+    its steps, the line it stopped at, and what it left changed (a run of one step: the
+    statement, and what it did), clipped at a token boundary. The runs of a lasso's loop are labelled `loop` (the title says how long it
     is). Who ran how far before whom is the race; `--full` has every step."""
     steps = list(t.actions) + ([t.failure] if t.failure else [])
     runs: list[list[int]] = []
@@ -620,7 +620,14 @@ def race_runs(t: Trace, width: int = 100) -> str:
     for (i, j), label, where in zip(runs, labels, wheres):
         body = _run_effects(t, i, min(j, t.length - 1)) if i < t.length else ""
         run = steps[i:j + 1]
-        if t.failure is not None and run[-1] is t.failure:
+        head = f"  {label.rjust(numw)} {steps[i].process.ljust(procw)} {where.ljust(wherew)} "
+        if len(run) == 1 and run[0] is not t.failure:  # one step: the statement itself, and what it did
+            a = run[0]
+            said = (f" -> {body}" if body else "" if a.detail else ", nothing changed") \
+                + (f" => {a.detail}" if a.detail and not body else "")
+            room = max(width - len(head) - min(len(said), width // 2) - 2, 16)  # the change stays in sight
+            body = f"`{clip(' '.join(a.text.split()), room)}`" + said
+        elif t.failure is not None and run[-1] is t.failure:
             body = (body + "; " if body else "") + f"** `{' '.join(t.failure.text.split())}` FAILS **"
         elif not body:  # nothing left changed: say what it ran last (a lost store reads so)
             last = run[-1]
@@ -628,8 +635,7 @@ def race_runs(t: Trace, width: int = 100) -> str:
                                                               else ", nothing changed")
         else:
             body = "-> " + body
-        lines.append(clip(f"  {label.rjust(numw)} {steps[i].process.ljust(procw)} {where.ljust(wherew)} {body}",
-                          width))
+        lines.append(clip(head + body, width))
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
         lines.append(clip("  still buffered, not yet visible: " + ", ".join(
