@@ -33,7 +33,7 @@ def run(path: Path, *variants: str, expect: bool = True):
 def titles(out: str) -> list[str]:
     """The title of each expected violation in the default output (a title wraps with a
     four-space indent; its runs are indented and numbered)."""
-    block = out[out.index("Expected violations (variant: property)"):].split("\n\n")[0]
+    block = out[out.index("Counterexamples of expected violations (variant: property)"):].split("\n\n")[0]
     heads = []
     for line in block.splitlines()[1:]:
         if not line.startswith(" "):

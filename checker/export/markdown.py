@@ -194,11 +194,12 @@ def _html(text: str) -> str:
 
 def repository_root() -> str:
     """The git work tree we are in (paths in the report are relative to it), else cwd."""
-    return _root_of(os.getcwd())
+    return root_of(os.getcwd())
 
 
 @functools.lru_cache(maxsize=8)
-def _root_of(cwd: str) -> str:
+def root_of(cwd: str) -> str:
+    """The git work tree `cwd` is in, else cwd itself (SARIF's URIs are relative to it)."""
     import subprocess
 
     try:

@@ -322,18 +322,11 @@ def compact_counterexample(cx: Counterexample, variant: str, width: int = 100,
     property`, how long the trace is) and its race, one line per run of steps by one
     process: the steps, the line it stopped at, what it left changed.
     `same`: other (variant, counterexample) pairs with exactly this race, named in the
-    title rather than shown again."""
+    title rather than shown again. A lemma's counterexample (its values are the point)
+    and a violation in the initial state (no race) are shown whole."""
     also = ", ".join((c.property if c.kind == cx.kind else describe(c)) if w == variant
                      else f"in {w}" if describe(c) == describe(cx) else f"{w}/{describe(c)}" for w, c in same)
     named = f"{variant}: {describe(cx)}" + (f" (and {also})" if also else "")
-    if cx.kind == "lemma":  # its parameters, then the sides of its comparisons, on a line each
-        values = cx.message.partition(" is false for ")[2] or cx.message
-        params = {part.partition(" = ")[0] for part in values.split(", ")}
-        sides = [f"{k} = {show_number(int(v)) if v.lstrip('-').isdigit() else v}"
-                 for k, v in cx.violation if k not in params]
-        return "\n".join(textwrap.wrap(f"{named}: false for {values}", width, subsequent_indent="    ")
-                         + (textwrap.wrap("where " + ", ".join(sides), width, initial_indent="  ",
-                                          subsequent_indent="    ") if sides else []))
     if not (cx.trace.actions or cx.trace.failure):
         return format_counterexample(cx, variant, width, COMPACT)
     t = cx.trace
@@ -804,9 +797,7 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
     if show_traces:
         expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
         def race(cx: Counterexample) -> tuple:
-            if cx.kind == "lemma":  # the same lemma, false for the same values
-                return (cx.property, cx.message, cx.violation)
-            if not cx.trace.actions:
+            if not cx.trace.actions:  # a lemma (shown whole: its values are the point) or a bad initial state
                 return (id(cx),)
             return tuple((a.process, a.span, a.text, a.changes) for a in cx.trace.actions)
 
@@ -827,9 +818,9 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
             if in_full or not intro:
                 parts += [""]
             if not intro:
-                parts += textwrap.wrap("Expected violations (variant: property), one line per run of a "
-                                       "process's steps: the steps, the line it stopped at, what it left "
-                                       "changed (--full: every step):", width)
+                parts += textwrap.wrap("Counterexamples of expected violations (variant: property), one line "
+                                       "per run of a process's steps: the steps, the line it stopped at, what "
+                                       "it left changed (--full: every step):", width)
                 intro = True
             parts += [compact_counterexample(cx, v.variant, width, tuple(group[1:]))]
             in_full = False
