@@ -251,6 +251,19 @@ class Skip(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Stutter(Stmt):
+    """`stutter;`: a step that changes nothing, so the process may rest here for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fair(Stmt):
+    """`fair S` / `strongly fair S`: S's first step is an action with fairness of its own."""
+
+    strong: bool
+    stmt: Stmt
+
+
+@dataclass(frozen=True, slots=True)
 class Return(Stmt):
     pass
 
@@ -296,6 +309,30 @@ class VarDecl(Decl):
     dim: Dim | None
     type: TypeExpr
     init: Expr | None
+    percpu: bool = False  # `percpu var x: T;`: one element per CPU (an array over `cpus`)
+
+
+@dataclass(frozen=True, slots=True)
+class CpusDecl(Decl):
+    """`cpus N;`: the model's CPUs, 0 to N-1 (execution contexts)."""
+
+    count: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionsDecl(Decl):
+    """`preemptions K;`: the preemption bound of context bounding."""
+
+    bound: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Notifier:
+    """`on sched_out { ... }` / `on sched_in { ... }` inside a thread: a preempt notifier."""
+
+    span: Span
+    name: str
+    body: Block
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +347,13 @@ class ProcessDecl(Decl):
     locals: tuple[VarDecl, ...]
     body: tuple[Stmt, ...]
     end_span: Span
+    # execution contexts: a thread (`on cpu C`), an interrupt handler (`interrupt NAME`)
+    cpu: Expr | None = None
+    cpu_span: Span | None = None
+    interrupt: bool = False
+    preemptible: bool = False
+    notifiers: tuple[Notifier, ...] = ()
+    hrtimer: bool = False  # `hrtimer NAME on cpu C { callback }`: an interrupt that a timer raises
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,8 +391,8 @@ class ReachableDecl(Decl):
 
 @dataclass(frozen=True, slots=True)
 class FinalDecl(Decl):
-    """`final NAME: cond;`: cond holds in every final state (all processes at a valid end,
-    every store buffer empty). Litmus tests state their outcome this way."""
+    """`final NAME: cond;`: cond holds in every final state (no process can move, all at a
+    valid end, every store buffer empty). Litmus tests state their outcome this way."""
 
     cond: Expr
 

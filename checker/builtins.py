@@ -27,6 +27,8 @@ class Arg(Enum):
     VAL = "val"  # any value (converted to the location's type)
     WQ = "wq"  # a wait queue
     LOCK = "lock"  # a spinlock: an assignable bool, true while held
+    IRQ = "irq"  # an interrupt handler's name
+    PERCPU = "percpu"  # a per-CPU variable's name
 
 
 class Result(Enum):
@@ -50,6 +52,31 @@ class Cls(Enum):
     WQ_TEST = "wait-queue test"
     SCHEDULE = "schedule"
     PURE = "pure"
+    CONTEXT = "execution context"  # reads or changes the hidden context state (contexts.py)
+
+
+class CtxOp(Enum):
+    """What a context primitive does; contexts.py lowers each to plain state changes."""
+
+    IRQ_OFF = "interrupts off"
+    IRQ_ON = "interrupts on"
+    IRQ_SAVE = "save and disable"
+    IRQ_RESTORE = "restore"
+    LOCK_IRQSAVE = "lock, save and disable"
+    UNLOCK_IRQRESTORE = "unlock and restore"
+    IRQS_DISABLED = "interrupts are off"
+    PREEMPT_OFF = "preemption off"
+    PREEMPT_ON = "preemption on"
+    GET_CPU = "preemption off; the CPU"
+    PUT_CPU = "preemption on (put_cpu)"
+    CPU_ID = "the CPU"
+    RAISE = "raise"
+    RAISE_ON = "raise on a CPU"
+    THIS_CPU_READ = "this CPU's copy"
+    THIS_CPU_WRITE = "write this CPU's copy"
+    PER_CPU = "a CPU's copy"
+    TIMER_START = "arm an hrtimer"
+    TIMER_CANCEL = "cancel an hrtimer"
 
 
 class RmwOp(Enum):
@@ -126,21 +153,25 @@ class Primitive:
     fence: FenceKind | None = None
     wake_all: bool = False  # WQ_WAKE: every waiter, or the first
     pure: Pure | None = None  # PURE: which function
+    ctx: CtxOp | None = None  # CONTEXT: what it does
 
     @property
     def effect(self) -> bool:
         """Whether it writes state (and so may only appear where side effects may)."""
+        if self.cls is Cls.CONTEXT:
+            return self.ctx not in (CtxOp.IRQS_DISABLED, CtxOp.CPU_ID, CtxOp.THIS_CPU_READ, CtxOp.PER_CPU)
         return self.cls not in (Cls.LOAD, Cls.PURE, Cls.FENCE, Cls.WQ_TEST)
 
     @property
     def statement_only(self) -> bool:
         """Barriers, schedule() and spin_lock() have no value and take a step of their own."""
-        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK)
+        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE,
+                                                                                 CtxOp.TIMER_CANCEL)
 
     @property
     def blocks(self) -> bool:
         """It may wait, so it cannot be part of an `atomic` block."""
-        return self.cls in (Cls.SCHEDULE, Cls.LOCK)
+        return self.cls in (Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE, CtxOp.TIMER_CANCEL)
 
     @property
     def needs_process(self) -> bool:
@@ -148,6 +179,7 @@ class Primitive:
 
 
 _L, _V, _B, _N, _Q, _K = Arg.LV, Arg.VAL, Arg.BITS, Arg.NR, Arg.WQ, Arg.LOCK
+_I, _P = Arg.IRQ, Arg.PERCPU
 _ORDER_SUFFIX = {"": Order.FULL, "_relaxed": Order.RELAXED, "_acquire": Order.ACQUIRE,
                  "_release": Order.RELEASE}
 
@@ -262,6 +294,39 @@ _ROWS: list[Primitive] = [
               "every waiter becomes `RUNNING` and leaves `wq`", wake_all=True),
     Primitive("swake_up_one", (_Q,), Result.VOID, Cls.WQ_WAKE, Order.FULL, X86.LOCKED,
               "the first waiter (in process order) becomes `RUNNING` and leaves `wq`"),
+    # execution contexts: what they do to the hidden per-CPU and per-thread state is
+    # contexts.py's lowering; on x86 cli/sti/pushf and the preempt count touch no shared memory
+    *[Primitive(name, args, result, Cls.CONTEXT, Order.NONE, x86, doc, ctx=op) for name, args, result, op, x86, doc in (
+        ("local_irq_disable", (), Result.VOID, CtxOp.IRQ_OFF, X86.PLAIN, "this CPU takes no interrupt until enabled"),
+        ("local_irq_enable", (), Result.VOID, CtxOp.IRQ_ON, X86.PLAIN, "this CPU takes interrupts again"),
+        ("local_irq_save", (_L,), Result.VOID, CtxOp.IRQ_SAVE, X86.PLAIN,
+         "`v` = whether interrupts were off; then off"),
+        ("local_irq_restore", (_L,), Result.VOID, CtxOp.IRQ_RESTORE, X86.PLAIN,
+         "interrupts off again if `v` says they were, else on"),
+        ("spin_lock_irqsave", (_K, _L), Result.VOID, CtxOp.LOCK_IRQSAVE, X86.LOCKED,
+         "`local_irq_save(v)` and `spin_lock(l)` in one step (waits for `l` first)"),
+        ("spin_unlock_irqrestore", (_K, _L), Result.VOID, CtxOp.UNLOCK_IRQRESTORE, X86.STORE,
+         "`spin_unlock(l)` and `local_irq_restore(v)` in one step"),
+        ("irqs_disabled", (), Result.BOOL, CtxOp.IRQS_DISABLED, X86.PLAIN, "whether this CPU has interrupts off"),
+        ("preempt_disable", (), Result.VOID, CtxOp.PREEMPT_OFF, X86.PLAIN,
+         "this thread is not preempted until the matching `preempt_enable`"),
+        ("preempt_enable", (), Result.VOID, CtxOp.PREEMPT_ON, X86.PLAIN, "undoes one `preempt_disable`"),
+        ("get_cpu", (), Result.INT, CtxOp.GET_CPU, X86.PLAIN, "`preempt_disable()`; this CPU's number"),
+        ("put_cpu", (), Result.VOID, CtxOp.PUT_CPU, X86.PLAIN, "`preempt_enable()`"),
+        ("smp_processor_id", (), Result.INT, CtxOp.CPU_ID, X86.PLAIN,
+         "the CPU this code runs on (a thread's follows migration)"),
+        ("raise_irq", (_I,), Result.VOID, CtxOp.RAISE, X86.PLAIN,
+         "interrupt `h` becomes pending on its CPU"),
+        ("send_IPI", (_V, _I), Result.VOID, CtxOp.RAISE_ON, X86.PLAIN,
+         "interrupt `h[cpu]` (one handler per CPU) becomes pending on CPU `cpu`"),
+        ("this_cpu_read", (_P,), Result.LV, CtxOp.THIS_CPU_READ, X86.PLAIN, "this CPU's copy of `x`"),
+        ("this_cpu_write", (_P, _V), Result.VOID, CtxOp.THIS_CPU_WRITE, X86.STORE, "this CPU's copy of `x` = `v`"),
+        ("per_cpu", (_P, _V), Result.LV, CtxOp.PER_CPU, X86.PLAIN, "CPU `cpu`'s copy of `x`"),
+        ("hrtimer_start", (_I,), Result.VOID, CtxOp.TIMER_START, X86.PLAIN,
+         "arms hrtimer `h`: it expires some time later (eventually, under weak fairness)"),
+        ("hrtimer_cancel", (_I,), Result.VOID, CtxOp.TIMER_CANCEL, X86.PLAIN,
+         "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped)"),
+    )],
 ]
 
 BUILTINS: dict[str, Primitive] = {p.name: p for p in _ROWS}
@@ -280,14 +345,16 @@ ALIASES = {
     "rcuwait_active": "swait_active",
 }
 
-_ARG_NAMES = {Arg.LV: "v", Arg.BITS: "s", Arg.NR: "nr", Arg.WQ: "wq", Arg.LOCK: "l"}
+_ARG_NAMES = {Arg.LV: "v", Arg.BITS: "s", Arg.NR: "nr", Arg.WQ: "wq", Arg.LOCK: "l", Arg.IRQ: "h",
+              Arg.PERCPU: "x"}
 
 
 def signature(p: Primitive) -> str:
     """`name(args)` as LANGUAGE.md writes it."""
     names = []
     vals = iter(("old", "new") if p.op is RmwOp.CMPXCHG and p.cls is Cls.RMW and Arg.VAL in p.args
-                else ("a", "b") if p.cls is Cls.PURE else ("i",) if p.args[:1] == (Arg.VAL,) else ("x",))
+                else ("a", "b") if p.cls is Cls.PURE else ("cpu",) if p.ctx in (CtxOp.RAISE_ON, CtxOp.PER_CPU)
+                else ("v",) if p.ctx is CtxOp.THIS_CPU_WRITE else ("i",) if p.args[:1] == (Arg.VAL,) else ("x",))
     for a in p.args:
         names.append(_ARG_NAMES[a] if a is not Arg.VAL else next(vals))
     return f"{p.name}({', '.join(names)})"
@@ -303,11 +370,15 @@ def ordering(p: Primitive) -> str:
     return text
 
 
-def reference_table(wait_queues: bool = False) -> str:
-    """A table spec/LANGUAGE.md shows, the kernel built-ins or the wait-queue ones (a
-    test keeps the reference and the table the same)."""
+def reference_table(wait_queues: bool = False, contexts: bool = False) -> str:
+    """A table spec/LANGUAGE.md shows, the kernel built-ins, the wait-queue ones or the
+    execution-context ones (a test keeps the reference and the table the same)."""
+    if contexts:
+        lines = ["| built-in | effect and value |", "|---|---|"]
+        lines += [f"| `{signature(p)}` | {p.doc} |" for p in _ROWS if p.cls is Cls.CONTEXT]
+        return "\n".join(lines)
     lines = ["| built-in | effect and value | kernel ordering | x86 |", "|---|---|---|---|"]
     for p in _ROWS:
-        if p.needs_process == wait_queues:
+        if p.needs_process == wait_queues and p.cls is not Cls.CONTEXT:
             lines.append(f"| `{signature(p)}` | {p.doc} | {ordering(p)} | {p.x86.value} |")
     return "\n".join(lines)

@@ -60,6 +60,21 @@ examples:
   check models/pi_timer.spec                      every variant; races of unexpected outcomes in full
   check models/pi_timer.spec --variant stale_expired_deadline --full
   check models/pi_timer.spec --brief --report review.md --sarif out.sarif --junit out.xml
+  check tests/litmus_c/SB+poonceonces.litmus      a kernel litmus C test under the LKMM (--help there)
+"""
+LITMUS_EPILOG = """output, as herd7's: Test NAME Allowed|Forbidden|Required (exists, ~exists, forall),
+States N and each final state, Ok|No (the condition holds or not), Witnesses
+Positive: P Negative: N (allowed executions that satisfy the condition, and not; for
+~exists those of its negation), one Flag line per flag some allowed execution raises
+(data-race, mixed-accesses, unbalanced-rcu-lock, ...), the Condition, then
+Observation NAME Never|Sometimes|Always P N (counted for the proposition itself), and
+how that compares with the file's Result line.
+
+exit codes:
+  0  the Observation is the file's 'Result:' line (or the file has none)
+  1  it is not
+  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, loops, ...)
+  3  more than --max-candidates candidate executions: no verdict
 """
 WORKERS_PER_CORE = 4  # --workers beyond this many per core only add processes that wait (and open files)
 
@@ -86,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks / invalid end states")
     p.add_argument("--memory-model", choices=("sc", "tso"),
                    help="override the `memory` declarations of the model and its variants")
+    p.add_argument("--preemptions", type=_bound_or_unbounded, metavar="K",
+                   help="execution contexts: at most K preemptions per run (default 2, or `preemptions K;`); "
+                        "`unbounded` drops the bound")
     p.add_argument("--store-buffer", type=_whole_number(1), metavar="N",
                    help="tso: a CPU's store buffer holds at most N stores (default 2, or `memory tso(N)`)")
     z = p.add_argument_group("engines (lemmas are always checked by Z3)")
@@ -198,6 +216,11 @@ def _seconds(text: str) -> float:
     return t
 
 
+def _bound_or_unbounded(text: str):
+    """--preemptions: a whole number or `unbounded`."""
+    return "unbounded" if text == "unbounded" else _whole_number(0)(text)
+
+
 def _whole_number(least: int):
     """An argparse type: a whole number >= least (a bad value is a usage error, exit 2)."""
 
@@ -264,10 +287,12 @@ def litmus_main(argv: list[str]) -> int:
     """`check FILE.litmus [--memory-model lkmm|tso|sc] [--max-candidates N]`: herd7's
     report, then 0 if the Observation matches the file's `Result:` line, 1 if not, 2 for
     what cannot be read, 3 when the candidate executions exceed the limit."""
-    p = _Parser(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.")
+    p = _Parser(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=LITMUS_EPILOG)
     p.add_argument("file", help="the .litmus file")
     p.add_argument("--memory-model", choices=lkmm.MODELS, default="lkmm",
-                   help="lkmm (default): linux-kernel.cat; tso: x86-TSO with the kernel's x86 mapping; sc")
+                   help="lkmm (default): linux-kernel.cat; tso: x86-TSO with the kernel's x86 mapping; sc "
+                        "(RCU grace periods: lkmm only)")
     p.add_argument("--max-candidates", type=int, default=lkmm.DEFAULT_LIMIT, metavar="N",
                    help="give up (exit 3) beyond N candidate executions")
     args = p.parse_args(argv)
@@ -294,14 +319,21 @@ def litmus_main(argv: list[str]) -> int:
         sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
         return 2
     text = lkmm.format_result(test, result)
+    said, race = lkmm.judge_result(test, result)
     if test.expected is None:
         text += "\nResult: no 'Result:' line in the file: nothing to compare"
         code = 0
-    elif test.expected == result.observation:
-        text += f"\nResult: {result.observation}, as the file's 'Result: {test.expected}' says"
+    elif said and race:
+        text += f"\nResult: {result.observation}, as the file's 'Result: {lkmm.result_line(test)}' says"
         code = 0
+    elif not said:
+        text += f"\nResult: {result.observation}, but the file says 'Result: {lkmm.result_line(test)}'"
+        code = 1
     else:
-        text += f"\nResult: {result.observation}, but the file says 'Result: {test.expected}'"
+        flagged = "data-race" in result.flags
+        text += (f"\nResult: {result.observation}, " + ("but a data race is flagged, which the file's 'Result: "
+                 f"{lkmm.result_line(test)}' does not predict" if flagged else
+                 f"but no data race is flagged, which the file's 'Result: {lkmm.result_line(test)}' predicts"))
         code = 1
     if args.memory_model != "lkmm" and test.expected is not None:
         text += f" (the Result line is the LKMM's; this is memory {args.memory_model})"
@@ -351,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         source = spec.source
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
-                       memory=args.memory_model, store_buffer=args.store_buffer, progress=args.progress,
+                       memory=args.memory_model, store_buffer=args.store_buffer, preemptions=args.preemptions, progress=args.progress,
                        command="check " + " ".join(shlex.quote(a) for a in argv),
                        graph_limit=args.graph_max_states if args.dot_graph else None,
                        workers=args.workers if args.workers is not None else default_workers(),

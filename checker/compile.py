@@ -148,7 +148,7 @@ class CompiledModel:
     namespace: dict = field(repr=False, default_factory=dict)
     flushes: tuple[CompiledFlush, ...] = ()  # tso: one per store buffer
     finals: tuple[CompiledPredicate, ...] = ()  # `final` conditions
-    final_state: Callable | None = None  # state tuple -> every process at a valid end, buffers empty
+    final_state: Callable | None = None  # state tuple -> every process at a valid end, buffers empty, none can move
     packing: Packing | None = None
     pack: Callable | None = field(default=None, repr=False)  # state tuple -> int (ModelError if out of range)
     unpack: Callable | None = field(default=None, repr=False)  # int -> state tuple
@@ -456,7 +456,7 @@ class _Compiler:
             object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * addresses)
             flushes.append(cf)
         finals = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in final_names)
-        final_packed = ns["final_state"] if finals else None
+        final_packed = _quiescent(ns["final_state"], instances, pk) if finals else None
         return CompiledModel(self.program, tuple(instances), invariants, liveness, source, ns,
                              tuple(flushes), finals, _pred_on_tuples(final_packed, pack) if finals else None,
                              pk, pack, unpack, final_packed)
@@ -656,9 +656,13 @@ class _Compiler:
             e.emit(f"return {e.pending()}  # -> {_comment(self.proc.pc_names[op.pc])}")
         elif isinstance(op, OAssign):
             value = self.simplify(op.value)
-            if not isinstance(value, m.Const):
+            target = self.simplify(op.target)
+            # constant writes to fixed fields wait in the emitter, to be merged; anything
+            # that reads `v` (the value, or the index of `a[i] = 5`) must see them first
+            if not isinstance(value, m.Const) or (isinstance(target, m.Elem) and
+                                                  not isinstance(target.index, (m.Const, m.SelfE))):
                 e.flush()
-            self.store(self.simplify(op.target), value, e)
+            self.store(target, value, e)
         elif isinstance(op, OEval):
             e.flush()
             code = self.builtin(self.simplify(op.call), e, "v")
@@ -933,13 +937,13 @@ class _Compiler:
         """`p.r` / `p[i].r` in a property: instances lay their locals out alike, so the
         field of instance i is the field of instance 0 plus i strides."""
         proc = next(p for p in self.program.processes if p.name == x.process)
-        base = self.layout.var_base[(x.sym, 0)]
+        base = self.layout.slot_of(x.sym, 0)
         if x.index is None:
             return self.get(src, self.slot_addr(base))
         if isinstance(x.index, m.Const) and 0 <= x.index.value < proc.instances:
-            return self.get(src, self.slot_addr(self.layout.var_base[(x.sym, x.index.value)]))
+            return self.get(src, self.slot_addr(self.layout.slot_of(x.sym, x.index.value)))
         pk = self.pk
-        stride = pk.shift[self.layout.var_base[(x.sym, 1)]] - pk.shift[base] if proc.instances > 1 else 0
+        stride = pk.shift[self.layout.slot_of(x.sym, 1)] - pk.shift[base] if proc.instances > 1 else 0
         i = self.expr(x.index, e, src)
         t = x.index.type
         if isinstance(x.index, m.Const) or not (isinstance(t, m.IntT) and t.lo is not None and 0 <= t.lo
@@ -1110,6 +1114,33 @@ def _on_tuples(packed: Callable, pack: Callable, unpack: Callable) -> Callable:
 
     step.__name__ = packed.__name__
     return step
+
+
+def _quiescent(at_ends: Callable, instances, pk: Packing) -> Callable:
+    """Where `final` conditions are checked: every process at a valid end, every buffer
+    empty (`at_ends`, the generated `final_state`), and no step enabled, as SPIN's
+    `timeout`: a process resting at an `end` label that can still move is not done.
+    A `stutter` step does not count: it changes nothing. A step that would fail an
+    assertion or raise a model error counts as enabled (the search reports it)."""
+    tables = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot),
+               tuple(tuple(cs.packed for cs in at if cs.step.kind is not StepKind.STUTTER) for at in inst.steps_at))
+              for inst in instances]
+
+    def final_state(s) -> bool:
+        if not at_ends(s):
+            return False
+        for shift, mask, table in tables:
+            for fn in table[s >> shift & mask]:
+                try:
+                    if fn(s) is not None:
+                        return False
+                except StoreBufferFull:
+                    continue
+                except (AssertionViolation, ModelError):
+                    return False
+        return True
+
+    return final_state
 
 
 def _pred_on_tuples(packed: Callable, pack: Callable) -> Callable:

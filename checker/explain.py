@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import ir, model as m
+from . import contexts, ir, model as m
 from .compile import CompiledModel, ModelError, _Compiler, _Emitter
 from .builtins import BUILTINS, Returns
 from .errors import Span, SpecError
@@ -202,6 +202,14 @@ class Explainer:
                     continue
         return (inst, cands[0].step) if cands else (inst, None)
 
+    def on_cpu(self, a: Action, b: TraceState, c: TraceState | None) -> Action:
+        """The CPU the step ran on, in a model with execution contexts."""
+        model = self.cm.program.model
+        if model.cpus is None:
+            return a
+        cpu = contexts.step_cpu(model, a.process, a.text, dict(b.values), dict(c.values) if c else None)
+        return replace(a, cpu=cpu) if cpu is not None else a
+
     def action(self, a: Action, b: TraceState, c: TraceState | None) -> Action:
         if a.process == MEMORY:
             return a
@@ -303,8 +311,10 @@ class Explainer:
         if cx.kind == "lemma":
             return self.lemma(cx)
         t = cx.trace
-        actions = tuple(self.action(a, t.states[i], t.states[i + 1]) for i, a in enumerate(t.actions))
-        failure = self.action(t.failure, t.states[-1], None) if t.failure is not None else None
+        actions = tuple(self.on_cpu(self.action(a, t.states[i], t.states[i + 1]), t.states[i], t.states[i + 1])
+                        for i, a in enumerate(t.actions))
+        failure = self.on_cpu(self.action(t.failure, t.states[-1], None), t.states[-1], None) \
+            if t.failure is not None else None
         cx = replace(cx, trace=replace(t, actions=actions, failure=failure))
         prop = next((p for p in self.model.properties if p.name == cx.property), None)
         if prop is not None and prop.kind in (m.PropertyKind.INVARIANT, m.PropertyKind.FINAL):

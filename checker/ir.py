@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import enum
 import itertools
+import sys
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from . import contexts
 from . import model as m
 from .builtins import BUILTINS, X86, Cls
 from .errors import Span, SpecError, source_text
@@ -89,6 +91,8 @@ class StateLayout:
         return next((b for b in self.buffers if b.gid == gid), None)
 
     def slot_of(self, sym: m.VarSym, instance: int | None) -> int:
+        if sym.task:  # `P.state`
+            return self.task_slot[self.gid_base[sym.process] + (instance or 0)]
         key = (sym, instance if sym.scope is m.Scope.LOCAL else None)
         return self.var_base[key]
 
@@ -108,6 +112,7 @@ class StepKind(enum.Enum):
     SKIP = "skip"
     BARRIER = "barrier"
     SCHEDULE = "schedule"
+    STUTTER = "stutter"  # changes nothing and stays: the process may rest there for ever
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +198,7 @@ class Step:
     inline: str | None  # innermost inline procedure it was expanded from
     label: str | None
     fence: bool = False  # tso: runs only with an empty store buffer (see `is_fence`)
+    generated: bool = False  # made by contexts.py (sched-in, preemption, irq entry/exit), not written
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +213,7 @@ class ProcessIR:
     label_pcs: dict[str, frozenset[int]]
     sleeps: bool  # calls prepare_to_wait / schedule
     plain_stores: frozenset = frozenset()  # global VarSyms it writes with plain stores
+    fair_actions: tuple["FairAction", ...] = ()  # `fair` / `strongly fair` statements
 
     @property
     def instances(self) -> int:
@@ -214,6 +221,20 @@ class ProcessIR:
 
     def instance_name(self, i: int) -> str:
         return self.name if self.count is None else f"{self.name}[{i}]"
+
+
+@dataclass(frozen=True, slots=True)
+class FairAction:
+    """The first step(s) of a `fair` statement: per instance, taken eventually while it
+    stays enabled (weak) or when it is enabled infinitely often (strong)."""
+
+    uids: frozenset[int]  # the Step uids that take it (several: a `fair choose`)
+    strong: bool
+    span: Span
+    text: str
+
+    def describe(self) -> str:
+        return f"the action at line {self.span.line}"
 
 
 MAX_INITIAL_STATES = 1_000_000
@@ -240,9 +261,16 @@ class Program:
 
 def build(model: m.Model) -> Program:
     try:
+        model = contexts.lower(model)  # execution contexts: hidden state, guards, generated steps
         procs = tuple(_ProcessBuilder(model, p).build() for p in model.processes)
+        procs = contexts.finish(model, procs, sys.modules[__name__])
         layout = _layout(model, procs)
-        return Program(model, layout, procs, _init_choices(layout), model.properties)
+        choices = _init_choices(layout)
+        if model.cpus is not None:
+            choices = list(choices)
+            contexts.initial_cpus(model, layout, choices)
+            choices = tuple(choices)
+        return Program(model, layout, procs, choices, model.properties)
     except SpecError as e:
         raise e.with_code("TR300") from None
 
@@ -286,7 +314,7 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
             names.append(p.instance_name(i))
     task_slot: dict[int, int] = {}
     for p in procs:
-        if p.sleeps:
+        if p.sleeps or p.name in model.task_states_read:  # (one that never waits stays RUNNING)
             for i in range(p.instances):
                 task_slot[gid_base[p.name] + i] = len(slots)
                 slots.append(Slot(f"{p.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
@@ -380,6 +408,10 @@ class _ProcessBuilder:
         self.nodes: list[_Node] = []
         self.gotos: list[tuple[_Node, str, _Scope, Span]] = []
         self.labelled: list[tuple[str, _Node]] = []
+        self.loop_bodies: dict[int, _Node] = {}  # id of a while/loop statement -> its body's entry
+        self.end_covered: list[_Node] = []  # body entries of `end`-labelled loops: valid ends too
+        self.stutters: dict[int, tuple[_Node, _Node]] = {}  # id of a `stutter;` place -> (it, its step back)
+        self.fair: list[tuple[_Node, m.SFair]] = []  # `fair` statements: their entry nodes
         self.sleeps = False
 
     def node(self, kind: str) -> _Node:
@@ -441,6 +473,18 @@ class _ProcessBuilder:
             return self.step(StepKind.ASSERT, s, [OAssert(s.property, s.cond, s.span)], nxt, ctx)
         if isinstance(s, m.SSkip):
             return self.step(StepKind.SKIP, s, [], nxt, ctx)
+        if isinstance(s, m.SStutter):
+            # a place with a step that changes nothing and comes back, beside what follows
+            place = self.node("choice")
+            place.step = dict(span=s.span)
+            back = self.step(StepKind.STUTTER, s, [], place, ctx)
+            place.targets = [back, nxt]
+            self.stutters[id(place)] = (place, back)
+            return place
+        if isinstance(s, m.SFair):
+            entry = self.lower_block(s.body, nxt, ctx)
+            self.fair.append((entry, s))
+            return entry
         if isinstance(s, m.SAwait):
             return self.step(StepKind.AWAIT, s, [], nxt, ctx, guard=s.cond)
         if isinstance(s, m.SIf):
@@ -457,6 +501,7 @@ class _ProcessBuilder:
             head.step = dict(span=s.span)  # where to point if the loop takes no step
             inner = _Ctx(nxt, head, ctx.ret, ctx.scope, ctx.inline)
             body = self.lower_block(s.body, head, inner)
+            self.loop_bodies[id(s)] = body
             if isinstance(s, m.SLoop) or (isinstance(s.cond, m.Const) and s.cond.value):
                 head.target = body
                 return head
@@ -484,11 +529,17 @@ class _ProcessBuilder:
                 raise SpecError(s.span, f"duplicate label '{s.label}'")
             ctx.scope.labels[s.label] = entry
             self.labelled.append((s.label, entry))
+            if s.label.startswith("end") and id(s.stmt) in self.loop_bodies:
+                # an idle loop rests between iterations: at its head and where its body starts
+                self.end_covered.append(self.loop_bodies[id(s.stmt)])
             return entry
         if isinstance(s, m.SChoose):
             n = self.node("choice")
             n.targets = [self.lower_block(b, nxt, ctx) for b in s.branches]
             n.step = dict(span=s.span)
+            for t in n.targets:  # a branch that starts with `stutter;` stays at the choose
+                if id(t) in self.stutters:
+                    self.stutters[id(t)][1].targets = [n]
             return n
         if isinstance(s, m.SAtomic):
             body = list(s.body)
@@ -639,13 +690,30 @@ class _ProcessBuilder:
         for label, pcset in label_pcs.items():
             if label.startswith("end"):
                 end_pcs |= pcset
+        for place, _back in self.stutters.values():
+            if id(place) in pcs and any(self.resolve(t).kind == "end" for t in order[pcs[id(place)]].targets):
+                end_pcs.add(pcs[id(place)])
+        for node in self.end_covered:
+            r = self.resolve(node)
+            if id(r) in pcs:
+                end_pcs.add(pcs[id(r)])
+            elif r.kind == "step" and id(r) in made:
+                end_pcs.update(pcs_of_step.get(made[id(r)].uid, ()))
         # `proc@end`: the process is at a valid end (terminated, or at a label end...)
         label_pcs["end"] = set(end_pcs) | label_pcs.get("end", set())
         all_steps = tuple(sorted(made.values(), key=lambda s: s.uid))
+        fair_actions = []
+        for node, st in self.fair:
+            r = self.resolve(node)
+            firsts = [r] if r.kind == "step" else self.closure(r) if r.kind == "choice" else []
+            uids = frozenset(made[id(x)].uid for x in firsts if id(x) in made)
+            if uids:
+                fair_actions.append(FairAction(uids, st.strong, st.span, self.text(st.span)))
         stores = frozenset(sym for st in all_steps for sym in plain_stores(st))
         return ProcessIR(self.proc.name, self.proc.count, self.proc.unfair, tuple(names),
                          tuple(steps_at), all_steps, frozenset(end_pcs),
-                         {k: frozenset(v) for k, v in label_pcs.items()}, self.sleeps, stores)
+                         {k: frozenset(v) for k, v in label_pcs.items()}, self.sleeps, stores,
+                         tuple(fair_actions))
 
     def closure(self, n: _Node, seen=None) -> list[_Node]:
         """The step nodes a process at choice node `n` may take first."""
@@ -660,6 +728,8 @@ class _ProcessBuilder:
                 out.append(r)
             elif r.kind == "choice":
                 out.extend(self.closure(r, seen))
+            elif id(n) in self.stutters:  # `stutter;` last: the process may rest there (a valid end)
+                continue
             else:
                 raise SpecError(n.step["span"], "a `choose` branch must start with a statement",
                                 "a branch that only leaves (break, return, goto) needs a `skip;` first")

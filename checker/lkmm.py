@@ -8,10 +8,10 @@ keep the candidate executions that satisfy the axioms of linux-kernel.cat and lo
 The same events and relations give sequential consistency and x86-TSO (with the
 kernel's x86 mapping), so one program can be checked under all three.
 
-Left out (refused by the reader): RCU grace periods and SRCU (rcu-order, rcu-fence, rb
-and the `rcu` axiom; rcu_read_lock/unlock alone are read, and order nothing without a
-grace period), plain C accesses (Marked/Plain, plain-coherence and the data-race flag),
-spin_is_locked, loops.
+Plain C accesses follow the cat's Marked/Plain split (the `plain-coherence` axiom, and
+the `data-race` and `mixed-accesses` flags, printed as herd7 prints them); RCU follows
+its rcu-order / rcu-fence / rb (the `rcu` axiom). Left out (refused by the reader):
+SRCU (herd7 here cannot check it, see litmus.SRCU_CALLS), loops.
 """
 
 from __future__ import annotations
@@ -20,10 +20,16 @@ import itertools
 from dataclasses import dataclass, field
 
 from .errors import SpecError, did_you_mean
-from .litmus import AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, Name, Num, PropOp, Unary
+from .litmus import AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, Name, Num, PropOp, Store, Unary
 
 MODELS = ("lkmm", "tso", "sc")
 DEFAULT_LIMIT = 200_000  # candidate executions; beyond it the verdict is "cannot decide" (exit 3)
+
+
+# the flags of linux-kernel.bell, lock.cat and linux-kernel.cat this evaluator raises, in
+# the order herd7 prints them (sorted)
+FLAGS = ("data-race", "lock-final", "mixed-accesses", "mixed-lock-accesses", "unbalanced-rcu-lock",
+         "unbalanced-rcu-unlock", "unmatched-unlock")
 
 
 class TooManyCandidates(Exception):
@@ -47,7 +53,7 @@ class Event:
     kind: str  # 'R', 'W', 'F'
     loc: str | None = None
     val: object = None
-    tags: frozenset = frozenset()  # once acquire release noreturn IW LKR LKW UL LF RMW, fence kinds
+    tags: frozenset = frozenset()  # once plain acquire release noreturn IW LKR LKW UL LF RL RU RMW
     fence: str | None = None
 
 
@@ -70,10 +76,8 @@ _ORDER = {"": ("once", "once", True), "_relaxed": ("once", "once", False),
 FENCES = {"smp_mb": "mb", "smp_rmb": "rmb", "smp_wmb": "wmb", "smp_mb__before_atomic": "before-atomic",
           "smp_mb__after_atomic": "after-atomic", "smp_mb__after_spinlock": "after-spinlock",
           "smp_mb__after_unlock_lock": "after-unlock-lock", "barrier": "barrier",
-          # read-side critical sections only: with no synchronize_rcu() (refused by the
-          # reader) rcu-order is empty (every disjunct of linux-kernel.cat:131-140 needs a
-          # grace period), so these fences order nothing among marked accesses
-          "rcu_read_lock": "rcu-lock", "rcu_read_unlock": "rcu-unlock"}
+          "rcu_read_lock": "rcu-lock", "rcu_read_unlock": "rcu-unlock",
+          "synchronize_rcu": "sync-rcu", "synchronize_rcu_expedited": "sync-rcu"}
 _OPS = {"add": "+", "sub": "-", "inc": "+", "dec": "-"}
 
 
@@ -103,7 +107,7 @@ LOADS = {"READ_ONCE": ("once", True), "atomic_read": ("once", False), "smp_load_
 STORES = {"WRITE_ONCE": ("once", True), "atomic_set": ("once", False), "smp_store_release": ("release", False),
           "atomic_set_release": ("release", False), "rcu_assign_pointer": ("release", True),
           "smp_store_mb": ("once", True)}
-LOCKS = {"spin_lock", "spin_unlock", "spin_trylock"}
+LOCKS = {"spin_lock", "spin_unlock", "spin_trylock", "spin_is_locked"}
 PRIMITIVES = set(RMWS) | set(LOADS) | set(STORES) | LOCKS | set(FENCES)
 
 
@@ -132,8 +136,9 @@ def _arith(op: str, a, b, span):
 class _Runner:
     """Runs one thread on every guess of its read values (values from `domain`)."""
 
-    def __init__(self, thread, domain, locations):
+    def __init__(self, thread, domain, locations, model="lkmm"):
         self.thread = thread
+        self.model = model
         self.domain = domain  # loc -> set of values
         self.locations = locations
 
@@ -158,6 +163,14 @@ class _Runner:
             for st2, (v, deps) in self._expr(s.value, st, ctrl):
                 st2.regs[s.reg] = (v, deps)
                 yield from self._stmts(stmts, i + 1, st2, ctrl)
+            return
+        if isinstance(s, Store):  # `*p = v;`: herd7 evaluates the address, then the value
+            for st2, (p, pd) in self._expr(s.pointer, st, ctrl):
+                loc = self._loc(p, s.span)
+                for st3, (v, vd) in self._expr(s.value, st2, ctrl):
+                    st4 = self._copy(st3)
+                    self._event(st4, "W", loc, v, ("plain",), addr=pd, data=vd, ctrl=ctrl)
+                    yield from self._stmts(stmts, i + 1, st4, ctrl)
             return
         assert isinstance(s, ExprStmt)
         for st2, _ in self._expr(s.expr, st, ctrl):
@@ -190,9 +203,13 @@ class _Runner:
                 yield st, (Loc(e.name), frozenset())
         elif isinstance(e, AddrOf):
             yield st, (Loc(e.name), frozenset())
-        elif isinstance(e, Deref):
-            raise SpecError(e.span, "plain C accesses ('*x') are not supported",
-                            "use READ_ONCE(*x): plain accesses need the LKMM's data-race rules, left out here")
+        elif isinstance(e, Deref):  # a plain C read
+            for st2, (p, pd) in self._expr(e.pointer, st, ctrl):
+                loc = self._loc(p, e.span)
+                for v in self._read_values(loc):
+                    st3 = self._copy(st2)
+                    r = self._event(st3, "R", loc, v, ("plain",), addr=pd, ctrl=ctrl)
+                    yield st3, (v, frozenset({(self.thread.index, r)}))
         elif isinstance(e, Unary):
             for st2, (v, d) in self._expr(e.operand, st, ctrl):
                 if isinstance(v, Loc):
@@ -251,6 +268,10 @@ class _Runner:
         if f in FENCES:
             if e.args:
                 raise SpecError(e.span, f"'{f}' takes no arguments")
+            if FENCES[f] == "sync-rcu" and self.model != "lkmm":
+                raise SpecError(e.span, f"'{f}' under memory {self.model} is not supported",
+                                "a grace period's guarantee is the LKMM's rcu axiom, not a CPU's; "
+                                "check RCU tests under lkmm")
             st = self._copy(st)
             self._event(st, "F", fence=FENCES[f], ctrl=ctrl)
             yield st, (0, frozenset())
@@ -290,6 +311,13 @@ class _Runner:
                     self._event(s2, "W", loc, 0, ("UL", "release"), addr=pd, ctrl=ctrl)
                     yield s2, (0, frozenset())
                     continue
+                if f == "spin_is_locked":  # lock.cat: RL reads "locked" (an LF), RU "unlocked"
+                    r = self._event(s2, "R", loc, 1, ("LF", "RL"), addr=pd, ctrl=ctrl)
+                    yield s2, (1, frozenset({(self.thread.index, r)}))
+                    s3 = self._copy(s)
+                    r = self._event(s3, "R", loc, 0, ("RU",), addr=pd, ctrl=ctrl)
+                    yield s3, (0, frozenset({(self.thread.index, r)}))
+                    continue
                 # lock.cat: LKR (an acquire reading "unlocked") and LKW, paired in rmw
                 r = self._event(s2, "R", loc, 0, ("LKR", "acquire"), addr=pd, ctrl=ctrl)
                 w = self._event(s2, "W", loc, 1, ("LKW",), addr=pd, ctrl=ctrl)
@@ -303,8 +331,6 @@ class _Runner:
             if f.startswith(("test_and_", "set_bit", "clear_bit", "change_bit")) or "_bit" in f:
                 raise SpecError(e.span, f"'{f}': bit operations are not in the LKMM's linux-kernel.def",
                                 "herd7 cannot check them either; model the word with atomic_* or xchg")
-            if f == "spin_is_locked":
-                raise SpecError(e.span, "'spin_is_locked' is not supported")
             raise SpecError(e.span, f"unknown primitive '{f}'",
                             did_you_mean(f, PRIMITIVES) or "see spec/LANGUAGE.md, 'Litmus tests'")
 
@@ -435,6 +461,15 @@ class Execution:
 
 def allowed(x: Execution, model: str) -> bool:
     """Whether the candidate execution satisfies the model's axioms."""
+    return judge(x, model)[0]
+
+
+_NO = (False, frozenset())
+
+
+def judge(x: Execution, model: str) -> tuple[bool, frozenset]:
+    """(allowed, flags): the model's axioms, and under lkmm the `flag`s herd7 prints
+    (data-race, mixed-accesses, unbalanced-rcu-lock, ...) that the execution raises."""
     ev = x.events
     E = set(ev)
     R = {g for g, e in ev.items() if e.kind == "R"}
@@ -460,36 +495,41 @@ def allowed(x: Execution, model: str) -> bool:
     com = rf | co | fr  # linux-kernel.cat:57
     # linux-kernel.cat:58 acyclic po-loc | com as coherence
     if not acyclic(po_loc | com):
-        return False
+        return _NO
     # linux-kernel.cat:61 empty rmw & (fre ; coe) as atomic
     if x.rmw & seq(fre, coe):
-        return False
+        return _NO
     LKW, LKR, UL = tagged("LKW"), tagged("LKR"), tagged("UL")
     # lock.cat:55 empty ([LKW] ; po-loc ; [LKR]) \ (po-loc ; [UL] ; po-loc) as lock-nest
     if restrict(po_loc, LKW, LKR) - seq(restrict(po_loc, None, UL), po_loc):
-        return False
+        return _NO
     if model == "sc":
-        return acyclic(po | com)
+        return acyclic(po | com), frozenset()
     RMW = tagged("RMW")
     if model == "tso":
         # x86-TSO (Owens, Sarkar, Sewell) with the kernel's x86 mapping: every atomic RMW and
         # spin_lock is a locked instruction (a full barrier, a failed cmpxchg included),
         # smp_mb() is mfence, smp_rmb/wmb and acquire/release are plain moves.
-        locked = RMW | LKR | LKW | tagged("LF")
+        locked = RMW | LKR | LKW | (tagged("LF") - tagged("RL"))  # spin_is_locked: a plain load
         mbf = fences("mb")  # smp_mb__{before,after}_atomic and __after_spinlock: barrier() on x86
         ppo = {(a, b) for a, b in po if a in M and b in M and not (a in W and b in R)}
         implied = restrict(po, locked, M) | restrict(po, M, locked)
         fenced = seq(seq(restrict(po, M, mbf), po), ident(M))
-        return acyclic(ppo | implied | fenced | rfe | co | fr)
+        return acyclic(ppo | implied | fenced | rfe | co | fr), frozenset()
     assert model == "lkmm"
-
     def fencerel(S):  # herd7 stdlib: fencerel(S) = (po ; [S]) ; po
         return seq(restrict(po, None, S), po)
 
+    def idr(S):  # [S]
+        return ident(S)
+
+    Plain = tagged("plain") & M  # bell:75-77 Plain = M \ Marked: only `*x` accesses carry no mark
+    Marked = E - Plain
     Acquire = tagged("acquire")  # lock.cat:68 Acquire | LKR (LKR carries 'acquire')
     Release = tagged("release")  # lock.cat:67 Release | UL (UL carries 'release')
     Noreturn = tagged("noreturn")
-    # linux-kernel.bell:80-83 carry-dep = (data ; rfi)*; addr/ctrl/data = carry-dep ; ...
+    IW = tagged("IW")
+    # bell:80-83 carry-dep = (data ; [~Srcu-unlock] ; rfi)*; addr/ctrl/data = carry-dep ; ...
     carry = star(seq(x.data, rfi), E)
     addr, data, ctrl = seq(carry, x.addr), seq(carry, x.data), seq(carry, x.ctrl)
     acq_po = restrict(po, Acquire, M)  # cat:28
@@ -505,23 +545,116 @@ def allowed(x: Execution, model: str) -> bool:
           | restrict(seq(restrict(po_opt, M, LKW), fencerel(fences("after-spinlock"))), None, M)  # cat:39
           | restrict(seq(seq(restrict(po, M, UL), restrict(co | po, UL, LKW)),  # cat:40-41
                          fencerel(fences("after-unlock-lock"))), None, M))
-    strong_fence = mb  # cat:43 (gp: RCU is refused by the reader)
+    SyncRcu = fences("sync-rcu")
+    gp = seq(restrict(po, None, SyncRcu), po_opt)  # cat:42 (Sync-srcu: SRCU is refused by the reader)
+    strong_fence = mb | gp  # cat:43
     nonrw_fence = strong_fence | po_rel | acq_po  # cat:45
     fence = nonrw_fence | wmb | rmb  # cat:46
     dep = addr | data  # cat:68
     rwdep = restrict(dep | ctrl, None, W)  # cat:69
     overwrite = co | fr  # cat:70
-    to_w = rwdep | int_(overwrite)  # cat:71 (the addr;[Plain];wmb term is empty: no plain accesses)
-    to_r = addr | seq(dep, rfi)  # cat:72 (every access is Marked)
+    to_w = rwdep | int_(overwrite) | seq(restrict(addr, None, Plain), wmb)  # cat:71
+    to_r = addr | seq(restrict(dep, None, Marked), rfi)  # cat:72
     ppo = to_r | to_w | fence | int_(po_unlock_lock_po)  # cat:73
-    a_cumul = lambda r: seq(opt(rfe, E), r)  # noqa: E731  cat:76 A-cumul(r) = (rfe ; [Marked])? ; r
-    cumul_fence = a_cumul(strong_fence | po_rel) | wmb | po_unlock_lock_po  # cat:77-78
-    prop = seq(seq(opt(ext(overwrite), E), star(cumul_fence, E)), opt(rfe, E))  # cat:79-80
-    hb = ppo | rfe | int_({(a, b) for a, b in prop if a != b})  # cat:86
+    rfe_m = restrict(rfe, None, Marked)
+    a_cumul = lambda r: seq(opt(rfe_m, E), r)  # noqa: E731  cat:76 A-cumul(r) = (rfe ; [Marked])? ; r
+    cumul_fence = restrict(a_cumul(strong_fence | po_rel) | wmb | po_unlock_lock_po, Marked, Marked)  # cat:77-78
+    cumul_star = star(cumul_fence, E)
+    prop = restrict(seq(seq(restrict(opt(ext(overwrite), E), Marked), cumul_star),  # cat:79-80
+                        restrict(opt(rfe, E), Marked, Marked)), Marked, Marked)
+    hb = restrict(ppo | rfe | int_({(a, b) for a, b in prop if a != b}), Marked, Marked)  # cat:86
     if not acyclic(hb):  # cat:87 acyclic hb as happens-before
-        return False
-    pb = seq(seq(prop, strong_fence), star(hb, E))  # cat:94 (every event is Marked: no plain accesses)
-    return acyclic(pb)  # cat:95 acyclic pb as propagation
+        return _NO
+    hb_star = star(hb, E)
+    pb = restrict(seq(seq(prop, strong_fence), hb_star), None, Marked)  # cat:94
+    if not acyclic(pb):  # cat:95 acyclic pb as propagation
+        return _NO
+    pb_star = star(pb, E)
+    flags = set()
+    # RCU. bell:44-54 rcu-rscs: each rcu_read_unlock matches the innermost open lock of its thread
+    rscs = set()
+    for t in sorted({tid[g] for g in E if tid[g] >= 0}):
+        stack = []
+        for g in sorted((g for g in E if tid[g] == t), ):  # gids follow program order
+            if ev[g].fence == "rcu-lock":
+                stack.append(g)
+            elif ev[g].fence == "rcu-unlock" and stack:
+                rscs.add((stack.pop(), g))
+    if fences("rcu-lock") - {a for a, _ in rscs}:
+        flags.add("unbalanced-rcu-lock")  # bell:56
+    if fences("rcu-unlock") - {b for _, b in rscs}:
+        flags.add("unbalanced-rcu-unlock")  # bell:57
+    rcu_fence = set()
+    strong_fence2, fence2 = strong_fence, fence
+    rb = set()
+    if SyncRcu:
+        rscsi = inverse(rscs)  # cat:113
+        gp_id = ident(SyncRcu)  # cat:111
+        link = seq(seq(seq(seq(po_opt, hb_star), pb_star), prop), po)  # cat:121 rcu-link
+        order = set(gp_id)  # cat:131-140 rcu-order, the least fixpoint
+        base = seq(seq(gp_id, link), rscsi) | seq(seq(rscsi, link), gp_id)
+        order |= base
+        while True:
+            nxt = (order | seq(seq(seq(seq(gp_id, link), order), link), rscsi)
+                   | seq(seq(seq(seq(rscsi, link), order), link), gp_id)
+                   | seq(seq(order, link), order))
+            if nxt == order:
+                break
+            order = nxt
+        rcu_fence = seq(seq(po, order), po_opt)  # cat:141
+        strong_fence2, fence2 = strong_fence | rcu_fence, fence | rcu_fence  # cat:142-143
+        rb = restrict(seq(seq(seq(prop, rcu_fence), hb_star), pb_star), None, Marked)  # cat:146
+        if any(a == b for a, b in rb):  # cat:148 irreflexive rb as rcu
+            return _NO
+    # lock.cat:41 mixed-lock-accesses, :71-73 unmatched-unlock
+    lock_events = LKR | LKW | UL | tagged("LF") | tagged("RU")
+    lock_locs = {ev[g].loc for g in lock_events}
+    if any(ev[g].loc in lock_locs for g in (M - IW - lock_events)):
+        flags.add("mixed-lock-accesses")
+    between = seq(restrict(po_loc, None, LKW | UL), po_loc)
+    critical = restrict(po_loc, LKW, UL) - between
+    if UL - {b for _, b in critical}:
+        flags.add("unmatched-unlock")
+    if not Plain:
+        return True, frozenset(flags)
+    # Plain accesses and data races, cat:164-203
+    barrier = (fencerel(fences("barrier") | fences("rmb") | fences("wmb") | fences("mb") | SyncRcu
+                        | fences("before-atomic") | fences("after-atomic") | Acquire | Release
+                        | fences("rcu-lock") | fences("rcu-unlock"))
+               | restrict(po, None, Release) | restrict(po, Acquire, None))  # cat:47-50
+    pl_nb = po_loc - barrier
+    PlainW = Plain & W
+    if restrict(pl_nb, PlainW, Marked) | restrict(pl_nb, Marked, PlainW):  # cat:164-166
+        flags.add("mixed-accesses")
+    xbstar = star(hb | pb | rb, E)  # cat:169
+    vis = seq(seq(cumul_star, restrict(opt(rfe, E), None, Marked)),  # cat:170-172
+              seq(restrict(strong_fence2, None, Marked), xbstar) | int_(xbstar))
+    w_pre = restrict(opt(addr | fence2, E), Marked, None)  # cat:174
+    r_pre = restrict(opt(addr | nonrw_fence | restrict(fencerel(fences("rmb")), R4rmb, E - Noreturn), E),
+                     Marked, None)  # cat:175-176
+    w_post = restrict(opt(fence2, E), None, Marked)  # cat:177
+    r_post = restrict(opt(nonrw_fence | restrict(fencerel(fences("rmb")), E - Noreturn, R4rmb), E),
+                      None, Marked)  # cat:178-179
+    ww_vis = fence2 | seq(seq(strong_fence2, xbstar), w_pre) | seq(seq(w_post, vis), w_pre)  # cat:182
+    wr_vis = fence2 | seq(seq(strong_fence2, xbstar), r_pre) | seq(seq(w_post, vis), r_pre)  # cat:184
+    rw_xbstar = fence2 | seq(seq(r_post, xbstar), w_pre)  # cat:186
+
+    def pre_race(r):  # cat:189 ext & ((Plain * M) | ((M \ IW) * Plain))
+        return {(a, b) for a, b in ext(r) if a in M and b in M
+                and (a in Plain or (b in Plain and a not in IW))}
+
+    rf_r, fr_r, co_r = pre_race(rf), pre_race(fr), pre_race(co)
+    if (rf_r & inverse(rw_xbstar)) | (fr_r & inverse(wr_vis)) | (co_r & inverse(ww_vis)):
+        return _NO  # cat:192-195 plain-coherence
+    ww_nonrace = {(a, b) for a, b in ww_vis
+                  if (a in Marked and b in W or (a, b) in rw_xbstar)
+                  and (a in W and b in Marked or (a, b) in wr_vis)}  # cat:198
+    ww_race = co_r - ww_nonrace  # cat:199
+    wr_race = pre_race(seq(opt(co, E), rf)) - wr_vis - inverse(rw_xbstar)  # cat:200
+    rw_race = fr_r - rw_xbstar  # cat:201
+    if ww_race | wr_race | rw_race:
+        flags.add("data-race")  # cat:203
+    return True, frozenset(flags)
 
 
 # ---------------------------------------------------------------- enumeration
@@ -543,6 +676,7 @@ class Result:
     positive: int  # allowed executions satisfying the condition's proposition
     negative: int
     candidates: int
+    flags: tuple = ()  # herd7's `Flag NAME` lines, in FLAGS order
 
     @property
     def observation(self) -> str:
@@ -632,7 +766,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
     domain = {name: {v} for name, v in init.items()}
     runs, rounds, writes_bound = None, 0, 1
     while True:
-        runs = [list(_Runner(t, domain, set(locs)).runs()) for t in test.threads]
+        runs = [list(_Runner(t, domain, set(locs), model).runs()) for t in test.threads]
         if sum(len(r) for r in runs) > limit:
             raise TooManyCandidates(f"more than {limit:,} thread runs")
         new = {k: set(v) for k, v in domain.items()}
@@ -648,8 +782,10 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
             break
         domain = new
     shown = _shown(test)
+    final_locs = {name for th, name in shown if th is None}
     outcomes: dict = {}
     positive = negative = candidates = 0
+    flags: set = set()
     budget = [limit * 10]  # rf/co choices tried per location, over the whole run
     for combo in itertools.product(*runs):
         # global events: initial writes, then each thread's
@@ -695,15 +831,19 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
                 x = Execution(events, po, addr, data, ctrl, rmw, rf, co, regs, final)
                 if test.filter is not None and not _holds(test.filter, regs, final, test):
                     continue
-                if not allowed(x, model):
+                ok, raised = judge(x, model)
+                if not ok:
                     continue
+                flags |= raised
+                if model == "lkmm" and any(e.loc in final_locs and _LOCK_TAGS & e.tags for e in events.values()):
+                    flags.add("lock-final")  # lock.cat:58 the final value of a lock is tested
                 sat = _holds(test.condition.prop, regs, final, test)
                 positive += sat
                 negative += not sat
                 key = Outcome(tuple((_label(k), final[k[1]] if k[0] is None else regs[k]) for k in shown))
                 outcomes[key] = sat
     ordered = tuple(sorted(outcomes.items(), key=lambda kv: [_order_key(v) for _, v in kv[0].values]))
-    return Result(model, ordered, positive, negative, candidates)
+    return Result(model, ordered, positive, negative, candidates, tuple(f for f in FLAGS if f in flags))
 
 
 def _coherent(name, ws, rs, events, po, rmw, budget):
@@ -713,11 +853,12 @@ def _coherent(name, ws, rs, events, po, rmw, budget):
     skipped before the full check; every order tried counts against `budget`."""
     sources = []
     for r in rs:
-        src = [w for w in ws if events[w].val == events[r].val]
+        src = [w for w in ws if events[w].val == events[r].val and _may_read(events[r], events[w])]
         if not src:
             return
         sources.append(src)
     po_loc = {(a, b) for a, b in po if events[a].loc == name and events[b].loc == name}
+    rfi_ru = _rfi_ru(ws, rs, events, po_loc)
     tid = {g: events[g].tid for g in ws + rs}
     rmw_l = {(a, b) for a, b in rmw if events[a].loc == name}
     rmw_w = dict(rmw_l)
@@ -740,7 +881,7 @@ def _coherent(name, ws, rs, events, po, rmw, budget):
             budget[0] -= 1
             if budget[0] < 0:
                 raise TooManyCandidates("too many coherence orders and reads-from choices")
-            rf = set(zip(pick, rs))
+            rf = set(zip(pick, rs)) | rfi_ru
             fr = seq(inverse(rf), co)
             if not acyclic(po_loc | rf | co | fr):
                 continue
@@ -749,6 +890,38 @@ def _coherent(name, ws, rs, events, po, rmw, budget):
             if rmw_l & seq(fre, coe):
                 continue
             yield rf, co, last
+
+
+_LOCK_W, _LOCK_R = frozenset({"LKW", "UL"}), frozenset({"LKR", "LF", "RU"})
+_LOCK_TAGS = _LOCK_W | _LOCK_R
+
+
+def _may_read(r, w) -> bool:
+    """lock.cat's reads-from for lock events, which herd7 builds apart from the others:
+    LKR reads an initial write or an unlock (lock.cat:135), LF/RL a lock write
+    (lock.cat:80-97), RU an initial write or another thread's unlock (lock.cat:109-117,
+    its own last unlock is added by _rfi_ru); other reads never read lock writes."""
+    if "LKR" in r.tags:
+        return bool({"IW", "UL"} & w.tags)
+    if "LF" in r.tags:
+        return "LKW" in w.tags
+    if "RU" in r.tags:
+        return bool({"IW", "UL"} & w.tags) and w.tid != r.tid
+    return not (_LOCK_W & w.tags)
+
+
+def _rfi_ru(ws, rs, events, po_loc) -> set:
+    r"""lock.cat:106 rfi-ru = ([UL] ; po-loc ; [RU]) \ ([UL] ; po-loc ; [LKW] ; po-loc):
+    an RU also reads its thread's last unlock, besides the rfe-ru edge it always gets."""
+    out = set()
+    for r in rs:
+        if "RU" not in events[r].tags:
+            continue
+        for u in ws:
+            if "UL" in events[u].tags and (u, r) in po_loc and not any(
+                    "LKW" in events[k].tags and (u, k) in po_loc and (k, r) in po_loc for k in ws):
+                out.add((u, r))
+    return out
 
 
 def _last(ws, co):
@@ -780,10 +953,44 @@ def _co_orders(ws, events, po):
         yield order, {(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))}
 
 
+def judge_result(test: Litmus, res: Result) -> tuple[bool, bool]:
+    """(the verdict is the Result line's, the data-race flag is as it predicts), as the
+    kernel's judgelitmus.sh: DEADLOCK wants no execution at all, Maybe takes any verdict."""
+    if test.expected is None:
+        return True, True
+    if test.expected == "DEADLOCK":
+        said = res.positive == res.negative == 0
+    else:
+        said = test.expected in ("Maybe", res.observation)
+    if res.model != "lkmm":  # flags are the LKMM's: sc and tso raise none
+        return said, True
+    return said, ("data-race" in res.flags) == test.expected_race
+
+
+def result_line(test: Litmus) -> str:
+    return f"{test.expected}{' DATARACE' if test.expected_race else ''}"
+
+
+def _pp(p, inside: str | None = None) -> str:
+    r"""A proposition as herd7 prints it: `[x]` for a location, `not (...)` for `~` and
+    `!=`, chains of one operator flat, parentheses only around an `\/` inside a `/\`."""
+    if isinstance(p, Atom):
+        name = f"[{p.name}]" if p.thread is None else f"{p.thread}:{p.name}"
+        text = f"{name}={p.value}"
+        return f"not ({text})" if p.negated else text
+    if p.op in ("true", "false"):
+        return p.op
+    if p.op == "not":
+        return f"not ({_pp(p.args[0])})"
+    sep = " /\\ " if p.op == "and" else " \\/ "
+    text = sep.join(_pp(a, p.op) for a in p.args)
+    return f"({text})" if inside == "and" and p.op == "or" else text
+
+
 def format_result(test: Litmus, res: Result) -> str:
     """herd7's layout: the states, Ok/No, the witnesses, the condition and the Observation."""
     q = test.condition.quantifier
-    kind = "Required" if q == "forall" else "Allowed"
+    kind = {"forall": "Required", "~exists": "Forbidden"}.get(q, "Allowed")
     lines = [f"Test {test.name} {kind}" + ("" if res.model == "lkmm" else f" (memory {res.model})"),
              f"States {len(res.outcomes)}"]
     lines += [str(o) for o, _ in res.outcomes]
@@ -793,7 +1000,10 @@ def format_result(test: Litmus, res: Result) -> str:
         ok = res.positive == 0
     else:
         ok = res.negative == 0
-    lines += ["Ok" if ok else "No", "Witnesses", f"Positive: {res.positive} Negative: {res.negative}",
-              f"Condition {test.condition.text}",
+    # herd7 counts the witnesses of the condition (of ~P for ~exists), the Observation of P
+    pos, neg = (res.negative, res.positive) if q == "~exists" else (res.positive, res.negative)
+    lines += ["Ok" if ok else "No", "Witnesses", f"Positive: {pos} Negative: {neg}"]
+    lines += [f"Flag {f}" for f in res.flags]
+    lines += [f"Condition {q} ({_pp(test.condition.prop)})",
               f"Observation {test.name} {res.observation} {res.positive} {res.negative}"]
     return "\n".join(lines)

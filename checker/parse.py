@@ -6,6 +6,7 @@ expected, in words a kernel developer reads, at the spot where the text went wro
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from importlib import resources
@@ -345,20 +346,58 @@ class _Builder(Transformer):
     def any_init(self, m, c):
         return ast.AnyInit(self.sp(m))
 
-    def process_decl(self, m, c):
+    def process_decl(self, m, c, interrupt: bool = False):
         c = list(c)
-        unfair = False
-        if isinstance(c[0], Token) and c[0].type == "UNFAIR":
-            unfair = True
-            c.pop(0)
-        elif c[0] is None:
-            c.pop(0)
+        unfair = preemptible = False
+        while c and (c[0] is None or (isinstance(c[0], Token) and c[0].type in ("PREEMPTIBLE", "UNFAIR"))):
+            tok = c.pop(0)
+            preemptible |= tok is not None and tok.type == "PREEMPTIBLE"
+            unfair |= tok is not None and tok.type == "UNFAIR"
         name = c.pop(0)
         dim = c.pop(0) if c and (isinstance(c[0], ast.Dim) or c[0] is None) else None
+        cpu = cpu_span = None
+        if c and (c[0] is None or isinstance(c[0], tuple)):
+            on = c.pop(0)
+            if on is not None:
+                cpu_span, cpu = on
         locals_ = tuple(x for x in c if isinstance(x, ast.VarDecl))
+        notifiers = tuple(x for x in c if isinstance(x, ast.Notifier))
         body = tuple(x for x in c if isinstance(x, ast.Stmt))
         end = Span(self.file, m.end_line, max(1, m.end_column - 1), m.end_line, m.end_column)
-        return ast.ProcessDecl(self.ts(name), str(name), unfair, dim, locals_, body, end)
+        return ast.ProcessDecl(self.ts(name), str(name), unfair, dim, locals_, body, end, cpu, cpu_span,
+                               interrupt, preemptible, notifiers)
+
+    def interrupt_decl(self, m, c):
+        return self.process_decl(m, c, interrupt=True)
+
+    def hrtimer_decl(self, m, c):
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)
+
+    def on_cpu(self, m, c):
+        if str(c[0]) != "cpu":
+            raise SpecError(self.ts(c[0]), f"expected `on cpu N`, not `on {c[0]}`",
+                            "a thread names its first CPU: `process vcpu on cpu 0 { ... }`")
+        return (self.sp(m), c[1])
+
+    def notifier(self, m, c):
+        on, name = c[0], c[1]
+        if str(on) != "on" or str(name) not in ("sched_out", "sched_in"):
+            bad = name if str(on) == "on" else on
+            raise SpecError(self.ts(bad), f"unknown notifier `{on} {name}`",
+                            "a thread's preempt notifiers are `on sched_out { ... }` and `on sched_in { ... }`")
+        return ast.Notifier(self.ts(name), str(name), c[2])
+
+    def cpus_decl(self, m, c):
+        return ast.CpusDecl(self.sp(m), "cpus", c[0])
+
+    def preemptions_decl(self, m, c):
+        return ast.PreemptionsDecl(self.sp(m), "preemptions", c[0])
+
+    def percpu_decl(self, m, c):
+        name, rest = c[0], list(c[1:])
+        typ = rest.pop(0)
+        init = rest.pop(0) if rest else None
+        return ast.VarDecl(self.ts(name), str(name), None, typ, init, percpu=True)
 
     def inline_decl(self, m, c):
         params = tuple(str(p) for p in c[1:-1] if p is not None)
@@ -450,7 +489,15 @@ class _Builder(Transformer):
         return ast.Atomic(self.sp(m), c[0])
 
     def choose_stmt(self, m, c):
-        return ast.Choose(self.sp(m), tuple(c))
+        # `or fair { B }` is the branch `{ fair { B } }`: the branch's first step is the action
+        return ast.Choose(self.sp(m), tuple(b if isinstance(b, ast.Block) else ast.Block(b.span, (b,)) for b in c))
+
+    def fair_stmt(self, m, c):
+        strong = isinstance(c[0], Token) and c[0].type == "STRONGLY"
+        return ast.Fair(self.sp(m), strong, c[-1])
+
+    def stutter_stmt(self, m, c):
+        return ast.Stutter(self.sp(m))
 
     def assert_stmt(self, m, c):
         if len(c) == 2:

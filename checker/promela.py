@@ -48,7 +48,9 @@ The encoding is chosen so that pan's state is exactly our state:
   the one before the choice; the header says so.
 * Liveness properties become `ltl` claims, checked with `./pan -a -f -N name`: SPIN's
   weak fairness (-f) is per process, as ours; a process declared `unfair` has no SPIN
-  equivalent (pan treats it as fair), which the header says.
+  equivalent (pan treats it as fair), which the header says. Fairness of one action
+  (`fair S`) has none either, and a variant with one and a liveness property is refused.
+  A `stutter` step is an option that changes nothing (a self-loop, as ours).
 
 Arithmetic on plain integers is Promela's 32-bit `int` (C's, as pan runs it), where
 ours is unbounded: the values of a model's ranges are small, but an intermediate value
@@ -675,6 +677,8 @@ class _Translator:
 
     def local_of(self, x: m.LocalOf, seq: _Seq) -> str:
         base = self.layout.gid_base[x.process]
+        if x.sym.task:  # `P.state`: the task-state global
+            return self.instance_choice(x.process, x.index, seq, lambda gid: self.task(gid))
         return self.instance_choice(x.process, x.index, seq, lambda gid: self.ref(self.names[(x.sym, gid - base)]))
 
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:
@@ -1224,9 +1228,10 @@ def _translate(program: Program) -> str:
         t.c = False
         return " && ".join(ends) or "1"
 
-    def anyone(c: bool) -> str:
-        """Some step (or flush) enabled."""
-        conds = [f"({t.enabled(p, i, st, k, c=c)})" for p, i, st, k in steps]
+    def anyone(c: bool, moves: bool = False) -> str:
+        """Some step (or flush) enabled; with `moves`, a `stutter` step does not count."""
+        conds = [f"({t.enabled(p, i, st, k, c=c)})" for p, i, st, k in steps
+                 if not (moves and st.kind is StepKind.STUTTER)]
         t.c = c
         conds += [f"({t.sb(b)}_a[0] != 0)" for b in program.layout.buffers]
         t.c = False
@@ -1240,12 +1245,20 @@ def _translate(program: Program) -> str:
             if prop.kind is m.PropertyKind.INVARIANT:
                 checks.append((f"invariant_{pname}", f"!{c}", c_mode, f"invariant {prop.name}"))
             else:
-                checks.append((f"final_{pname}", f"({at_end(c_mode)}) && !{c}", c_mode,
-                               f"final {prop.name}: checked where every process is at a valid end"))
+                checks.append((f"final_{pname}", f"({at_end(c_mode)}) && !({anyone(c_mode, moves=True)}) && !{c}",
+                               c_mode, f"final {prop.name}: checked where every process is at a valid end "
+                               "and no step is enabled"))
         elif prop.kind is m.PropertyKind.DEADLOCK:
             checks.append(("deadlock", f"!({at_end(in_c)}) && !(\n\t\t   {anyone(in_c)})", in_c,
                            "deadlock: no step enabled, some process not at a valid end"))
         elif prop.kind is m.PropertyKind.LIVENESS:
+            fa = next((fa for p in program.processes for fa in p.fair_actions), None)
+            if fa is not None:
+                raise SpecError(fa.span, f"liveness property {prop.name}: the Promela twin cannot express "
+                                f"`{'strongly ' if fa.strong else ''}fair` on one action: SPIN's weak fairness (-f) "
+                                "is per process",
+                                "the explicit engine checks it (`check` without --promela); a twin of a variant "
+                                "without liveness properties keeps only the safety checks, where `fair` changes nothing")
             if t.needs_c(t.simplify(prop.goal)) or prop.trigger is not None and t.needs_c(t.simplify(prop.trigger)):
                 raise SpecError(prop.span, f"liveness property {prop.name} reads u32/u64 values, which an ltl "
                                 "claim cannot (c_expr is not allowed there)")

@@ -45,6 +45,7 @@ class Options:
     limits: Limits = Limits()
     memory: str | None = None
     store_buffer: int | None = None  # tso: overrides `memory tso(N)`
+    preemptions: int | str | None = None  # overrides `preemptions K;` ("unbounded": no bound)
     progress: bool | None = None
     command: str = ""
     graph_limit: int | None = None  # hand exporters the state graph of variants with at most this many states
@@ -124,14 +125,14 @@ def selected_variants(spec: Spec, wanted: tuple[str, ...]) -> list[str]:
 
 def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     """Resolve, lower and compile one variant (every error is a SpecError)."""
-    model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
+    model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     return compile_program(ir.build(model))
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
     """(`<model>.<variant>` as a file stem, the variant's Promela twin); a SpecError if the
     variant cannot be translated faithfully."""
-    model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
+    model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     return f"{safe_name(model.name)}.{safe_name(variant)}", translate(ir.build(model))
 
 
@@ -145,9 +146,36 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
         out.append("weak fairness for " + ", ".join(fair))
     if unfair:
         out.append("none for " + ", ".join(unfair))
+    for strong, word in ((False, "weak"), (True, "strong")):
+        lines = [f"the action at line {s.span.line} ({p.name})" for p in model.processes for s in _fair_statements(p.body)
+                 if s.strong is strong]
+        if lines:
+            out.append(("and for " if not strong and fair else f"{word} fairness for ") + ", ".join(lines))
     if model.memory == "tso":
         out.append("every store buffer drains (weak fairness of its flushes)")
     return tuple(out)
+
+
+def _fair_statements(body):
+    """The `fair` statements of a resolved body, in source order, inline expansions once."""
+    seen = set()
+    todo = list(body)[::-1]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, m.SFair) and s.span not in seen:
+            seen.add(s.span)
+            yield s
+        subs = []
+        for attr in ("then", "orelse", "body"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, tuple):
+                subs.extend(sub)
+        if isinstance(s, m.SLabeled):
+            subs.append(s.stmt)
+        if isinstance(s, m.SChoose):
+            for b in s.branches:
+                subs.extend(b)
+        todo.extend(reversed(subs))
 
 
 def _timeout(opts: Options) -> float:
@@ -238,7 +266,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     cov, cov_note = _coverage(cm, stats, exploration, opts)
     return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
                                              model_error, model.store_buffer, space, coverage=cov,
-                                             coverage_note=cov_note, lint=model.warnings))
+                                             coverage_note=cov_note, lint=model.warnings,
+                                             preemptions=model.preemptions))
 
 
 def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):
@@ -288,7 +317,7 @@ def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -
     """A variant that a run cut short left undecided (`limit`: why): each property is
     listed as not verified, with `note`."""
     try:
-        model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer)
+        model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     except SpecError:  # an error in a variant the run did not reach is not this run's to report
         return VariantResult(variant, (), (), Stats(complete=False, limit=limit, engine=opts.engine))
     outcomes = tuple(PropertyOutcome(p.name, p.kind.value, Verdict.INCOMPLETE,

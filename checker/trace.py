@@ -56,6 +56,7 @@ class Action:
     inline: str | None = None
     detail: str = ""  # what it decided: a branch taken and the values tested, what an atomic returned
     call: str = ""  # in an inline: its call, with the arguments' values, e.g. `load(cpu = 1) at line 7`
+    cpu: int | None = None  # execution contexts: the CPU the step ran on (contexts.step_cpu)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +183,7 @@ class VariantResult:
     coverage: object | None = None  # engines/coverage.Coverage, after a complete explicit search
     coverage_note: str = ""  # why there is no coverage (empty: none was asked for, or it is there)
     lint: tuple[tuple[int, str], ...] = ()  # the resolver's warnings (line, message)
+    preemptions: int | None = None  # execution contexts: the preemption bound the search kept to
 
 
 @dataclass(frozen=True, slots=True)

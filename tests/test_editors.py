@@ -203,6 +203,8 @@ def expected_scope(tok, keywords: dict[str, str], called: bool):
     if tok.type == "NUMBER":
         want = "constant.numeric.hex.timerace" if tok.value[:2] in ("0x", "0X") else "constant.numeric.decimal.timerace"
         return (lambda s: s == want), want
+    if tok.type == "CONTEXT_NAME":  # a context keyword where the grammar wants a name: either reads
+        return (lambda s: s == keywords[tok.value] or s.startswith(("entity.name.", "variable.other."))), "a name"
     if tok.value in keywords:
         return (lambda s: s == keywords[tok.value]), keywords[tok.value]
     if called and tok.value in builtin_names():  # (`variant atomic_inc` names a variant)
@@ -222,8 +224,13 @@ def check_against_lexer(path: Path, lines: list) -> int:
     keywords = tm_keyword_scopes()
     wrong, seen = [], 0
     lexed = [t for t in _parser().lex(text, dont_ignore=True) if t.type != "WS"]
+    # The context keywords (`on`, `hrtimer`, ...) are names wherever the grammar expects a
+    # name: the parser's contextual lexer says which, the plain lexer above cannot.
+    as_parsed = {t.start_pos: t.type for t in _parser().parse_interactive(text).iter_parse()}
+    lexed = [t.update(type="CONTEXT_NAME") if as_parsed.get(t.start_pos) == "NAME" and t.type != "NAME" else t
+             for t in lexed]
     code = [t for t in lexed if "COMMENT" not in t.type]
-    calls = {id(t) for t, after in zip(code, code[1:]) if t.type == "NAME" and after.value == "("}
+    calls = {id(t) for t, after in zip(code, code[1:]) if t.type in ("NAME", "CONTEXT_NAME") and after.value == "("}
     for tok in lexed:
         ok, what = expected_scope(tok, keywords, id(tok) in calls)
         for s, e, piece, scopes in tm:

@@ -55,10 +55,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
     ("resolve base", ("checker.resolve.base",), False,
      "what the resolver's parts share: the context of a resolution and the built-in names"),
     ("resolve parts", ("checker.resolve.declarations", "checker.resolve.types", "checker.resolve.expressions",
-                       "checker.resolve.statements", "checker.resolve.inlines", "checker.resolve.variants"), False,
+                       "checker.resolve.statements", "checker.resolve.inlines", "checker.resolve.variants",
+                       "checker.resolve.contexts"), False,
      "one concern each: declarations, types, expressions, statements, inlines (fn and inline calls), "
-     "variants (constants and their overrides); none imports another"),
+     "variants (constants and their overrides), execution-context declarations; none imports another"),
     ("resolve", ("checker.resolve",), False, "ast -> model: the resolver put together from its parts"),
+    ("contexts", ("checker.contexts",), False,
+     "execution contexts (CPUs, threads, handlers, preemption) -> plain state, guards and generated "
+     "steps, once, so that every back end and the reductions inherit them"),
     ("ir", ("checker.ir",), False, "model -> state layout and per-process atomic steps, store buffers"),
     ("fold", ("checker.fold",), False, "constant folding and store checks that both back ends share"),
     ("back ends", ("checker.compile", "checker.promela"), False,

@@ -13,7 +13,7 @@ import pytest
 
 from checker.cli import main
 from checker.litmus import load_litmus, parse_litmus
-from checker.lkmm import PRIMITIVES, TooManyCandidates, evaluate
+from checker.lkmm import PRIMITIVES, TooManyCandidates, evaluate, judge_result
 
 LITMUS_C = Path(__file__).parent / "litmus_c"
 FILES = sorted(LITMUS_C.glob("*.litmus"))
@@ -40,8 +40,8 @@ def test_every_supported_primitive_family_is_used():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_verdict_equals_the_result_line(path):
     test = load_litmus(str(path))
-    assert test.expected in ("Never", "Sometimes", "Always")
-    assert evaluate(test, "lkmm").observation == test.expected
+    assert test.expected in ("Never", "Sometimes", "Always", "DEADLOCK")
+    assert judge_result(test, evaluate(test, "lkmm")) == (True, True)  # the data-race flag as predicted too
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -49,8 +49,10 @@ def test_outcomes_nest_sc_tso_lkmm(path):
     """The kernel's x86 mapping is sound for the LKMM, and SC is a TSO: every outcome
     (and every allowed execution count) under sc is one under tso, and so on to lkmm."""
     test = load_litmus(str(path))
+    if "synchronize_rcu" in test.source:  # a grace period is the LKMM's alone: refused under sc/tso
+        pytest.skip("RCU grace periods are checked under lkmm only")
     outs = {m: {o for o, _ in evaluate(test, m).outcomes} for m in ("sc", "tso", "lkmm")}
-    assert outs["sc"] and outs["sc"] <= outs["tso"] <= outs["lkmm"]
+    assert (outs["sc"] or test.expected == "DEADLOCK") and outs["sc"] <= outs["tso"] <= outs["lkmm"]
 
 
 @pytest.mark.parametrize("name, sc, tso, lkmm", [
@@ -108,10 +110,9 @@ HEAD = "C T\n\n{}\n\nP0(int *x, int *y)\n{\n\tint r0;\n"
 
 
 @pytest.mark.parametrize("line, col, message", [
-    ("\t*x = 1;", 2, "plain C accesses"),
-    ("\tr0 = *x;", 7, "plain C accesses"),
-    ("\tsynchronize_rcu();", 2, "RCU grace periods and SRCU are not supported"),
-    ("\tsynchronize_srcu(x);", 2, "RCU grace periods and SRCU are not supported"),
+    ("\tsynchronize_srcu(x);", 2, "'synchronize_srcu': SRCU is not supported"),
+    ("\tr0 = srcu_read_lock(x);", 7, "'srcu_read_lock': SRCU is not supported"),
+    ("\tcall_rcu(x);", 2, "'call_rcu' is not supported"),
     ("\twhile (r0) r0 = 0;", 2, "loop-free"),
     ("\tWRITE_ONCE(*x, 1)", None, "expected ';'"),
     ("\tr0 = READ_ONCE(x);", 7, "takes '*p'"),
@@ -120,7 +121,6 @@ HEAD = "C T\n\n{}\n\nP0(int *x, int *y)\n{\n\tint r0;\n"
     ("\tsmp_wmbb();", 2, "did you mean 'smp_wmb'"),
     ("\tr9 = 1;", 2, "not a declared register"),
     ("\tr0 = READ_ONCE(*z);", 18, "unknown name 'z'"),
-    ("\tspin_is_locked(x);", 2, "spin_is_locked"),
 ])
 def test_unreadable_constructs_are_exit_2_with_a_caret(tmp_path, capsys, line, col, message):
     p = tmp_path / "bad.litmus"

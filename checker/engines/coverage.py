@@ -126,6 +126,8 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
         for st in proc.steps:
             n = sum((inst.gid, st.uid) in ran for inst in insts)
             moved |= n > 0
+            if st.generated:  # an execution-context step (contexts.py): not a statement of the spec
+                continue
             branches = ()
             if st.kind is StepKind.BRANCH:
                 targets = _targets(st)
@@ -142,7 +144,7 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
             merged[key] = StatementCoverage(proc.name, st.span.line, st.span.col, st.text, st.kind.value, n,
                                             len(insts), branches)
         stmts += merged.values()
-        if not moved and proc.steps:
+        if not moved and any(not st.generated for st in proc.steps):
             silent.append(proc.name)
     never = tuple((name, what) for (name, what, _), h in zip(questions, held) if not h)
     names = tuple(sl.name for sl in cm.layout.slots) if hasattr(cm.layout, "slots") else ()

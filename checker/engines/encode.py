@@ -562,14 +562,14 @@ class Evaluator:
 
         def local_of(g):
             if x.index is None:
-                cands = [(layout.var_base[(x.sym, 0)], self.T)]
+                cands = [(layout.slot_of(x.sym, 0), self.T)]
             elif isinstance(x.index, m.Const):
-                cands = [(layout.var_base[(x.sym, x.index.value)], self.T)]
+                cands = [(layout.slot_of(x.sym, x.index.value), self.T)]
             else:
                 idx = self.as_int(di(g), x.index.type)
                 self.error(_and(self.ctx, g, self.out_of(idx, 0, proc.instances - 1)))
-                cands = [(layout.var_base[(x.sym, i)], idx.t == i) for i in range(proc.instances)
-                         if idx.lo <= i <= idx.hi] or [(layout.var_base[(x.sym, 0)], self.F)]
+                cands = [(layout.slot_of(x.sym, i), idx.t == i) for i in range(proc.instances)
+                         if idx.lo <= i <= idx.hi] or [(layout.slot_of(x.sym, 0), self.F)]
             return self.select(cands, x.type)
         return local_of
 
@@ -960,8 +960,11 @@ class Encoding:
         # properties, in the model's order; `model error` last
         self.properties = []
         inv_errs = []
+        # final states: every process at a valid end and no step enabled (a stutter aside)
         final_state = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
-                                      for inst in self.cm.instances])
+                                      for inst in self.cm.instances],
+                           *[_and(self.ctx, _not(tr.moved), _not(tr.err)) for tr in self.transitions
+                             if tr.step.step.kind is not StepKind.STUTTER])
         for prop in self.program.properties:
             if prop.kind is m.PropertyKind.INVARIANT:
                 ev = Evaluator(self, width, list(self.cur))

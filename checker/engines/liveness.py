@@ -14,6 +14,12 @@ Semantics, stated once because every verdict rests on it:
   task in `schedule()`, an unsatisfied `await` and a terminated process are disabled).
   Weak fairness of the process covers timers: an hrtimer process whose `await armed`
   stays true eventually fires.
+* Fairness per action (`fair S`, `strongly fair S`): S's first step, per instance, is
+  an action of its own. Weak: a run in which it is enabled continuously from some point
+  on takes it infinitely often. Strong: a run in which it is enabled infinitely often
+  takes it infinitely often. Its enabledness is evaluated on the state itself, whatever
+  else the process could do there. A `stutter` step changes nothing: a process that
+  takes it for ever satisfies its process's weak fairness, not a `fair` action's.
 * `always (P -> eventually Q)` fails on a run with a state where P holds and from which
   Q never holds again (that state included); `always eventually Q` is the case P = true.
 
@@ -24,9 +30,11 @@ state of C. This is exact for *weak* fairness: if C passes, the run that goes ro
 of C's edges for ever (stuttering in between, which is allowed) is fair, since every
 fair instance moves infinitely often or is infinitely often disabled; conversely the
 states a fair run visits infinitely often lie inside one component, and the moves and
-disabled states that make that run fair lie inside it too. (Strong fairness would need
-the components to be split again; weak fairness does not.) A single state with no edge
-inside R is a component too: it passes iff no fair instance can move there, which is
+disabled states that make that run fair lie inside it too. Fair actions count like
+instances. A strongly fair action that is enabled somewhere in C but taken nowhere in C
+rules out every run that visits those states infinitely often: they are removed and
+what is left is split into components again (the Streett refinement); weak fairness
+needs no split. A single state with no edge inside R is a component too: it passes iff no fair instance can move there, which is
 the stutter case above, including a deadlock or a terminated model.
 
 A counterexample is a lasso: the shortest stem from an initial state through a
@@ -47,8 +55,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from .. import model as m
-from ..compile import CompiledModel, CompiledStep, ModelError
+from ..compile import AssertionViolation, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ..errors import source_text
+from ..ir import StepKind
 from ..trace import Counterexample, Verdict
 from .explicit import Exploration, StateGraph, TraceBuilder
 
@@ -72,6 +81,12 @@ def fair_mask(cm: CompiledModel) -> int:
     for f in cm.flushes:
         mask |= 1 << f.gid
     return mask
+
+
+def fair_actions(cm: CompiledModel) -> list[tuple[object, object]]:
+    """(instance, FairAction) for every `fair` statement of every instance; in the
+    liveness masks, action j is bit (number of actors + j)."""
+    return [(inst, fa) for inst in cm.instances for fa in inst.process.fair_actions]
 
 
 def actor_names(cm: CompiledModel) -> dict[int, str]:
@@ -104,9 +119,44 @@ class _Graph:
         self.g = g
         self.n = g.expanded
         self.fair = fair_mask(cm)
-        self.step_gid = [cs.gid for cs in g.steps]
         self.names = actor_names(cm)
         self.builder = TraceBuilder(cm)
+        # fair actions: bits above the actors'; an edge sets its actor's bit and its action's
+        base = len(cm.instances) + len(cm.flushes)
+        self.actions = fair_actions(cm)
+        self.strong = 0
+        by_step: dict[tuple[int, int], int] = {}
+        for j, (inst, fa) in enumerate(self.actions):
+            bit = 1 << (base + j)
+            self.fair |= bit
+            if fa.strong:
+                self.strong |= bit
+            self.names[base + j] = f"{fa.describe()} ({inst.name})"
+            for uid in fa.uids:
+                by_step[(inst.gid, uid)] = by_step.get((inst.gid, uid), 0) | bit
+        self.step_bits = [1 << cs.gid | by_step.get((cs.gid, getattr(getattr(cs, "step", None), "uid", -1)), 0)
+                          for cs in g.steps]
+        self._action_enabled: dict[int, int] = {}
+
+    def en(self, u: int) -> int:
+        """The actors and fair actions that could move in state u."""
+        mask = self.g.enabled[u]
+        if not self.actions:
+            return mask
+        got = self._action_enabled.get(u)
+        if got is None:
+            got = 0
+            s = self.g.states[u]
+            base = len(self.cm.instances) + len(self.cm.flushes)
+            for j, (inst, fa) in enumerate(self.actions):
+                if not mask >> inst.gid & 1:
+                    continue  # none of its steps is enabled
+                for cs in inst.steps_at[s[inst.pc_slot]]:
+                    if cs.step.uid in fa.uids and _runs(cs, s):
+                        got |= 1 << (base + j)
+                        break
+            self._action_enabled[u] = got
+        return mask | got
 
     def out(self, u: int) -> range:
         return range(self.g.first[u], self.g.first[u + 1])
@@ -149,7 +199,7 @@ class _Graph:
                                        f"search cut short ({limit}): no fair cycle among the states explored",
                                        names)
             if starved_by:
-                note = "holds under weak fairness of " + ", ".join(names)
+                note = "holds under " + self.describe(starved_by)
             else:
                 note = "holds without any fairness assumption"
             return LivenessOutcome(Verdict.HOLDS, None, note, names)
@@ -169,31 +219,50 @@ class _Graph:
         """
         import networkx as nx  # here, not at the top: a run without liveness properties never loads it
 
-        n, dst, step, step_gid, enabled, fair = self.n, self.g.dst, self.g.step, self.step_gid, self.g.enabled, self.fair
+        n, dst, step, bits, fair, strong = self.n, self.g.dst, self.g.step, self.step_bits, self.fair, self.strong
         dg = nx.DiGraph()
         nodes = [u for u in range(n) if in_r[u]]
         dg.add_nodes_from(nodes)
         dg.add_edges_from((u, dst[k]) for u in nodes for k in self.out(u) if dst[k] < n and in_r[dst[k]])
-        comps: list[frozenset | None] = []
-        comp_of: dict[int, int] = {}
+        comps: list[frozenset | None] = [None]  # 0: the states no fair run stays among
+        comp_of: dict[int, int] = {u: 0 for u in nodes}
         starved_by = 0
-        for comp in nx.strongly_connected_components(dg):
-            cid = len(comps)
-            moved = 0
-            disabled = 0
+        todo = list(nx.strongly_connected_components(dg))
+        while todo:
+            comp = todo.pop()
+            moved = disabled = somewhere = 0
             for u in comp:
-                comp_of[u] = cid
-                disabled |= fair & ~enabled[u]
+                en = self.en(u)
+                disabled |= fair & ~en
+                somewhere |= en
                 for k in self.out(u):
                     if dst[k] in comp:
-                        moved |= 1 << step_gid[step[k]]
-            starved = fair & ~moved & ~disabled
+                        moved |= bits[step[k]]
+            unmet = strong & somewhere & ~moved
+            if unmet:  # a strongly fair action enabled here and never taken: drop where it is enabled
+                starved_by |= unmet
+                rest = [u for u in comp if not self.en(u) & unmet]
+                todo.extend(nx.strongly_connected_components(dg.subgraph(rest)))
+                continue
+            starved = fair & ~strong & ~moved & ~disabled
             if starved:
                 starved_by |= starved
-                comps.append(None)
             else:
+                for u in comp:
+                    comp_of[u] = len(comps)
                 comps.append(frozenset(comp))
         return comps, comp_of, starved_by
+
+    def describe(self, mask: int) -> str:
+        """The fairness assumptions in `mask`, e.g. "weak fairness of vcpu and of the
+        action at line 9 (vcpu); strong fairness of the action at line 12 (timer)"."""
+        weak, strong = self.instance_names(mask & ~self.strong), self.instance_names(mask & self.strong)
+        parts = []
+        if weak:
+            parts.append("weak fairness of " + ", ".join(weak))
+        if strong:
+            parts.append("strong fairness of " + ", ".join(strong))
+        return "; ".join(parts)
 
     def instance_names(self, mask: int) -> tuple[str, ...]:
         return tuple(self.names[gid] for gid in sorted(self.names) if mask >> gid & 1)
@@ -300,28 +369,38 @@ class _Graph:
         unsatisfied instance (a state where it is disabled, or one of its moves inside
         the component), until none is left, then take the shortest way back.
         """
-        dst, step, steps, enabled = self.g.dst, self.g.step, self.g.steps, self.g.enabled
-        need = self.fair & enabled[entry]
+        dst, step, steps, bits, en = self.g.dst, self.g.step, self.g.steps, self.step_bits, self.en
+        strong = self.strong & self._taken_in(comp)  # (the others are disabled all over comp)
+        need = self.fair & en(entry) | strong
         states, moves = [entry], []
         if not need:
             return states, moves
 
         def inside(u):
-            return [(dst[k], steps[step[k]]) for k in self.out(u) if dst[k] in comp]
+            return [(dst[k], k) for k in self.out(u) if dst[k] in comp]
 
         while need:
             path = _bfs(states[-1], inside,
-                        stop_state=lambda u: bool(need & ~enabled[u]),
-                        stop_edge=lambda u, cs: bool(need >> cs.gid & 1))
-            for v, cs in path:
-                need &= ~(1 << cs.gid) & enabled[v]
+                        stop_state=lambda u: bool(need & ~strong & ~en(u)),
+                        stop_edge=lambda u, k: bool(need & bits[step[k]]))
+            for v, k in path:
+                need &= ~bits[step[k]] & (en(v) | strong)
                 states.append(v)
-                moves.append(cs)
+                moves.append(steps[step[k]])
         if states[-1] != entry:
-            for v, cs in _bfs(states[-1], inside, stop_state=lambda u: u == entry):
+            for v, k in _bfs(states[-1], inside, stop_state=lambda u: u == entry):
                 states.append(v)
-                moves.append(cs)
+                moves.append(steps[step[k]])
         return states, moves
+
+    def _taken_in(self, comp: frozenset) -> int:
+        """The fair actions some edge inside comp takes."""
+        dst, step, bits, out = self.g.dst, self.g.step, self.step_bits, 0
+        for u in comp:
+            for k in self.out(u):
+                if dst[k] in comp:
+                    out |= bits[step[k]]
+        return out
 
     def message(self, prop: m.Property, trigger_at: int, loop_start: int, loop_states, loop_steps) -> str:
         src = self.cm.program.model.source
@@ -342,16 +421,21 @@ class _Graph:
                        + " could move there, and without fairness it may stall for ever")
             return f"{head}: the run stays in state {loop_start} for ever ({why})"
         moved = 0
-        for cs in loop_steps:
-            moved |= 1 << cs.gid
+        for k in self._loop_edges(loop_states, loop_steps):
+            moved |= self.step_bits[self.g.step[k]]
+        base = len(self.cm.instances) + len(self.cm.flushes)
+        actors = (1 << base) - 1
         parts = []
-        if moved & self.fair:
-            parts.append("moving in it: " + ", ".join(self.instance_names(moved & self.fair)))
+        if moved & self.fair & actors:
+            parts.append("moving in it: " + ", ".join(self.instance_names(moved & self.fair & actors)))
+        if moved & self.fair & ~actors:
+            parts.append("taken in it: " + ", ".join(self.instance_names(moved & self.fair & ~actors)))
         idle = self.fair & ~moved
         for gid in sorted(self.names):
             if idle >> gid & 1:
-                k = next(i for i, u in enumerate(loop_states) if not enabled[u] >> gid & 1)
-                parts.append(f"{self.names[gid]} cannot move in state {loop_start + k}")
+                k = next(i for i, u in enumerate(loop_states) if not self.en(u) >> gid & 1)
+                parts.append(f"{self.names[gid]} {'cannot move' if gid < base else 'is not enabled'} "
+                             f"in state {loop_start + k}")
         unfair = 0
         for inst in self.cm.instances:
             if inst.process.unfair:
@@ -359,7 +443,53 @@ class _Graph:
         if unfair:
             parts.append("no fairness assumed for " + ", ".join(self.instance_names(unfair)))
         return (f"{head}: the loop from state {loop_start} repeats for ever, and it is fair ("
-                + "; ".join(parts) + ")")
+                + "; ".join(parts) + ")" + self.per_process_hint(loop_states, loop_steps))
+
+    def _loop_edges(self, loop_states, loop_steps) -> list[int]:
+        """The graph's edge index of each step of the loop."""
+        out = []
+        for u, v, cs in zip(loop_states, loop_states[1:], loop_steps):
+            out.append(next(k for k in self.out(u) if self.g.dst[k] == v and self.g.steps[self.g.step[k]] is cs))
+        return out
+
+    def per_process_hint(self, loop_states, loop_steps) -> str:
+        """The per-branch-fairness trap: a process keeps moving in the loop by one step
+        while another of its steps (another branch of a `choose`) stays enabled all
+        round the loop and is never taken. Weak fairness is per process, so that run is
+        fair; if the step must happen, it needs fairness of its own."""
+        taken = {(cs.gid, cs.step.uid) for cs in loop_steps if hasattr(cs, "step")}
+        fair = {(inst.gid, uid) for inst, fa in self.actions for uid in fa.uids}
+        for inst in self.cm.instances:
+            mine = [cs for cs in loop_steps if cs.gid == inst.gid]
+            if inst.process.unfair or not mine or all(cs.step.kind is StepKind.STUTTER for cs in mine):
+                continue  # (stuttering for ever is what a `stutter` branch says the process may do)
+            states = [self.g.states[u] for u in loop_states]
+            for cs in inst.steps_at[states[0][inst.pc_slot]]:
+                key = (inst.gid, cs.step.uid)
+                if key in taken or key in fair or cs.step.kind is StepKind.STUTTER:
+                    continue
+                if all(any(c.step.uid == cs.step.uid and _runs(c, s) for c in inst.steps_at[s[inst.pc_slot]])
+                       for s in states):
+                    return (f". Hint: fairness is per process: {inst.name} keeps moving while its step "
+                            f"`{_short(cs.step.text)}` (line {cs.step.span.line}) stays enabled and is never taken; "
+                            "if it must happen, mark it `fair` (`or fair { ... }` on its `choose` branch)")
+        return ""
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def _runs(cs: CompiledStep, s: tuple) -> bool:
+    """Whether step cs is enabled in state s (failing an assertion or raising a model
+    error counts: the search reports those, as it counts them as moves)."""
+    try:
+        return cs.fn(s) is not None
+    except StoreBufferFull:
+        return False
+    except (AssertionViolation, ModelError):
+        return True
 
 
 def _bfs(start, succ, stop_state, stop_edge=None) -> list:

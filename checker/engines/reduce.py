@@ -775,6 +775,9 @@ class Domain:
 
 def symmetry_domains(program: ir.Program) -> tuple[list[Domain], list[str]]:
     """The symmetric domains of a model, and for every process array left out, why."""
+    if program.model.cpus is not None:  # threads are numbered in `curr`, handlers bound to CPUs
+        return [], [f"{p.name}[{p.instances}]: execution contexts name CPUs and threads"
+                    for p in program.processes if p.count is not None]
     uses = _Uses()
     _SymmetryWalker(program, uses).run()
     links = uses.links
@@ -1152,7 +1155,8 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
                 and not any(_buffered(layout, fp) for g in gids for fp in an.footprints[(g, after)]) \
                 and all(not (_reads_of(program, p, g, nxt[0].guard) & written) for g in gids) \
                 and _cannot_fail(ops)
-            if len(nxt) == 1 and (sure or hoist) and end and after not in chain:
+            if len(nxt) == 1 and (sure or hoist) and end and after not in chain \
+                    and nxt[0].kind is not ir.StepKind.STUTTER:  # (a stutter stays a step that changes nothing)
                 u = nxt[0]
                 step = replace(first, uid=uid, kind=u.kind, guard=u.guard, body=tuple(ops) + u.body,
                                text="; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), fence=u.fence)
@@ -1286,6 +1290,11 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
     order = None
+    fair_lines = sorted({fa.span.line for p in cm.program.processes for fa in p.fair_actions})
+    if por and liveness and fair_lines:  # the ample-set argument above is made for fairness per process
+        notes.append("no partial-order reduction: the variant has liveness properties and `fair` actions (line "
+                     + ", ".join(map(str, fair_lines)) + ")")
+        por = False
     if por and cm.instances:  # (a model of lemmas alone has nothing to interleave)
         order = PartialOrder(cm, analyse(cm.program), singletons=liveness)
         if merged:

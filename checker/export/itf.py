@@ -75,6 +75,8 @@ def step_meta(a: Action) -> dict:
         out["call"] = a.call
     if a.detail:
         out["detail"] = a.detail
+    if a.cpu is not None:
+        out["cpu"] = a.cpu
     return out
 
 
@@ -163,7 +165,7 @@ def _action(meta: dict) -> Action:
     span = Span(meta["file"], int(meta["line"]), 0, int(meta["line"]), 0) if "line" in meta else None
     return Action(meta["process"], span, meta.get("statement", ""), meta.get("label", ""),
                   meta.get("next_label", ""), (), meta.get("kind", "step"), meta.get("inline"),
-                  meta.get("detail", ""), meta.get("call", ""))
+                  meta.get("detail", ""), meta.get("call", ""), meta.get("cpu"))
 
 
 def read_itf(doc: dict) -> tuple[str, Counterexample]:

@@ -59,6 +59,7 @@ def action(a: Action) -> dict:
         "call": a.call,
         "detail": a.detail,
         "changes": {k: value(v) for k, v in a.changes},
+        **({"cpu": a.cpu} if a.cpu is not None else {}),
     }
 
 
@@ -123,6 +124,7 @@ def _to_dict(result: RunResult, timing: bool = False) -> dict:
                 "constants": {k: c for k, c in v.constants},
                 "memory_model": v.memory,
                 "store_buffer": v.store_buffer,
+                **({"preemptions": v.preemptions} if v.preemptions is not None else {}),
                 "fairness": list(v.fairness),
                 "stats": stats(v),
                 "outcomes": [
@@ -180,7 +182,7 @@ def _action(d: dict) -> Action:
     span = Span(d["file"], d["line"], d["column"], d["end_line"], d["end_column"]) if d["line"] is not None else None
     return Action(d["process"], span, d["text"], d["label"], d["next_label"],
                   tuple((k, from_value(v)) for k, v in d["changes"].items()), d["kind"], d.get("inline"),
-                  d.get("detail", ""), d.get("call", ""))
+                  d.get("detail", ""), d.get("call", ""), d.get("cpu"))
 
 
 def read_counterexample(d: dict) -> Counterexample:

@@ -77,7 +77,8 @@ def sequence_diagram(t: Trace, title: str, closing: str) -> str:
 
 def _step(n: int, a: Action, ids: dict[str, str], declared: list[str], fails: bool = False) -> str:
     where = f"line {a.span.line}: " if a.span else ""
-    body = _lines(f"{n}. {where}{a.text}", rest="  ")
+    on = f"[cpu{a.cpu}] " if a.cpu is not None else ""  # execution contexts: where it ran
+    body = _lines(f"{n}. {on}{where}{a.text}", rest="  ")
     if a.call:
         body += _lines(f"in {a.call}", rest="  ")
     if a.detail:

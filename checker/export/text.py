@@ -181,11 +181,22 @@ def store_buffer_notes(result: RunResult) -> list[str]:
     return lines
 
 
+def preemption_notes(result: RunResult) -> list[str]:
+    """What a verdict under a preemption bound rests on (context bounding, as CHESS does)."""
+    lines = []
+    for bound in sorted({v.preemptions for v in result.variants if v.preemptions is not None}):
+        names = [v.variant for v in result.variants if v.preemptions == bound]
+        lines.append(f"preemption bound: what holds in {', '.join(names)} holds for runs with at most {bound} "
+                     f"preemption{'s' if bound != 1 else ''} (a violation stands; raise the bound with "
+                     "--preemptions N or `preemptions N;`)")
+    return lines
+
+
 def final_state_notes(result: RunResult) -> list[str]:
     counted = [v for v in result.variants if v.stats.final_states is not None]
     if not counted:
         return []
-    return ["distinct final states (every process at a valid end, store buffers empty): "
+    return ["distinct final states (no process can move, every process at a valid end, store buffers empty): "
             + ", ".join(f"{v.variant} {v.stats.final_states:,}" for v in counted)]
 
 
@@ -252,7 +263,8 @@ def reduction_notes(result: RunResult, full: bool = True) -> list[str]:
 
 def footer(result: RunResult, full: bool = True) -> str:
     lines = [f"CHECKER BUG in variant {v.variant}: {bug}" for v in result.variants for bug in v.checker_bugs]
-    lines += reduction_notes(result, full) + final_state_notes(result) + store_buffer_notes(result) + search_notes(result)
+    lines += reduction_notes(result, full) + final_state_notes(result) + store_buffer_notes(result) \
+        + preemption_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         if v.stats.limit == "not checked":  # run.NOT_CHECKED
@@ -467,10 +479,19 @@ def _action_line(i: int, numw: int, a, width: int) -> str:
     boundaries (never cut) under itself, however long the spec's path is."""
     where = f"{printable(os.path.basename(a.span.file))}:{a.span.line}" if a.span else ""
     ctx = f" [{a.inline}]" if a.inline else ""
-    head = f"  {str(i).rjust(numw)}. {a.process:<10} " + (f"{where}{ctx}  " if where or ctx else "")
+    head = f"  {str(i).rjust(numw)}. {_who(a):<10} " + (f"{where}{ctx}  " if where or ctx else "")
     if len(head) > width // 2:  # a long process name or path: the statement goes below
         return head.rstrip() + "\n" + "\n".join(wrap_cell(a.text, width, " " * (6 + numw), " " * (8 + numw)))
     return "\n".join(wrap_cell(a.text, width, head, " " * (len(head) + 2)))
+
+
+def _who(a) -> str:
+    """The process, and in a model with execution contexts the CPU it ran on."""
+    return a.process if a.cpu is None else f"{a.process}@cpu{a.cpu}"
+
+
+def _on(a) -> str:
+    return "" if a.cpu is None else f"[cpu{a.cpu}] "
 
 
 def _wrap_assignments(pairs, width: int) -> list[str]:
@@ -511,7 +532,7 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     ncol = len(procs)
     sep = " | "
     steps = list(t.actions) + ([t.failure] if t.failure else [])
-    wants = [max([len(p)] + [max(len(a.text), 5 + len(_effects(a))) for a in steps if a.process == p]
+    wants = [max([len(p)] + [max(len(_on(a) + a.text), 5 + len(_effects(a))) for a in steps if a.process == p]
                  + ([len(x) + 2 for x in pending_lines] if p == MEMORY else [])) for p in procs]
     colws = _share(wants, width - numw - 1 - len(sep) * (ncol - 1), 16)
     lead = " " * (numw + 1)
@@ -535,10 +556,10 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
             lines.append(banner("~~~ loop: the steps below repeat forever ~~~"))
         colw = colws[procs.index(a.process)]
         if compact:
-            body = [clip(" ".join(a.text.split()) + (f" -> {_effects(a)}" if _effects(a) else "")
+            body = [clip(_on(a) + " ".join(a.text.split()) + (f" -> {_effects(a)}" if _effects(a) else "")
                          + (f" => {a.detail}" if a.detail else ""), colw)]
         else:
-            body = wrap_cell(a.text, colw, rest="  ") + _said(a, colw)
+            body = wrap_cell(_on(a) + a.text, colw, rest="  ") + _said(a, colw)
             if _effects(a):
                 body += wrap_cell(_effects(a), colw, first="  -> ", rest="     ")
         lines += row(f"{i + 1}", procs.index(a.process), body)
@@ -567,7 +588,7 @@ def race_lines(t: Trace, width: int = 100) -> str:
     decided, clipped at a token boundary (the default for an expected violation)."""
     steps = list(t.actions) + ([t.failure] if t.failure else [])
     numw = len(str(max(len(steps), 1)))
-    procw = min(max((len(a.process) for a in steps), default=1), 12)
+    procw = min(max((len(_who(a)) for a in steps), default=1), 16)
     lines = []
     for i, a in enumerate(steps, 1):
         if t.loop_start is not None and i - 1 == t.loop_start:
@@ -578,7 +599,7 @@ def race_lines(t: Trace, width: int = 100) -> str:
         else:
             text += f"  -> {_effects(a)}" if _effects(a) else ""
         text += f"  => {a.detail}" if a.detail else ""
-        lines.append(clip(f"{str(i).rjust(numw)} {a.process.ljust(procw)} {text}", width))
+        lines.append(clip(f"{str(i).rjust(numw)} {_who(a).ljust(procw)} {text}", width))
     if t.loop_start is not None:
         lines.append(" " * (numw + 1) + (f"~~~ back to step {t.loop_start + 1} ~~~" if t.loop_start < t.length
                                          else "~~~ the run stays here for ever ~~~"))
@@ -599,21 +620,21 @@ def race_runs(t: Trace, width: int = 100) -> str:
     runs: list[list[int]] = []
     for i, a in enumerate(steps):
         starts_loop = t.loop_start is not None and i == t.loop_start
-        if runs and steps[runs[-1][0]].process == a.process and not starts_loop:
+        if runs and _who(steps[runs[-1][0]]) == _who(a) and not starts_loop:  # one process on one CPU
             runs[-1][1] = i
         else:
             runs.append([i, i])
     labels = [("loop " if t.loop_start is not None and i >= t.loop_start else "")
               + (f"{i + 1}" if i == j else f"{i + 1}-{j + 1}") for i, j in runs]
     numw = max((len(x) for x in labels), default=1)
-    procw = min(max((len(steps[i].process) for i, _ in runs), default=1), 12)
+    procw = min(max((len(_who(steps[i])) for i, _ in runs), default=1), 16)
     wheres = [_lines_of(steps[i:j + 1]) for i, j in runs]
     wherew = max((len(x) for x in wheres), default=0)
     lines = []
     for (i, j), label, where in zip(runs, labels, wheres):
         body = _run_effects(t, i, min(j, t.length - 1)) if i < t.length else ""
         run = steps[i:j + 1]
-        head = f"  {label.rjust(numw)} {steps[i].process.ljust(procw)} {where.ljust(wherew)} "
+        head = f"  {label.rjust(numw)} {_who(steps[i]).ljust(procw)} {where.ljust(wherew)} "
         if len(run) == 1 and run[0] is not t.failure:  # one step: the statement itself, and what it did
             a = run[0]
             said = (f" -> {body}" if body else "" if a.detail else ", nothing changed") \

@@ -22,11 +22,12 @@ from .. import model as m
 from ..builtins import ALIASES, BUILTINS
 from ..errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all
 from ..limits import MAX_VALUES
+from .contexts import Contexts
 from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
 from .declarations import Declarations
 from .expressions import Expressions
 from .inlines import Inlines
-from .statements import Statements
+from .statements import Statements, fair_end_traps
 from .types import Types
 from .variants import Variants, parse_defines
 
@@ -38,10 +39,12 @@ __all__ = [
 
 
 def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None = None,
-            memory: str | None = None, store_buffer: int | None = None) -> m.Model:
-    """`memory` and `store_buffer` come from the command line and override the spec."""
+            memory: str | None = None, store_buffer: int | None = None,
+            preemptions: int | str | None = None) -> m.Model:
+    """`memory`, `store_buffer` and `preemptions` (a bound or "unbounded") come from the
+    command line and override the spec."""
     try:
-        return _Resolver(spec, variant, defines or {}, memory, store_buffer).run()
+        return _Resolver(spec, variant, defines or {}, memory, store_buffer, preemptions).run()
     except SpecError as e:
         raise e.with_code(STAGE_CODES["resolve"]) from None
 
@@ -49,14 +52,15 @@ def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None 
 # ---- the resolver --------------------------------------------------------------
 
 
-class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions):
+class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions, Contexts):
     """The state of one resolution: the symbol tables, filled in the order `run` walks
     the declarations (constants first, so that types and sizes can use them; processes
     last, so that a body sees every global)."""
 
     def __init__(self, spec: ast.Spec, variant: str, defines: dict[str, str],
-                 memory: str | None, store_buffer: int | None = None):
+                 memory: str | None, store_buffer: int | None = None, preemptions: int | str | None = None):
         self.spec = spec
+        self.preemptions_override = preemptions
         self.variant = variant
         self.defines = defines
         self.memory_override = memory
@@ -75,6 +79,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
         self.lemmas: list[m.Lemma] = []
         self.uid = itertools.count()
         self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
+        self.task_syms: dict[str, m.VarSym] = {}  # process -> its task state, once `P.state` is read
         self.writing: str | None = None  # the name an assignment is storing to (not a read)
 
     # -- top level
@@ -89,6 +94,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
         memory, store_buffer = self._memory(variants.get(self.variant))
+        self._contexts_header(self.preemptions_override)
         for d in spec.of(ast.EnumDecl):
             t = m.EnumT(d.name, tuple(n for n, _ in d.members))
             self.enums[d.name] = t
@@ -108,7 +114,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
         for d in spec.items:
             try:
                 if isinstance(d, ast.VarDecl):
-                    self.globals[d.name] = self._var(d, m.Scope.GLOBAL, None)
+                    self.globals[d.name] = self._var(self._percpu_decl(d) if d.percpu else d, m.Scope.GLOBAL, None)
                 elif isinstance(d, ast.WaitQueueDecl):
                     self.globals[d.name] = self._waitqueue(d)
             except SpecError as e:
@@ -135,4 +141,5 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions)
             constants=constants, memory=memory, globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer, warnings=self._unread_locals(processes))
+            store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties),
+            task_states_read=frozenset(self.task_syms), cpus=self.cpus, preemptions=self.preemptions)

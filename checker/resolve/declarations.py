@@ -98,14 +98,16 @@ class Declarations:
                 raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                 "give it another name")
             locals_[v.name] = self._var(v, m.Scope.LOCAL, d.name)
+        self._thread_locals(d, locals_)
         labels: set[str] = set()
         proc_stub = m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), (),
                               frozenset(), d.end_span)
         ctx = Ctx(process=proc_stub, process_count=count, locals=locals_, labels=labels)
         body = self.stmts(d.body, ctx)
         self._check_gotos(body, labels)
+        context = self._process_context(d, count, ctx)
         return m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), body,
-                         frozenset(labels), d.end_span)
+                         frozenset(labels), d.end_span, context)
 
     def _properties(self) -> tuple[m.Property, ...]:
         props: list[m.Property] = []

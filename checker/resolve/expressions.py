@@ -9,7 +9,7 @@ import dataclasses
 
 from .. import ast
 from .. import model as m
-from ..builtins import ALIASES, BUILTINS, Arg, Cls, Pure, Result, RmwOp
+from ..builtins import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp
 from ..errors import Span, SpecError, did_you_mean
 from .base import WAITQUEUE_BUILTINS, Ctx
 
@@ -111,6 +111,8 @@ class Expressions:
         if n in members:
             t, i = members[n]
             return m.Const(e.span, t, i)
+        if n in m.TASK_STATE_NAMES and not lvalue:  # what `P.state` compares with
+            return m.Const(e.span, m.TASK_STATE, m.TASK_STATE_NAMES[n])
         known = list(ctx.bound) + list(ctx.params) + list(ctx.locals) + list(self.globals) \
             + list(self.consts) + list(members)
         if n in self.process_decls:
@@ -291,10 +293,22 @@ class Expressions:
                                     "declare it as `var name: bitset(N);`")
                 bits_t = x.type
                 resolved[i] = x
+        if sig.cls is Cls.CONTEXT and self.cpus is None:
+            raise SpecError(e.span, f"'{e.name}' needs the model's CPUs",
+                            "declare them first: `cpus 2;` (CPUs 0 and 1), and where code runs: "
+                            "`process NAME on cpu 0`, `interrupt NAME on cpu 0`")
+        if sig.cls is Cls.CONTEXT and sig.ctx not in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.PER_CPU, CtxOp.TIMER_START,
+                                                      CtxOp.TIMER_CANCEL) \
+                and ctx.process is None:
+            raise SpecError(e.span, f"'{e.name}' needs a thread or an interrupt handler",
+                            "it acts on the CPU the code runs on: call it in `process NAME on cpu C` "
+                            "or in an `interrupt`")
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
             if kind is Arg.BITS:
                 continue
-            if kind is Arg.LOCK:
+            if kind in (Arg.IRQ, Arg.PERCPU):
+                x = self._context_arg(kind, a, ctx, e.name)
+            elif kind is Arg.LOCK:
                 x = self.expr(a, ctx, lvalue=True)
                 if not isinstance(x, (m.Var, m.Elem)) or x.type != m.BOOL:
                     raise SpecError(a.span, f"'{e.name}' needs a lock here, not {x.type.describe()}",
@@ -329,6 +343,12 @@ class Expressions:
             if kind is Arg.VAL and sig.args[0] is Arg.LV and lv_type is not None:
                 self._check_assignable(lv_type, x, a.span, "the variable")
                 args[i] = self._conv(x, lv_type)
+        if sig.args[:1] == (Arg.PERCPU,):  # the value, or the CPU, against the per-CPU variable
+            elem = args[0].type.elem
+            if sig.ctx is CtxOp.THIS_CPU_WRITE:
+                self._check_assignable(elem, args[1], e.args[1].span, "the variable")
+                args[1] = self._conv(args[1], elem)
+            lv_type = elem
         arith = sig.op in (RmwOp.ADD, RmwOp.SUB, RmwOp.OR)
         if arith and sig.step is None:  # by an argument, in the kernel's order (i, v)
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
@@ -414,6 +434,8 @@ class Expressions:
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
                             did_you_mean(e.process, self.process_decls), code="TR201")
+        if e.name == "state" and all(v.name != "state" for v in self.process_decls[e.process].locals):
+            return self._task_state(e, ctx)
         if ctx.process is not None:
             raise SpecError(e.span, f"'{e.process}.{e.name}' is another process's local variable",
                             "processes share only global variables; properties may read locals as proc.name")
@@ -433,6 +455,18 @@ class Expressions:
             raise SpecError(e.name_span, f"'{e.process}.{e.name}' is an array; properties read scalar locals",
                             "copy the element you need into a scalar local")
         return m.LocalOf(e.span, sym.type, sym, e.process, idx)
+
+    def _task_state(self, e: ast.LocalRef, ctx: Ctx) -> m.TExpr:
+        """`P.state`: P's task state (RUNNING or INTERRUPTIBLE), which the kernel reads
+        as `current->state` (kvm_sched_out) and traces print: readable by properties and
+        by process code alike. A process that never waits is always RUNNING."""
+        idx = self._process_index(e, ctx, f"{e.process}[i].state")
+        sym = self.task_syms.get(e.process)
+        if sym is None:
+            sym = self.task_syms[e.process] = m.VarSym("state", m.TASK_STATE, m.Scope.LOCAL,
+                                                       self.process_decls[e.process].span, ((0,),),
+                                                       process=e.process, task=True)
+        return m.LocalOf(e.span, m.TASK_STATE, sym, e.process, idx)
 
     def _quant(self, e: ast.Quantifier, ctx: Ctx) -> m.TExpr:
         lo = self.const_int(e.lo, "a quantifier bound")
@@ -470,6 +504,8 @@ def _labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
     def walk(s):
         if isinstance(s, ast.Labeled):
             out.add(s.label)
+            walk(s.stmt)
+        if isinstance(s, ast.Fair):
             walk(s.stmt)
         for attr in ("then", "orelse", "body"):
             sub = getattr(s, attr, None)

@@ -121,5 +121,5 @@ def _walk_loops(body, in_loop=False):
         elif isinstance(s, m.SIf):
             yield from _walk_loops(s.then, in_loop)
             yield from _walk_loops(s.orelse, in_loop)
-        elif isinstance(s, m.SInlined) and s.name == "":
+        elif isinstance(s, m.SInlined) and s.name == "" or isinstance(s, m.SFair):
             yield from _walk_loops(s.body, in_loop)

@@ -107,6 +107,18 @@ class Statements:
             return m.SAssert(s.span, name, self.cond(s.cond, ctx, "an assertion"))
         if isinstance(s, ast.Skip):
             return m.SSkip(s.span)
+        if isinstance(s, (ast.Stutter, ast.Fair)):
+            word = "stutter" if isinstance(s, ast.Stutter) else "fair"
+            if ctx.in_atomic:
+                raise SpecError(s.span, f"`{word}` is not allowed inside `atomic`",
+                                "an atomic block is one step; mark the `atomic` statement itself"
+                                if word == "fair" else "put the `stutter;` before or after the atomic block")
+            if isinstance(s, ast.Stutter):
+                return m.SStutter(s.span)
+            body = self._as_body(self.stmt(s.stmt, ctx))
+            if not body:
+                raise SpecError(s.span, "`fair` needs a statement that takes a step", "write `fair { ... }`")
+            return m.SFair(s.span, s.strong, body)
         if isinstance(s, ast.Return):
             if not ctx.in_inline:
                 raise SpecError(s.span, "`return` outside an inline procedure",
@@ -150,6 +162,59 @@ class Statements:
             if isinstance(s, m.SGoto) and s.label not in labels:
                 raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
                                 did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
+
+
+def fair_end_traps(processes, properties) -> tuple[tuple[int, str], ...]:
+    """(line, message) for each `end` label that starts a `choose` of a fair process in
+    which a branch can never start (`await false`: the author's way of saying "may stay
+    here") and none is `stutter;`. Weak fairness forces the other branches once one of
+    them stays enabled, so the process cannot rest at the label for ever, and a liveness
+    property that needs it to may hold for the wrong reason."""
+    if not any(p.kind is m.PropertyKind.LIVENESS for p in properties):
+        return ()
+    out = []
+    for proc in processes:
+        if proc.unfair:
+            continue
+        for s in _walk(proc.body):
+            if not (isinstance(s, m.SLabeled) and s.label.startswith("end")):
+                continue
+            first = _first(s.stmt)
+            if isinstance(first, (m.SLoop, m.SWhile)) and first.body:
+                first = _first(first.body[0]) if isinstance(first, m.SLoop) else first
+            if not isinstance(first, m.SChoose):
+                continue
+            starts = [_first(b[0]) if b else None for b in first.branches]
+            if any(isinstance(x, m.SStutter) for x in starts):
+                continue
+            never = [x for x in starts if _never_starts(x)]
+            if never:
+                out.append((s.span.line,
+                            f"{proc.name}: end label '{s.label}': the branch meant to stay there (line "
+                            f"{never[0].span.line}) can never start, so weak fairness forces another branch once "
+                            f"one stays enabled, and {proc.name} cannot rest at '{s.label}' for ever; to let it, "
+                            f"write that branch as `{{ stutter; }}`, or declare `unfair process {proc.name}`"))
+    return tuple(out)
+
+
+def _first(s):
+    """The statement whose first step `s` takes (through blocks and labels)."""
+    while True:
+        if isinstance(s, m.SInlined) and s.body:
+            s = s.body[0]
+        elif isinstance(s, m.SLabeled):
+            s = s.stmt
+        elif isinstance(s, m.SFair) and s.body:
+            s = s.body[0]
+        else:
+            return s
+
+
+def _never_starts(s) -> bool:
+    """An `await false` (or an atomic block guarded by it): a step that is never enabled."""
+    if isinstance(s, m.SAtomic) and s.body and isinstance(s.body[0], m.SAwait):
+        s = s.body[0]
+    return isinstance(s, m.SAwait) and isinstance(s.cond, m.Const) and not s.cond.value
 
 
 # ---- helpers---------------------------------------------------------------

@@ -11,7 +11,8 @@ engine (engines/liveness.py) works on that graph instead of searching a second t
 
 Under tso, store-buffer flushes are steps like any other: their table is indexed by the
 buffer's oldest address slot instead of a pc. `final` conditions are checked in final
-states (every process at a valid end, every buffer empty), which are also counted.
+states (no process can move, every process at a valid end, every buffer empty), which
+are also counted.
 """
 
 from __future__ import annotations

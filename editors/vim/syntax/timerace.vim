@@ -8,11 +8,11 @@ let s:cpo_save = &cpo
 set cpo&vim
 
 syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property reachable sometimes
-      \ variant expect violated lemma
-syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip return
+      \ variant expect violated lemma cpus preemptions percpu interrupt hrtimer
+syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip stutter return
 syntax keyword timeraceTemporal always eventually
 syntax keyword timeraceQuantifier forall exists in
-syntax keyword timeraceModifier unfair
+syntax keyword timeraceModifier unfair fair strongly preemptible on
 syntax keyword timeraceType bool bitset
 " checker/resolve.py RESERVED_TYPES
 syntax keyword timeraceReservedType u8 u16 u32 u64 s8 s16 s32 s64
@@ -36,6 +36,9 @@ syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
       \ swake_up_one prepare_to_swait prepare_to_swait_exclusive prepare_to_rcuwait
       \ finish_swait finish_rcuwait swake_up_all wake_up_all rcuwait_wake_up
       \ rcuwait_active
+      \ local_irq_disable local_irq_enable local_irq_save local_irq_restore spin_lock_irqsave spin_unlock_irqrestore
+      \ irqs_disabled preempt_disable preempt_enable get_cpu put_cpu smp_processor_id
+      \ raise_irq send_IPI this_cpu_read this_cpu_write per_cpu hrtimer_start hrtimer_cancel
 " checker/resolve.py MEMORY_MODELS, after `memory`
 syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\)\>"
 

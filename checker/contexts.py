@@ -1,0 +1,595 @@
+"""Execution contexts -> plain state, guards and steps: the one lowering every back end
+inherits (LANGUAGE.md, "Execution contexts").
+
+A model with `cpus N;` gets hidden state, as ordinary variables, so that the explicit
+engine, bmc/induction, the Promela twin and the reductions' footprints see it like any
+other variable:
+
+- per CPU c: `irqs_off[c]` (local_irq_disable .. enable), `in_irq[c]` (a handler runs
+  there) and `curr[c]` (the thread on it: 0 none, k the k-th thread);
+- per interrupt: `pending_H` (an array for one handler per CPU);
+- per thread (locals, so that `vcpu.cpu` reads in properties and shows in traces):
+  `cpu` (where it runs), `preempt_count` (preempt_disable, get_cpu, spin locks) when it
+  is preemptible, `asleep` when it calls schedule();
+- `preemptions`: how many a run has taken, when the bound is finite.
+
+`lower(model)` rewrites the resolved model before the IR is built: each context
+primitive becomes assignments to that state, a handler becomes a process that loops
+over entry (its interrupt pending and unmasked on an idle CPU), its body and exit, and
+preemption is a generated `unfair` process, `scheduler`, whose steps each take one
+preemptible thread off its CPU, running its `on sched_out` notifier. `finish(procs)`
+then works on the built processes: every step of a thread gets the guard "this thread
+is current on its CPU, no handler runs there, and no unmasked interrupt is pending"
+(so a pending unmasked interrupt is taken before the CPU's next process-context step),
+a thread's last step frees its CPU, and at each pc of a thread a sched-in step puts it
+back on a free CPU (any CPU for a preemptible thread: migration), running `on sched_in`;
+at a `schedule()` a step takes the thread off its CPU (`asleep`, running `on sched_out`),
+and the woken thread returns from schedule() off its CPU, to be put back as above.
+Sched-in steps belong to the thread, so weak fairness makes them eventual; preemption
+belongs to an unfair process, so fairness never forces it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import model as m
+from .builtins import BUILTINS, Arg, Cls, CtxOp
+from .errors import Span, SpecError
+
+HIDDEN_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
+SCHEDULER = "scheduler"
+MAX_PREEMPT_DEPTH = 3
+IRQ_IDLE = "end_irq"  # the handler's idle pc: a valid end
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Thread:
+    proc: m.Process
+    index: int  # instance
+    id: int  # 1.. (0 in `curr` is no thread)
+
+
+def lower(model: m.Model) -> m.Model:
+    """The model with its contexts lowered; a model without `cpus` is returned as is."""
+    if model.cpus is None:
+        return model
+    return _Lowering(model).run()
+
+
+class _Lowering:
+    def __init__(self, model: m.Model):
+        self.model = model
+        self.n = model.cpus
+        self.texts: list = []
+        span = next((p.context.span for p in model.processes if p.context), model.processes[0].span)
+        self.span = span
+        if model.memory == "tso":
+            raise SpecError(span, "execution contexts under `memory tso` are not supported yet",
+                            "check the context model under sc (the default), or the tso protocol without contexts")
+        taken = {g.name for g in model.globals} | {p.name for p in model.processes}
+        self.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
+        self.threads: list[_Thread] = []
+        for p in model.processes:
+            if p.context and p.context.kind is m.ContextKind.THREAD:
+                for i in range(p.instances):
+                    self.threads.append(_Thread(p, i, len(self.threads) + 1))
+        self.preemptible = [t for t in self.threads if t.proc.context.preemptible]
+        pending_names = [f"pending_{h.name}" for h in self.irqs]
+        self.timers = [h for h in self.irqs if h.context.hrtimer]
+        timer_names = [f"armed_{h.name}" for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
+        for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
+                + ((SCHEDULER,) if self.preemptible else ()):
+            if name in taken:
+                raise SpecError(span, f"'{name}' names the execution-context state in a model with `cpus`",
+                                f"rename the model's '{name}'")
+        for h in self.irqs:
+            if h.count is not None and h.count != self.n:
+                raise SpecError(h.context.span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
+                                f"the model has {self.n} CPUs: write `interrupt {h.name}[{self.n}]`")
+        arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
+        self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
+        self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
+        first = [next((t.id for t in self.threads if t.proc.context.cpus[t.index] == c), 0) for c in range(self.n)]
+        self.curr = m.VarSym("curr", arr(m.IntT(0, len(self.threads))), m.Scope.GLOBAL, span,
+                             tuple((v,) for v in first))
+        self.pending = {}
+        for h, name in zip(self.irqs, pending_names):
+            typ = arr(m.BOOL) if h.count is not None else m.BOOL
+            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1))
+        self.armed = {h.name: m.VarSym(f"armed_{h.name}", m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),))
+                      for h in self.timers}
+        self.bound = model.preemptions if self.preemptible else None
+        self.budget = None
+        if self.preemptible and self.bound is not None:
+            self.budget = m.VarSym("preemptions", m.IntT(0, self.bound), m.Scope.GLOBAL, span, ((0,),))
+        # per-thread locals
+        self.cpu_sym: dict[str, m.VarSym] = {}
+        self.pc_sym: dict[str, m.VarSym] = {}
+        self.asleep_sym: dict[str, m.VarSym] = {}
+        for p in {t.proc.name: t.proc for t in self.threads}.values():
+            for name in ("preempt_count", "asleep"):
+                if any(v.name == name for v in p.locals):
+                    raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
+                                    "execution-context state", f"rename the local '{name}'")
+            # made by the resolver; the first CPU differs per instance: `initial_cpus` sets each
+            self.cpu_sym[p.name] = next(v for v in p.locals if v.name == "cpu")
+            if p.context.preemptible:
+                self.pc_sym[p.name] = m.VarSym("preempt_count", m.IntT(0, MAX_PREEMPT_DEPTH), m.Scope.LOCAL,
+                                               p.context.span, ((0,),), p.name)
+            if _calls(p.body, lambda q: q.cls is Cls.SCHEDULE):  # off its CPU while it sleeps
+                self.asleep_sym[p.name] = m.VarSym("asleep", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
+
+    # -- expressions
+    def g(self, sym: m.VarSym) -> m.Var:
+        return m.Var(self.span, sym.type, sym)
+
+    def at(self, sym: m.VarSym, index: m.TExpr) -> m.Elem:
+        return m.Elem(index.span, sym.type.elem, sym, index)
+
+    def pend(self, cpu: m.TExpr) -> m.TExpr:
+        """Some interrupt is pending on CPU `cpu`."""
+        terms = []
+        for h in self.irqs:
+            sym = self.pending[h.name]
+            if h.count is not None:
+                terms.append(self.at(sym, cpu))
+            else:
+                terms.append(_and(_eq(cpu, _c(h.context.cpus[0], cpu.span)), self.g(sym)))
+        return _or(*terms) if terms else _c(0, cpu.span, m.BOOL)
+
+    def runnable_here(self, cpu: m.TExpr) -> m.TExpr:
+        """Process context may run on `cpu`: no handler runs there, none is due."""
+        return _and(_not(self.at(self.in_irq, cpu)), _or(self.at(self.irqs_off, cpu), _not(self.pend(cpu))))
+
+    def thread_id(self, p: m.Process, span: Span) -> m.TExpr:
+        base = next(t.id for t in self.threads if t.proc.name == p.name)
+        if p.count is None:
+            return _c(base, span)
+        return m.Bin(span, m.INT, "+", _c(base, span), m.SelfE(span, m.IntT(0, p.count - 1)))
+
+    # -- the model
+    def run(self) -> m.Model:
+        procs = []
+        for p in self.model.processes:
+            ctx = p.context
+            if ctx is None:
+                procs.append(dataclasses.replace(p, body=self.stmts(p.body, _Where(p, None, None))))
+            elif ctx.kind is m.ContextKind.THREAD:
+                where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
+                               self.pc_sym.get(p.name))
+                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym) if p.name in d)
+                body = self.stmts(p.body, where)
+                out = self.stmts(ctx.sched_out, where)
+                inn = self.stmts(ctx.sched_in, where)
+                procs.append(dataclasses.replace(p, locals=p.locals + extra, body=body,
+                                                 context=dataclasses.replace(ctx, sched_out=out, sched_in=inn)))
+            else:
+                procs.append(self.handler(p))
+        procs += [self.expiry(h) for h in self.timers]
+        if self.preemptible:
+            procs.append(self.scheduler())
+        hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
+            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
+        return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
+                                   step_texts=tuple(self.texts))
+
+    def handler(self, p: m.Process) -> m.Process:
+        ctx = p.context
+        span = ctx.span
+        cpu = _c(ctx.cpus[0], span) if p.count is None else m.SelfE(span, m.IntT(0, p.count - 1))
+        sym = self.pending[p.name]
+        pending = self.g(sym) if p.count is None else self.at(sym, cpu)
+        where = _Where(p, cpu, None)
+        body = self.stmts(p.body, where)
+        entry = m.SAtomic(span, (
+            m.SAwait(span, _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))),
+            m.SAssign(span, pending, _c(0, span, m.BOOL)),
+            m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL))))
+        leave = m.SAssign(p.end_span, self.at(self.in_irq, cpu), _c(0, span, m.BOOL))
+        self.texts.append(((p.name, span), f"irq entry: {p.name}"))
+        self.texts.append(((p.name, p.end_span), f"irq exit: {p.name}"))
+        loop = m.SLabeled(span, IRQ_IDLE, m.SLoop(span, (entry,) + body + (leave,)))
+        return dataclasses.replace(p, body=(loop,), labels=p.labels | {IRQ_IDLE})
+
+    def expiry(self, h: m.Process) -> m.Process:
+        """The timer hardware of hrtimer `h`: while armed it may expire, raising `h`'s
+        interrupt; weakly fair, so an armed timer eventually fires."""
+        span = h.context.span
+        armed = self.g(self.armed[h.name])
+        fire = m.SAtomic(span, (m.SAwait(span, armed), m.SAssign(span, armed, _c(0, span, m.BOOL)),
+                                m.SAssign(span, self.g(self.pending[h.name]), _c(1, span, m.BOOL))))
+        name = f"{h.name}_expiry"
+        self.texts.append(((name, span), f"hrtimer {h.name} expires"))
+        loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
+        return m.Process(name, span, None, False, (), (loop,), frozenset({"end_armed"}), span)
+
+    def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
+        h = self.irqs[arg.value]
+        if not h.context.hrtimer:
+            raise SpecError(arg.span, f"'{name}' needs an hrtimer; '{h.name}' is an interrupt",
+                            f"declare it `hrtimer {h.name} on cpu {h.context.cpus[0]} {{ ... }}`, or raise it with "
+                            f"`raise_irq({h.name})`")
+        return h
+
+    def scheduler(self) -> m.Process:
+        branches = []
+        for k, t in enumerate(self.preemptible):
+            p, ctx = t.proc, t.proc.context
+            idx = None if p.count is None else _c(t.index, ctx.span)
+            span = dataclasses.replace(ctx.span, end_col=ctx.span.end_col + k)  # one per thread: its own text
+            cpu_sym = self.cpu_sym[p.name]
+            cpu = m.LocalOf(span, cpu_sym.type, cpu_sym, p.name, idx)
+            count = m.LocalOf(span, self.pc_sym[p.name].type, self.pc_sym[p.name], p.name, idx)
+            guard = _and(_eq(self.at(self.curr, cpu), _c(t.id, span)), _eq(count, _c(0, span)),
+                         _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)), _not(self.pend(cpu)))
+            body = [m.SAwait(span, guard if self.budget is None else
+                             _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
+            where = _Where(p, cpu, None, instance=idx)
+            body += list(self.stmts(ctx.sched_out, where))
+            body.append(m.SAssign(span, self.at(self.curr, cpu), _c(0, span)))
+            if self.budget is not None:
+                body.append(m.SAssign(span, self.g(self.budget),
+                                      m.Bin(span, m.INT, "+", self.g(self.budget), _c(1, span))))
+            branches.append((m.SAtomic(span, tuple(body)),))
+            name = p.instance_name(t.index)
+            self.texts.append(((SCHEDULER, span), f"preempt {name}" + (" (sched_out)" if ctx.sched_out else "")))
+        loop = m.SLabeled(self.span, "end_sched", m.SLoop(self.span, (m.SChoose(self.span, tuple(branches)),)))
+        return m.Process(SCHEDULER, self.span, None, True, (), (loop,), frozenset({"end_sched"}), self.span,
+                         m.ProcessContext(m.ContextKind.SCHEDULER, (), span=self.span))
+
+    # -- statements: the context primitives become assignments to the hidden state
+    def stmts(self, body, w: "_Where") -> tuple[m.RStmt, ...]:
+        return tuple(self.stmt(s, w) for s in body)
+
+    def stmt(self, s: m.RStmt, w: "_Where") -> m.RStmt:
+        x = lambda e: self.expr(e, w)  # noqa: E731
+        if isinstance(s, m.SEval):
+            p = BUILTINS[s.call.name]
+            if p.cls is Cls.CONTEXT:
+                return self.call(s, p.ctx, w)
+            if w.count is not None and p.args[:1] == (Arg.LOCK,) and p.cls is Cls.RMW:
+                raise SpecError(s.span, f"'{s.call.name}' in a preemptible thread is not supported yet",
+                                "use spin_lock, or make the thread not preemptible")
+            if p.cls in (Cls.LOCK, Cls.STORE) and w.count is not None and p.args[:1] == (Arg.LOCK,):
+                # a spin lock held by a preemptible thread disables preemption
+                lock = s.call.args[0]
+                if p.cls is Cls.LOCK:
+                    return m.SAtomic(s.span, (m.SAwait(s.span, _not(lock)), m.SAssign(s.span, lock, _c(1, s.span, m.BOOL)),
+                                              self.add(w.count, 1, s.span)))
+                return m.SAtomic(s.span, (m.SAssign(s.span, lock, _c(0, s.span, m.BOOL)), self.add(w.count, -1, s.span)))
+            return dataclasses.replace(s, call=x(s.call))
+        if isinstance(s, m.SAssign):
+            if isinstance(s.target, m.Var) and s.target.sym in self.cpu_sym.values():
+                raise SpecError(s.span, f"'{w.proc.name}' assigns its own CPU",
+                                "a thread's `cpu` changes only when the scheduler migrates it; "
+                                "keep the value in a local of your own")
+            v = s.value
+            if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx is CtxOp.GET_CPU:
+                cpu = self.cpu_of(w, s.span, v.name)
+                ops = (m.SAssign(s.span, x(s.target), cpu),)
+                if w.count is not None:
+                    ops = (self.add(w.count, 1, s.span),) + ops
+                return m.SAtomic(s.span, ops) if len(ops) > 1 else ops[0]
+            return dataclasses.replace(s, target=x(s.target), value=x(s.value))
+        if isinstance(s, (m.SIf, m.SWhile, m.SAwait, m.SAssert)):
+            changes = {"cond": x(s.cond)}
+        else:
+            changes = {}
+        for f in ("then", "orelse", "body"):
+            if hasattr(s, f):
+                changes[f] = self.stmts(getattr(s, f), w)
+        if isinstance(s, m.SChoose):
+            changes["branches"] = tuple(self.stmts(b, w) for b in s.branches)
+        if isinstance(s, m.SLabeled):
+            changes["stmt"] = self.stmt(s.stmt, w)
+        return dataclasses.replace(s, **changes) if changes else s
+
+    def add(self, sym: m.VarSym, k: int, span: Span) -> m.SAssign:
+        v = m.Var(span, sym.type, sym)
+        return m.SAssign(span, v, m.Bin(span, m.INT, "+" if k > 0 else "-", v, _c(abs(k), span)))
+
+    def cpu_of(self, w: "_Where", span: Span, name: str) -> m.TExpr:
+        if w.cpu is None:
+            raise SpecError(span, f"'{name}' runs on no CPU in process '{w.proc.name}'",
+                            "declare it a thread, `process NAME on cpu 0 { ... }`, or call it in an `interrupt`")
+        return dataclasses.replace(w.cpu, span=span)
+
+    def call(self, s: m.SEval, op: CtxOp, w: "_Where") -> m.RStmt:
+        span, a = s.span, s.call.args
+        name = s.call.name
+        off = lambda: self.at(self.irqs_off, self.cpu_of(w, span, name))  # noqa: E731
+        t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
+        if op is CtxOp.IRQ_OFF:
+            return m.SAssign(span, off(), t)
+        if op is CtxOp.IRQ_ON:
+            return m.SAssign(span, off(), f)
+        if op is CtxOp.IRQ_SAVE:
+            return m.SAtomic(span, (m.SAssign(span, a[0], _to(off(), a[0].type)), m.SAssign(span, off(), t)))
+        if op is CtxOp.IRQ_RESTORE:
+            return m.SAssign(span, off(), _to(a[0], m.BOOL))
+        if op is CtxOp.LOCK_IRQSAVE:
+            body = (m.SAwait(span, _not(a[0])), m.SAssign(span, a[1], _to(off(), a[1].type)),
+                    m.SAssign(span, off(), t), m.SAssign(span, a[0], t))
+            if w.count is not None:
+                body += (self.add(w.count, 1, span),)
+            return m.SAtomic(span, body)
+        if op is CtxOp.UNLOCK_IRQRESTORE:
+            body = (m.SAssign(span, a[0], f), m.SAssign(span, off(), _to(a[1], m.BOOL)))
+            if w.count is not None:
+                body += (self.add(w.count, -1, span),)
+            return m.SAtomic(span, body)
+        if op in (CtxOp.PREEMPT_OFF, CtxOp.PREEMPT_ON, CtxOp.PUT_CPU):
+            self.cpu_of(w, span, name)
+            if w.count is None:
+                return m.SSkip(span)  # a thread never preempted, or a handler: nothing to count
+            return self.add(w.count, 1 if op is CtxOp.PREEMPT_OFF else -1, span)
+        if op is CtxOp.RAISE:
+            h = self.irqs[a[0].value]
+            if h.count is not None:
+                raise SpecError(span, f"interrupt '{h.name}' has one handler per CPU: say which",
+                                f"write `send_IPI(cpu, {h.name})`")
+            return m.SAssign(span, self.g(self.pending[h.name]), t)
+        if op is CtxOp.RAISE_ON:
+            h = self.irqs[a[1].value]
+            if h.count is None:
+                raise SpecError(span, f"interrupt '{h.name}' is bound to CPU {h.context.cpus[0]}",
+                                f"write `raise_irq({h.name})`")
+            return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
+        if op is CtxOp.TIMER_START:
+            return m.SAssign(span, self.g(self.armed[self.timer(a[0], span, name).name]), t)
+        if op is CtxOp.TIMER_CANCEL:  # hrtimer_cancel waits for a running callback
+            h = self.timer(a[0], span, name)
+            idle = m.At(span, m.BOOL, h.name, None, IRQ_IDLE)
+            return m.SAtomic(span, (m.SAwait(span, idle), m.SAssign(span, self.g(self.armed[h.name]), f),
+                                    m.SAssign(span, self.g(self.pending[h.name]), f)))
+        if op is CtxOp.THIS_CPU_WRITE:
+            return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
+        raise SpecError(span, f"'{name}' has a value: use it in an expression")
+
+    def expr(self, e, w: "_Where"):
+        if isinstance(e, m.Builtin) and BUILTINS[e.name].cls is Cls.CONTEXT:
+            op = BUILTINS[e.name].ctx
+            if op is CtxOp.CPU_ID:
+                return self.cpu_of(w, e.span, e.name)
+            if op is CtxOp.IRQS_DISABLED:
+                return self.at(self.irqs_off, self.cpu_of(w, e.span, e.name))
+            if op is CtxOp.THIS_CPU_READ:
+                return self.at(e.args[0].sym, self.cpu_of(w, e.span, e.name))
+            if op is CtxOp.PER_CPU:
+                return self.at(e.args[0].sym, self.expr(e.args[1], w))
+            raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
+                            "`c = get_cpu();` is the one assignment it may be")
+        if isinstance(e, m.Builtin) and w.count is not None and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
+            raise SpecError(e.span, f"'{e.name}' in a preemptible thread is not supported yet",
+                            "use spin_lock, or make the thread not preemptible")
+        if w.instance is not None and isinstance(e, m.Var) and e.sym.scope is m.Scope.LOCAL:
+            return m.LocalOf(e.span, e.type, e.sym, w.proc.name, w.instance)  # a notifier in the scheduler
+        if w.instance is not None and isinstance(e, m.Elem) and e.sym.scope is m.Scope.LOCAL:
+            raise SpecError(e.span, "a notifier reads a thread's local arrays: not supported",
+                            "copy the value to a global first")
+        if not isinstance(e, m.TExpr) or isinstance(e, (m.Const, m.Var, m.SelfE, m.Bound)):
+            return e
+        changes = {}
+        for f in dataclasses.fields(e):
+            v = getattr(e, f.name)
+            if isinstance(v, m.TExpr):
+                changes[f.name] = self.expr(v, w)
+            elif isinstance(v, tuple) and v and isinstance(v[0], m.TExpr):
+                changes[f.name] = tuple(self.expr(a, w) for a in v)
+        return dataclasses.replace(e, **changes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Where:
+    """The context a statement is lowered in: its process, the CPU it runs on (an
+    expression: a thread's `cpu`, a handler's constant or `self`), the thread's preempt
+    count when it has one, and for a notifier run by the scheduler, the thread's instance."""
+
+    proc: m.Process
+    cpu: m.TExpr | None
+    count: m.VarSym | None
+    instance: m.TExpr | None = None
+
+
+# ---- after the processes are built: the thread guards and the sched-in steps
+
+
+def finish(model: m.Model, procs: tuple, ir) -> tuple:
+    """Every thread step guarded by "current here, no handler running or due"; a
+    thread's final step frees its CPU; at every pc of a thread, its sched-in steps."""
+    if model.cpus is None:
+        return procs
+    low = _Lowering.__new__(_Lowering)  # the state symbols, found again in the lowered model
+    g = {s.name: s for s in model.globals}
+    low.n, low.span = model.cpus, model.processes[0].span
+    low.irqs_off, low.in_irq, low.curr = g["irqs_off"], g["in_irq"], g["curr"]
+    low.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
+    low.pending = {h.name: g[f"pending_{h.name}"] for h in low.irqs}
+    low.threads = []
+    for p in model.processes:
+        if p.context and p.context.kind is m.ContextKind.THREAD:
+            for i in range(p.instances):
+                low.threads.append(_Thread(p, i, len(low.threads) + 1))
+    texts = dict(model.step_texts)
+    out = []
+    for p, pir in zip(model.processes, procs):
+        if p.context and p.context.kind is m.ContextKind.THREAD:
+            pir = _thread(low, model, p, pir, ir)
+        if any(k[0] == p.name for k in texts):
+            steps_at = tuple(tuple(_retext(st, texts) for st in at) for at in pir.steps_at)
+            pir = dataclasses.replace(pir, steps_at=steps_at, steps=tuple(_retext(st, texts) for st in pir.steps))
+        out.append(pir)
+    return tuple(out)
+
+
+def _retext(st, texts):
+    t = texts.get((st.process, st.span))
+    return dataclasses.replace(st, text=t, generated=True) if t is not None else st
+
+
+def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
+    cpu_sym = next(v for v in p.locals if v.name == "cpu")
+    span = p.context.span
+    cpu = m.Var(span, cpu_sym.type, cpu_sym)
+    me = low.thread_id(p, span)
+    here = _and(_eq(low.at(low.curr, cpu), me), low.runnable_here(cpu))
+    end_pcs = {pc for pc, at in enumerate(pir.steps_at) if not at}
+    free = ir.OAssign(low.at(low.curr, cpu), _c(0, span))
+
+    def frees(ops):
+        res = []
+        for op in ops:
+            if isinstance(op, ir.OGoto) and op.pc in end_pcs:
+                res += [free, op]
+            elif isinstance(op, ir.OIf):
+                res.append(dataclasses.replace(op, then=tuple(frees(op.then)), orelse=tuple(frees(op.orelse))))
+            else:
+                res.append(op)
+        return res
+
+    asleep_sym = next((v for v in p.locals if v.name == "asleep"), None)
+    asleep = m.Var(span, m.BOOL, asleep_sym) if asleep_sym is not None else None
+    remade: dict[int, object] = {}
+    uid = max((st.uid for st in pir.steps), default=-1) + 1
+    for st in pir.steps:
+        guard = here if st.guard is None else _and(here, st.guard)
+        body = tuple(frees(st.body))
+        if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
+            guard = _or(here, asleep)
+            body = (ir.OAssign(asleep, _c(0, span, m.BOOL)),) + body
+        remade[st.uid] = dataclasses.replace(st, guard=guard, body=body)
+    sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
+    sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
+    targets = range(low.n) if p.context.preemptible else [None]
+    steps_at = []
+    extra = []
+    for pc, at in enumerate(pir.steps_at):
+        new = [remade[st.uid] for st in at]
+        if any(st.kind is ir.StepKind.SCHEDULE for st in at):
+            # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
+            body = tuple(sched_out) + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
+            text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, span, text, None, None, generated=True)
+            uid += 1
+            new.append(st)
+            extra.append(st)
+        if pc not in end_pcs:
+            for c in targets:
+                dest = cpu if c is None else _c(c, span)
+                guard = _and(_not(_eq(low.at(low.curr, cpu), me)), _eq(low.at(low.curr, dest), _c(0, span)),
+                             low.runnable_here(dest))
+                if asleep is not None:  # a sleeper comes back through schedule() first
+                    guard = _and(guard, _not(asleep))
+                body = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
+                body += [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
+                where = "" if c is None else f" on cpu{c}"
+                text = f"sched in{where}" + (" (sched_in)" if p.context.sched_in else "")
+                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None, generated=True)
+                uid += 1
+                new.append(st)
+                extra.append(st)
+        steps_at.append(tuple(new))
+    steps = tuple(remade[st.uid] for st in pir.steps) + tuple(extra)
+    return dataclasses.replace(pir, steps_at=tuple(steps_at), steps=steps)
+
+
+def _subst(x, sym: m.VarSym, by: m.TExpr):
+    """`x` (an expression or an IR operation) with the variable `sym` read as `by`: the
+    sched-in notifier sees the CPU the thread is put on, whatever order the step's
+    operations read their operands in."""
+    if isinstance(x, m.Var) and x.sym is sym:
+        return by
+    if isinstance(x, tuple):
+        return tuple(_subst(a, sym, by) for a in x)
+    if not dataclasses.is_dataclass(x) or isinstance(x, (m.Const, m.Var, m.Type, m.VarSym)):
+        return x
+    changes = {}
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        if isinstance(v, (m.TExpr, tuple)) or (dataclasses.is_dataclass(v) and not isinstance(v, (m.Type, m.VarSym))):
+            nv = _subst(v, sym, by)
+            if nv is not v:
+                changes[f.name] = nv
+    return dataclasses.replace(x, **changes) if changes else x
+
+
+def initial_cpus(model: m.Model, layout, choices: list) -> None:
+    """A thread's `cpu` starts at its own `on cpu`, which may differ per instance."""
+    if model.cpus is None:
+        return
+    for p in model.processes:
+        if p.context and p.context.kind is m.ContextKind.THREAD:
+            sym = next(v for v in p.locals if v.name == "cpu")
+            for i in range(p.instances):
+                choices[layout.var_base[(sym, i)]] = (p.context.cpus[i],)
+
+
+def _calls(body, pred) -> bool:
+    for s in body:
+        if isinstance(s, m.SEval) and pred(BUILTINS[s.call.name]):
+            return True
+        for f in ("then", "orelse", "body"):
+            if isinstance(getattr(s, f, None), tuple) and _calls(getattr(s, f), pred):
+                return True
+        if isinstance(s, m.SChoose) and any(_calls(b, pred) for b in s.branches):
+            return True
+        if isinstance(s, m.SLabeled) and _calls((s.stmt,), pred):
+            return True
+    return False
+
+
+# ---- small expression builders
+
+
+def _c(v: int, span: Span, t: m.Type = m.INT) -> m.Const:
+    return m.Const(span, t, v)
+
+
+def _to(x: m.TExpr, t: m.Type) -> m.TExpr:
+    """A bool into a bool or integer location, and back (`flags` may be either)."""
+    if t == x.type:
+        return x
+    if t == m.BOOL:
+        return m.Bin(x.span, m.BOOL, "!=", x, _c(0, x.span))
+    return m.Ite(x.span, m.INT, x, _c(1, x.span), _c(0, x.span))
+
+
+def _not(x: m.TExpr) -> m.TExpr:
+    return m.Un(x.span, m.BOOL, "!", x)
+
+
+def _eq(a: m.TExpr, b: m.TExpr) -> m.TExpr:
+    return m.Bin(a.span, m.BOOL, "==", a, b)
+
+
+def _and(*xs: m.TExpr) -> m.TExpr:
+    out = xs[0]
+    for x in xs[1:]:
+        out = m.Bin(out.span, m.BOOL, "&&", out, x)
+    return out
+
+
+def _or(*xs: m.TExpr) -> m.TExpr:
+    out = xs[0]
+    for x in xs[1:]:
+        out = m.Bin(out.span, m.BOOL, "||", out, x)
+    return out
+
+
+def step_cpu(model: m.Model, process: str, text: str, before: dict, after: dict | None) -> int | None:
+    """The CPU a trace step ran on: a thread's `cpu` after the step (a sched-in step runs
+    on the CPU it puts the thread on), a handler's own CPU, for a preemption the CPU of
+    the thread it took off. None in a model without contexts or for a process of its own."""
+    if model.cpus is None:
+        return None
+    base, _, idx = process.partition("[")
+    p = next((q for q in model.processes if q.name == base), None)
+    if p is None or p.context is None:
+        return None
+    if p.context.kind is m.ContextKind.INTERRUPT:
+        return p.context.cpus[int(idx[:-1]) if idx else 0]
+    if p.context.kind is m.ContextKind.SCHEDULER:
+        who = text.split()[1] if text.startswith("preempt ") else None
+        return before.get(f"{who}.cpu")
+    return (after or before).get(f"{process}.cpu")

@@ -1,0 +1,167 @@
+"""Execution contexts in the resolver: `cpus N;`, `preemptions K;`, `percpu var`, a
+thread's `on cpu` and preempt notifiers, interrupt handlers, and the arguments of the
+context primitives (an interrupt's name, a per-CPU variable). What they mean is not
+decided here: checker/contexts.py lowers them to state, guards and steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .. import ast
+from .. import model as m
+from ..builtins import Arg
+from ..errors import Span, SpecError, did_you_mean
+from .base import Ctx
+
+MAX_CPUS = 8
+MAX_PREEMPTIONS = 8
+#: the preemption bound when a model has a preemptible thread and says nothing
+DEFAULT_PREEMPTIONS = 2
+
+
+class Contexts:
+    """The declarations of execution contexts; the rest of the resolver asks `self.cpus`."""
+
+    def _contexts_header(self, preemptions_override: int | None | str) -> None:
+        decls = self.spec.of(ast.CpusDecl)
+        self.cpus = None
+        if len(decls) > 1:
+            raise SpecError(decls[1].span, "`cpus` is declared twice")
+        if decls:
+            n = self.const_int(decls[0].count, "the number of CPUs")
+            if not 1 <= n <= MAX_CPUS:
+                raise SpecError(decls[0].count.span, f"a model has 1 to {MAX_CPUS} CPUs, not {n}")
+            self.cpus = n
+        self.interrupt_names = [d.name for d in self.spec.of(ast.ProcessDecl) if d.interrupt]
+        self.percpu_names = {d.name for d in self.spec.of(ast.VarDecl) if d.percpu}
+        contexts = [d for d in self.spec.of(ast.ProcessDecl) if d.interrupt or d.cpu is not None]
+        bounds = self.spec.of(ast.PreemptionsDecl)
+        first = (bounds[:1] or self.spec.of(ast.VarDecl)[:0] or [None])[0]
+        needs_cpus = next((d for d in self.spec.items if isinstance(d, ast.VarDecl) and d.percpu), None) \
+            or (contexts[0] if contexts else None) or first
+        if self.cpus is None and needs_cpus is not None:
+            raise SpecError(needs_cpus.span, "execution contexts need the model's CPUs",
+                            "declare them first: `cpus 2;` (CPUs 0 and 1)")
+        if len(bounds) > 1:
+            raise SpecError(bounds[1].span, "`preemptions` is declared twice")
+        self.preemptions = None
+        if any(d.preemptible for d in self.spec.of(ast.ProcessDecl)):
+            bound = DEFAULT_PREEMPTIONS
+            if bounds:
+                bound = self.const_int(bounds[0].bound, "the preemption bound")
+            if preemptions_override is not None:
+                bound = preemptions_override
+            if bound == "unbounded":
+                bound = None
+            elif not 0 <= bound <= MAX_PREEMPTIONS:
+                span = bounds[0].bound.span if bounds and preemptions_override is None else Span("", 0, 0, 0, 0)
+                raise SpecError(span, f"the preemption bound is 0 to {MAX_PREEMPTIONS}, not {bound}",
+                                "each preemption a run may take multiplies the states; `--preemptions "
+                                "unbounded` drops the bound")
+            self.preemptions = bound
+
+    def _thread_locals(self, d: ast.ProcessDecl, locals_: dict) -> None:
+        """A thread's `cpu`, the CPU it runs on: a local, so that `vcpu.cpu` reads in
+        properties and traces show it (contexts.py keeps it up to date)."""
+        if d.cpu is None or d.interrupt:
+            return
+        if "cpu" in locals_:
+            raise SpecError(locals_["cpu"].span, f"thread '{d.name}' declares 'cpu', the CPU it runs on",
+                            "rename the local; `cpu` (or `smp_processor_id()`) reads the thread's CPU")
+        sym = m.VarSym("cpu", m.IntT(0, self.cpus - 1), m.Scope.LOCAL, d.cpu_span, ((0,),), d.name)
+        locals_["cpu"] = sym
+        self.read_locals.add(id(sym))
+
+    def _percpu_decl(self, d: ast.VarDecl) -> ast.VarDecl:
+        """`percpu var x: T` is `var x[cpus]: T`: element c is CPU c's copy."""
+        count = ast.Number(d.span, self.cpus)
+        return dataclasses.replace(d, dim=ast.Dim(d.span, count, None, None))
+
+    def _process_context(self, d: ast.ProcessDecl, count: int | None, ctx: Ctx) -> m.ProcessContext | None:
+        if not d.interrupt and d.cpu is None:
+            if d.preemptible:
+                raise SpecError(d.span, f"preemptible process '{d.name}' runs on no CPU",
+                                "only a thread is preempted: `preemptible process NAME on cpu 0 { ... }`")
+            if d.notifiers:
+                raise SpecError(d.notifiers[0].span, f"process '{d.name}' is not a thread: it has no notifiers",
+                                "declare where it runs: `process NAME on cpu 0 { ... }`")
+            return None
+        instances = range(count or 1)
+        if d.interrupt and d.cpu is None:
+            if count is None:
+                raise SpecError(d.span, f"interrupt '{d.name}' is bound to no CPU",
+                                "write `interrupt NAME on cpu 0 { ... }`, or `interrupt NAME[N]`: one per CPU 0..N-1")
+            cpus = tuple(instances)
+            where = d.dim.span
+        else:
+            where = d.cpu_span
+            x = self.expr(d.cpu, dataclasses.replace(ctx, what="a CPU"))
+            cpus = tuple(_cpu_value(x, i) for i in instances)
+        for c in cpus:
+            if not 0 <= c < self.cpus:
+                raise SpecError(where, f"CPU {c} is not one of the model's CPUs 0..{self.cpus - 1}",
+                                f"`cpus {self.cpus};` declares CPUs 0 to {self.cpus - 1}")
+        kind = m.ContextKind.INTERRUPT if d.interrupt else m.ContextKind.THREAD
+        notes: dict[str, tuple[m.RStmt, ...]] = {}
+        for n in d.notifiers:
+            if n.name in notes:
+                raise SpecError(n.span, f"`on {n.name}` is declared twice")
+            inner = dataclasses.replace(ctx, effects=True, in_atomic=True, what=f"`on {n.name}`")
+            notes[n.name] = self.stmts(n.body.body, inner)
+            _check_notifier(notes[n.name], d.name, n)
+        return m.ProcessContext(kind, cpus, d.preemptible, notes.get("sched_out", ()), notes.get("sched_in", ()),
+                                where, d.hrtimer)
+
+    def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
+        """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
+        if kind is Arg.IRQ:
+            name = a.name if isinstance(a, ast.Name) else None
+            if name not in self.interrupt_names:
+                raise SpecError(a.span, f"'{fname}' needs an interrupt's name here",
+                                did_you_mean(name or "", self.interrupt_names)
+                                or "declare one: `interrupt NAME on cpu 0 { ... }`")
+            return m.Const(a.span, m.INT, self.interrupt_names.index(name))
+        x = self.expr(a, ctx, lvalue=True)
+        if not isinstance(x, m.Var) or x.sym.name not in self.percpu_names or x.sym.scope is not m.Scope.GLOBAL:
+            raise SpecError(a.span, f"'{fname}' needs a per-CPU variable here",
+                            "declare one: `percpu var x: 0..3 = 0;`")
+        return x
+
+
+def _cpu_value(x: m.TExpr, i: int) -> int:
+    """The CPU of instance i: a constant, or an expression of `self`."""
+    if isinstance(x, m.Const):
+        return x.value
+    if isinstance(x, m.SelfE):
+        return i
+    if isinstance(x, m.Bin) and x.op in ("+", "-", "*", "/", "%"):
+        a, b = _cpu_value(x.left, i), _cpu_value(x.right, i)
+        return {"+": a + b, "-": a - b, "*": a * b, "/": a // b if b else 0, "%": a % b if b else 0}[x.op]
+    raise SpecError(x.span, "a thread's CPU is a constant or an expression of `self`",
+                    "write `on cpu 0`, or `on cpu self` in a process array")
+
+
+def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
+    """A notifier is straight-line code run by the scheduler in the thread's name: it may
+    read the thread's locals but not write them (they are the thread's, not the scheduler's)."""
+    for s in _walk(body):
+        target = s.target if isinstance(s, m.SAssign) else None
+        if target is not None and isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.LOCAL:
+            raise SpecError(s.span, f"`on {n.name}` writes {proc}'s local '{target.sym.name}'",
+                            "a notifier runs in the scheduler: it may write globals and per-CPU variables")
+        if isinstance(s, (m.SLoop, m.SChoose, m.SLabeled, m.SGoto, m.SAwait)):
+            raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
+                            "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")
+
+
+def _walk(body):
+    for s in body:
+        yield s
+        for f in ("then", "orelse", "body"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, tuple):
+                yield from _walk(sub)
+        if isinstance(s, m.SChoose):
+            for b in s.branches:
+                yield from _walk(b)
