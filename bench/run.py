@@ -344,8 +344,9 @@ class TwinCheck:
         """By our property names (claims and invariants named as in the model)."""
         out = {}
         for name in self.violated:
-            prop = name.split("_", 1)[1] if name.split("_", 1)[0] in ("invariant", "final", "assert") else name
-            out[prop] = "violated"
+            kind, _, rest = name.partition("_")
+            prop = rest if kind in ("invariant", "final", "assert", "reachable") else name
+            out[prop] = "holds" if kind == "reachable" else "violated"  # a reachable one was reached
         for claim, cycle in self.cycles.items():
             out[claim] = "violated" if cycle else "holds"
         return out
@@ -457,7 +458,7 @@ def twin_disagreements(ours: dict, twin: TwinCheck) -> list[str]:
     for o in ours["outcomes"]:
         if o["kind"] == "lemma":
             continue
-        theirs = pan.get(o["property"], "holds")
+        theirs = pan.get(o["property"], "violated" if o["kind"] == "reachable" else "holds")
         if o["verdict"] != theirs:
             out.append(f"{o['kind']} {o['property']}: ours {o['verdict']}, pan {theirs}")
     return out

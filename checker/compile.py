@@ -629,6 +629,17 @@ class _Compiler:
         e.emit("return " + " and ".join(parts))
         return "\n".join(e.lines) + "\n"
 
+    def cond_then_flush(self, cond: m.TExpr, e: _Emitter) -> str:
+        """A branch condition as code, with what evaluating it stored (xchg, cmpxchg, ...)
+        written to `v` before the branch: a constant store is otherwise kept pending and
+        flushed by the first statement of one branch only, and lost on the other."""
+        code = self.expr(cond, e, "v")
+        if e.clear:
+            e.emit(f"_cond = {code}")
+            e.flush()
+            code = "_cond"
+        return code
+
     def predicate(self, fname: str, cond: m.TExpr, what: str) -> str:
         e = _Emitter()
         self.proc, self.inst = None, None
@@ -674,7 +685,7 @@ class _Compiler:
             if isinstance(cond, m.Const):  # decided for this instance: only that branch
                 self.ops(op.then if cond.value else op.orelse, e)
                 return
-            e.emit(f"if {self.expr(cond, e, 'v')}:")
+            e.emit(f"if {self.cond_then_flush(cond, e)}:")
             e.depth += 1
             self.ops(op.then, e)
             if not op.then:
@@ -689,7 +700,7 @@ class _Compiler:
             e.flush()
             e.emit("while True:")
             e.depth += 1
-            c = self.expr(self.simplify(op.cond), e, "v")
+            c = self.cond_then_flush(self.simplify(op.cond), e)
             e.emit(f"if not ({c}):")
             e.emit("    break")
             self.ops(op.body, e)
@@ -717,7 +728,7 @@ class _Compiler:
                 if not cond.value:
                     e.emit(f"_assert_failed({op.property!r})  # fails for this instance whenever it runs")
                 return
-            e.emit(f"if not ({self.expr(cond, e, 'v')}):")
+            e.emit(f"if not ({self.cond_then_flush(cond, e)}):")
             e.emit(f"    _assert_failed({op.property!r})")
         elif isinstance(op, OBarrier):
             e.emit(f"pass  # {op.name}()")

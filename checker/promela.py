@@ -1248,6 +1248,13 @@ def _translate(program: Program) -> str:
                 checks.append((f"final_{pname}", f"({at_end(c_mode)}) && !({anyone(c_mode, moves=True)}) && !{c}",
                                c_mode, f"final {prop.name}: checked where every process is at a valid end "
                                "and no step is enabled"))
+        elif prop.kind is m.PropertyKind.REACHABLE:
+            # searched for as a violation, as the explicit engine does: pan's "assertion
+            # violated reachable_<name>" means the state was reached (our holds)
+            c_mode = t.needs_c(t.simplify(prop.cond))
+            c = t.cexpr(t.simplify(prop.cond), "a property") if c_mode else t.pure(prop.cond)
+            checks.append((f"reachable_{pname}", f"{c}", c_mode,
+                           f"reachable {prop.name}: violated here means reached"))
         elif prop.kind is m.PropertyKind.DEADLOCK:
             checks.append(("deadlock", f"!({at_end(in_c)}) && !(\n\t\t   {anyone(in_c)})", in_c,
                            "deadlock: no step enabled, some process not at a valid end"))
@@ -1352,7 +1359,8 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
              " * Breadth-first, for the shortest trails (safety only; the same states as depth-first):",
              f" *   spin -o3 -a {stem}.pml && gcc -O2 -DBFS -DNOREDUCE -DNOCLAIM -o pan pan.c && ./pan -c0",
              " * A violation reads \"assertion violated <name>\": invariant_<property>, final_<property>,",
-             " * assert_<property>, deadlock, or model_error_<what> (the model itself went wrong)."]
+             " * assert_<property>, deadlock, or model_error_<what> (the model itself went wrong);",
+             " * reachable_<property> is the opposite: that state was reached, the property holds."]
     if chooser:
         lines.append(" * The model has several initial states: pan stores one more state than timerace (the")
         lines.append(" * one before the chooser picks the initial values).")

@@ -8,6 +8,7 @@ from checker.compile import compile_program
 from checker.engines.bmc import bmc
 from checker.engines.encode import MODEL_ERROR
 from checker.engines.explicit import explore
+from checker.model import PropertyKind
 from checker.parse import parse
 from checker.resolve import resolve
 from checker.trace import Verdict
@@ -20,7 +21,10 @@ def compiled(text: str, variant: str = "base", file: str = "m.spec"):
 def explicit_depths(cm) -> tuple[dict[str, int], int | None, bool]:
     """Shortest violation depth per property, the model error's depth, completeness."""
     ex = explore(cm)
-    depths = {name: cx.trace.length for name, cx in ex.counterexamples.items()}
+    # a `reachable` property is searched for as a violation of its negation, which BMC
+    # does not check (LANGUAGE.md): not a depth to compare
+    reach = {p.name for p in cm.program.model.properties if p.kind is PropertyKind.REACHABLE}
+    depths = {name: cx.trace.length for name, cx in ex.counterexamples.items() if name not in reach}
     err = ex.model_error.trace.length if ex.model_error is not None else None
     return depths, err, ex.stats.complete or err is not None
 

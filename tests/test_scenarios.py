@@ -1,0 +1,256 @@
+"""The scenario models of issue 19 tell the races they were written for.
+
+tests/test_models.py already runs every model against its own `expect` clauses; here
+each scenario's counterexamples are checked against the race its header describes
+(who does what, in which order), so that a model that keeps its verdicts but loses its
+story (a violation reached some other way) fails, and the v5.3/v6.18 pair keeps the
+same properties so that the two can be compared.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from checker.parse import parse
+from checker.run import Options, check_spec, load
+from checker.trace import Verdict
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+SCENARIOS = ("timer_reprogram", "pi_two_posters", "pi_timer_v6", "hv_sw_switch", "ipi_fastpath_reenter")
+
+
+def run(name: str, *variants: str):
+    spec = load(str(MODELS / f"{name}.spec"))
+    result = check_spec(spec, Options(variants=tuple(variants), progress=False))
+    return {v.variant: v for v in result.variants}
+
+
+def outcome(variant, prop):
+    return next(o for o in variant.outcomes if o.property == prop)
+
+
+def verdicts(variant):
+    return {o.property: o.verdict for o in variant.outcomes}
+
+
+def steps(cx):
+    """(process, statement text) per step of a counterexample."""
+    return [(a.process, a.text) for a in cx.trace.actions]
+
+
+def first(trace_steps, process, fragment, start=0):
+    for i in range(start, len(trace_steps)):
+        if trace_steps[i][0] == process and fragment in trace_steps[i][1]:
+            return i
+    raise AssertionError(f"no step of {process} with {fragment!r}")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_scenario_header_maps_processes_to_a_kernel_version(name):
+    """Every scenario header names the kernel version it follows and maps each process."""
+    text = (MODELS / f"{name}.spec").read_text()
+    header = text.split("\nmodel ", 1)[0]
+    assert re.search(r"Version: .*v(5|6)\.", header), name
+    assert "Processes, and each step with the" in header, name
+    for proc in re.findall(r"^(?:unfair )?process (\w+)", text, re.M):
+        assert re.search(rf"^//\s+{proc}\s", header, re.M), (name, proc)
+
+
+def test_cancel_without_wait_delivers_after_the_rewrite():
+    """hrtimer_try_to_cancel in place of hrtimer_cancel: the callback, already running,
+    raises `pending` after the guest's next write was committed (and reset it)."""
+    r = run("timer_reprogram", "base", "cancel_without_wait")
+    assert all(v == Verdict.HOLDS for p, v in verdicts(r["base"]).items())
+    cx = outcome(r["cancel_without_wait"], "no_delivery_after_rewrite").counterexample
+    s = steps(cx)
+    fired = first(s, "hrtimer", "cb_running = true")
+    commit = first(s, "vcpu", "tscdeadline = data", start=fired)
+    assert fired < commit
+    # the violating state: the callback, started before the commit, is about to deliver
+    assert dict(cx.trace.states[-1].pcs)["hrtimer"] in ("inc", "post")
+    early = outcome(r["cancel_without_wait"], "irq_not_before_its_deadline").counterexample
+    assert dict(early.trace.states[-1].pcs)["vcpu"] == "timer_irq"
+    s = steps(early)
+    assert first(s, "vcpu", "tscdeadline = data", start=first(s, "hrtimer", "cb_running = true")) \
+        < first(s, "hrtimer", "pending = 1")
+
+
+def test_pending_not_reset_keeps_the_new_deadline_unarmed():
+    r = run("timer_reprogram", "pending_not_reset")
+    v = r["pending_not_reset"]
+    assert outcome(v, "no_stale_pending").verdict == Verdict.VIOLATED
+    live = outcome(v, "new_deadline_fires").counterexample
+    assert live.trace.loop_start is not None
+    # in the lasso the new deadline is never queued after the second write
+    s = steps(live)
+    second = [i for i, (p, t) in enumerate(s) if p == "vcpu" and "tscdeadline = data" in t][-1]
+    assert not any("hrtimer_queued = true" in t for p, t in s[second:] if p == "vcpu")
+
+
+def test_old_deadline_interrupt_may_arrive_after_the_rewrite():
+    """KVM's semantics, shown reachable: a posted interrupt of D1 after D2 is written, and
+    a request-path expiry dropped by the reset."""
+    base = run("timer_reprogram", "base")["base"]
+    assert outcome(base, "old_irq_after_rewrite").verdict == Verdict.HOLDS
+    assert outcome(base, "old_expiry_dropped").verdict == Verdict.HOLDS
+    assert outcome(base, "cancel_while_callback_spins").verdict == Verdict.HOLDS
+
+
+def test_sender_on_before_pir_strands_the_ipi():
+    """P2 before P1: the target's sync clears ON and finds PIR empty in between."""
+    r = run("pi_two_posters", "base", "sender_on_before_pir")
+    assert verdicts(r["base"])["ipi_taken"] == Verdict.HOLDS
+    cx = outcome(r["sender_on_before_pir"], "ipi_taken").counterexample
+    acts = cx.trace.actions
+    on = next(i for i, a in enumerate(acts) if a.process == "sender" and "xchg(on, true)" in a.text)
+    pir = next(i for i, a in enumerate(acts) if a.process == "sender" and "set_bit(VEC_A, pir)" in a.text)
+    # between them, the target (E7) or its CPU (posted-interrupt processing) clears ON
+    cleared = [i for i, a in enumerate(acts) if ("on", False) in a.changes and a.process != "sender"]
+    assert any(on < i < pir for i in cleared)
+
+
+def test_sync_reading_pir_first_loses_a_coalesced_post():
+    r = run("pi_two_posters", "sync_reads_pir_first")
+    v = r["sync_reads_pir_first"]
+    assert outcome(v, "ipi_taken").verdict == Verdict.VIOLATED
+    assert outcome(v, "device_taken").verdict == Verdict.VIOLATED
+
+
+def test_wakeup_vector_wakes_a_blocked_target():
+    r = run("pi_two_posters", "base", "no_wakeup_vector", "pi_put_ignores_on", "notify_even_if_outstanding")
+    assert outcome(r["base"], "woken_by_vector").verdict == Verdict.HOLDS
+    assert outcome(r["base"], "coalesced").verdict == Verdict.HOLDS
+    assert outcome(r["no_wakeup_vector"], "device_taken").verdict == Verdict.VIOLATED
+    assert outcome(r["pi_put_ignores_on"], "device_taken").verdict == Verdict.VIOLATED
+    assert all(v == Verdict.HOLDS for v in verdicts(r["notify_even_if_outstanding"]).values())
+
+
+def _property_names(name):
+    tree = parse((MODELS / f"{name}.spec").read_text(), name)
+    text = (MODELS / f"{name}.spec").read_text()
+    return set(re.findall(r"^(?:invariant|property) (\w+):", text, re.M)), tree
+
+
+def test_pi_timer_v6_has_pi_timer_properties():
+    """The v6.18 model checks the same properties as the v5.3 one, so they compare."""
+    v53, _ = _property_names("pi_timer")
+    v6, _ = _property_names("pi_timer_v6")
+    assert v53 == v6
+
+
+def test_v6_direct_injection_and_unblock():
+    r = run("pi_timer_v6", "base", "no_direct_inject", "unblock_not_cleared", "no_kick")
+    assert all(v == Verdict.HOLDS for v in verdicts(r["base"]).values())
+    assert outcome(r["no_direct_inject"], "direct_injection").verdict == Verdict.VIOLATED
+    assert outcome(r["no_direct_inject"], "timer_wakes_vcpu").verdict == Verdict.HOLDS
+    lasso = outcome(r["unblock_not_cleared"], "timer_wakes_vcpu").counterexample.trace
+    loop = [a for a in lasso.actions[lasso.loop_start:]]
+    # every entry in the loop aborts at E8: the loop never reaches VM entry
+    assert loop and not any(a.pc_to == "guest" for a in loop)
+    assert outcome(r["no_kick"], "deadlock").verdict == Verdict.VIOLATED
+
+
+def test_hv_timer_fires_twice_without_the_pending_recheck():
+    r = run("hv_sw_switch", "base", "no_pending_recheck")
+    assert outcome(r["base"], "recheck_cancels_hv").verdict == Verdict.HOLDS
+    cx = outcome(r["no_pending_recheck"], "one_shot_fires_once").counterexample
+    s = steps(cx)
+    raised = first(s, "hrtimer", "pending = 1")
+    took = first(s, "vcpu", "taken = min(taken + 1, 2)", start=raised)
+    hv = first(s, "hv_timer", "hv_exit = true", start=took)
+    again = first(s, "vcpu", "taken = min(taken + 1, 2)", start=hv)
+    assert raised < took < hv < again
+
+
+def test_switch_placement_decides_what_the_poll_sees():
+    r = run("hv_sw_switch", "base", "switch_after_poll", "no_switch_before_block")
+    assert outcome(r["base"], "timer_caught_in_poll").verdict == Verdict.HOLDS
+    assert outcome(r["switch_after_poll"], "timer_caught_in_poll").verdict == Verdict.VIOLATED
+    assert outcome(r["switch_after_poll"], "timer_reaches_guest").verdict == Verdict.HOLDS
+    assert outcome(r["no_switch_before_block"], "timer_reaches_guest").verdict == Verdict.VIOLATED
+
+
+def test_periodic_hv_expiry_must_rearm():
+    r = run("hv_sw_switch", "periodic", "periodic_hv_no_restart")
+    assert outcome(r["periodic"], "timer_reaches_guest").verdict == Verdict.HOLDS
+    assert outcome(r["periodic_hv_no_restart"], "timer_reaches_guest").verdict == Verdict.VIOLATED
+
+
+def test_reenter_without_sync_strands_the_self_ipi():
+    """The REENTER loop without sync_pir_to_irr: the self-IPI was posted in the fast path
+    (no notification to the running vCPU) and the guest re-entered without it."""
+    r = run("ipi_fastpath_reenter", "base", "reenter_without_sync", "seed_v1")
+    assert all(v == Verdict.HOLDS for v in verdicts(r["base"]).values())
+    assert all(v == Verdict.HOLDS for v in verdicts(r["seed_v1"]).values())
+    lasso = outcome(r["reenter_without_sync"], "self_ipi_taken").counterexample.trace
+    s = [(a.process, a.text) for a in lasso.actions]
+    posted = first(s, "vcpu", "set_bit(SELF_VECTOR, pir)")
+    reenter = first(s, "vcpu", "cpu = NON_ROOT", start=posted)
+    assert posted < reenter
+    assert not any(p == "vcpu" and "pi_ipi = true" in t for p, t in s)
+
+
+def test_legacy_reenter_without_exit_check_loses_the_senders_events():
+    r = run("ipi_fastpath_reenter", "legacy_apic", "legacy_reenter_without_exit_check")
+    assert all(v == Verdict.HOLDS for v in verdicts(r["legacy_apic"]).values())
+    v = r["legacy_reenter_without_exit_check"]
+    for prop in ("self_ipi_taken", "remote_ipi_taken", "request_served"):
+        assert outcome(v, prop).verdict == Verdict.VIOLATED, prop
+
+
+REACH = """model reach;
+const STEP = true;
+var x: 0..2 = 0;
+process p { x = 1; if (STEP) x = 2; }
+reachable seen: x == 2;
+reachable stuck_at_one: p@end && x == 1;
+expect violated stuck_at_one;
+variant off { STEP = false; }
+expect violated seen;
+"""
+
+
+def test_promela_twin_checks_reachable_properties(tmp_path):
+    """The scenario models are the first shipped ones with `reachable`: the Promela twin
+    left them out (its header called them lemmas) and the pan comparison read every one
+    as holding. Now each is an assertion pan fails exactly when the state is reached."""
+    from test_promela import agreement, needs_spin
+
+    needs_spin()
+    spec = tmp_path / "reach.spec"
+    spec.write_text(REACH)
+    _ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == []
+    assert differences == {"base": [], "off": []}
+    twin = (tmp_path / "twins" / "reach.base.pml").read_text()
+    assert "assert(reachable_seen)" in twin and "lemmas" not in twin
+
+
+XCHG_IN_CONDITIONS = """model xchg_conditions;
+var a: bool = false;
+var b: bool = true;
+var c: 0..1 = 0;
+var r: 0..3 = 0;
+process p {
+  if (xchg(a, true)) { r = 1; } else { r = 2; }   // false: the else branch
+  if (!xchg(b, false)) { r = 3; }                  // b was true: no branch taken
+  while (xchg(c, 1) == 1) { r = 0; }               // c was 0: the loop never runs
+}
+invariant stored: p@end -> (a && !b && c == 1);
+"""
+
+
+def test_xchg_in_a_branch_condition_keeps_its_store():
+    """Found writing pi_two_posters: an `if` (or `while`) whose condition is an xchg lost
+    the xchg's constant store on the branch that does not start with a store of its own,
+    in the explicit engine only (BMC kept it). pi_two_posters' P2 goes through a local
+    because of it."""
+    from checker import check_source
+
+    result = check_source(XCHG_IN_CONDITIONS, "xchg_conditions.spec")
+    base = result.variants[0]
+    assert outcome(base, "stored").verdict == Verdict.HOLDS
+    assert result.all_as_expected
