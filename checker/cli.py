@@ -172,8 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "be translated faithfully (memory tso, u32/u64) are refused (exit 2)")
     p.add_argument("--brief", action="store_true", help="print only the summary table, no traces")
     p.add_argument("--full", action="store_true",
-                   help="print every counterexample in full (numbered trace and race diagram); by default an "
-                        "expected violation shows its race one line per step")
+                   help="print every row of the table and every counterexample in full (numbered trace and "
+                        "race diagram); by default an expected violation shows its race one line per run of "
+                        "one process's steps, and a long table one row per variant that is as expected")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
     p.add_argument("--version", action="version", version=f"timerace {__version__}")

@@ -5,6 +5,7 @@ read the same warnings without importing an engine."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -39,6 +40,8 @@ class Coverage:
     never_true: tuple[tuple[str, str], ...]  # (property, what never holds)
     silent_processes: tuple[str, ...]  # processes none of whose instances takes a step
     fingerprint: int  # hash of the set of reachable states (with the layout's names)
+    # (line, reason) of each `// coverage: reason` comment: a finding at that line is explained
+    explained: tuple[tuple[int, str], ...] = ()
 
     def dead(self) -> tuple[StatementCoverage, ...]:
         return tuple(s for s in self.statements if s.dead)
@@ -82,8 +85,39 @@ class Warning_:
     line: int  # 0: no one line (a comparison of variants)
 
 
+EXPLAINED = re.compile(r"//\s*coverage:\s*(.*?)\s*$")  # `// coverage: why`, at the end of a line
+
+
+def explanations(source: str) -> tuple[tuple[int, str], ...]:
+    """(line, reason) of each line of a spec that ends in a `// coverage: reason`
+    comment: the model's author says why what is found at that line (a statement never
+    executed, a branch never taken, a property that holds vacuously) is so by design."""
+    out = []
+    for n, text in enumerate(source.splitlines(), 1):
+        hit = EXPLAINED.search(text)
+        if hit and hit.group(1):
+            out.append((n, hit.group(1)))
+    return tuple(out)
+
+
 def run_warnings(result) -> list[Warning_]:
-    """Every coverage and vacuity warning of a RunResult, variant by variant."""
+    """Every coverage and vacuity warning of a RunResult, variant by variant, but those
+    the model explains (`// coverage: why` at their line): explained_warnings has them."""
+    return [w for w, why in _all_warnings(result) if why is None]
+
+
+def explained_warnings(result) -> list[tuple[Warning_, str]]:
+    """The warnings the model explains, with the reason its comment gives."""
+    return [(w, why) for w, why in _all_warnings(result) if why is not None]
+
+
+def _all_warnings(result) -> list[tuple[Warning_, str | None]]:
+    why: dict[str, dict[int, str]] = {v.variant: dict(v.coverage.explained) for v in result.variants
+                                      if v.coverage is not None}
+    return [(w, why.get(w.variant, {}).get(w.line) if w.line else None) for w in _warnings(result)]
+
+
+def _warnings(result) -> list[Warning_]:
     out = []
     for v in result.variants:
         out += [Warning_(v.variant, msg, line) for line, msg in getattr(v, "lint", ())]
@@ -117,8 +151,10 @@ def coverage_table(result) -> str:
         ran = sum(not s.dead for s in cov.statements)
         lines.append(f"coverage of {v.variant}: {ran}/{len(cov.statements)} statements executed "
                      f"({cov.states:,} states, without reduction)")
+        why = dict(cov.explained)
         for s in cov.statements:
             mark = "DEAD" if s.dead else f"{s.executed}/{s.instances}"
             br = "".join(f" {b}:{'yes' if t else 'NO'}" for b, t in s.branches)
-            lines.append(f"  {s.process:<12} line {s.line:>4}  {mark:>5}  {s.text}{br}")
+            note = f"  (explained: {why[s.line]})" if s.line in why and (s.dead or s.missed_branches()) else ""
+            lines.append(f"  {s.process:<12} line {s.line:>4}  {mark:>5}  {s.text}{br}{note}")
     return "\n".join(lines)

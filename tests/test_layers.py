@@ -119,13 +119,12 @@ ORCHESTRATORS = frozenset({"checker.run", "checker.api", "checker.cli", "checker
 #: Private names that code merged from i20-exports (counterexamples that explain
 #: themselves) uses across modules, while checker/export/* and explain.py are being
 #: edited: explain compiles its expressions with compile's _Compiler and _Emitter and
-#: walks ir._exprs; sarif takes markdown._relative (inside a function). Exempt from the
-#: private-name and function-level rules until their owners make them public where they
-#: belong; test_exceptions_are_still_needed says when an entry can go.
+#: walks ir._exprs. Exempt from the private-name and function-level rules until their
+#: owners make them public where they belong; test_exceptions_are_still_needed says when
+#: an entry can go.
 PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
     ("checker.explain", "checker.compile"): frozenset({"_Compiler", "_Emitter"}),
     ("checker.explain", "checker.ir"): frozenset({"_exprs"}),
-    ("checker.export.sarif", "checker.export.markdown"): frozenset({"_relative"}),
 }
 
 #: the imports that may stay inside a function, each deferring a heavy dependency:

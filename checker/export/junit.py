@@ -49,7 +49,8 @@ def to_junit(result: RunResult, timing: bool = False) -> str:
                 counts["failures"] += 1
                 if o.counterexample is not None:
                     cx = o.counterexample
-                    message = one_line(f"{cx.message} (expected: {expected}; {cx.trace.steps} steps)")
+                    steps = "" if cx.kind == "lemma" else f"; {cx.trace.steps} steps"  # a lemma has no trace
+                    message = one_line(f"{cx.message} (expected: {expected}{steps})")
                     fail = ET.SubElement(case, "failure", message=message,
                                          type=f"unexpected {o.verdict.value}")
                     fail.text = format_counterexample(cx, v.variant, show=DIAGRAM) + "\n\n" + format_trace(cx.trace)

@@ -194,11 +194,12 @@ def _html(text: str) -> str:
 
 def repository_root() -> str:
     """The git work tree we are in (paths in the report are relative to it), else cwd."""
-    return _root_of(os.getcwd())
+    return root_of(os.getcwd())
 
 
 @functools.lru_cache(maxsize=8)
-def _root_of(cwd: str) -> str:
+def root_of(cwd: str) -> str:
+    """The git work tree `cwd` is in, else cwd itself (SARIF's URIs are relative to it)."""
     import subprocess
 
     try:
@@ -230,7 +231,10 @@ def reproduce(result: RunResult) -> str:
     except ValueError:
         return command
     root = repository_root()
-    return " ".join(shlex.quote(_relative(w, root)) if os.path.isabs(w) else shlex.quote(w) for w in words)
+    # the spec given relative to a folder below the root is named from the root, as the report names it
+    spec = {result.file} if not os.path.isabs(result.file) and root != os.getcwd() else set()
+    return " ".join(shlex.quote(_relative(os.path.abspath(w) if w in spec else w, root))
+                    if os.path.isabs(w) or w in spec else shlex.quote(w) for w in words)
 
 
 def review_report(result: RunResult, timing: bool = False, traces: str | None = None) -> str:

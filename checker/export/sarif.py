@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import Span
 from ..trace import Action, Counterexample, RunResult, Verdict, show_value
 from .files import dump_json, write_text
+from .markdown import root_of
 from ..findings import run_warnings
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -28,9 +29,12 @@ SRCROOT = "SRCROOT"  # the uriBaseId of every location: the repository (code sca
 def artifact_uri(path: str) -> str:
     """A URI reference for a spec path, relative to the repository (or the working
     folder) whatever path `check` was given: what code scanning resolves against."""
-    from .markdown import _relative
-
-    return quote(_relative(os.path.normpath(path)).replace(os.sep, "/"))
+    full = os.path.abspath(path)  # a relative path is relative to cwd, which may be below the root
+    for root in (root_of(os.getcwd()), root_of(os.path.dirname(full))):
+        rel = os.path.relpath(full, root)
+        if not rel.startswith(".."):
+            return quote(rel.replace(os.sep, "/"))
+    return quote(os.path.basename(full))
 
 
 def _artifact(path: str) -> dict:

@@ -13,7 +13,7 @@ from ..safe_text import printable
 from .files import counterexamples, describe
 from ..trace import (LKMM_HOLDS_NOTE, MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
                      VariantResult, show_number, show_value)
-from ..findings import run_warnings
+from ..findings import explained_warnings, run_warnings
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm (operational)"}
 
@@ -59,12 +59,39 @@ def _engine_of(o, v) -> str:
     return v.stats.engine
 
 
-def summary_table(result: RunResult) -> str:
+def _foldable(v: VariantResult) -> bool:
+    """A variant whose every property was decided as expected, by a complete search:
+    the default table gives it one row (its violations are listed after the table)."""
+    return (len(v.outcomes) > 1 and v.model_error is None and not v.checker_bugs and v.stats.complete
+            and all(o.as_expected and o.verdict in (Verdict.HOLDS, Verdict.PROVED, Verdict.VIOLATED)
+                    for o in v.outcomes))
+
+
+FOLD_ROWS = 24  # a table of more rows than this (a screen) folds the variants that are as expected
+
+
+def summary_table(result: RunResult, fold: bool = False) -> str:
+    """Variant x property: verdict, expectation, the counterexample's length, the search's
+    size. `fold`, when the table would not fit a screen (FOLD_ROWS): a variant whose every
+    outcome is as expected is one row, which names the properties it violates, as expected."""
     mixed = _mixed_memory(result)
+    fold = fold and sum(max(len(v.outcomes), 1) for v in result.variants) > FOLD_ROWS
     rows = [("variant", "property", "verdict", "expected", "", "steps", "states", "depth", "time", "engine")]
+    memory, notes = ["memory"], [""]  # per row: the variant's memory model; text after the row
     for v in result.variants:
         first = True
         states = f"{v.stats.states:,}" if v.stats.engine == "explicit" else "-"  # Z3 counts no states
+        if fold and _foldable(v):
+            bad = [o for o in v.outcomes if o.verdict is Verdict.VIOLATED]
+            n, k = len(v.outcomes), len(bad)
+            verdict = "all hold" if not k else "all violated" if k == n else f"{n - k} hold, {k} violated"
+            rows.append((v.variant, f"{n} properties", verdict, "as expected", "ok", "", states,
+                         str(v.stats.depth), f"{v.stats.seconds:.2f}s", v.stats.engine))
+            memory.append(v.memory)
+            notes.append("  violated: " + ", ".join(
+                o.property + (f" ({o.counterexample.trace.steps})" if o.counterexample is not None
+                              and o.counterexample.kind != "lemma" else "") for o in bad) if bad else "")
+            continue
         for o in v.outcomes:
             exp = ("violated" if o.expected_violation else "holds") if result.use_expectations else "holds"
             cx = o.counterexample
@@ -73,35 +100,41 @@ def summary_table(result: RunResult) -> str:
                          states if first else "", str(v.stats.depth) if first else "",
                          f"{v.stats.seconds:.2f}s" if first else "",
                          _engine_of(o, v)))
+            memory.append(v.memory if first else "")
+            notes.append("")
             first = False
         if not v.outcomes and v.model_error is None:
             done = "explored" if v.stats.complete else "incomplete"
             rows.append((v.variant, "(no properties)", done, "-", "", "", states,
                          str(v.stats.depth), f"{v.stats.seconds:.2f}s", v.stats.engine))
+            memory.append(v.memory)
+            notes.append("")
         if v.model_error is not None:
             rows.append((v.variant if first else "", "(model error)", "error", "-", "UNEXPECTED",
                          str(v.model_error.trace.steps), states if first else "", "", "", v.stats.engine))
+            memory.append(v.memory if first else "")
+            notes.append("")
+            first = False
         for _ in v.checker_bugs:
             rows.append(("", "(checker bug)", "checker bug", "-", "CHECKER BUG", "", "", "", "", v.stats.engine))
+            memory.append("")
+            notes.append("")
     lengths = any(r[5] for r in rows[1:])
     if not lengths:  # no counterexample: no column of blanks
         rows = [r[:5] + r[6:] for r in rows]
     if mixed:  # say which memory model each variant ran under
-        memory = ["memory"] + [v.memory if k == 0 else "" for v in result.variants
-                               for k in range(len(v.outcomes) + (v.model_error is not None)
-                                              + len(v.checker_bugs))]
         rows = [r[:1] + (mem,) + r[1:] for r, mem in zip(rows, memory)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {5, 6, 7, 8} if lengths else {5, 6, 7}
     if mixed:
         right = {i + 1 for i in right}
     lines = []
-    for k, r in enumerate(rows):
+    for k, (r, note) in enumerate(zip(rows, notes)):
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        lines.append("  ".join(cells).rstrip())
+        lines.append(("  ".join(cells).rstrip() + note).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
-    if lengths and any(v.stats.engine == "explicit" for v in result.variants):
+    if (lengths or any(notes)) and any(v.stats.engine == "explicit" for v in result.variants):
         lines.append("steps: the counterexample's length, its failing step included; depth: how deep the "
                      "search went" + (" (K for bmc)" if any(v.stats.engine == "bmc" for v in result.variants)
                                       else ""))
@@ -216,14 +249,22 @@ def search_notes(result: RunResult) -> list[str]:
     return lines
 
 
-def reduction_notes(result: RunResult) -> list[str]:
+FEW = 3  # per-variant details the default output lists before it counts them instead
+
+
+def reduction_notes(result: RunResult, full: bool = True) -> list[str]:
     """What each variant's search reduced. Notes read "what: detail"; one line per
-    "what", with the detail once if every variant says the same, else per variant."""
+    "what", with the detail once if every variant says the same, else per variant (not
+    `full`: for more than a few variants, how many)."""
     lines = []
     por = [v for v in result.variants if v.stats.ample_states is not None]
-    if por:
+    if por and (full or len(por) <= FEW):
         lines.append("partial-order reduction (--no-por turns it off), states expanded with an ample set: "
                      + ", ".join(f"{v.variant} {v.stats.ample_states:,}/{v.stats.states:,}" for v in por))
+    elif por:
+        lines.append(f"partial-order reduction (--no-por turns it off), states expanded with an ample set: "
+                     f"{sum(v.stats.ample_states for v in por):,}/{sum(v.stats.states for v in por):,} "
+                     f"in {len(por)} variants (--full: per variant)")
     groups: dict[str, list[tuple[str, str]]] = {}
     for v in result.variants:
         for note in v.stats.reductions:
@@ -236,18 +277,20 @@ def reduction_notes(result: RunResult) -> list[str]:
         elif len(details) == 1:
             lines.append(f"{what}: {said[0][1]} ({', '.join(v for v, _ in said)})" if said[0][1]
                          else f"{what} ({', '.join(v for v, _ in said)})")
-        else:
+        elif full or len(said) <= FEW:
             lines.append(f"{what}: " + ", ".join(f"{v} {d}" for v, d in said))
+        else:
+            lines.append(f"{what}: {len(said)} variants (--full: each)")
         if what == MERGED:
             lines.append("  (the search takes a merged chain as one step, so its states and depth count fewer "
                          "than a trace's steps; the traces show every step)")
     return lines
 
 
-def footer(result: RunResult) -> str:
+def footer(result: RunResult, full: bool = True) -> str:
     lines = [f"CHECKER BUG in variant {v.variant}: {bug}" for v in result.variants for bug in v.checker_bugs]
-    lines += reduction_notes(result) + final_state_notes(result) + store_buffer_notes(result) + preemption_notes(result) \
-        + search_notes(result)
+    lines += reduction_notes(result, full) + final_state_notes(result) + store_buffer_notes(result) \
+        + preemption_notes(result) + search_notes(result)
     incomplete = [v for v in result.variants if not v.stats.complete]
     for v in incomplete:
         if v.stats.limit == "not checked":  # run.NOT_CHECKED
@@ -258,8 +301,12 @@ def footer(result: RunResult) -> str:
         else:
             lines.append(f"{v.variant}: {v.stats.engine} incomplete ({v.stats.limit}); "
                          "properties without a counterexample or a proof are not verified")
-    lines += liveness_summary(result)
+    lines += liveness_summary(result, full)
     lines += coverage_lines(result)
+    explained = explained_warnings(result)
+    if explained:
+        lines.append(f"coverage: {len(explained)} finding(s) explained in the model by `// coverage:` comments "
+                     "(--coverage lists each statement)")
     bad = [(v.variant, o.property) for v in result.variants for o in v.outcomes
            if not o.as_expected and o.verdict not in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if result.all_as_expected:
@@ -307,6 +354,37 @@ def format_counterexample(cx: Counterexample, variant: str, width: int = 100, sh
     return "\n".join(lines).rstrip("\n")
 
 
+def compact_counterexample(cx: Counterexample, variant: str, width: int = 100,
+                           same: tuple[tuple[str, Counterexample], ...] = ()) -> str:
+    """An expected violation as the default output shows it: one title line (`variant:
+    property`, how long the trace is) and its race, one line per run of steps by one
+    process: the steps, the line it stopped at, what it left changed.
+    `same`: other (variant, counterexample) pairs with exactly this race, named in the
+    title rather than shown again. A lemma's counterexample (its values are the point)
+    and a violation in the initial state (no race) are shown whole."""
+    also = ", ".join((c.property if c.kind == cx.kind else describe(c)) if w == variant
+                     else f"in {w}" if describe(c) == describe(cx) else f"{w}/{describe(c)}" for w, c in same)
+    named = f"{variant}: {describe(cx)}" + (f" (and {also})" if also else "")
+    if not (cx.trace.actions or cx.trace.failure):
+        return format_counterexample(cx, variant, width, COMPACT)
+    t = cx.trace
+    if t.loop_start is None:
+        how = f"{t.steps} step{'s' if t.steps != 1 else ''}"
+    elif t.loop_start == t.length:
+        how = f"{t.length} steps, then stays for ever"
+    else:
+        how = f"{t.loop_start} steps, then a {t.length - t.loop_start}-step loop for ever"
+    stuck = cx.message.partition("not at a valid end: ")[2] if cx.kind == "deadlock" else ""
+    title = named + f": {how}" + (f"; stuck: {stuck}" if stuck else "")
+    lines = textwrap.wrap(title, width, subsequent_indent="    ") + [race_runs(t, width)]
+    sides: list[str] = []  # each invariant's or final condition's operands, in the state that breaks it
+    for c in (cx,) + tuple(c for _, c in same):
+        sides += [f"{k} = {v}" for k, v in c.violation if not k.endswith("@") and f"{k} = {v}" not in sides]
+    if sides:
+        lines.append(clip("  violating state: " + ", ".join(sides), width))
+    return "\n".join(lines)
+
+
 def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
     """A lemma's counterexample: its parameters, then each side of its comparisons,
     in decimal and in hex (a wrapped u64 shows as 0xffff...)."""
@@ -335,19 +413,36 @@ def shape(t: Trace) -> str:
             f"{steps(t.length - t.loop_start)} back to state {t.loop_start}, repeated for ever")
 
 
-def liveness_summary(result: RunResult) -> list[str]:
-    """Per liveness verdict, the fairness it rests on (grouped by the assumption made)."""
-    groups: dict[tuple[str, ...], list[str]] = {}
+POR_STEM = "; with partial-order reduction: the stem is the shortest of the reduced interleavings (--no-por: of all)"
+
+
+def liveness_summary(result: RunResult, full: bool = True) -> list[str]:
+    """Per liveness verdict, the fairness it rests on (grouped by the assumption made).
+    Not `full`, for more than a few verdicts: those that say the usual are counted."""
+    groups: dict[tuple[str, ...], list[tuple[str, object]]] = {}
     for v in result.variants:
         for o in v.outcomes:
             if o.kind == "liveness":
-                groups.setdefault(v.fairness, []).append(
-                    f"  {v.variant}/{o.property}: {o.verdict.value}" + (f"; {o.note}" if o.note else ""))
-    lines = []
-    for fairness, rows in groups.items():
+                groups.setdefault(v.fairness, []).append((f"{v.variant}/{o.property}", o))
+    lines, por = [], False
+    for fairness, said in groups.items():
         assumed = "; ".join(fairness) if fairness else "no processes"
         lines.append(f"liveness verdicts assume {assumed}; a run may stop only where no fair process can move:")
-        lines += rows
+        if full or len(said) <= FEW:
+            lines += [f"  {name}: {o.verdict.value}" + (f"; {o.note}" if o.note else "") for name, o in said]
+            continue
+        usual = [o for _, o in said if o.verdict is Verdict.HOLDS or (
+            o.verdict is Verdict.VIOLATED and o.counterexample is not None and "cut short" not in o.note)]
+        lines[-1] = lines[-1].rstrip(":") + ": " + ", ".join(
+            f"{n} {word}" for n, word in ((sum(o.verdict is Verdict.HOLDS for o in usual), "hold"),
+                                         (sum(o.verdict is Verdict.VIOLATED for o in usual), "violated")) if n) \
+            + " (--full: each, with the processes whose fairness it needed)"
+        por |= any(o.note.endswith(POR_STEM) for o in usual)
+        lines += [f"  {name}: {o.verdict.value}" + (f"; {o.note}" if o.note else "")
+                  for name, o in said if not any(o is u for u in usual)]
+    if por:
+        lines.append("  with partial-order reduction: each violation's stem is the shortest of the reduced "
+                     "interleavings (--no-por: of all)")
     return lines
 
 
@@ -553,6 +648,83 @@ def pending_text(pending: list) -> list[str]:
     return out
 
 
+def race_runs(t: Trace, width: int = 100) -> str:
+    """The race in one line per run (the steps one process takes before another moves):
+    its steps, the line it stopped at, and what it left changed (a run of one step: the
+    statement, and what it did), clipped at a token boundary. The runs of a lasso's loop are labelled `loop` (the title says how long it
+    is). Who ran how far before whom is the race; `--full` has every step."""
+    steps = list(t.actions) + ([t.failure] if t.failure else [])
+    runs: list[list[int]] = []
+    for i, a in enumerate(steps):
+        starts_loop = t.loop_start is not None and i == t.loop_start
+        if runs and _who(steps[runs[-1][0]]) == _who(a) and not starts_loop:  # one process on one CPU
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    labels = [("loop " if t.loop_start is not None and i >= t.loop_start else "")
+              + (f"{i + 1}" if i == j else f"{i + 1}-{j + 1}") for i, j in runs]
+    numw = max((len(x) for x in labels), default=1)
+    procw = min(max((len(_who(steps[i])) for i, _ in runs), default=1), 16)
+    wheres = [_lines_of(steps[i:j + 1]) for i, j in runs]
+    wherew = max((len(x) for x in wheres), default=0)
+    lines = []
+    for (i, j), label, where in zip(runs, labels, wheres):
+        body = _run_effects(t, i, min(j, t.length - 1)) if i < t.length else ""
+        run = steps[i:j + 1]
+        head = f"  {label.rjust(numw)} {_who(steps[i]).ljust(procw)} {where.ljust(wherew)} "
+        if len(run) == 1 and run[0] is not t.failure:  # one step: the statement itself, and what it did
+            a = run[0]
+            said = (f" -> {body}" if body else "" if a.detail else ", nothing changed") \
+                + (f" => {a.detail}" if a.detail and not body else "")
+            room = max(width - len(head) - min(len(said), width // 2) - 2, 16)  # the change stays in sight
+            body = f"`{clip(' '.join(a.text.split()), room)}`" + said
+        elif t.failure is not None and run[-1] is t.failure:
+            body = (body + "; " if body else "") + f"** `{' '.join(t.failure.text.split())}` FAILS **"
+        elif not body:  # nothing left changed: say what it ran last (a lost store reads so)
+            last = run[-1]
+            body = f"ran `{' '.join(last.text.split())}`" + (f" => {last.detail}" if last.detail
+                                                              else ", nothing changed")
+        else:
+            body = "-> " + body
+        lines.append(clip(head + body, width))
+    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
+    if pending and t.loop_start is None:  # tso/lkmm: stores some CPU cannot see yet
+        said = pending_text(pending)  # a heading, then its entries: one line for each heading
+        while said:
+            k = next((i for i in range(1, len(said)) if said[i].endswith(":")), len(said))
+            lines.append(clip(f"  {said[0]} " + ", ".join(said[1:k]), width))
+            said = said[k:]
+    return "\n".join(lines)
+
+
+def _lines_of(steps) -> str:
+    """`line 30`: the line a run stopped at (where the next process cut in)."""
+    nums = [a.span.line for a in steps if a.span is not None]
+    return f"line {nums[-1]}" if nums else ""
+
+
+def _run_effects(t: Trace, first: int, last: int) -> str:
+    """What actions[first..last] left changed: each variable's value after the run, in
+    the order the run first wrote it, unless the run put back the value it found."""
+    before = dict(t.states[first].values)
+    after = dict(t.states[last + 1].values)
+    names: list[str] = []
+    for a in t.actions[first:last + 1]:
+        names += [k for k, _ in a.changes if k not in names]
+    shown = []
+    flushes = all(a.kind == "flush" for a in t.actions[first:last + 1])
+    for k in names:
+        if flushes and k.startswith("sb("):  # a flush: the stores it made visible say it
+            continue
+        if k in after and after[k] != before.get(k):
+            v = after[k]
+            if isinstance(v, Buffered) and k.startswith("sb("):
+                shown.append(effect_text(k, v) if v else f"{k[3:-1]}'s store buffer empty")
+            else:
+                shown.append(effect_text(k, v))
+    return ", ".join(shown)
+
+
 def clip(text: str, width: int) -> str:
     """One line of at most `width` columns, cut at a token boundary (then `..`)."""
     if len(text) <= width:
@@ -679,27 +851,44 @@ MAX_WARNING_LINES = 40
 
 
 def format_run(result: RunResult, show_traces: bool = True, width: int = 100, full: bool = False) -> str:
-    """The run as `check` prints it. By default an expected violation shows its race
-    diagram only, and a race already drawn for another property of the variant is named,
-    not drawn again; an unexpected one (or a model error) shows the numbered trace too.
-    `full`: every counterexample in both forms."""
-    parts = [header(result), "", summary_table(result)]
+    """The run as `check` prints it, sized to read in a terminal: a variant whose every
+    outcome is as expected is one row of the table, an expected violation shows its race
+    one line per run of steps (a race already shown, in this variant or another, is
+    named, not shown again), and an unexpected one (or a model error) shows the
+    numbered trace and the race diagram. `full`: every row and every counterexample in
+    both forms."""
+    parts = [header(result), "", summary_table(result, fold=not full)]
     if show_traces:
         expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
-        drawn: dict[tuple, str] = {}
+        def race(cx: Counterexample) -> tuple:
+            if not cx.trace.actions:  # a lemma (shown whole: its values are the point) or a bad initial state
+                return (id(cx),)
+            return tuple((a.process, a.span, a.text, a.changes) for a in cx.trace.actions)
+
+        quiet = [(v, cx) for v, cx in counterexamples(result)
+                 if not full and expected.get((v.variant, cx.property), False)]
+        races: dict[tuple, list[tuple[str, Counterexample]]] = {}  # expected violations with the same race
+        for v, cx in quiet:
+            races.setdefault(race(cx), []).append((v.variant, cx))
+        intro, in_full = False, False  # the compact block's one-line legend; was the last one in full?
         for v, cx in counterexamples(result):
-            quiet = not full and expected.get((v.variant, cx.property), False)
-            key = (v.variant, tuple((a.process, a.span, a.text) for a in cx.trace.actions))
-            if quiet and key in drawn and cx.trace.actions:  # (a lemma has no race to repeat)
-                parts += ["", f"Counterexample: variant {v.variant}, {describe(cx)}: {cx.message}; "
-                          f"{shape(cx.trace)}, the same race as {drawn[key]} above"]
+            if not any(cx is c for _, c in quiet):
+                parts += ["", format_counterexample(cx, v.variant, width, BOTH)]
+                in_full = True
                 continue
-            drawn.setdefault(key, describe(cx))
-            parts += ["", format_counterexample(cx, v.variant, width, COMPACT if quiet else BOTH)]
-        if not full and any(expected.get((v.variant, cx.property)) for v, cx in counterexamples(result)):
-            parts += ["", "Expected violations show one line per step; --full shows each in full "
-                          "(numbered trace and race diagram), as unexpected ones are."]
-    foot = footer(result)
+            group = races[race(cx)]
+            if group[0][1] is not cx:
+                continue  # named in the title of the first with its race
+            if in_full or not intro:
+                parts += [""]
+            if not intro:
+                parts += textwrap.wrap("Counterexamples of expected violations (variant: property), one line "
+                                       "per run of a process's steps: the steps, the line it stopped at, what "
+                                       "it left changed (--full: every step):", width)
+                intro = True
+            parts += [compact_counterexample(cx, v.variant, width, tuple(group[1:]))]
+            in_full = False
+    foot = footer(result, full=full)
     if foot:
         parts += ["", foot]
     return "\n".join(parts)
