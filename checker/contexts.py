@@ -25,6 +25,10 @@ a thread's last step frees its CPU, and at each pc of a thread a sched-in step p
 back on a free CPU (any CPU for a preemptible thread: migration), running `on sched_in`;
 at a `schedule()` a step takes the thread off its CPU (`asleep`, running `on sched_out`),
 and the woken thread returns from schedule() off its CPU, to be put back as above.
+Calling schedule() in atomic context (interrupts off, preemption disabled, a spin lock
+held, or in a handler) is the kernel's "BUG: scheduling while atomic": the built-in
+assertion `scheduling_while_atomic` fails there, with a trace, rather than the thread
+sleeping with its CPU's interrupts still off.
 Sched-in steps belong to the thread, so weak fairness makes them eventual; preemption
 belongs to an unfair process, so fairness never forces it.
 """
@@ -41,6 +45,7 @@ HIDDEN_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
 SCHEDULER = "scheduler"
 MAX_PREEMPT_DEPTH = 3
 IRQ_IDLE = "end_irq"  # the handler's idle pc: a valid end
+SLEEP_IN_ATOMIC = "scheduling_while_atomic"  # the built-in assertion schedule() checks
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -114,10 +119,11 @@ class _Lowering:
                                     "execution-context state", f"rename the local '{name}'")
             # made by the resolver; the first CPU differs per instance: `initial_cpus` sets each
             self.cpu_sym[p.name] = next(v for v in p.locals if v.name == "cpu")
-            if p.context.preemptible:
+            sleeps = _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)
+            if p.context.preemptible or sleeps:  # a sleeper's count: schedule() checks it is 0
                 self.pc_sym[p.name] = m.VarSym("preempt_count", m.IntT(0, MAX_PREEMPT_DEPTH), m.Scope.LOCAL,
                                                p.context.span, ((0,),), p.name)
-            if _calls(p.body, lambda q: q.cls is Cls.SCHEDULE):  # off its CPU while it sleeps
+            if sleeps:  # off its CPU while it sleeps
                 self.asleep_sym[p.name] = m.VarSym("asleep", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
 
     # -- expressions
@@ -171,8 +177,13 @@ class _Lowering:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
             + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
+        props = self.model.properties
+        sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
+                        and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
+        if sleeper is not None and all(q.name != SLEEP_IN_ATOMIC for q in props):
+            props = props + (m.Property(SLEEP_IN_ATOMIC, m.PropertyKind.ASSERT, sleeper.context.span),)
         return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
-                                   step_texts=tuple(self.texts))
+                                   step_texts=tuple(self.texts), properties=props)
 
     def handler(self, p: m.Process) -> m.Process:
         ctx = p.context
@@ -248,7 +259,11 @@ class _Lowering:
             p = BUILTINS[s.call.name]
             if p.cls is Cls.CONTEXT:
                 return self.call(s, p.ctx, w)
-            if w.count is not None and p.args[:1] == (Arg.LOCK,) and p.cls is Cls.RMW:
+            if p.cls is Cls.SCHEDULE and w.proc.context is not None \
+                    and w.proc.context.kind is m.ContextKind.INTERRUPT:  # a handler never sleeps
+                return m.SAssert(s.span, SLEEP_IN_ATOMIC, _c(0, s.span, m.BOOL))
+            if w.count is not None and w.proc.context.preemptible and p.args[:1] == (Arg.LOCK,) \
+                    and p.cls is Cls.RMW:
                 raise SpecError(s.span, f"'{s.call.name}' in a preemptible thread is not supported yet",
                                 "use spin_lock, or make the thread not preemptible")
             if p.cls in (Cls.LOCK, Cls.STORE) and w.count is not None and p.args[:1] == (Arg.LOCK,):
@@ -360,7 +375,8 @@ class _Lowering:
                 return self.at(e.args[0].sym, self.expr(e.args[1], w))
             raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
                             "`c = get_cpu();` is the one assignment it may be")
-        if isinstance(e, m.Builtin) and w.count is not None and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
+        if isinstance(e, m.Builtin) and w.count is not None and w.proc.context.preemptible \
+                and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
             raise SpecError(e.span, f"'{e.name}' in a preemptible thread is not supported yet",
                             "use spin_lock, or make the thread not preemptible")
         if w.instance is not None and isinstance(e, m.Var) and e.sym.scope is m.Scope.LOCAL:
@@ -450,6 +466,10 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
 
     asleep_sym = next((v for v in p.locals if v.name == "asleep"), None)
     asleep = m.Var(span, m.BOOL, asleep_sym) if asleep_sym is not None else None
+    count_sym = next((v for v in p.locals if v.name == "preempt_count"), None)
+    atomic = low.at(low.irqs_off, cpu)  # schedule() here is "BUG: scheduling while atomic"
+    if count_sym is not None:
+        atomic = _or(atomic, m.Bin(span, m.BOOL, ">", m.Var(span, count_sym.type, count_sym), _c(0, span)))
     remade: dict[int, object] = {}
     uid = max((st.uid for st in pir.steps), default=-1) + 1
     for st in pir.steps:
@@ -457,7 +477,8 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         body = tuple(frees(st.body))
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
             guard = _or(here, asleep)
-            body = (ir.OAssign(asleep, _c(0, span, m.BOOL)),) + body
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _or(asleep, _not(atomic)), st.span),
+                    ir.OAssign(asleep, _c(0, span, m.BOOL))) + body
         remade[st.uid] = dataclasses.replace(st, guard=guard, body=body)
     sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
     sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
@@ -468,9 +489,11 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         new = [remade[st.uid] for st in at]
         if any(st.kind is ir.StepKind.SCHEDULE for st in at):
             # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
-            body = tuple(sched_out) + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
+            where_s = next(st.span for st in at if st.kind is ir.StepKind.SCHEDULE)
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + tuple(sched_out) \
+                + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
             text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, span, text, None, None, generated=True)
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None, generated=True)
             uid += 1
             new.append(st)
             extra.append(st)

@@ -1,0 +1,72 @@
+"""Execution contexts, second part (issue 17): sleeping in atomic context is a bug the
+checker reports, per-region preemption, and the vCPU preemption model of issue 19."""
+
+from __future__ import annotations
+
+import pytest
+
+from agreement import compiled
+from checker.engines.explicit import explore
+
+
+def violated(text: str, variant: str = "base", **kw) -> set[str]:
+    ex = explore(compiled(text, variant), **kw)
+    assert ex.stats.complete
+    return set(ex.counterexamples)
+
+
+# ---- schedule() in atomic context: the kernel's "BUG: scheduling while atomic"
+
+SLEEPER = """
+model sleep_atomic;
+cpus 1;
+var done: bool = false;
+var l: bool = false;
+waitqueue wq;
+process waiter on cpu 0 {
+  OFF
+  prepare_to_wait(wq);
+  if (!done) schedule();
+  finish_wait(wq);
+  ON
+}
+process waker on cpu 0 { done = true; wake_up(wq); }
+"""
+
+
+@pytest.mark.parametrize("off,on", [("local_irq_disable();", "local_irq_enable();"),
+                                    ("preempt_disable();", "preempt_enable();"),
+                                    ("spin_lock(l);", "spin_unlock(l);")])
+def test_scheduling_while_atomic_is_reported(off, on):
+    """On main the thread went to sleep with its CPU's interrupts off (or preemption
+    disabled, or a spin lock held): the waker on that CPU never ran, a plain deadlock,
+    or with preemption off nothing at all was said."""
+    text = SLEEPER.replace("OFF", off).replace("ON", on)
+    assert "scheduling_while_atomic" in violated(text)
+
+
+def test_scheduling_while_atomic_not_reported_in_process_context():
+    """...and not vacuous: outside the atomic section the same sleep is fine."""
+    text = SLEEPER.replace("OFF", "skip;").replace("ON", "skip;")
+    assert violated(text) == set()
+
+
+def test_scheduling_while_atomic_even_when_schedule_returns_at_once():
+    """The kernel checks before it looks at the task state: a waker that already ran
+    does not make schedule() with interrupts off legal."""
+    text = SLEEPER.replace("OFF", "local_irq_disable();").replace("ON", "local_irq_enable();") \
+        .replace("if (!done) schedule();", "schedule();")
+    ex = explore(compiled(text, "base"))
+    cx = ex.counterexamples["scheduling_while_atomic"]
+    assert cx.kind == "assert"
+
+
+def test_scheduling_while_atomic_in_an_interrupt_handler():
+    text = """
+model handler_sleeps;
+cpus 1;
+var x: bool = false;
+interrupt dev on cpu 0 { schedule(); }
+process t on cpu 0 { raise_irq(dev); x = true; }
+"""
+    assert violated(text) == {"scheduling_while_atomic"}
