@@ -10,7 +10,8 @@ other variable:
 - per interrupt: `pending_H` (an array for one handler per CPU);
 - per thread (locals, so that `vcpu.cpu` reads in properties and shows in traces):
   `cpu` (where it runs), `preempt_count` (preempt_disable, get_cpu, spin locks) when it
-  is preemptible, `asleep` when it calls schedule();
+  is preemptible, `asleep` when it calls schedule(), `in_region` when it is preemptible
+  only inside its `preemptible { ... }` regions (set on entry, cleared on exit);
 - `preemptions`: how many a run has taken, when the bound is finite.
 
 `lower(model)` rewrites the resolved model before the IR is built: each context
@@ -112,8 +113,11 @@ class _Lowering:
         self.cpu_sym: dict[str, m.VarSym] = {}
         self.pc_sym: dict[str, m.VarSym] = {}
         self.asleep_sym: dict[str, m.VarSym] = {}
+        self.region_sym: dict[str, m.VarSym] = {}
         for p in {t.proc.name: t.proc for t in self.threads}.values():
-            for name in ("preempt_count", "asleep"):
+            if p.context.regions:
+                self.region_sym[p.name] = m.VarSym("in_region", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
+            for name in ("preempt_count", "asleep", "in_region"):
                 if any(v.name == name for v in p.locals):
                     raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
                                     "execution-context state", f"rename the local '{name}'")
@@ -164,7 +168,7 @@ class _Lowering:
             elif ctx.kind is m.ContextKind.THREAD:
                 where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
                                self.pc_sym.get(p.name))
-                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym) if p.name in d)
+                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym, self.region_sym) if p.name in d)
                 body = self.stmts(p.body, where)
                 out = self.stmts(ctx.sched_out, where)
                 inn = self.stmts(ctx.sched_in, where)
@@ -234,6 +238,8 @@ class _Lowering:
             count = m.LocalOf(span, self.pc_sym[p.name].type, self.pc_sym[p.name], p.name, idx)
             guard = _and(_eq(self.at(self.curr, cpu), _c(t.id, span)), _eq(count, _c(0, span)),
                          _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)), _not(self.pend(cpu)))
+            if p.name in self.region_sym:  # preempted only inside its `preemptible { ... }` regions
+                guard = _and(guard, m.LocalOf(span, m.BOOL, self.region_sym[p.name], p.name, idx))
             body = [m.SAwait(span, guard if self.budget is None else
                              _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
             where = _Where(p, cpu, None, instance=idx)
@@ -287,6 +293,11 @@ class _Lowering:
                     ops = (self.add(w.count, 1, s.span),) + ops
                 return m.SAtomic(s.span, ops) if len(ops) > 1 else ops[0]
             return dataclasses.replace(s, target=x(s.target), value=x(s.value))
+        if isinstance(s, m.SInlined) and s.name == m.PREEMPTIBLE_REGION:
+            flag = m.Var(s.span, m.BOOL, self.region_sym[w.proc.name])
+            end = s.span if not s.body else s.body[-1].span
+            return m.SInlined(s.span, "", (m.SAssign(s.span, flag, _c(1, s.span, m.BOOL)),) + self.stmts(s.body, w)
+                              + (m.SAssign(end, flag, _c(0, end, m.BOOL)),))
         if isinstance(s, (m.SIf, m.SWhile, m.SAwait, m.SAssert)):
             changes = {"cond": x(s.cond)}
         else:

@@ -70,3 +70,56 @@ interrupt dev on cpu 0 { schedule(); }
 process t on cpu 0 { raise_irq(dev); x = true; }
 """
     assert violated(text) == {"scheduling_while_atomic"}
+
+
+# ---- per-region preemption: `preemptible { ... }` inside a thread
+
+REGION = """
+model region;
+cpus 2;
+var a: 0..2 = 0;
+var moved: bool = false;
+process vcpu on cpu 0 {
+  var c: 0..1 = 0;
+  c = smp_processor_id();
+  preemptible { a = 1; a = 2; }
+  if (smp_processor_id() != c) moved = true;
+}
+process other on cpu 1 { a = 0; }
+invariant stays: !moved;
+"""
+
+
+def test_preemptible_region_lets_the_thread_migrate():
+    """Preempted inside its region, the thread may come back on the other CPU."""
+    assert violated(REGION) == {"stays"}
+
+
+def test_no_preemption_outside_a_preemptible_region():
+    """With the region after the check, nothing preempts the thread where it compares
+    its CPUs: it never sees itself moved."""
+    text = REGION.replace("preemptible { a = 1; a = 2; }", "a = 1; a = 2;") \
+        .replace("if (smp_processor_id() != c) moved = true;",
+                 "if (smp_processor_id() != c) moved = true;\n  preemptible { a = 0; }")
+    assert violated(text) == set()
+
+
+def test_preemptible_region_bound_is_stated(tmp_path, capsys):
+    from checker.cli import main
+    spec = tmp_path / "m.spec"
+    spec.write_text(REGION.replace("invariant stays: !moved;", "reachable migrated: moved;"))
+    assert main([str(spec), "--no-expect", "--preemptions", "1"]) == 0
+    assert "at most 1 preemption" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("decl,words", [
+    ("process p { preemptible { skip; } }", "no thread"),
+    ("interrupt p on cpu 0 { preemptible { skip; } }", "no thread"),
+    ("preemptible process p on cpu 0 { preemptible { skip; } }", "already preemptible everywhere"),
+    ("process p on cpu 0 { atomic { preemptible { skip; } } }", "not allowed inside `atomic`"),
+])
+def test_preemptible_region_errors_name_the_construct(decl, words):
+    from checker.errors import SpecError
+    with pytest.raises(SpecError) as e:
+        compiled(f"model bad;\ncpus 1;\nvar x: bool = false;\n{decl}\n", "base")
+    assert words in str(e.value)
