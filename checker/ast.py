@@ -235,6 +235,13 @@ class Atomic(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Preemptible(Stmt):
+    """`preemptible { ... }` in a thread: the scheduler may preempt it only in here."""
+
+    body: Block
+
+
+@dataclass(frozen=True, slots=True)
 class Choose(Stmt):
     branches: tuple[Block, ...]
 

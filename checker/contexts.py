@@ -10,7 +10,8 @@ other variable:
 - per interrupt: `pending_H` (an array for one handler per CPU);
 - per thread (locals, so that `vcpu.cpu` reads in properties and shows in traces):
   `cpu` (where it runs), `preempt_count` (preempt_disable, get_cpu, spin locks) when it
-  is preemptible, `asleep` when it calls schedule();
+  is preemptible, `asleep` when it calls schedule(), `in_region` when it is preemptible
+  only inside its `preemptible { ... }` regions (set on entry, cleared on exit);
 - `preemptions`: how many a run has taken, when the bound is finite.
 
 `lower(model)` rewrites the resolved model before the IR is built: each context
@@ -25,6 +26,10 @@ a thread's last step frees its CPU, and at each pc of a thread a sched-in step p
 back on a free CPU (any CPU for a preemptible thread: migration), running `on sched_in`;
 at a `schedule()` a step takes the thread off its CPU (`asleep`, running `on sched_out`),
 and the woken thread returns from schedule() off its CPU, to be put back as above.
+Calling schedule() in atomic context (interrupts off, preemption disabled, a spin lock
+held, or in a handler) is the kernel's "BUG: scheduling while atomic": the built-in
+assertion `scheduling_while_atomic` fails there, with a trace, rather than the thread
+sleeping with its CPU's interrupts still off.
 Sched-in steps belong to the thread, so weak fairness makes them eventual; preemption
 belongs to an unfair process, so fairness never forces it.
 """
@@ -41,6 +46,7 @@ HIDDEN_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
 SCHEDULER = "scheduler"
 MAX_PREEMPT_DEPTH = 3
 IRQ_IDLE = "end_irq"  # the handler's idle pc: a valid end
+SLEEP_IN_ATOMIC = "scheduling_while_atomic"  # the built-in assertion schedule() checks
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -108,17 +114,21 @@ class _Lowering:
         self.cpu_sym: dict[str, m.VarSym] = {}
         self.pc_sym: dict[str, m.VarSym] = {}
         self.asleep_sym: dict[str, m.VarSym] = {}
+        self.region_sym: dict[str, m.VarSym] = {}
         for p in {t.proc.name: t.proc for t in self.threads}.values():
-            for name in ("preempt_count", "asleep"):
+            if p.context.regions:
+                self.region_sym[p.name] = m.VarSym("in_region", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
+            for name in ("preempt_count", "asleep", "in_region"):
                 if any(v.name == name for v in p.locals):
                     raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
                                     "execution-context state", f"rename the local '{name}'")
             # made by the resolver; the first CPU differs per instance: `initial_cpus` sets each
             self.cpu_sym[p.name] = next(v for v in p.locals if v.name == "cpu")
-            if p.context.preemptible:
+            sleeps = _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)
+            if p.context.preemptible or sleeps:  # a sleeper's count: schedule() checks it is 0
                 self.pc_sym[p.name] = m.VarSym("preempt_count", m.IntT(0, MAX_PREEMPT_DEPTH), m.Scope.LOCAL,
                                                p.context.span, ((0,),), p.name)
-            if _calls(p.body, lambda q: q.cls is Cls.SCHEDULE):  # off its CPU while it sleeps
+            if sleeps:  # off its CPU while it sleeps
                 self.asleep_sym[p.name] = m.VarSym("asleep", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
 
     # -- expressions
@@ -159,7 +169,7 @@ class _Lowering:
             elif ctx.kind is m.ContextKind.THREAD:
                 where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
                                self.pc_sym.get(p.name))
-                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym) if p.name in d)
+                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym, self.region_sym) if p.name in d)
                 body = self.stmts(p.body, where)
                 out = self.stmts(ctx.sched_out, where)
                 inn = self.stmts(ctx.sched_in, where)
@@ -172,8 +182,13 @@ class _Lowering:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
             + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
+        props = self.model.properties
+        sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
+                        and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
+        if sleeper is not None and all(q.name != SLEEP_IN_ATOMIC for q in props):
+            props = props + (m.Property(SLEEP_IN_ATOMIC, m.PropertyKind.ASSERT, sleeper.context.span),)
         return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
-                                   step_texts=tuple(self.texts))
+                                   step_texts=tuple(self.texts), properties=props)
 
     def handler(self, p: m.Process) -> m.Process:
         ctx = p.context
@@ -224,6 +239,8 @@ class _Lowering:
             count = m.LocalOf(span, self.pc_sym[p.name].type, self.pc_sym[p.name], p.name, idx)
             guard = _and(_eq(self.at(self.curr, cpu), _c(t.id, span)), _eq(count, _c(0, span)),
                          _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)), _not(self.pend(cpu)))
+            if p.name in self.region_sym:  # preempted only inside its `preemptible { ... }` regions
+                guard = _and(guard, m.LocalOf(span, m.BOOL, self.region_sym[p.name], p.name, idx))
             body = [m.SAwait(span, guard if self.budget is None else
                              _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
             where = _Where(p, cpu, None, instance=idx)
@@ -249,7 +266,11 @@ class _Lowering:
             p = BUILTINS[s.call.name]
             if p.cls is Cls.CONTEXT:
                 return self.call(s, p.ctx, w)
-            if w.count is not None and p.args[:1] == (Arg.LOCK,) and p.cls is Cls.RMW:
+            if p.cls is Cls.SCHEDULE and w.proc.context is not None \
+                    and w.proc.context.kind is m.ContextKind.INTERRUPT:  # a handler never sleeps
+                return m.SAssert(s.span, SLEEP_IN_ATOMIC, _c(0, s.span, m.BOOL))
+            if w.count is not None and w.proc.context.preemptible and p.args[:1] == (Arg.LOCK,) \
+                    and p.cls is Cls.RMW:
                 raise SpecError(s.span, f"'{s.call.name}' in a preemptible thread is not supported yet",
                                 "use spin_lock, or make the thread not preemptible")
             if p.cls in (Cls.LOCK, Cls.STORE) and w.count is not None and p.args[:1] == (Arg.LOCK,):
@@ -273,6 +294,11 @@ class _Lowering:
                     ops = (self.add(w.count, 1, s.span),) + ops
                 return m.SAtomic(s.span, ops) if len(ops) > 1 else ops[0]
             return dataclasses.replace(s, target=x(s.target), value=x(s.value))
+        if isinstance(s, m.SInlined) and s.name == m.PREEMPTIBLE_REGION:
+            flag = m.Var(s.span, m.BOOL, self.region_sym[w.proc.name])
+            end = s.span if not s.body else s.body[-1].span
+            return m.SInlined(s.span, "", (m.SAssign(s.span, flag, _c(1, s.span, m.BOOL)),) + self.stmts(s.body, w)
+                              + (m.SAssign(end, flag, _c(0, end, m.BOOL)),))
         if isinstance(s, (m.SIf, m.SWhile, m.SAwait, m.SAssert)):
             changes = {"cond": x(s.cond)}
         else:
@@ -361,7 +387,8 @@ class _Lowering:
                 return self.at(e.args[0].sym, self.expr(e.args[1], w))
             raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
                             "`c = get_cpu();` is the one assignment it may be")
-        if isinstance(e, m.Builtin) and w.count is not None and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
+        if isinstance(e, m.Builtin) and w.count is not None and w.proc.context.preemptible \
+                and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
             raise SpecError(e.span, f"'{e.name}' in a preemptible thread is not supported yet",
                             "use spin_lock, or make the thread not preemptible")
         if w.instance is not None and isinstance(e, m.Var) and e.sym.scope is m.Scope.LOCAL:
@@ -451,6 +478,10 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
 
     asleep_sym = next((v for v in p.locals if v.name == "asleep"), None)
     asleep = m.Var(span, m.BOOL, asleep_sym) if asleep_sym is not None else None
+    count_sym = next((v for v in p.locals if v.name == "preempt_count"), None)
+    atomic = low.at(low.irqs_off, cpu)  # schedule() here is "BUG: scheduling while atomic"
+    if count_sym is not None:
+        atomic = _or(atomic, m.Bin(span, m.BOOL, ">", m.Var(span, count_sym.type, count_sym), _c(0, span)))
     remade: dict[int, object] = {}
     uid = max((st.uid for st in pir.steps), default=-1) + 1
     for st in pir.steps:
@@ -458,7 +489,8 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         body = tuple(frees(st.body))
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
             guard = _or(here, asleep)
-            body = (ir.OAssign(asleep, _c(0, span, m.BOOL)),) + body
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _or(asleep, _not(atomic)), st.span),
+                    ir.OAssign(asleep, _c(0, span, m.BOOL))) + body
         remade[st.uid] = dataclasses.replace(st, guard=guard, body=body)
     sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
     sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
@@ -469,9 +501,11 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         new = [remade[st.uid] for st in at]
         if any(st.kind is ir.StepKind.SCHEDULE for st in at):
             # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
-            body = tuple(sched_out) + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
+            where_s = next(st.span for st in at if st.kind is ir.StepKind.SCHEDULE)
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + tuple(sched_out) \
+                + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
             text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, span, text, None, None, generated=True)
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None, generated=True)
             uid += 1
             new.append(st)
             extra.append(st)

@@ -472,6 +472,9 @@ class SFair(RStmt):
     body: tuple[RStmt, ...]
 
 
+PREEMPTIBLE_REGION = "<preemptible>"  # the SInlined name of a `preemptible { ... }` region
+
+
 def walk_statements(body: tuple[RStmt, ...]):
     """Every statement of `body`, nested ones included (branches, loop and atomic
     bodies, labelled statements), outermost first."""
@@ -490,7 +493,8 @@ def walk_statements(body: tuple[RStmt, ...]):
 
 @dataclass(frozen=True, slots=True)
 class SInlined(RStmt):
-    """An inline procedure expanded at its call site; `return` leaves it."""
+    """An inline procedure expanded at its call site; `return` leaves it. Named
+    PREEMPTIBLE_REGION, a thread's preemptible region (contexts.py lowers it)."""
 
     name: str
     body: tuple[RStmt, ...]
@@ -521,6 +525,7 @@ class ProcessContext:
     sched_in: tuple[RStmt, ...] = ()
     span: Span | None = None  # the `on cpu` clause, or the declaration
     hrtimer: bool = False  # an interrupt raised by its timer's expiry (`hrtimer NAME on cpu C`)
+    regions: bool = False  # preemptible only inside its `preemptible { ... }` regions
 
 
 @dataclass(frozen=True, slots=True)

@@ -488,6 +488,9 @@ class _Builder(Transformer):
     def atomic_stmt(self, m, c):
         return ast.Atomic(self.sp(m), c[0])
 
+    def preemptible_stmt(self, m, c):
+        return ast.Preemptible(self.sp(m), c[-1])
+
     def choose_stmt(self, m, c):
         # `or fair { B }` is the branch `{ fair { B } }`: the branch's first step is the action
         return ast.Choose(self.sp(m), tuple(b if isinstance(b, ast.Block) else ast.Block(b.span, (b,)) for b in c))

@@ -53,6 +53,8 @@ PINNED = {
     ("models/hv_timer_preempt.spec", "fixed"): (17, 16, 7, ''),
     ("models/timer_migration.spec", "base"): (53, 60, 9, 'timer_on_vcpu_cpu=violated'),
     ("models/timer_migration.spec", "fixed"): (64, 75, 12, ''),
+    ("models/vcpu_preempted_kick.spec", "base"): (585, 1010, 23, ''),
+    ("models/vcpu_preempted_kick.spec", "early_check"): (435, 744, 23, 'lost_while_preempted=violated,request_seen_before_guest=violated'),
     ("models/ipi_fastpath.spec", "base"): (332, 745, 37, ''),
     ("models/ipi_fastpath.spec", "base_tso"): (780, 2118, 51, ''),
     ("models/ipi_fastpath.spec", "legacy_apic"): (692, 1547, 39, ''),

@@ -46,7 +46,7 @@ class Contexts:
         if len(bounds) > 1:
             raise SpecError(bounds[1].span, "`preemptions` is declared twice")
         self.preemptions = None
-        if any(d.preemptible for d in self.spec.of(ast.ProcessDecl)):
+        if any(d.preemptible or has_region(d.body) for d in self.spec.of(ast.ProcessDecl)):
             bound = DEFAULT_PREEMPTIONS
             if bounds:
                 bound = self.const_int(bounds[0].bound, "the preemption bound")
@@ -79,6 +79,13 @@ class Contexts:
         return dataclasses.replace(d, dim=ast.Dim(d.span, count, None, None))
 
     def _process_context(self, d: ast.ProcessDecl, count: int | None, ctx: Ctx) -> m.ProcessContext | None:
+        region = has_region(d.body)
+        if region is not None and (d.interrupt or d.cpu is None or d.preemptible):
+            raise SpecError(region.span, f"a `preemptible` region in '{d.name}', which is "
+                            + ("already preemptible everywhere" if d.preemptible and not d.interrupt
+                               else "no thread"),
+                            "only a thread (`process NAME on cpu 0 { ... }`) has preemptible regions"
+                            if d.interrupt or d.cpu is None else "drop the region, or the `preemptible` before `process`")
         if not d.interrupt and d.cpu is None:
             if d.preemptible:
                 raise SpecError(d.span, f"preemptible process '{d.name}' runs on no CPU",
@@ -110,8 +117,8 @@ class Contexts:
             inner = dataclasses.replace(ctx, effects=True, in_atomic=True, what=f"`on {n.name}`")
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)
-        return m.ProcessContext(kind, cpus, d.preemptible, notes.get("sched_out", ()), notes.get("sched_in", ()),
-                                where, d.hrtimer)
+        return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
+                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
         """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
@@ -154,3 +161,18 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")
 
+
+
+def has_region(body):
+    """The first `preemptible { ... }` region in an AST body, or None."""
+    for s in body if isinstance(body, (tuple, list)) else (body,):
+        if isinstance(s, ast.Preemptible):
+            return s
+        if dataclasses.is_dataclass(s) and not isinstance(s, type):
+            for f in dataclasses.fields(s):
+                v = getattr(s, f.name)
+                if isinstance(v, (ast.Stmt, ast.Block)) or (isinstance(v, tuple) and v and isinstance(v[0], (ast.Stmt, ast.Block))):
+                    found = has_region(v)
+                    if found is not None:
+                        return found
+    return None

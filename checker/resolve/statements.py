@@ -107,6 +107,12 @@ class Statements:
             return m.SAssert(s.span, name, self.cond(s.cond, ctx, "an assertion"))
         if isinstance(s, ast.Skip):
             return m.SSkip(s.span)
+        if isinstance(s, ast.Preemptible):
+            if ctx.in_atomic:
+                raise SpecError(s.span, "`preemptible` is not allowed inside `atomic`",
+                                "an atomic block is one step: nothing preempts it")
+            # a block the context lowering recognises by its name (no identifier can be it)
+            return m.SInlined(s.span, m.PREEMPTIBLE_REGION, self.stmts(s.body.body, ctx))
         if isinstance(s, (ast.Stutter, ast.Fair)):
             word = "stutter" if isinstance(s, ast.Stutter) else "fair"
             if ctx.in_atomic:
