@@ -158,7 +158,7 @@ def test_vcpu_preempted_kick_early_check_loses_the_request():
 
 def test_vcpu_preempted_kick_shortest_traces(capsys):
     from checker.cli import main
-    assert main([KICK]) == 0
+    assert main([KICK, "--full"]) == 0
     out = capsys.readouterr().out
     assert "request_seen_before_guest  violated  violated  ok     12" in out
     assert "lost_while_preempted       violated  violated  ok     15" in out
