@@ -42,7 +42,6 @@ PINNED = {
     ("models/hv_sw_switch.spec", "no_switch_before_block"): (387, 606, 49, 'recheck_cancels_hv=violated,timer_caught_in_poll=violated,timer_reaches_guest=violated'),
     ("models/hv_sw_switch.spec", "periodic"): (5800, 12960, 76, 'recheck_cancels_hv=violated'),
     ("models/hv_sw_switch.spec", "periodic_hv_no_restart"): (5579, 12482, 90, 'recheck_cancels_hv=violated,timer_reaches_guest=violated'),
-    ("models/hv_sw_switch.spec", "periodic_no_recheck"): (5800, 12960, 76, 'recheck_cancels_hv=violated'),
     ("models/hv_sw_switch.spec", "switch_after_poll"): (2662, 5720, 57, 'timer_caught_in_poll=violated'),
     ("models/hv_timer_advance.spec", "base"): (9330, 14166, 24, 'busy_wait_covers_advance=proved,expired_iff_exact=proved,expired_iff_within_advance=proved,expiry_not_after_deadline=proved,expiry_not_before_advance=proved,wrapped_delta_refused=proved'),
     ("models/hv_timer_advance.spec", "stale_expired_deadline"): (4992, 7642, 20, 'busy_wait_covers_advance=proved,entry_after_deadline=violated,expired_iff_exact=proved,expired_iff_within_advance=proved,expiry_not_after_deadline=proved,expiry_not_before_advance=proved,no_early_timer_irq=violated,wrapped_delta_refused=proved'),
