@@ -91,7 +91,6 @@ PINNED = {
     ("models/pi_timer_v6.spec", "base"): (2827, 6114, 50, ''),
     ("models/pi_timer_v6.spec", "base_tso"): (4116, 9420, 58, ''),
     ("models/pi_timer_v6.spec", "hlt_exits"): (3412, 7632, 67, ''),
-    ("models/pi_timer_v6.spec", "kick_from_any_caller"): (2827, 6114, 50, ''),
     ("models/pi_timer_v6.spec", "no_direct_inject"): (2818, 6099, 50, 'direct_injection=violated'),
     ("models/pi_timer_v6.spec", "no_entry_mb"): (2598, 5613, 47, ''),
     ("models/pi_timer_v6.spec", "no_entry_mb_tso"): (4723, 11763, 55, 'deadlock=violated,timer_wakes_vcpu=violated'),
