@@ -42,6 +42,9 @@ class Coverage:
     fingerprint: int  # hash of the set of reachable states (with the layout's names)
     # (line, reason) of each `// coverage: reason` comment: a finding at that line is explained
     explained: tuple[tuple[int, str], ...] = ()
+    # (variant, reason) of each `variant NAME ... // coverage: reason` line: it explains
+    # that variant's findings of no one line (a process that never moves, the same states)
+    variant_explained: tuple[tuple[str, str], ...] = ()
 
     def dead(self) -> tuple[StatementCoverage, ...]:
         return tuple(s for s in self.statements if s.dead)
@@ -100,6 +103,22 @@ def explanations(source: str) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
+VARIANT_LINE = re.compile(r"^\s*variant\s+(\w+)\b")
+
+
+def variant_explanations(source: str) -> tuple[tuple[str, str], ...]:
+    """(variant, reason) of each `variant` declaration line that ends in a `// coverage:
+    reason` comment: the findings of that variant that have no line of their own (a
+    process that never takes a step, the same reachable states as another variant) are
+    explained there, since no statement's line could carry them."""
+    out = []
+    for text in source.splitlines():
+        name, hit = VARIANT_LINE.match(text), EXPLAINED.search(text)
+        if name and hit and hit.group(1):
+            out.append((name.group(1), hit.group(1)))
+    return tuple(out)
+
+
 def run_warnings(result) -> list[Warning_]:
     """Every coverage and vacuity warning of a RunResult, variant by variant, but those
     the model explains (`// coverage: why` at their line): explained_warnings has them."""
@@ -114,7 +133,10 @@ def explained_warnings(result) -> list[tuple[Warning_, str]]:
 def _all_warnings(result) -> list[tuple[Warning_, str | None]]:
     why: dict[str, dict[int, str]] = {v.variant: dict(v.coverage.explained) for v in result.variants
                                       if v.coverage is not None}
-    return [(w, why.get(w.variant, {}).get(w.line) if w.line else None) for w in _warnings(result)]
+    whole: dict[str, str] = {name: reason for v in result.variants if v.coverage is not None
+                             for name, reason in v.coverage.variant_explained}
+    return [(w, why.get(w.variant, {}).get(w.line) if w.line else whole.get(w.variant))
+            for w in _warnings(result)]
 
 
 def _warnings(result) -> list[Warning_]:

@@ -22,7 +22,7 @@ from .. import model as m
 from ..compile import AssertionViolation, CompiledModel, ModelError, StoreBufferFull, compile_program
 from ..errors import source_lines
 from ..ir import OGoto, OIf, StepKind
-from ..findings import Coverage, StatementCoverage, explanations
+from ..findings import Coverage, StatementCoverage, explanations, variant_explanations
 
 #: the most states the coverage pass explores; beyond it coverage is not reported
 MAX_STATES = 200_000
@@ -150,7 +150,8 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
     names = tuple(sl.name for sl in cm.layout.slots) if hasattr(cm.layout, "slots") else ()
     fingerprint = hash((names, frozenset(cm.unpack(s) for s in seen)))
     return Coverage(len(seen), tuple(stmts), never, tuple(silent), fingerprint,
-                    explanations(cm.program.model.source or ""))
+                    explanations(cm.program.model.source or ""),
+                    variant_explanations(cm.program.model.source or ""))
 
 
 def _targets(st) -> tuple[int, ...]:
