@@ -346,6 +346,12 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
         ('hrtimer: `if (expired_tscdeadline != 0)` never takes its else branch',
          "a queued timer has a non-zero tscdeadline (ADVANCE is 1): only cancel_without_wait's rewrite to 0 lands between the dequeue and T2"),
     ],
+    'vcpu_preempted_kick.spec': [
+        ('kicker: `if (target != me)` never takes its else branch',
+         "the vCPU thread can move to cpu 1 only after the kicker's thread has left it (a CPU runs one thread until it ends or blocks)"),
+        ('reschedule: `if (in_guest && vcpu_cpu == smp_processor_id())` never takes its else branch',
+         "early_check: the kick's IPI always finds the guest running where it was sent"),
+    ],
     'vcpu_requests.spec': [
         ('vcpu: `if (test_bit(REQ, requests))` never takes its else branch',
          'the model has one request: requests != 0 means REQ is set'),
