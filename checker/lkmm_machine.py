@@ -221,7 +221,9 @@ class _Analysis:
                 self.flags["post_mb"] = True
                 self.why.append(f"{p.name} ends with smp_mb()")
         elif p.cls in (Cls.RMW, Cls.LOCK, Cls.WQ_ADD, Cls.WQ_REMOVE, Cls.WQ_WAKE):
-            conditional = p.failure_order is not None and p.failure_order is not p.order
+            # its failure is a lone load however it is ordered (no write, so no atomicity:
+            # it may read a stale message), cmpxchg_relaxed's too
+            conditional = p.failure_order is not None
             if conditional:
                 self.conditional.update(slots)
             if self.failed and conditional:
@@ -664,6 +666,6 @@ def meaning(p) -> str:
         return "an SC fence (the runqueue lock)"
     text = order[p.order].format("a read-modify-write" if p.cls is not Cls.LOCK else "waits for and takes the lock: "
                                  "a read-modify-write")
-    if p.failure_order is not None and p.failure_order is not p.order:
+    if p.failure_order is not None:
         text += "; if it fails, a load through its CPU's view, unordered"
     return text
