@@ -31,9 +31,13 @@ view past it waits (as a tso store waits for a full buffer), and the engine coun
 states: when there are none, the bound changed nothing.
 
 Loads never read a store that has not happened yet, so load buffering (LB) and every
-outcome that needs a load to be satisfied by a po-later store are not explored; stores
-join their location's coherence order at the end, so outcomes that need a store to be
-ordered before an earlier one in coherence order (2+2W, S) are not explored either.
+outcome that needs a load to be satisfied by a po-later store, or a store to be visible
+before an earlier load of its CPU, are not explored; stores join their location's
+coherence order at the end, so outcomes that need a store to be ordered before an
+earlier one in coherence order (2+2W, S) are not explored either; and
+smp_mb__before_atomic / __after_atomic / __after_spinlock are SC fences wherever they
+stand. tests/lkmm_missing.py checks that every LKMM outcome the machine misses is of
+one of these shapes.
 Everything the machine does explore is an LKMM execution (tests/test_lkmm_operational.py
 checks that against checker/lkmm.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
 user's account.
