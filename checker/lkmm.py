@@ -753,8 +753,10 @@ def check_atoms(test: Litmus) -> None:
         walk(Atom(th, name, 0, False, test.threads[0].span))
 
 
-def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> Result:
-    """Every candidate execution, kept when the model allows it; raises TooManyCandidates."""
+def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visit=None) -> Result:
+    """Every candidate execution, kept when the model allows it; raises TooManyCandidates.
+    `visit(outcome, execution)`, when given, sees each allowed execution (tests classify
+    the executions an operational machine misses by their rf and co)."""
     check_atoms(test)
     locs = _locations(test)
     init = {name: 0 for name in locs}
@@ -842,6 +844,8 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT) -> R
                 negative += not sat
                 key = Outcome(tuple((_label(k), final[k[1]] if k[0] is None else regs[k]) for k in shown))
                 outcomes[key] = sat
+                if visit is not None:
+                    visit(key, x)
     ordered = tuple(sorted(outcomes.items(), key=lambda kv: [_order_key(v) for _, v in kv[0].values]))
     return Result(model, ordered, positive, negative, candidates, tuple(f for f in FLAGS if f in flags))
 

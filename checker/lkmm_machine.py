@@ -31,9 +31,13 @@ view past it waits (as a tso store waits for a full buffer), and the engine coun
 states: when there are none, the bound changed nothing.
 
 Loads never read a store that has not happened yet, so load buffering (LB) and every
-outcome that needs a load to be satisfied by a po-later store are not explored; stores
-join their location's coherence order at the end, so outcomes that need a store to be
-ordered before an earlier one in coherence order (2+2W, S) are not explored either.
+outcome that needs a load to be satisfied by a po-later store, or a store to be visible
+before an earlier load of its CPU, are not explored; stores join their location's
+coherence order at the end, so outcomes that need a store to be ordered before an
+earlier one in coherence order (2+2W, S) are not explored either; and
+smp_mb__before_atomic / __after_atomic / __after_spinlock are SC fences wherever they
+stand. tests/lkmm_missing.py checks that every LKMM outcome the machine misses is of
+one of these shapes.
 Everything the machine does explore is an LKMM execution (tests/test_lkmm_operational.py
 checks that against checker/lkmm.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
 user's account.
@@ -221,7 +225,9 @@ class _Analysis:
                 self.flags["post_mb"] = True
                 self.why.append(f"{p.name} ends with smp_mb()")
         elif p.cls in (Cls.RMW, Cls.LOCK, Cls.WQ_ADD, Cls.WQ_REMOVE, Cls.WQ_WAKE):
-            conditional = p.failure_order is not None and p.failure_order is not p.order
+            # its failure is a lone load however it is ordered (no write, so no atomicity:
+            # it may read a stale message), cmpxchg_relaxed's too
+            conditional = p.failure_order is not None
             if conditional:
                 self.conditional.update(slots)
             if self.failed and conditional:
@@ -664,6 +670,6 @@ def meaning(p) -> str:
         return "an SC fence (the runqueue lock)"
     text = order[p.order].format("a read-modify-write" if p.cls is not Cls.LOCK else "waits for and takes the lock: "
                                  "a read-modify-write")
-    if p.failure_order is not None and p.failure_order is not p.order:
+    if p.failure_order is not None:
         text += "; if it fails, a load through its CPU's view, unordered"
     return text

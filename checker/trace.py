@@ -20,8 +20,11 @@ Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a st
 #: what a "holds" under `memory lkmm` rests on (checker/lkmm_machine.py; run.py puts it on
 #: every such verdict, and the text output says it once)
 LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
-                     "of its own: LB and its variants), and a store placed before an earlier store in coherence "
-                     "order (2+2W, S)")
+                     "of its own: LB and its variants, and every outcome that needs a store to become visible "
+                     "before an earlier load of its CPU without a dependency), a store placed before an earlier "
+                     "store in coherence order (2+2W, S), and smp_mb__before_atomic(), smp_mb__after_atomic() "
+                     "and smp_mb__after_spinlock() ordering less than smp_mb() (the machine takes them as full "
+                     "barriers wherever they stand)")
 LKMM_HOLDS_NOTE = "holds for the LKMM outcomes this semantics explores; not explored: " + LKMM_NOT_EXPLORED
 MEMORY = "memory"  # the process an Action names when a store-buffer flush makes a store visible
 
