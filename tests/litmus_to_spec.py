@@ -114,7 +114,10 @@ class _Writer:
     def call(self, c: L.Call, thread: L.Thread) -> str:
         f = c.func
         if f in LOADS:
-            return f"{LOADS[f]}({self.location(c.args[0], thread)})"
+            loc = self.location(c.args[0], thread)
+            if loc in self.locks:  # a lock is a bool in the spec language, never an int
+                raise Untranslatable(f"a spinlock read as a value: {loc}")
+            return f"{LOADS[f]}({loc})"
         if f in STORES:
             return f"{STORES[f]}({self.location(c.args[0], thread)}, {self.expr(c.args[1], thread)})"
         if f in FENCES:

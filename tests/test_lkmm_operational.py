@@ -33,12 +33,27 @@ NOT_EXPLORED = {
     "2+2W+wmbonceonces": "a store ordered before an earlier store in coherence order",
     "S+poonceonces": "a store ordered before an earlier store in coherence order",
     "S+wmbonceonce+poonceonce": "a store ordered before an earlier store in coherence order",
+    "LB+rmbonceonces": "load buffering: smp_rmb() orders no load before a store",
+    "LB+wmbonceonces": "load buffering: smp_wmb() orders no load before a store",
 }
 #: what the translation has no spec primitive for
 UNTRANSLATED = {
     "MP+onceassign+derefonce": "rcu_assign_pointer",
     "MP+wmb+addrpointer": "a pointer value",
     "SB+afterunlocklock": "smp_mb__after_unlock_lock",
+    # plain C accesses (`*x = 1`): the spec language has marked accesses only, and the
+    # data-race rules they bring are the axiomatic checker's alone
+    **{name: "Store" for name in ("CoRR+plain-race", "LB+plain-datadeps", "MP+plain-race", "MP+plainwrite+acquire",
+                                  "MP+wmb+ctrl-plain", "SB+plain-race", "plain-barrier-not-mixed",
+                                  "plain-mixed-accesses")},
+    "MP+wmb+plainaddr": "a pointer value",
+    "MP+assign+deref-rcu": "rcu_assign_pointer",
+    # RCU and spin_is_locked: not primitives of the spec language
+    **{name: "rcu_read_lock" for name in ("RCU+2readers+1gp", "RCU+2readers+2gps", "RCU+MP+sync", "RCU+SB+sync",
+                                          "RCU+nested", "RCU+unbalanced")},
+    **{name: "synchronize_rcu" for name in ("RCU+MP+nolock", "SB+syncs")},
+    **{name: "spin_is_locked" for name in ("MP+lock+islocked", "islocked-own-section")},
+    "lock-mixed-access": "a spinlock read as a value",
 }
 
 
@@ -66,6 +81,8 @@ def test_machine_outcomes_are_the_lkmms(path):
     assert got <= set(ref), f"the machine reaches outcomes the LKMM forbids: {got - set(ref)}"
     if path.stem in NOT_EXPLORED:
         assert got != set(ref)  # still true? else the entry goes
+    elif test.expected == "DEADLOCK":  # no execution at all (lock.cat), judgelitmus.sh's name for it
+        assert got == set(ref) == set()
     else:
         assert got == set(ref)
         assert observation(got, ref) == obs == test.expected
