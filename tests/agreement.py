@@ -18,6 +18,13 @@ def compiled(text: str, variant: str = "base", file: str = "m.spec"):
     return compile_program(ir.build(resolve(parse(text, file), variant)))
 
 
+def violated(text: str, variant: str = "base", **kw) -> set[str]:
+    """The properties an exhaustive explicit search of `text` finds violated."""
+    ex = explore(compiled(text, variant), **kw)
+    assert ex.stats.complete
+    return set(ex.counterexamples)
+
+
 def explicit_depths(cm) -> tuple[dict[str, int], int | None, bool]:
     """Shortest violation depth per property, the model error's depth, completeness."""
     ex = explore(cm)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agreement import bmc_depths, compiled, explicit_depths
+from agreement import bmc_depths, compiled, explicit_depths, violated
 from checker.cli import main
 from checker.engines.explicit import explore
 from checker.engines.reduce import plan
@@ -18,12 +18,6 @@ from checker.errors import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ["models/timer_migration.spec", "models/hv_timer_preempt.spec"]
-
-
-def violated(text: str, variant: str = "base", **kw) -> set[str]:
-    ex = explore(compiled(text, variant), **kw)
-    assert ex.stats.complete
-    return set(ex.counterexamples)
 
 
 # ---- the traps, written with the constructs

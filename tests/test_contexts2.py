@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agreement import compiled
+from agreement import compiled, violated
 from checker.engines.explicit import explore
-
-
-def violated(text: str, variant: str = "base", **kw) -> set[str]:
-    ex = explore(compiled(text, variant), **kw)
-    assert ex.stats.complete
-    return set(ex.counterexamples)
 
 
 # ---- schedule() in atomic context: the kernel's "BUG: scheduling while atomic"
