@@ -448,7 +448,8 @@ class Machine:
         return t
 
     def save(self, s: int, t: list) -> int:
-        """Packed state s with the machine's slots and the tracked memory taken from t."""
+        """Packed state s with the tracked memory taken from t and the machine's slots
+        from t normalised (normalise reads and writes the machine's slots only)."""
         s &= self.low
         for k, sh, mk, lo in self.memory_fields:
             s = s & ~(mk << sh) | (t[k] - lo) << sh
@@ -457,8 +458,9 @@ class Machine:
         if hi is None:
             if len(self.encoded) >= _MEMO:
                 self.encoded.clear()
+            self.normalise(t)
             hi = 0
-            for (k, sh, mk, lo), x in zip(self.machine_fields, mine):
+            for (k, sh, mk, lo), x in zip(self.machine_fields, t[self.first:]):
                 hi |= (x - lo) << sh
             self.encoded[mine] = hi
         return s | hi << self.base
@@ -598,7 +600,6 @@ class Machine:
                 self.store(t, c, j, (r >> sh & mk) + lo, acc)
             if acc.post_mb:
                 self.mb(t, c)
-            self.normalise(t)
             return self.save(r, t)
 
         return run
@@ -654,7 +655,6 @@ class Machine:
                 return None
             t = self.load(s)
             t[cur] -= 1
-            self.normalise(t)
             return self.save(s, t)
 
         return run
