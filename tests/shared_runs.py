@@ -7,8 +7,10 @@ CI does not search the same state space five times. Sharing is the same check as
 running again because the search is deterministic and a RunResult is deeply frozen
 (`checked` proves that with hash(), so no test can change what another one reads).
 
-Only plain runs are shared: one worker, no simulation, nothing patched. A test that
-monkeypatches the engine must call `check_spec` itself for the run it patches.
+Only plain runs are shared: one worker, no simulation, nothing patched that a
+one-worker search reads (the knobs of engines/explicit/parallel.py are not: one worker
+never starts the parallel search). A test that patches the search must call
+`check_spec` itself for the run it patches.
 """
 
 from __future__ import annotations
