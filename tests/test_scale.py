@@ -22,6 +22,7 @@ from checker.engines.explicit.search import Fingerprints, home_slot
 from checker.progress import Progress
 from checker.run import Options, check_spec, compile_variant, load
 from checker.trace import Verdict
+from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(ROOT.glob("models/*.spec")) + sorted(ROOT.glob("tests/litmus/*.spec"))
@@ -188,7 +189,7 @@ def summary(result):
 
 @pytest.fixture(scope="module")
 def one_worker():
-    return {p: summary(check_spec(load(str(p)), Options(por=False, symmetry="off", workers=1))) for p in SPECS}
+    return {p: summary(checked(p, por=False, symmetry="off", workers=1)) for p in SPECS}
 
 
 def test_every_model_and_litmus_test_is_pinned(one_worker):
