@@ -17,7 +17,7 @@ import pytest
 from checker.cli import main
 from checker.export.files import counterexamples, describe
 from checker.export.text import format_run, race_diagram, race_runs
-from checker.run import Options, check_spec, load
+from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent
 PI = ROOT / "models/pi_timer.spec"
@@ -27,7 +27,7 @@ BUDGET = 150  # lines of `check models/X.spec`: a few screens
 
 @functools.lru_cache(maxsize=None)
 def run(path: Path, *variants: str, expect: bool = True):
-    return check_spec(load(str(path)), Options(progress=False, variants=variants, use_expectations=expect))
+    return checked(path, progress=False, variants=variants, use_expectations=expect)
 
 
 def titles(out: str) -> list[str]:

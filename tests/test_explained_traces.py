@@ -3,6 +3,7 @@ reviewers paste them. One test per item of the issue."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from importlib import resources
@@ -14,7 +15,8 @@ from checker.cli import build_parser, main
 from checker.export.markdown import COMMENT_LIMIT, review_report
 from checker.export.sarif import to_sarif
 from checker.export.text import format_counterexample, format_run, summary_table
-from checker.run import Options, check_spec, load
+from checker.run import check_spec
+from shared_runs import checked
 
 ROOT = Path(__file__).parent.parent
 REVIEWS = Path("/work/shared/reviews/language")
@@ -23,7 +25,7 @@ SHIPPED = sorted((ROOT / "models").glob("*.spec"))
 
 def run(path, **kw):
     kw.setdefault("command", f"check {path}")
-    return check_spec(load(str(path)), Options(progress=False, **kw))
+    return checked(path, progress=False, **kw)
 
 
 def spec(tmp_path, text, name="m.spec"):
@@ -134,7 +136,18 @@ def test_absolute_path_shrinks_statement_text(tmp_path):
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
-def test_default_output_too_long(capsys):
+def test_default_output_too_long(capsys, monkeypatch):
+    from checker import cli
+
+    searched = {}  # one search for the three: --full and --brief only choose what is printed
+
+    def once(spec, opts):
+        key = repr(dataclasses.replace(opts, command=""))
+        if key not in searched:
+            searched[key] = check_spec(spec, opts)
+        return dataclasses.replace(searched[key], command=opts.command)
+
+    monkeypatch.setattr(cli, "check_spec", once)
     main([str(ROOT / "models/pi_timer.spec")])
     default = capsys.readouterr().out
     main([str(ROOT / "models/pi_timer.spec"), "--full"])
@@ -145,6 +158,7 @@ def test_default_output_too_long(capsys):
     assert default.count("Counterexample: variant") == 0 < full.count("Counterexample: variant")
     main([str(ROOT / "models/pi_timer.spec"), "--brief"])
     assert "Counterexample" not in capsys.readouterr().out
+    assert len(searched) == 1
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)

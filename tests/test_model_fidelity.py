@@ -10,20 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from checker.engines.explicit import decoder_for, explore
-from checker.run import Options, check_spec, compile_variant, load
+from checker.run import Options, compile_variant, load
 from checker.trace import Verdict
+from shared_runs import checked
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
 
 def outcomes(model: str, *variants: str) -> dict[str, dict[str, Verdict]]:
-    result = check_spec(load(str(MODELS / f"{model}.spec")), Options(variants=variants))
+    result = checked(MODELS / f"{model}.spec", variants=variants)
     assert result.all_as_expected
     return {v.variant: {o.property: o.verdict for o in v.outcomes} for v in result.variants}
 
 
 def trace(model: str, variant: str, prop: str):
-    result = check_spec(load(str(MODELS / f"{model}.spec")), Options(variants=(variant,)))
+    result = checked(MODELS / f"{model}.spec", variants=(variant,))
     o = next(o for o in result.variants[0].outcomes if o.property == prop)
     return o.counterexample.trace
 

@@ -19,6 +19,7 @@ import pytest
 
 from checker.findings import explained_warnings, run_warnings
 from checker.run import Options, check_spec, load
+from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "models").glob("*.spec"))
@@ -372,7 +373,7 @@ NOT_YET_REVIEWED: frozenset[str] = frozenset()
 
 
 def findings(path: Path):
-    result = check_spec(load(str(path)), Options(progress=False))
+    result = checked(path, progress=False)
     return result, run_warnings(result), explained_warnings(result)
 
 

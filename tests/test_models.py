@@ -18,6 +18,7 @@ from checker.cli import main
 from checker.parse import parse
 from checker.run import Options, check_spec, load
 from checker.trace import Verdict
+from shared_runs import checked
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.spec"))
 PI_TIMER = Path(__file__).resolve().parent.parent / "models" / "pi_timer.spec"
@@ -59,7 +60,7 @@ PI_TIMER_STATES = {
 
 @pytest.fixture(scope="module")
 def pi_timer():
-    return check_spec(load(str(PI_TIMER)), Options(por=False, symmetry="off"))
+    return checked(PI_TIMER, por=False, symmetry="off")
 
 
 def by_variant(result):

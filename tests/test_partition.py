@@ -15,6 +15,7 @@ from checker.engines.explicit import Limits, parallel
 from checker.engines.explicit.fastloop import OWNER_MOD
 from checker.engines.explicit.search import Search, run_levels
 from checker.run import Options, check_spec, compile_variant, load
+from shared_runs import checked
 from test_scale import PHILOSOPHERS, SPECS, eager_workers, one_worker, summary, workers_from_20k  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +119,7 @@ def test_locality_partition_finds_what_one_worker_finds(philosophers, workers, w
     """Same states, transitions, depth, verdicts and counterexample lengths as one worker
     (the `strict` variant's violation included), with the locality partition in use."""
     spec = load(str(philosophers))
-    one = check_spec(spec, Options(por=False, symmetry="off", workers=1))
+    one = checked(philosophers, por=False, symmetry="off", workers=1)  # the patches are of the parallel search
     many = check_spec(spec, Options(por=False, symmetry="off", workers=workers, workers_asked=True))
     assert summary(many) == summary(one)
     for v in many.variants:
@@ -133,7 +134,7 @@ def test_whole_state_partition_with_large_batches_still_agrees(philosophers, mon
     whole = parallel.Partition(-1, parallel.owner_table(2), (), 0.5, 1.0)
     monkeypatch.setattr(parallel, "choose_partition", lambda search, level, workers: whole)
     spec = load(str(philosophers))
-    one = check_spec(spec, Options(por=False, symmetry="off", workers=1, variants=("base",)))
+    one = checked(philosophers, por=False, symmetry="off", workers=1, variants=("base",))
     two = check_spec(spec, Options(por=False, symmetry="off", workers=2, variants=("base",)))
     assert summary(two) == summary(one)
     assert two.variants[0].stats.workers == 2
@@ -197,7 +198,7 @@ def test_taken_states_find_what_one_worker_finds(philosophers, worker_0_owns_eve
     included), with and without partial-order and symmetry reduction."""
     spec = load(str(philosophers))
     symmetry = "auto" if reductions else "off"
-    one = check_spec(spec, Options(por=reductions, symmetry=symmetry, workers=1))
+    one = checked(philosophers, por=reductions, symmetry=symmetry, workers=1)
     many = check_spec(spec, Options(por=reductions, symmetry=symmetry, workers=workers, workers_asked=True))
     assert summary(many) == summary(one)
     for v in many.variants:

@@ -30,6 +30,7 @@ from checker.engines.replay import replay
 from checker.parse import parse
 from checker.resolve import resolve
 from checker.run import Options, check_spec, compile_variant, load, selected_variants
+from shared_runs import checked
 from checker.trace import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,15 +69,14 @@ def verdicts(result) -> dict:
 
 @pytest.fixture(scope="module")
 def unreduced():
-    return {p: check_spec(load(str(p)), Options(use_expectations=False, **NONE)) for p in SPECS}
+    return {p: checked(p, **NONE) for p in SPECS}
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("path", SPECS, ids=IDS)
 def test_every_model_keeps_its_verdicts_with_each_reduction(path, config, unreduced):
-    spec = load(str(path))
     full = unreduced[path]
-    reduced = check_spec(spec, Options(use_expectations=False, **CONFIGS[config]))
+    reduced = checked(path, **CONFIGS[config])
     assert verdicts(reduced) == verdicts(full)
     for a, b in zip(full.variants, reduced.variants):
         assert b.stats.states <= a.stats.states, (a.variant, b.stats.states, a.stats.states)
@@ -103,7 +103,7 @@ def test_every_model_keeps_its_verdicts_with_each_reduction(path, config, unredu
 def test_counterexamples_found_with_reductions_replay(path):
     """Every trace is a run of the model: replayed step by step, it reaches the violation."""
     spec = load(str(path))
-    result = check_spec(spec, Options(use_expectations=False, por=True, symmetry="on"))
+    result = checked(path, **CONFIGS["both"])
     for v in result.variants:
         cm = compile_variant(spec, v.variant, Options())
         for cx in [o.counterexample for o in v.outcomes] + [v.model_error]:
@@ -130,10 +130,9 @@ def test_readme_reduction_table_matches_the_checker():
     rows = dict(readme_rows())
     assert sorted(rows) == sorted(f"models/{p.name}" for p in (ROOT / "models").glob("*.spec"))
     for path, want in rows.items():
-        spec = load(str(ROOT / path))
         got = []
         for opts in (NONE, CONFIGS["por"], dict(por=False, symmetry="auto"), dict(por=True, symmetry="auto")):
-            got.append(sum(v.stats.states for v in check_spec(spec, Options(use_expectations=False, **opts)).variants))
+            got.append(sum(v.stats.states for v in checked(ROOT / path, **opts).variants))
         assert tuple(got) == want, path
 
 

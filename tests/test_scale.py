@@ -22,6 +22,7 @@ from checker.engines.explicit.search import Fingerprints, home_slot
 from checker.progress import Progress
 from checker.run import Options, check_spec, compile_variant, load
 from checker.trace import Verdict
+from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(ROOT.glob("models/*.spec")) + sorted(ROOT.glob("tests/litmus/*.spec"))
@@ -37,6 +38,10 @@ PINNED = {
     ("models/halt_poll.spec", "posted"): (1265, 2740, 31, ''),
     ("models/halt_poll.spec", "posted_check_ignores_pi"): (319, 598, 20, 'timer_wakes_vcpu=violated'),
     ("models/halt_poll.spec", "posted_poll_ignores_pi"): (901, 1816, 43, ''),
+    ("models/halt_poll.spec", "waker_sc"): (462, 963, 26, ''),
+    ("models/halt_poll.spec", "waker_tso"): (624, 1290, 31, ''),
+    ("models/halt_poll.spec", "waker_no_mb_sc"): (360, 750, 24, ''),
+    ("models/halt_poll.spec", "waker_no_mb_tso"): (495, 1023, 29, ''),
     ("models/hv_sw_switch.spec", "base"): (2697, 5834, 56, ''),
     ("models/hv_sw_switch.spec", "no_pending_recheck"): (2843, 6058, 69, 'one_shot_fires_once=violated,recheck_cancels_hv=violated'),
     ("models/hv_sw_switch.spec", "no_switch_before_block"): (387, 606, 49, 'recheck_cancels_hv=violated,timer_caught_in_poll=violated,timer_reaches_guest=violated'),
@@ -142,6 +147,8 @@ PINNED = {
     ("tests/litmus/two_plus_two_w.spec", "sc"): (13, 14, 4, ""),
     # memory lkmm (the lkmm variants; no reductions under lkmm anyway)
     ('models/halt_poll.spec', 'lkmm'): (13665, 38346, 36, ''),
+    ('models/halt_poll.spec', 'waker_lkmm'): (7307, 22380, 48, ''),
+    ('models/halt_poll.spec', 'waker_no_mb_lkmm'): (5646, 16245, 39, 'timer_wakes_vcpu=violated'),
     ('models/vcpu_requests.spec', 'lkmm'): (936, 1853, 33, ''),
     ('models/vcpu_requests.spec', 'lkmm_sc'): (141, 219, 22, ''),
     ('models/vcpu_requests.spec', 'no_wake_up_lkmm'): (817, 1579, 32, ''),
@@ -182,7 +189,7 @@ def summary(result):
 
 @pytest.fixture(scope="module")
 def one_worker():
-    return {p: summary(check_spec(load(str(p)), Options(por=False, symmetry="off", workers=1))) for p in SPECS}
+    return {p: summary(checked(p, por=False, symmetry="off", workers=1)) for p in SPECS}
 
 
 def test_every_model_and_litmus_test_is_pinned(one_worker):

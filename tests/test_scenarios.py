@@ -15,16 +15,15 @@ from pathlib import Path
 import pytest
 
 from checker.parse import parse
-from checker.run import Options, check_spec, load
 from checker.trace import Verdict
+from shared_runs import checked
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 SCENARIOS = ("timer_reprogram", "pi_two_posters", "pi_timer_v6", "hv_sw_switch", "ipi_fastpath_reenter")
 
 
 def run(name: str, *variants: str):
-    spec = load(str(MODELS / f"{name}.spec"))
-    result = check_spec(spec, Options(variants=tuple(variants), progress=False))
+    result = checked(MODELS / f"{name}.spec", variants=tuple(variants), progress=False)
     return {v.variant: v for v in result.variants}
 
 

@@ -1,0 +1,60 @@
+"""One search per (model file, options) for the whole test session.
+
+Several test files check the same shipped model with the same options and only read
+the result (the pinned counts, the README tables, the coverage findings, the default
+output, the scenarios' races): they share one `check_spec` run through `checked`, so
+CI does not search the same state space five times. Sharing is the same check as
+running again because the search is deterministic and a RunResult is deeply frozen
+(`checked` proves that with hash(), so no test can change what another one reads).
+
+Only plain runs are shared: one worker, no simulation, nothing patched that a
+one-worker search reads (the knobs of engines/explicit/parallel.py are not: one worker
+never starts the parallel search). A test that patches the search must call
+`check_spec` itself for the run it patches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from checker.run import CUT_SHORT, NOT_CHECKED, Options, check_spec, load, selected_variants
+from checker.trace import RunResult
+
+_RUNS: dict[tuple, RunResult] = {}
+
+
+def checked(path: str | Path, **options) -> RunResult:
+    """`check_spec(load(str(path)), Options(**options))`, searched at most once per
+    session. `variants=(...)` picks those variants' results out of a run of the whole
+    model with the same options when one was made (each variant is searched on its
+    own, so a variant's result does not depend on the others checked with it), unless
+    that run was cut short."""
+    opts = Options(**options)
+    if opts.workers != 1 or opts.simulate is not None:
+        raise ValueError("only single-worker searches are shared (the others depend on timing or a seed)")
+    text = Path(path).read_bytes()  # an edited file is another model
+    # progress only draws on stderr, the command is only echoed back: neither changes the search
+    base = dataclasses.replace(opts, progress=False, command="")
+    whole = _RUNS.get(_key(path, text, base, ()))
+    if opts.variants and whole is not None and _complete(whole):
+        spec = load(str(path))
+        by = {v.variant: v for v in whole.variants}
+        result = dataclasses.replace(whole, variants=tuple(by[v] for v in selected_variants(spec, opts.variants)))
+    else:
+        key = _key(path, text, base, opts.variants)
+        if key not in _RUNS:
+            result = check_spec(load(str(path)), dataclasses.replace(base, variants=opts.variants))
+            hash(result)  # TypeError if anything in it could be changed in place
+            _RUNS[key] = result
+        result = _RUNS[key]
+    return dataclasses.replace(result, command=opts.command) if opts.command else result
+
+
+def _key(path, text: bytes, opts: Options, variants: tuple[str, ...]) -> tuple:
+    return str(path), text, repr(dataclasses.replace(opts, variants=())), variants
+
+
+def _complete(result: RunResult) -> bool:
+    """No variant went unchecked because an earlier one was interrupted."""
+    return all(v.stats.limit not in (*CUT_SHORT, NOT_CHECKED) for v in result.variants)
