@@ -58,7 +58,7 @@ from .ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, 
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
-_MEMO = 1 << 16  # machine parts kept decoded / encoded (a bound on the memo's memory)
+_MEMO = 1 << 14  # machine parts kept decoded / encoded (a bound on the memo's memory)
 MAX_ACTORS = 62  # process instances and propagation actors: the engine's enabled masks are 63 bits
 
 
