@@ -273,10 +273,12 @@ _RUNTIME = {
 }
 
 
-def compile_program(program: Program) -> CompiledModel:
+def compile_program(program: Program, lazy_propagation: bool = True) -> CompiledModel:
+    """`lazy_propagation`: under lkmm, views move only where that can matter
+    (lkmm_machine.Machine.propagate); False for every interleaving (--no-por)."""
     try:
         if program.model.memory == "lkmm" and program.layout.lkmm is None:
-            program = lkmm_machine.extend(program)
+            program = lkmm_machine.extend(program, lazy_propagation)
         return _Compiler(program).run()
     except SpecError as e:
         raise e.with_code("TR400") from None
@@ -459,7 +461,10 @@ class _Compiler:
                 instances.append(CompiledInstance(p.instance_name(i), self.layout.gid_base[p.name] + i, p, i,
                                                   self.layout.pc_base[p.name] + i, steps_at, p.end_pcs))
         invariants = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in inv_names)
-        liveness = tuple((prop, _pred_on_tuples(ns[t], pack) if t else None, _pred_on_tuples(ns[g], pack))
+        # liveness predicates see only states the steps made (the graph's, a replay's),
+        # which are in range: the unchecked pack, as the packed invariants have none
+        raw = ns["pack"]
+        liveness = tuple((prop, _pred_on_tuples(ns[t], raw) if t else None, _pred_on_tuples(ns[g], raw))
                          for prop, t, g in live_names)
         flushes = []
         for k, (b, fname) in enumerate(flush_names):
@@ -468,11 +473,13 @@ class _Compiler:
             addresses = self.layout.slots[b.base].type.hi
             object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * addresses)
             flushes.append(cf)
-        if machine is not None:  # lkmm: one weakly fair propagation actor per (CPU, location it reads)
+        if machine is not None:  # lkmm: one fair propagation actor per (CPU, location it reads)
+            pcs = {inst.gid: (pk.shift[inst.pc_slot], pk.mask(inst.pc_slot), inst.process.steps_at)
+                   for inst in instances}
             for j, loc in enumerate(self.views.locations):
                 for r in loc.readers:
                     cpu = self.views.cpu(r)
-                    fn = machine.propagate(cpu, j)
+                    fn = machine.propagate(cpu, j, pcs)
                     what = lkmm_machine.Propagation(cpu.name, loc.name, j)
                     cf = CompiledFlush(_on_tuples(fn, pack, unpack), what, f"propagate_{j}_{r}", cpu.cur[j],
                                        len(self.layout.instance_names) + len(flushes), packed=fn)
@@ -659,7 +666,9 @@ class _Compiler:
                 else:
                     parts.append(f"{pc} in {tuple(ends)!r}")
         parts += [f"{self.get('s', self.slot_addr(b.base))} == 0" for b in self.layout.buffers]
-        if self.views is not None:  # lkmm: every store has reached every CPU that reads it
+        if self.views is not None and not self.views.lazy:  # lkmm: every store has reached every CPU that reads it
+            # (lazily, a view that nothing reads again never moves: final states are those
+            # the eager moves would settle into, with the same memory and locals)
             parts += [f"{self.get('s', self.slot_addr(cpu.cur[j]))} == 0" for j, loc in enumerate(self.views.locations)
                       for cpu in self.views.cpus if cpu.gid in loc.readers]
         e.emit("return " + " and ".join(parts))

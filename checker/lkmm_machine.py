@@ -58,6 +58,7 @@ from .ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, 
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
+_MEMO = 1 << 14  # machine parts kept decoded / encoded (a bound on the memo's memory)
 MAX_ACTORS = 62  # process instances and propagation actors: the engine's enabled masks are 63 bits
 
 
@@ -112,6 +113,15 @@ class Access:
     release: bool = False  # its stores publish the CPU's whole view
     conditional: frozenset[int] = frozenset()  # a cmpxchg / trylock whose failure is a relaxed load
     why: str = ""  # the ordering in words, for traces
+    writes: frozenset[int] = frozenset()  # location indices it stores to
+
+    def consults(self, n: int) -> frozenset[int]:
+        """The locations whose view of its CPU this step reads, joins or resets: where a
+        propagation to that CPU can make a difference (all n when it fences, acquires or
+        releases, which join or publish the whole view)."""
+        if self.pre_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire:
+            return frozenset(range(n))
+        return self.view_reads | self.rmw | self.writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +134,7 @@ class Views:
     gsc: tuple[int, ...]  # the global SC-fence view, by location index
     accesses: dict = field(default_factory=dict)  # (gid, step uid) -> (Access, failure Access or None)
     by_slot: dict = field(default_factory=dict)  # memory slot -> location index
+    lazy: bool = True  # propagations only where they can matter (Machine.propagate)
 
     def cpu(self, gid: int) -> CpuViews | None:
         return next((c for c in self.cpus if c.gid == gid), None)
@@ -281,8 +292,10 @@ def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool) -> _
 # ---------------------------------------------------------------- the layout
 
 
-def extend(program: Program) -> Program:
-    """The program with the machine's slots added to its layout (StateLayout.lkmm)."""
+def extend(program: Program, lazy: bool = True) -> Program:
+    """The program with the machine's slots added to its layout (StateLayout.lkmm).
+    `lazy`: a CPU's view moves only where the move can matter (Machine.propagate);
+    otherwise anywhere, as the plain semantics says (--no-por)."""
     model = program.model
     layout = program.layout
     bound = model.store_buffer or DEFAULT_HISTORY
@@ -355,7 +368,7 @@ def extend(program: Program) -> Program:
     accesses = {}
     for key, (a, fail) in per_step.items():
         accesses[key] = (_access(a, index), _access(fail, index) if fail is not None else None)
-    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, index)
+    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, index, lazy)
     new_layout = replace(layout, slots=tuple(slots), lkmm=views)
     return replace(program, layout=new_layout, init_choices=tuple(choices))
 
@@ -370,7 +383,7 @@ def _access(a: _Analysis, index: dict[int, int]) -> Access:
         why.append("smp_rmb() (or an address dependency) orders the loads")
     return Access(js(a.view_reads), js(a.rmw), js(a.acquire), f.get("rmw_acquire", False), f.get("pre_mb", False),
                   f.get("post_mb", False), f.get("rmb", False), f.get("wmb", False), f.get("release", False),
-                  js(a.conditional), "; ".join(why))
+                  js(a.conditional), "; ".join(why), js(a.writes))
 
 
 # ---------------------------------------------------------------- the steps
@@ -386,6 +399,8 @@ class Machine:
         self.marks = marks
         self.mask = (1 << marks) - 1
         self.lo = packing.lo
+        self.shift = packing.shift
+        self.width_mask = tuple(packing.mask(k) for k in range(len(packing.shift)))
         self.full = full
         self.n = len(views.locations)
         self.none = views.bound
@@ -394,11 +409,18 @@ class Machine:
         # contiguous run of bits from `base`; the tracked memory slots are read and
         # written field by field. Nothing else of a state is unpacked.
         mine = [k for k, sl in enumerate(layout.slots) if sl.kind is SlotKind.VIEW]
+        assert mine == list(range(mine[0], self.size)) if mine else True, "the machine's slots come last"
+        self.first = mine[0] if mine else self.size
         self.base = packing.shift[mine[0]] if mine else packing.bits
         self.low = (1 << self.base) - 1
         self.machine_fields = tuple((k, packing.shift[k] - self.base, packing.mask(k), packing.lo[k]) for k in mine)
         self.memory_fields = tuple((loc.slot, packing.shift[loc.slot], packing.mask(loc.slot), packing.lo[loc.slot])
                                    for loc in views.locations)
+        # Decoding the machine's part field by field is most of a step's cost, and far
+        # fewer distinct machine parts occur than states: both directions are memoised.
+        self.prefix = [0] * self.first
+        self.decoded: dict[int, tuple[int, ...]] = {}
+        self.encoded: dict[tuple[int, ...], int] = {}
         # per location, every lag field on it (CPUs' views, the SC view, every message's view)
         self.lags = tuple(
             tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
@@ -406,25 +428,41 @@ class Machine:
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
             + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
             for j in range(self.n))
+        # per location, the readers' current views, and every other lag field on it
+        self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
+                             for j, loc in enumerate(views.locations))
+        self.constraints = tuple(tuple(f for f in self.lags[j] if f not in self.reading[j]) for j in range(self.n))
 
     def load(self, s: int) -> list:
-        """The machine's slots and the tracked memory of packed state s, by slot number."""
-        t = [0] * self.size
+        """The machine's slots and the tracked memory of packed state s, by slot number
+        (the other slots read 0: only the compiled step reads them, from s)."""
         hi = s >> self.base
-        for k, sh, mk, lo in self.machine_fields:
-            t[k] = (hi >> sh & mk) + lo
+        mine = self.decoded.get(hi)
+        if mine is None:
+            if len(self.decoded) >= _MEMO:
+                self.decoded.clear()
+            mine = self.decoded[hi] = tuple((hi >> sh & mk) + lo for _, sh, mk, lo in self.machine_fields)
+        t = self.prefix + list(mine)
         for k, sh, mk, lo in self.memory_fields:
             t[k] = (s >> sh & mk) + lo
         return t
 
     def save(self, s: int, t: list) -> int:
-        """Packed state s with the machine's slots and the tracked memory taken from t."""
+        """Packed state s with the tracked memory taken from t and the machine's slots
+        from t normalised (normalise reads and writes the machine's slots only)."""
         s &= self.low
         for k, sh, mk, lo in self.memory_fields:
             s = s & ~(mk << sh) | (t[k] - lo) << sh
-        hi = 0
-        for k, sh, mk, lo in self.machine_fields:
-            hi |= (t[k] - lo) << sh
+        mine = tuple(t[self.first:])
+        hi = self.encoded.get(mine)
+        if hi is None:
+            if len(self.encoded) >= _MEMO:
+                self.encoded.clear()
+            self.normalise(t)
+            hi = 0
+            for (k, sh, mk, lo), x in zip(self.machine_fields, t[self.first:]):
+                hi |= (x - lo) << sh
+            self.encoded[mine] = hi
         return s | hi << self.base
 
     # -- views
@@ -459,19 +497,24 @@ class Machine:
                 t[d] = t[s_]
 
     def normalise(self, t: list):
-        """Drop the messages no reader may read, and say "no constraint" for lags past them."""
+        """Drop the messages no reader may read, and say "no constraint" (NONE) for every
+        constraint a reader's view already meets.
+
+        Every lag other than a reader's current view (acquire, release, own, strong and
+        SC views, the views messages carry, a non-reader's view) acts only through a
+        join (a minimum) into some CPU's view. A reader's view only moves newer, and a
+        store shifts every lag on its location alike, so a constraint at or past the
+        oldest message any reader reads now is met by every reader for ever: it is
+        NONE. Equal behaviours are then equal states."""
         none = self.none
         v = self.v
         for j, loc in enumerate(v.locations):
-            keep = 1 + max((t[cpu.cur[j]] for cpu in v.cpus if cpu.gid in loc.readers), default=0)
-            if keep >= none:
-                continue
-            for f in self.lags[j]:
-                if t[f] >= keep:
+            oldest = max((t[f] for f in self.reading[j]), default=0)
+            for f in self.constraints[j]:
+                if t[f] >= oldest:
                     t[f] = none
-            for i in range(keep, none):
-                if i >= 1:
-                    t[loc.old[i - 1]] = self.lo[loc.old[i - 1]]
+            for i in range(oldest + 1, none):
+                t[loc.old[i - 1]] = self.lo[loc.old[i - 1]]
                 for f in loc.views[i]:
                     t[f] = none
                 for f in loc.strong[i]:
@@ -557,7 +600,6 @@ class Machine:
                 self.store(t, c, j, (r >> sh & mk) + lo, acc)
             if acc.post_mb:
                 self.mb(t, c)
-            self.normalise(t)
             return self.save(r, t)
 
         return run
@@ -579,19 +621,48 @@ class Machine:
             out.append((name + "_fails", self.step(inner, cpu, fail, True)))
         return out
 
-    def propagate(self, c: CpuViews, j: int):
-        """CPU c's view of location j moves one message newer."""
+    def propagate(self, c: CpuViews, j: int, pcs: dict):
+        """CPU c's view of location j moves one message newer.
+
+        Lazily (Views.lazy), only where that can matter: when c's next step reads, joins
+        or resets that view (Access.consults), or when c reads the oldest message kept
+        while another CPU is about to store there (the store waits for the move).
+        Elsewhere a move commutes with every step, so moving it later, to where it
+        matters, reaches the same states but for c's view, which nothing else reads:
+        the same invariants, deadlocks and final states. For liveness the lazy move is
+        strongly fair (liveness.py): a view that matters infinitely often moves
+        infinitely often, which is what weak fairness of an eager move gives, and a run
+        that never needs the view is fair either way (spec/LANGUAGE.md, "memory lkmm").
+        `pcs`: gid -> (shift, mask, steps by pc) of each CPU's program counter."""
         cur = c.cur[j]
+        none = self.none
+        cur_sh, cur_mk, cur_lo = self.shift[cur], self.width_mask[cur], self.lo[cur]
+        pc_sh, pc_mk, steps_at = pcs[c.gid]
+        matters = frozenset(pc for pc, at in enumerate(steps_at)
+                            if any(j in acc.consults(self.n) for st in at for acc in self.forms(c.gid, st.uid)))
+        writers = tuple((sh, mk, frozenset(pc for pc, at in enumerate(at_d)
+                                           if any(j in acc.writes for st in at for acc in self.forms(d, st.uid)))
+                         ) for d, (sh, mk, at_d) in pcs.items() if d != c.gid)
+        writers = tuple(w for w in writers if w[2])
+        lazy = self.v.lazy
 
         def run(s):
-            t = self.load(s)
-            if t[cur] == 0 or t[cur] >= self.none:
+            lag = (s >> cur_sh & cur_mk) + cur_lo
+            if lag == 0 or lag >= none:
                 return None
+            if lazy and (s >> pc_sh & pc_mk) not in matters and (
+                    lag < none - 1 or not any((s >> sh & mk) in at for sh, mk, at in writers)):
+                return None
+            t = self.load(s)
             t[cur] -= 1
-            self.normalise(t)
             return self.save(s, t)
 
         return run
+
+    def forms(self, gid: int, uid: int) -> tuple[Access, ...]:
+        """The Access of a step of CPU gid, and of its failure when it has one."""
+        got = self.v.accesses.get((gid, uid))
+        return () if got is None else tuple(a for a in got if a is not None)
 
     def settled(self, s_tuple) -> bool:
         """Every CPU reads the newest message of every location (where final states are)."""

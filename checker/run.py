@@ -126,7 +126,8 @@ def selected_variants(spec: Spec, wanted: tuple[str, ...]) -> list[str]:
 def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     """Resolve, lower and compile one variant (every error is a SpecError)."""
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
-    return compile_program(ir.build(model))
+    # lazy propagation under lkmm is a reduction: off with --no-por and for --dot-graph
+    return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
@@ -136,7 +137,7 @@ def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
     return f"{safe_name(model.name)}.{safe_name(variant)}", translate(ir.build(model))
 
 
-def fairness_of(model: m.Model) -> tuple[str, ...]:
+def fairness_of(model: m.Model, lazy: bool = False) -> tuple[str, ...]:
     """The fairness the liveness engine assumes, e.g. ("weak fairness for vcpu[0], vcpu[1],
     hrtimer", "none for guest"): weak fairness per process instance unless `unfair`."""
     fair = [p.instance_name(i) for p in model.processes if not p.unfair for i in range(p.instances)]
@@ -154,7 +155,8 @@ def fairness_of(model: m.Model) -> tuple[str, ...]:
     if model.memory == "tso":
         out.append("every store buffer drains (weak fairness of its flushes)")
     if model.memory == "lkmm":
-        out.append("every store reaches every CPU that reads it (weak fairness of each propagation)")
+        out.append("every store reaches every CPU that reads it (" + ("strong fairness of each propagation, which "
+                   "moves only where it can matter" if lazy else "weak fairness of each propagation") + ")")
     return tuple(out)
 
 
@@ -273,7 +275,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
     cov, cov_note = _coverage(cm, stats, exploration, opts)
-    return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory, fairness_of(model),
+    return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory,
+                                             fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
                                              coverage_note=cov_note, lint=model.warnings,
                                              preemptions=model.preemptions))
@@ -368,7 +371,8 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
             outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
-    return VariantResult(variant, constants, outcomes, sym.stats, model.memory, fairness_of(model),
+    return VariantResult(variant, constants, outcomes, sym.stats, model.memory,
+                                             fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                          model_error, checker_bugs=tuple(sym.checker_bugs))
 
 

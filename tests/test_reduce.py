@@ -84,9 +84,18 @@ def test_every_model_keeps_its_verdicts_with_each_reduction(path, config, unredu
         if config != "por":
             continue
         # partial-order reduction alone: every counterexample but a lasso is the unreduced one
-        # (a lasso is the reduced graph's own: see the replay test below)
-        assert [(o.property, o.counterexample) for o in a.outcomes if o.kind != "liveness"] == \
-            [(o.property, o.counterexample) for o in b.outcomes if o.kind != "liveness"]
+        # (a lasso is the reduced graph's own: see the replay test below). Under lkmm the
+        # reduction is lazy propagation, whose runs are runs of the eager machine with
+        # fewer moves: a counterexample of the same property, no longer (it needs no
+        # moves that nothing reads), and it replays (below)
+        if a.memory == "lkmm":
+            assert [(o.property, o.counterexample is None) for o in a.outcomes] == \
+                [(o.property, o.counterexample is None) for o in b.outcomes]
+            assert all(y.counterexample.trace.length <= x.counterexample.trace.length
+                       for x, y in zip(a.outcomes, b.outcomes) if x.counterexample and x.kind != "liveness")
+        else:
+            assert [(o.property, o.counterexample) for o in a.outcomes if o.kind != "liveness"] == \
+                [(o.property, o.counterexample) for o in b.outcomes if o.kind != "liveness"]
         assert a.model_error == b.model_error
 
 

@@ -92,8 +92,8 @@ def fair_actions(cm: CompiledModel) -> list[tuple[object, object]]:
 def actor_names(cm: CompiledModel) -> dict[int, str]:
     """gid -> how traces name the actor: the instance, or `memory (cpu)` for a flush."""
     names = {inst.gid: inst.name for inst in cm.instances}
-    for f in cm.flushes:
-        names[f.gid] = f"memory ({f.buffer.cpu})"
+    for f in cm.flushes:  # (under lkmm, one per CPU and location: named after both)
+        names[f.gid] = f"memory ({f.buffer.cpu})" if cm.layout.lkmm is None else f.buffer.name
     return names
 
 
@@ -134,6 +134,10 @@ class _Graph:
             self.names[base + j] = f"{fa.describe()} ({inst.name})"
             for uid in fa.uids:
                 by_step[(inst.gid, uid)] = by_step.get((inst.gid, uid), 0) | bit
+        views = cm.layout.lkmm
+        if views is not None and views.lazy:  # a lazy propagation is strongly fair (lkmm_machine.Machine.propagate)
+            for f in cm.flushes:
+                self.strong |= 1 << f.gid
         self.step_bits = [1 << cs.gid | by_step.get((cs.gid, getattr(getattr(cs, "step", None), "uid", -1)), 0)
                           for cs in g.steps]
         self._action_enabled: dict[int, int] = {}

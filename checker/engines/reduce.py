@@ -1290,7 +1290,10 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
     if cm.program.model.memory == "lkmm":  # the machine's views are per CPU: no footprints or permutations for them yet
-        if por or symmetry == SymmetryMode.ON:
+        if cm.layout.lkmm is not None and cm.layout.lkmm.lazy:
+            notes.append("under lkmm a store propagates to a CPU only where that CPU next reads, fences or holds "
+                         "up a store (--no-por: anywhere); no partial-order or symmetry reduction")
+        elif por or symmetry == SymmetryMode.ON:
             notes.append("no reductions under lkmm: the search is over every interleaving")
         return Plan(notes=tuple(notes))
     order = None
