@@ -154,6 +154,7 @@ class CompiledModel:
     pack: Callable | None = field(default=None, repr=False)  # state tuple -> int (ModelError if out of range)
     unpack: Callable | None = field(default=None, repr=False)  # int -> state tuple
     final_state_packed: Callable | None = field(default=None, repr=False)
+    liveness_packed: tuple = field(default=(), repr=False)  # `liveness` on packed states, in the same order
 
     @property
     def layout(self):
@@ -489,7 +490,8 @@ class _Compiler:
         final_packed = _quiescent(ns["final_state"], instances, pk) if finals else None
         return CompiledModel(self.program, tuple(instances), invariants, liveness, source, ns,
                              tuple(flushes), finals, _pred_on_tuples(final_packed, pack) if finals else None,
-                             pk, pack, unpack, final_packed)
+                             pk, pack, unpack, final_packed,
+                             tuple((prop, ns[t] if t else None, ns[g]) for prop, t, g in live_names))
 
     # -- the state as a tuple and back
     def too_deep(self, error: Exception) -> SpecError:

@@ -106,7 +106,7 @@ def check(cm: CompiledModel, exploration: Exploration) -> tuple[dict[str, Livene
     complete = exploration.stats.complete
     analysis = _Graph(cm, g)
     out = {}
-    for prop, trigger, goal in cm.liveness:
+    for prop, trigger, goal in cm.liveness_packed:  # on the graph's packed states
         out[prop.name] = analysis.check(prop, trigger, goal, complete, exploration.stats.limit)
     return out, time.monotonic() - start
 
@@ -168,7 +168,7 @@ class _Graph:
     # -- one property
     def check(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
         g, n = self.g, self.n
-        states, dst = g.states, g.dst
+        states, dst = g.states.packed, g.dst
         bad = bytearray(n)
         seeds = []
         for u in range(n):
@@ -179,7 +179,7 @@ class _Graph:
             except ModelError as e:
                 msg = f"evaluating property {prop.name} went wrong: {e}"
                 path_states, path_steps = self.path_to(u)
-                trace = self.builder.trace([states[k] for k in path_states], path_steps)
+                trace = self.builder.trace([g.states[k] for k in path_states], path_steps)
                 return LivenessOutcome(Verdict.ERROR, Counterexample(prop.name, "model error", msg, trace,
                                                                      engine="liveness"), msg)
         # R: reachable from a P && !Q state through !Q states (whose steps were all tried)

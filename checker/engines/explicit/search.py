@@ -21,6 +21,7 @@ import os
 import time
 from array import array
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Callable
 
 from ... import model as m
@@ -42,6 +43,25 @@ class Limits:
     until_found: frozenset[str] = frozenset()
 
 
+class UnpackedStates(Sequence):
+    """The graph's states as tuples, unpacked when asked for: a tuple per state costs a
+    pointer per slot, which under lkmm is many times the packed state."""
+
+    __slots__ = ("packed", "unpack")
+
+    def __init__(self, packed: list[int], unpack: Callable):
+        self.packed = packed
+        self.unpack = unpack
+
+    def __len__(self) -> int:
+        return len(self.packed)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.unpack(s) for s in self.packed[i]]
+        return self.unpack(self.packed[i])
+
+
 @dataclass(frozen=True, slots=True)
 class StateGraph:
     """The explored state graph, in compact arrays (states are numbered in BFS order).
@@ -49,9 +69,10 @@ class StateGraph:
     Only states[:expanded] had every step tried: their `enabled` masks are exact and
     their edges complete, except that a state at the depth limit has no edges to the
     new states it would have reached. Edges of state i are dst/step[first[i]:first[i+1]].
+    `states` unpacks `states.packed` on demand.
     """
 
-    states: list[tuple]
+    states: UnpackedStates
     initial: int  # states[:initial] are the initial states
     expanded: int
     first: array  # len expanded + 1
@@ -761,7 +782,7 @@ class Search:
         if self.graph:
             expanded = len(self.enabled)
             unpack = self.cm.unpack
-            result.graph = StateGraph([unpack(s) for s in self.states], len(self.initial), expanded, self.first,
+            result.graph = StateGraph(UnpackedStates(self.states, unpack), len(self.initial), expanded, self.first,
                                       self.dst, self.step, self.steps, self.enabled)
         for name, (i, s, cs, kind, msg) in self.found.items():
             trace, last = self.trace_to(builder, i, s, cs)
