@@ -54,7 +54,11 @@ PI_TIMER_STATES = {
     "hlt_exits_tso": 10074,
     "no_entry_mb_tso": 7255,
     "no_entry_mb": 3724,
-    "no_kick_mb_tso": 9453,
+    "no_kick_mb_tso": 10060,
+    "base_lkmm": 6139,
+    "r4_mb_lkmm": 58031,
+    "no_entry_mb_lkmm": 4855,
+    "no_kick_mb_lkmm": 13095,
 }
 
 
@@ -101,6 +105,9 @@ def test_pi_timer_each_variant_violates_exactly_its_bug(pi_timer):
         "post_any_mode": {"expired_timer_not_posted"},
         "post_any_mode_timer_fn_hlt_exits_no_p3_kick": {"deadlock", "timer_wakes_vcpu"},
         "no_entry_mb_tso": {"deadlock", "timer_wakes_vcpu"},
+        "base_lkmm": {"deadlock", "timer_wakes_vcpu"},
+        "no_entry_mb_lkmm": {"deadlock", "timer_wakes_vcpu"},
+        "no_kick_mb_lkmm": {"deadlock", "timer_wakes_vcpu"},
     }
 
 
