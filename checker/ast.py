@@ -317,6 +317,7 @@ class VarDecl(Decl):
     type: TypeExpr
     init: Expr | None
     percpu: bool = False  # `percpu var x: T;`: one element per CPU (an array over `cpus`)
+    ghost: bool = False  # `ghost var x: T;`: outside the memory model (every CPU reads its newest value)
 
 
 @dataclass(frozen=True, slots=True)

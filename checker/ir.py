@@ -808,11 +808,14 @@ def is_fence(kind: StepKind, body) -> bool:
 
 
 def _plain_store_target(op: Op) -> m.VarSym | None:
+    """The global a plain store writes (a `ghost var` is outside the memory model: none)."""
     if isinstance(op, OAssign) and _is_global(op.target):
-        return op.target.sym
-    if isinstance(op, OEval) and BUILTINS[op.call.name].x86 is X86.STORE and _is_global(op.call.args[0]):
-        return op.call.args[0].sym
-    return None
+        sym = op.target.sym
+    elif isinstance(op, OEval) and BUILTINS[op.call.name].x86 is X86.STORE and _is_global(op.call.args[0]):
+        sym = op.call.args[0].sym
+    else:
+        return None
+    return None if sym.ghost else sym
 
 
 def plain_stores(step: Step) -> Iterator[m.VarSym]:

@@ -164,6 +164,8 @@ class _Analysis:
         self.why: list[str] = []
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
+        if isinstance(target, (m.Var, m.Elem)) and target.sym.ghost:
+            return ()  # outside the memory model: read and written as memory
         if isinstance(target, m.Var):
             if target.sym.scope is not m.Scope.GLOBAL:
                 return ()

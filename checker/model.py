@@ -259,6 +259,7 @@ class VarSym:
     init: tuple[tuple[int, ...] | range, ...]  # per element: the allowed initial values (`any` over u64: a range)
     process: str | None = None
     task: bool = False  # `P.state`: the process's task state (its slot is the layout's task slot)
+    ghost: bool = False  # `ghost var`: never buffered (tso), never stale (lkmm)
 
 
 @dataclass(frozen=True, slots=True)

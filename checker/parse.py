@@ -312,6 +312,9 @@ class _Builder(Transformer):
 
     local_decl = var_decl
 
+    def ghost_decl(self, m, c):
+        return dataclasses.replace(self.var_decl(m, c), ghost=True)
+
     def waitqueue_decl(self, m, c):
         return ast.WaitQueueDecl(self.ts(c[0]), str(c[0]), c[1] if len(c) > 1 else None)
 

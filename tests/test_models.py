@@ -55,10 +55,10 @@ PI_TIMER_STATES = {
     "no_entry_mb_tso": 7255,
     "no_entry_mb": 3724,
     "no_kick_mb_tso": 10060,
-    "base_lkmm": 6139,
-    "r4_mb_lkmm": 58031,
-    "no_entry_mb_lkmm": 4855,
-    "no_kick_mb_lkmm": 13095,
+    "base_lkmm": 5359,
+    "r4_mb_lkmm": 10996,
+    "no_entry_mb_lkmm": 3787,
+    "no_kick_mb_lkmm": 11779,
 }
 
 

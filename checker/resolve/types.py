@@ -88,7 +88,7 @@ class Types:
         else:
             typ, n = elem, 1
         init = self._init(d, elem, n)
-        return m.VarSym(d.name, typ, scope, d.span, init, process)
+        return m.VarSym(d.name, typ, scope, d.span, init, process, ghost=d.ghost)
 
     def _waitqueue(self, d: ast.WaitQueueDecl) -> m.VarSym:
         if d.dim is not None:

@@ -8,7 +8,7 @@ let s:cpo_save = &cpo
 set cpo&vim
 
 syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property reachable sometimes
-      \ variant expect violated lemma cpus preemptions percpu interrupt hrtimer
+      \ variant expect violated lemma cpus preemptions percpu ghost interrupt hrtimer
 syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip stutter return
 syntax keyword timeraceTemporal always eventually
 syntax keyword timeraceQuantifier forall exists in
