@@ -642,10 +642,12 @@ class Machine:
         pc_sh, pc_mk, steps_at = pcs[c.gid]
         matters = frozenset(pc for pc, at in enumerate(steps_at)
                             if any(j in acc.consults(self.n) for st in at for acc in self.forms(c.gid, st.uid)))
-        writers = tuple((sh, mk, frozenset(pc for pc, at in enumerate(at_d)
-                                           if any(j in acc.writes for st in at for acc in self.forms(d, st.uid)))
-                         ) for d, (sh, mk, at_d) in pcs.items() if d != c.gid)
-        writers = tuple(w for w in writers if w[2])
+        writers = []  # (pc shift, pc mask, pcs that store to j) of every other CPU that does
+        for d, (sh, mk, at_d) in pcs.items():
+            storing = frozenset(pc for pc, at in enumerate(at_d)
+                                if any(j in acc.writes for st in at for acc in self.forms(d, st.uid)))
+            if d != c.gid and storing:
+                writers.append((sh, mk, storing))
         lazy = self.v.lazy
 
         def run(s):
@@ -665,11 +667,6 @@ class Machine:
         """The Access of a step of CPU gid, and of its failure when it has one."""
         got = self.v.accesses.get((gid, uid))
         return () if got is None else tuple(a for a in got if a is not None)
-
-    def settled(self, s_tuple) -> bool:
-        """Every CPU reads the newest message of every location (where final states are)."""
-        return all(s_tuple[cpu.cur[j]] == 0 for j, loc in enumerate(self.v.locations)
-                   for cpu in self.v.cpus if cpu.gid in loc.readers)
 
 
 @dataclass(frozen=True, slots=True)
