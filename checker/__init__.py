@@ -1,7 +1,9 @@
 """timerace: a model checker for the races in hypervisor timer and interrupt paths.
 
-The pipeline, one module per stage: parse -> ast -> resolve -> model -> ir -> compile
--> engines -> trace (results) -> export; cli drives it.
+The pipeline, one folder per stage: front (parse -> ast) -> resolve (-> model) ->
+semantics and memory (primitives, lowering, contexts, the lkmm machine) -> ir -> backends
+(Python, Promela) -> engines -> results -> export; pipeline.py runs the chain, cli and api
+drive it. litmus/ is the second front end, for the kernel's litmus tests.
 
 For scripts and notebooks: `from checker import check_file` (checker/api.py). The names
 below are imported on first use, so that `import checker` stays cheap (no parser, no Z3).
@@ -13,15 +15,15 @@ __version__ = "0.1.0"
 _LAZY = {
     "check_file": "api",
     "check_source": "api",
-    "SpecError": "errors",
-    "Span": "errors",
-    "RunResult": "trace",
-    "VariantResult": "trace",
-    "PropertyOutcome": "trace",
-    "Counterexample": "trace",
-    "Trace": "trace",
-    "Stats": "trace",
-    "Verdict": "trace",
+    "SpecError": "base.errors",
+    "Span": "base.errors",
+    "RunResult": "results.trace",
+    "VariantResult": "results.trace",
+    "PropertyOutcome": "results.trace",
+    "Counterexample": "results.trace",
+    "Trace": "results.trace",
+    "Stats": "results.trace",
+    "Verdict": "results.trace",
 }
 
 __all__ = list(_LAZY)

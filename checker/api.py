@@ -1,5 +1,5 @@
 """The Python API, for scripts and notebooks: check a spec and get back the result
-objects the exporters read (checker.trace), with keyword arguments for the options the
+objects the exporters read (checker.results.trace), with keyword arguments for the options the
 command line has.
 
 Bad input raises `SpecError` (with the span of the offending text, a message and a
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .engines.explicit import Limits
-from .errors import NOWHERE, SpecError
-from .parse import parse
+from .base.errors import NOWHERE, SpecError
+from .front.parse import parse
 from .resolve import MEMORY_MODELS
-from .run import ENGINES, Options, check_spec, load
-from .trace import RunResult
+from .pipeline import ENGINES, Options, check_spec, load
+from .results.trace import RunResult
 
 Define = bool | int | str
 

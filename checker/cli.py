@@ -32,18 +32,27 @@ import sys
 
 from . import __version__
 from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
-from . import lkmm
+from .litmus import axiomatic as lkmm
 from .engines.simulate import SimulationPlan
-from .errors import REGISTRY, SpecError, explain
+from .base.errors import REGISTRY, SpecError, explain
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
-from .findings import coverage_table
-from .litmus import load_litmus
+from .results.findings import coverage_table
+from .litmus.reader import load_litmus
 from .resolve import parse_defines
-from .run import ENGINES, Options, check_spec, compile_variant, load, promela_twin, replay_trace, selected_variants
-from .safe_text import printable
-from .trace import ReplayResult, RunResult, Verdict
+from .pipeline import (
+    ENGINES,
+    Options,
+    check_spec,
+    compile_variant,
+    load,
+    promela_twin,
+    replay_trace,
+    selected_variants,
+)
+from .base.safe_text import printable
+from .results.trace import ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 TEXT_WIDTH = 100  # the text's width when stdout is not a terminal (files, pipes, CI logs): stable output

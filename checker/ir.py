@@ -20,12 +20,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from . import contexts
+from .semantics import contexts
 from . import model as m
-from .builtins import BUILTINS, X86, Cls
-from .errors import Span, SpecError, source_text
-from .limits import MAX_PROCESSES, MAX_VALUES
-from .lower import lock_guard
+from .semantics.primitives import BUILTINS, X86, Cls
+from .base.errors import Span, SpecError, source_text
+from .base.limits import MAX_PROCESSES, MAX_VALUES
+from .semantics.lower import lock_guard
 
 # ---- state layout --------------------------------------------------------------
 
@@ -35,7 +35,7 @@ class SlotKind(enum.Enum):
     PC = "pc"
     TASK = "task"  # a sleeping-capable process's task state: 0 RUNNING, 1 INTERRUPTIBLE
     BUFFER = "buffer"  # half of a store-buffer entry (tso): its address or its value
-    VIEW = "view"  # lkmm: an older store's value, a view's lag (checker/lkmm_machine.py)
+    VIEW = "view"  # lkmm: an older store's value, a view's lag (checker/memory/lkmm.py)
 
 
 @dataclass(frozen=True, slots=True)

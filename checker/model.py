@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .errors import Span
+from .base.errors import Span
 
 # ---- types ---------------------------------------------------------------------
 

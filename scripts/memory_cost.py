@@ -16,9 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from checker.errors import SpecError
-from checker.run import Options, check_spec, load
-from checker.trace import Verdict
+from checker.base.errors import SpecError
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
 
 
 def violated(v) -> str:

@@ -4,14 +4,14 @@ compiled model and compare the depth at which each property is first violated.""
 from __future__ import annotations
 
 from checker import ir
-from checker.compile import compile_program
-from checker.engines.bmc import bmc
-from checker.engines.encode import MODEL_ERROR
+from checker.backends.python import compile_program
+from checker.engines.smt.bmc import bmc
+from checker.engines.smt.encode import MODEL_ERROR
 from checker.engines.explicit import explore
 from checker.model import PropertyKind
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import resolve
-from checker.trace import Verdict
+from checker.results.trace import Verdict
 
 
 def compiled(text: str, variant: str = "base", file: str = "m.spec"):

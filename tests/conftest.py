@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from checker.export.outputs import DEFAULT_GRAPH_LIMIT
-from checker.run import Options, check_spec, load
+from checker.pipeline import Options, check_spec, load
 from helpers import EXPORT_MODELS, export_all, lasso_result, workdir
 
 # Two processes increment a shared counter; without `atomic` one update is lost.

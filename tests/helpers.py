@@ -13,8 +13,8 @@ from pathlib import Path
 
 from checker.cli import main
 from checker.engines.explicit import TraceBuilder
-from checker.run import Options, check_spec, compile_variant, load
-from checker.trace import Counterexample, RunResult, Verdict
+from checker.pipeline import Options, check_spec, compile_variant, load
+from checker.results.trace import Counterexample, RunResult, Verdict
 
 TESTS = Path(__file__).parent
 MODELS = TESTS / "models"

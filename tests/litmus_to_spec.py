@@ -1,5 +1,5 @@
-"""A kernel litmus test (checker/litmus.py's syntax tree) as a timerace model, so that
-`memory lkmm` (checker/lkmm_machine.py) runs it through the normal pipeline, and the
+"""A kernel litmus test (checker/litmus/reader.py's syntax tree) as a timerace model, so that
+`memory lkmm` (checker/memory/lkmm.py) runs it through the normal pipeline, and the
 outcomes it reaches, read off its final states.
 
 Only what the spec language has a primitive for translates; anything else raises
@@ -8,14 +8,14 @@ Only what the spec language has a primitive for translates; anything else raises
 
 from __future__ import annotations
 
-from checker import litmus as L
+from checker.litmus import reader as L
 from checker.engines.explicit import Limits, explore
-from checker.compile import compile_program
+from checker.backends.python import compile_program
 from checker import ir
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import resolve
 from checker.ir import SlotKind
-from checker.trace import StateDecoder
+from checker.results.trace import StateDecoder
 
 RANGE = "-16..16"
 

@@ -1,4 +1,4 @@
-"""Why `memory lkmm` (checker/lkmm_machine.py) misses an outcome the LKMM allows.
+"""Why `memory lkmm` (checker/memory/lkmm.py) misses an outcome the LKMM allows.
 
 The machine runs each CPU's events in program order, one at a time; a load reads a
 store that has already happened, and a store joins its location's coherence order at the
@@ -38,8 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checker.litmus import parse_litmus  # noqa: E402
-from checker.lkmm import Event, Execution, TooManyCandidates, acyclic, evaluate, judge  # noqa: E402
+from checker.litmus.reader import parse_litmus  # noqa: E402
+from checker.litmus.axiomatic import Event, Execution, TooManyCandidates, acyclic, evaluate, judge  # noqa: E402
 from litmus_to_spec import outcomes  # noqa: E402
 
 

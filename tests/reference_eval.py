@@ -3,7 +3,7 @@
 The checker resolves names and expands `fn` calls once, in checker/resolve/, and every
 engine (explicit, bmc, induction, the Promela twin) starts from that resolved model,
 so a resolver bug is shared by all of them and no cross-engine test can see it. This
-evaluator shares nothing with the pipeline after the parser: it reads `checker.ast`
+evaluator shares nothing with the pipeline after the parser: it reads `checker.front.ast`
 and gives an expression its meaning by textbook substitution, the way LANGUAGE.md
 describes it. A call `f(a, b)` is f's body with the parameters replaced by the
 argument expressions (capture-avoiding: a binder of the body that would capture a
@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from checker import ast
+from checker.front import ast
 
 
 class Unsupported(Exception):

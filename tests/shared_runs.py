@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from checker.run import CUT_SHORT, NOT_CHECKED, Options, check_spec, load, selected_variants
-from checker.trace import RunResult
+from checker.pipeline import CUT_SHORT, NOT_CHECKED, Options, check_spec, load, selected_variants
+from checker.results.trace import RunResult
 
 _RUNS: dict[tuple, RunResult] = {}
 

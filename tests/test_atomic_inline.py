@@ -7,8 +7,8 @@ call is simply part of the outer step.
 """
 
 from checker.cli import main
-from checker.run import Options, check_spec
-from checker.parse import parse
+from checker.pipeline import Options, check_spec
+from checker.front.parse import parse
 
 
 def run(tmp_path, capsys, text: str, *args: str) -> tuple[int, str, str]:

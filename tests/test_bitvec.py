@@ -4,10 +4,10 @@ import pytest
 
 from checker import ir
 from checker.cli import main
-from checker.compile import compile_program
+from checker.backends.python import compile_program
 from checker.engines.explicit import explore
-from checker.errors import SpecError
-from checker.parse import parse
+from checker.base.errors import SpecError
+from checker.front.parse import parse
 from checker.resolve import resolve
 
 WRAP = """

@@ -3,10 +3,10 @@
 import pytest
 
 from checker.cli import main
-from checker.engines import encode
-from checker.engines.bmc import bmc
-from checker.engines.induction import induction
-from checker.trace import Verdict
+from checker.engines.smt import encode
+from checker.engines.smt.bmc import bmc
+from checker.engines.smt.induction import induction
+from checker.results.trace import Verdict
 
 from agreement import assert_engines_agree, compiled
 

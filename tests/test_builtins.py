@@ -1,5 +1,5 @@
-"""The table of kernel primitives (checker/builtins.py), its one lowering
-(checker/lower.py), and the primitives added as rows of it.
+"""The table of kernel primitives (checker/semantics/primitives.py), its one lowering
+(checker/semantics/lower.py), and the primitives added as rows of it.
 
 The table must say what the kernel documents (atomic_t.txt, atomic_bitops.txt,
 memory-barriers.txt), the reference must show the table, the back ends must not name a
@@ -16,17 +16,17 @@ import pytest
 
 from agreement import assert_engines_agree, compiled
 from checker import ir
-from checker.builtins import ALIASES, BUILTINS, X86, Cls, Order, Returns, reference_table
-from checker.compile import compile_program
+from checker.semantics.primitives import ALIASES, BUILTINS, X86, Cls, Order, Returns, reference_table
+from checker.backends.python import compile_program
 from checker.engines.explicit import explore
-from checker.errors import SpecError
-from checker.lower import Cas, Store, lower
-from checker.parse import parse
+from checker.base.errors import SpecError
+from checker.semantics.lower import Cas, Store, lower
+from checker.front.parse import parse
 from checker.resolve import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
-BACK_ENDS = ["checker/ir.py", "checker/compile.py", "checker/promela.py", "checker/engines/encode.py",
-             "checker/engines/reduce.py", "checker/lower.py", "checker/explain.py"]
+BACK_ENDS = ["checker/ir.py", "checker/backends/python.py", "checker/backends/promela.py", "checker/engines/smt/encode.py",
+             "checker/engines/reduce.py", "checker/semantics/lower.py", "checker/engines/explain.py"]
 
 
 # ---- the table says what the kernel documents
@@ -74,7 +74,7 @@ def test_the_reference_table_changes_with_a_row(monkeypatch):
     """The comparison above can fail: a changed doc line changes the rendered table."""
     import dataclasses
 
-    import checker.builtins as b
+    import checker.semantics.primitives as b
     row = b._ROWS[0]
     monkeypatch.setattr(b, "_ROWS", [dataclasses.replace(row, doc="something else"), *b._ROWS[1:]])
     doc = (ROOT / "spec" / "LANGUAGE.md").read_text(encoding="utf-8")
@@ -94,8 +94,8 @@ def test_back_ends_name_no_primitive(path):
     assert named == []
 
 
-@pytest.mark.parametrize("path", ["checker/ir.py", "checker/compile.py", "checker/promela.py",
-                                  "checker/engines/reduce.py", "checker/engines/encode.py"])
+@pytest.mark.parametrize("path", ["checker/ir.py", "checker/backends/python.py", "checker/backends/promela.py",
+                                  "checker/engines/reduce.py", "checker/engines/smt/encode.py"])
 def test_back_ends_take_primitive_facts_from_the_table_not_resolve(path):
     code = (ROOT / path).read_text(encoding="utf-8")
     assert not re.search(r"from \.+resolve import", code)

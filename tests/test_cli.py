@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from checker import run as run_module
+from checker import pipeline as run_module
 from checker.cli import main
 
 from conftest import COUNTER  # noqa: F401  (the `counter` fixture writes it)

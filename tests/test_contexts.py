@@ -1,6 +1,6 @@
 """Execution contexts (issue 17): CPUs, threads, interrupt handlers, irq masking,
 per-CPU variables, preemption and migration with notifiers and a bound, lowered once by
-checker/contexts.py. The traps users fell into when they built contexts by hand are
+checker/semantics/contexts.py. The traps users fell into when they built contexts by hand are
 written here the natural way, with the constructs, and must give the right verdict.
 """
 
@@ -14,7 +14,7 @@ from agreement import bmc_depths, compiled, explicit_depths, violated
 from checker.cli import main
 from checker.engines.explicit import explore
 from checker.engines.reduce import plan
-from checker.errors import SpecError
+from checker.base.errors import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ["models/timer_migration.spec", "models/hv_timer_preempt.spec"]

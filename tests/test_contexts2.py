@@ -113,7 +113,7 @@ def test_preemptible_region_bound_is_stated(tmp_path, capsys):
     ("process p on cpu 0 { atomic { preemptible { skip; } } }", "not allowed inside `atomic`"),
 ])
 def test_preemptible_region_errors_name_the_construct(decl, words):
-    from checker.errors import SpecError
+    from checker.base.errors import SpecError
     with pytest.raises(SpecError) as e:
         compiled(f"model bad;\ncpus 1;\nvar x: bool = false;\n{decl}\n", "base")
     assert words in str(e.value)

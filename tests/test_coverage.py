@@ -9,8 +9,8 @@ import pytest
 
 from checker.cli import main
 from checker.engines import coverage
-from checker.parse import parse
-from checker.run import Options, check_spec, compile_variant
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec, compile_variant
 
 DEAD = """model dead;
 var x: 0..3 = 0;

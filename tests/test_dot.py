@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 from checker.engines.explicit import explore, state_space
 from checker.export.dot import quote
-from checker.run import Options, check_spec, compile_variant, load
+from checker.pipeline import Options, check_spec, compile_variant, load
 from helpers import GOLDEN, MODELS, run_check
 from tools import graphviz_dot
 

@@ -8,7 +8,7 @@ compared with what the checker's own lexer (lark, from spec/grammar.lark) makes 
 same text: a keyword must be scoped as that keyword, a kernel primitive as a built-in,
 a number as a number, a comment as a comment, and nothing in code may be left unscoped.
 The keyword and built-in lists of both editors must equal the grammar's keywords and
-checker/builtins.py's BUILTINS table, so that a new keyword or primitive cannot be
+checker/semantics/primitives.py's BUILTINS table, so that a new keyword or primitive cannot be
 forgotten in the editors.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.parse import _parser, parse
+from checker.front.parse import _parser, parse
 from checker.resolve import ALIASES, BUILTINS, MEMORY_MODELS, RESERVED_TYPES
 from helpers import TESTS
 from tools import require

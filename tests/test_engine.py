@@ -10,9 +10,9 @@ from collections import deque
 import pytest
 
 from checker import ir
-from checker.compile import compile_program
+from checker.backends.python import compile_program
 from checker.engines.explicit import Limits, explore
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import resolve
 from conftest import COUNTER
 

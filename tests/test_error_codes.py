@@ -1,4 +1,4 @@
-"""Error codes (one registry, checker/errors.py), several errors per run, and the
+"""Error codes (one registry, checker/base/errors.py), several errors per run, and the
 parser's messages (issue 21)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.errors import REGISTRY, STAGE_CODES, SpecError, SpecErrors
+from checker.base.errors import REGISTRY, STAGE_CODES, SpecError, SpecErrors
 
 CHECKER = Path(__file__).parent.parent / "checker"
 
@@ -79,7 +79,7 @@ def test_errors_of_properties_are_collected_too(tmp_path, capsys):
 
 
 def test_spec_errors_stand_for_the_first():
-    from checker.errors import Span
+    from checker.base.errors import Span
 
     e = SpecErrors([SpecError(Span("f", 5, 1, 5, 2), "later"), SpecError(Span("f", 2, 1, 2, 2), "first")])
     assert e.message == "first" and e.span.line == 2
@@ -106,7 +106,7 @@ def test_unclosed_comment_has_its_code(tmp_path, capsys):
 
 
 def test_named_terminals_instead_of_anon(tmp_path, capsys):
-    from checker.parse import _parser
+    from checker.front.parse import _parser
 
     assert not [t.name for t in _parser().terminals if t.name.startswith("__ANON")]
     assert check(tmp_path, "model m;\nvar x: 0..1 = 0;\nprocess p { x = 1; }\nproperty q: always (x == 1 x);\n") == 2
@@ -123,7 +123,7 @@ def test_eventually_alone_suggests_always_eventually(tmp_path, capsys):
 def test_transformer_refuses_an_unknown_rule():
     from lark import Tree
 
-    from checker.parse import _Builder
+    from checker.front.parse import _Builder
 
     with pytest.raises(Exception, match="no builder for grammar rule 'mystery'"):
         _Builder("f").transform(Tree("mystery", []))

@@ -4,8 +4,8 @@ where one helps, and exits 2 without a traceback."""
 import pytest
 
 from checker.cli import main
-from checker.errors import SpecError
-from checker.parse import parse
+from checker.base.errors import SpecError
+from checker.front.parse import parse
 from checker.ir import build
 from checker.resolve import resolve
 

@@ -15,7 +15,7 @@ from checker.cli import build_parser, main
 from checker.export.markdown import COMMENT_LIMIT, review_report
 from checker.export.sarif import to_sarif
 from checker.export.text import format_counterexample, format_run, summary_table
-from checker.run import check_spec
+from checker.pipeline import check_spec
 from shared_runs import checked
 
 ROOT = Path(__file__).parent.parent

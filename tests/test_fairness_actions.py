@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from agreement import assert_engines_agree, compiled
-from checker.errors import SpecError
-from checker.parse import parse
-from checker.run import Options, check_spec
-from checker.trace import Verdict
+from checker.base.errors import SpecError
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec
+from checker.results.trace import Verdict
 
 R1_FAIR_END = """model r1_fair_end;
 var fired: bool = false;
@@ -258,7 +258,7 @@ process p { atomic { fair x = 1; } }
 
 def test_promela_twin_refuses_fair_with_liveness(tmp_path):
     from checker import ir
-    from checker.promela import translate
+    from checker.backends.promela import translate
     from checker.resolve import resolve
 
     fixed = PER_BRANCH.replace("  choose {\n    atomic", "  choose {\n    fair atomic")

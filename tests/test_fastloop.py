@@ -15,8 +15,8 @@ from checker.engines import reduce
 from checker.engines.explicit import Limits
 from checker.engines.explicit.fastloop import LevelLoopWriter, LoopShape, _paste
 from checker.engines.explicit.search import Search, run_levels
-from checker.errors import SpecError
-from checker.run import Options, compile_variant, load, selected_variants
+from checker.base.errors import SpecError
+from checker.pipeline import Options, compile_variant, load, selected_variants
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """Constant folding computes what the generated code computes when the step runs.
 
-The resolver, the back ends' folding (checker/fold.py) and partial-order reduction's
+The resolver, the back ends' folding (checker/semantics/fold.py) and partial-order reduction's
 footprints all fold integer operators with `model.fold_binop`; the generated Python
 evaluates them with compile.py's `_PY_BINOP` and its runtime helpers. A folded value
 that differs from the run-time one would make the search, the Promela twin and the
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from checker import model as m
-from checker.compile import _PY_BINOP, _RUNTIME, ModelError
+from checker.backends.python import _PY_BINOP, _RUNTIME, ModelError
 
 ARITHMETIC = ["+", "-", "*", "/", "%", "&", "|", "^", "==", "!=", "<", "<=", ">", ">="]
 SHIFTS = ["<<", ">>"]

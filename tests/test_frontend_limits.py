@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from checker.cli import main
-from checker.errors import SpecError, source_lines
-from checker.parse import MAX_LITERAL, MAX_NESTING, parse
+from checker.base.errors import SpecError, source_lines
+from checker.front.parse import MAX_LITERAL, MAX_NESTING, parse
 from checker.resolve import MAX_VALUES
-from checker.run import Options, compile_variant, load
+from checker.pipeline import Options, compile_variant, load
 
 ROBUSTNESS = Path("/work/shared/reviews/robustness")
 

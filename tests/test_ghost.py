@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.run import Options, check_spec, load
+from checker.pipeline import Options, check_spec, load
 
 CLOCK = """// A timer armed for tick 1 must not fire before the clock reaches 1.
 model clock;

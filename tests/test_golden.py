@@ -17,7 +17,7 @@ import pytest
 from checker.export.files import counterexamples, file_stem
 from checker.export.outputs import OutputRequest, write_outputs
 from checker.export.text import format_counterexample
-from checker.run import Options, check_spec, load
+from checker.pipeline import Options, check_spec, load
 from helpers import EXPORT_MODELS, GOLDEN, export_all, lasso_result, produced_files, workdir
 
 UPDATE = os.environ.get("TIMERACE_UPDATE_GOLDEN") == "1"

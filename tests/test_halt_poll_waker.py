@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.builtins import BUILTINS
+from checker.semantics.primitives import BUILTINS
 from checker.cli import main
-from checker.parse import parse
-from checker.run import Options, check_spec, load
-from checker.trace import Verdict
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
 
 MODEL = str(Path(__file__).resolve().parent.parent / "models" / "halt_poll.spec")
 WAKER = ("waker_sc", "waker_tso", "waker_lkmm", "waker_no_mb_sc", "waker_no_mb_tso", "waker_no_mb_lkmm")

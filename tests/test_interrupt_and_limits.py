@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from checker import run as run_module
+from checker import pipeline as run_module
 from checker.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -329,7 +329,7 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
     expands, after the exchange), the others must finish the level, the search end with
     the limit 'out of memory' and the variants after it be not checked."""
     from checker.engines.explicit import parallel, search
-    from checker.run import Options, check_spec, load
+    from checker.pipeline import Options, check_spec, load
     from test_scale import PHILOSOPHERS
 
     monkeypatch.setattr(parallel, "PARALLEL_FROM", 20_000)

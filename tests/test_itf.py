@@ -10,7 +10,7 @@ import pytest
 
 from checker.export.files import counterexamples, file_stem
 from checker.export.itf import read_itf
-from checker.trace import Members
+from checker.results.trace import Members
 
 
 def itf_files(exported):
@@ -101,7 +101,7 @@ def test_a_read_back_trace_equals_the_original(exported):
 
 def test_a_variable_named_pc_does_not_clash(tmp_path):
     from checker.export.itf import pc_variable
-    from checker.trace import TraceState
+    from checker.results.trace import TraceState
 
     assert pc_variable((TraceState((("pc", 1), ("pc_", 2)), ()),)) == "pc__"
 

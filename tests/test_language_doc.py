@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.parse import grammar_text
+from checker.front.parse import grammar_text
 from checker.resolve import ALIASES, BUILTINS
 
 DOC = Path(__file__).resolve().parent.parent / "spec" / "LANGUAGE.md"

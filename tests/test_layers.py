@@ -30,78 +30,111 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "checker"
 
-#: The layers, lowest first: a module may import only modules of lower layers. A stage
-#: imports the types of its input and of its output, so each data module sits below the
-#: pass that fills it (ast below parse, model below resolve, trace below the engines).
-#: (name, modules, whether the layer's modules may import each other, why it is here)
-LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = (
-    ("foundation", ("checker", "checker.errors", "checker.limits", "checker.safe_text", "checker.progress"), False,
-     "what every stage uses: spans and input errors (with the text a span covers), the language's "
-     "limits, text made safe to print, progress lines, the version; none imports another checker module"),
-    ("ast", ("checker.ast",), False, "the typed, frozen syntax tree with spans"),
-    ("parse", ("checker.parse",), False, "spec text -> ast, the only user of lark"),
-    ("litmus reader", ("checker.litmus",), False, "the kernel's litmus C text -> its own small syntax tree"),
-    ("litmus evaluator", ("checker.lkmm",), False,
-     "the exact axiomatic LKMM (and sc, tso) over a litmus test's candidate executions, "
-     "the reference for loop-free input; the command line prints what it finds"),
-    ("model", ("checker.model",), False, "the resolved model: symbols, types, typed expressions"),
-    ("primitives", ("checker.builtins",), False,
-     "the one table of kernel primitives: signature, semantic class, documented ordering"),
-    ("lowering", ("checker.lower",), False,
-     "each primitive call -> a core operation carrying its table row; the back ends, the "
-     "reductions and the explanations implement only the core operations"),
+#: The folders of checker/, lowest first: one folder per pipeline stage, so a sorted
+#: listing shows the pipeline. (folder, why it is here, its layers lowest first: (name,
+#: modules, whether the layer's modules may import each other, why)). A module may import
+#: only modules of lower layers, so a folder imports only the folders below it, and, in
+#: its own folder, the layers below its own. The README's "How it is built" is this table.
+FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...]], ...] = (
+    ("checker/base", "what every stage uses", (
+        ("foundation", ("checker", "checker.base", "checker.base.errors", "checker.base.limits",
+                        "checker.base.safe_text", "checker.base.progress"), False,
+         "spans and input errors (with the text a span covers), the language's limits, text made safe to "
+         "print, progress lines, the version; none imports another checker module"),
+    )),
+    ("checker/front", "the spec language's front end: text -> lark tree -> typed AST", (
+        ("ast", ("checker.front", "checker.front.ast"), False, "the typed, frozen syntax tree with spans"),
+        ("parse", ("checker.front.parse",), False, "spec text -> ast, the only user of lark"),
+    )),
+    ("checker/model.py", "the resolved model, the resolver's output", (
+        ("model", ("checker.model",), False, "symbols, types, typed expressions"),
+    )),
+    ("checker/semantics", "what the language's constructs mean, once for every back end", (
+        ("primitives", ("checker.semantics", "checker.semantics.primitives"), False,
+         "the one table of kernel primitives: signature, semantic class, documented ordering"),
+        ("lowering", ("checker.semantics.lower", "checker.semantics.fold", "checker.semantics.contexts"), False,
+         "each primitive call -> a core operation carrying its table row; constant folding and store "
+         "checks both back ends share; execution contexts (CPUs, threads, handlers, preemption) -> plain "
+         "state, guards and generated steps, so that every back end and the reductions inherit them"),
+    )),
+    ("checker/litmus", "the second front end: the kernel's litmus tests and their axiomatic judge", (
+        ("litmus reader", ("checker.litmus", "checker.litmus.reader"), False,
+         "the kernel's litmus C text -> its own small syntax tree"),
+        ("litmus evaluator", ("checker.litmus.axiomatic",), False,
+         "the exact axiomatic LKMM (and sc, tso) over a litmus test's candidate executions, "
+         "the reference for loop-free input; the command line prints what it finds"),
+    )),
     # the resolver, bottom up: its context, its parts (mixins that reach each other through
     # `self` only), the package that puts them together
-    ("resolve base", ("checker.resolve.base",), False,
-     "what the resolver's parts share: the context of a resolution and the built-in names"),
-    ("resolve parts", ("checker.resolve.declarations", "checker.resolve.types", "checker.resolve.expressions",
-                       "checker.resolve.statements", "checker.resolve.inlines", "checker.resolve.variants",
-                       "checker.resolve.contexts"), False,
-     "one concern each: declarations, types, expressions, statements, inlines (fn and inline calls), "
-     "variants (constants and their overrides), execution-context declarations; none imports another"),
-    ("resolve", ("checker.resolve",), False, "ast -> model: the resolver put together from its parts"),
-    ("contexts", ("checker.contexts",), False,
-     "execution contexts (CPUs, threads, handlers, preemption) -> plain state, guards and generated "
-     "steps, once, so that every back end and the reductions inherit them"),
-    ("ir", ("checker.ir",), False, "model -> state layout and per-process atomic steps, store buffers"),
-    ("fold", ("checker.fold",), False, "constant folding and store checks that both back ends share"),
-    ("lkmm machine", ("checker.lkmm_machine",), False,
-     "memory lkmm: the view-based machine's state (planned from the IR) and the steps it wraps "
-     "around the compiled ones"),
-    ("back ends", ("checker.compile", "checker.promela"), False,
-     "IR -> generated Python for the explicit engine, IR -> the Promela twin; neither uses the other"),
-    ("results", ("checker.trace", "checker.findings"), False,
-     "the trace, statistics and verdict types every engine fills and every exporter reads"),
+    ("checker/resolve", "typed AST -> resolved model", (
+        ("resolve base", ("checker.resolve.base",), False,
+         "what the resolver's parts share: the context of a resolution and the built-in names"),
+        ("resolve parts", ("checker.resolve.declarations", "checker.resolve.types", "checker.resolve.expressions",
+                           "checker.resolve.statements", "checker.resolve.inlines", "checker.resolve.variants",
+                           "checker.resolve.contexts"), False,
+         "one concern each: declarations, types, expressions, statements, inlines (fn and inline calls), "
+         "variants (constants and their overrides), execution-context declarations; none imports another"),
+        ("resolve", ("checker.resolve",), False, "ast -> model: the resolver put together from its parts"),
+    )),
+    ("checker/ir.py", "resolved model -> state layout and atomic steps", (
+        ("ir", ("checker.ir",), False, "model -> state layout and per-process atomic steps, store buffers"),
+    )),
+    ("checker/memory", "memory models beyond sc that wrap the compiled steps", (
+        ("lkmm machine", ("checker.memory", "checker.memory.lkmm"), False,
+         "memory lkmm: the view-based machine's state (planned from the IR) and the steps it wraps "
+         "around the compiled ones"),
+    )),
+    ("checker/backends", "IR -> code", (
+        ("back ends", ("checker.backends", "checker.backends.python", "checker.backends.promela"), False,
+         "IR -> generated Python for the explicit engine, IR -> the Promela twin; neither uses the other"),
+    )),
+    ("checker/results", "what every engine fills and every exporter reads", (
+        ("results", ("checker.results", "checker.results.trace", "checker.results.findings"), False,
+         "the trace, statistics and verdict types"),
+    )),
     # the engines, bottom up
-    ("engine bases", ("checker.engines", "checker.engines.solver", "checker.engines.terms",
-                      "checker.engines.explicit.fastloop"), False,
-     "the Z3 solver settings and Boolean terms; the generated level loop, lowest part of the "
-     "explicit engine"),
-    ("z3 encoding, explicit search", ("checker.engines.encode", "checker.engines.explicit.search"), False,
-     "compiled model -> Z3; the breadth-first search (it runs the generated loop)"),
-    ("explicit workers", ("checker.engines.explicit.parallel",), False,
-     "the same search shared among worker processes"),
-    ("explicit engine", ("checker.engines.explicit",), False,
-     "the package's face: explore() picks one process or the workers"),
-    ("explicit clients", ("checker.engines.crosscheck", "checker.engines.liveness", "checker.engines.reduce",
-                          "checker.engines.replay", "checker.engines.coverage", "checker.engines.simulate"), False,
-     "use explore()'s results or plug into it: replay of Z3 traces, liveness on the state graph, "
-     "the reductions (partial-order, symmetry) handed to explore(), replay of saved traces, "
-     "coverage (a second pass over the unreduced graph), random simulation"),
-    ("bmc", ("checker.engines.bmc",), False, "bounded model checking (replays what Z3 finds)"),
-    ("z3 proofs", ("checker.engines.induction", "checker.engines.lemmas"), False,
-     "k-induction on top of bmc's unrolling; lemmas over bmc's findings"),
-    ("explanations", ("checker.explain",), False,
-     "what each step of a counterexample decided, evaluated with the compiled model; run attaches "
-     "it to the results, so that no exporter re-runs anything"),
-    ("exporters", ("checker.export", "checker.export.*"), True,
-     "RunResult -> text, JSON, ITF, Mermaid, DOT, Markdown, SARIF, JUnit; they share helpers "
-     "(files, text) and outputs dispatches to all of them, without a cycle"),
-    ("run", ("checker.run",), False, "the one module that knows the whole chain"),
-    ("entry points", ("checker.api", "checker.cli"), False,
-     "the Python API and the command line, both over run; neither uses the other"),
-    ("main", ("checker.__main__",), False, "`python -m checker`"),
+    ("checker/engines", "compiled model -> results: explicit search, reductions, Z3", (
+        ("engine bases", ("checker.engines", "checker.engines.smt", "checker.engines.smt.solver",
+                          "checker.engines.smt.terms", "checker.engines.explicit.fastloop"), False,
+         "the Z3 solver settings and Boolean terms; the generated level loop, lowest part of the "
+         "explicit engine"),
+        ("z3 encoding, explicit search", ("checker.engines.smt.encode", "checker.engines.explicit.search"), False,
+         "compiled model -> Z3; the breadth-first search (it runs the generated loop)"),
+        ("explicit workers", ("checker.engines.explicit.parallel",), False,
+         "the same search shared among worker processes"),
+        ("explicit engine", ("checker.engines.explicit",), False,
+         "the package's face: explore() picks one process or the workers"),
+        ("explicit clients", ("checker.engines.crosscheck", "checker.engines.liveness", "checker.engines.reduce",
+                              "checker.engines.replay", "checker.engines.coverage", "checker.engines.simulate"),
+         False,
+         "use explore()'s results or plug into it: replay of Z3 traces, liveness on the state graph, "
+         "the reductions (partial-order, symmetry) handed to explore(), replay of saved traces, "
+         "coverage, random simulation"),
+        ("bmc", ("checker.engines.smt.bmc",), False, "bounded model checking (replays what Z3 finds)"),
+        ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas"), False,
+         "k-induction on top of bmc's unrolling; lemmas over bmc's findings"),
+        ("explanations", ("checker.engines.explain",), False,
+         "what each step of a counterexample decided, evaluated with the compiled model; the pipeline "
+         "attaches it to the results, so that no exporter re-runs anything"),
+    )),
+    ("checker/export", "results -> files and text", (
+        ("exporters", ("checker.export", "checker.export.*"), True,
+         "RunResult -> text, JSON, ITF, Mermaid, DOT, Markdown, SARIF, JUnit; they share helpers "
+         "(files, text) and outputs dispatches to all of them, without a cycle"),
+    )),
+    ("checker/pipeline.py", "the one module that knows the whole chain", (
+        ("run", ("checker.pipeline",), False, "parse, resolve, build, compile, search, explain, in order"),
+    )),
+    ("checker/api.py, checker/cli.py, checker/__main__.py", "the entry points", (
+        ("entry points", ("checker.api", "checker.cli"), False,
+         "the Python API and the command line, both over the pipeline; neither uses the other"),
+        ("main", ("checker.__main__",), False, "`python -m checker`"),
+    )),
 )
+
+#: The layers, lowest first, as FOLDERS orders them
+LAYERS: tuple[tuple[str, tuple[str, ...], bool, str], ...] = tuple(
+    layer for _, _, layers in FOLDERS for layer in layers)
 
 #: modules a layer names that do not exist yet; delete a name here when its module lands
 NOT_YET: frozenset[str] = frozenset()
@@ -111,10 +144,10 @@ NOT_YET: frozenset[str] = frozenset()
 EXPORTERS_READ = ("foundation", "results")
 
 #: the front end's passes and their input: after it, only the orchestrators call them
-FRONT_END = frozenset({"checker.parse", "checker.ast", "checker.resolve"} | {
+FRONT_END = frozenset({"checker.front", "checker.front.parse", "checker.front.ast", "checker.resolve"} | {
     f"checker.resolve.{part}" for part in ("base", "declarations", "types", "expressions", "statements",
-                                           "inlines", "variants")})
-ORCHESTRATORS = frozenset({"checker.run", "checker.api", "checker.cli", "checker.__main__"})
+                                           "inlines", "variants", "contexts")})
+ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.__main__"})
 
 #: Private names that code merged from i20-exports (counterexamples that explain
 #: themselves) uses across modules, while checker/export/* and explain.py are being
@@ -123,8 +156,8 @@ ORCHESTRATORS = frozenset({"checker.run", "checker.api", "checker.cli", "checker
 #: owners make them public where they belong; test_exceptions_are_still_needed says when
 #: an entry can go.
 PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
-    ("checker.explain", "checker.compile"): frozenset({"_Compiler", "_Emitter"}),
-    ("checker.explain", "checker.ir"): frozenset({"_exprs"}),
+    ("checker.engines.explain", "checker.backends.python"): frozenset({"_Compiler", "_Emitter"}),
+    ("checker.engines.explain", "checker.ir"): frozenset({"_exprs"}),
 }
 
 #: the imports that may stay inside a function, each deferring a heavy dependency:
@@ -132,10 +165,10 @@ PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
 #: its imports may sit anywhere.
 LAZY: dict[tuple[str, str], str] = {
     ("checker.engines.liveness", "networkx"): "networkx, only for models with liveness properties",
-    ("checker.run", "checker.engines.solver"): "Z3, only to read the default timeout of a Z3 engine",
-    ("checker.run", "checker.engines.lemmas"): "Z3, only for models with lemmas",
-    ("checker.run", "checker.engines.bmc"): "Z3, only for --engine bmc",
-    ("checker.run", "checker.engines.induction"): "Z3, only for --engine induction",
+    ("checker.pipeline", "checker.engines.smt.solver"): "Z3, only to read the default timeout of a Z3 engine",
+    ("checker.pipeline", "checker.engines.smt.lemmas"): "Z3, only for models with lemmas",
+    ("checker.pipeline", "checker.engines.smt.bmc"): "Z3, only for --engine bmc",
+    ("checker.pipeline", "checker.engines.smt.induction"): "Z3, only for --engine induction",
 }
 
 #: calls that import by name at run time, allowed only here: module -> why
@@ -144,9 +177,9 @@ DYNAMIC = {"checker": "the lazy public names (`from checker import check_file`):
 #: a heavy dependency -> the modules that may import it at their top; and, for Z3, the
 #: modules that may load it at all (their top-level imports reach it)
 TOP_LEVEL_HEAVY = {
-    "z3": frozenset({"checker.engines.solver", "checker.engines.terms", "checker.engines.encode",
-                     "checker.engines.bmc", "checker.engines.induction", "checker.engines.lemmas"}),
-    "lark": frozenset({"checker.parse"}),
+    "z3": frozenset({"checker.engines.smt.solver", "checker.engines.smt.terms", "checker.engines.smt.encode",
+                     "checker.engines.smt.bmc", "checker.engines.smt.induction", "checker.engines.smt.lemmas"}),
+    "lark": frozenset({"checker.front.parse"}),
     "networkx": frozenset(),
 }
 Z3_ENGINES = TOP_LEVEL_HEAVY["z3"] | {"checker.engines.crosscheck"}
@@ -491,6 +524,38 @@ def test_every_module_is_in_one_layer(graph):
     fail_with(unplaced(graph))
 
 
+def folder_problems(graph: Graph) -> list[str]:
+    """Each module sits in the row of the folder that holds it: the layering is by folder."""
+    out = []
+    root = graph.modules["checker"].parent.parent
+    for folder, _, layers in FOLDERS:
+        paths = [root / f.strip() for f in folder.split(",")]
+        for _, members, _, _ in layers:
+            for name in members:
+                path = graph.modules.get(name) if not name.endswith(".*") else None
+                if path is not None and not any(path == p or p in path.parents for p in paths) and name != "checker":
+                    out.append(f"{name} ({path.relative_to(root)}) is listed under {folder}, which does not hold it")
+        for p in paths:
+            if p.is_dir():
+                for name, path in graph.modules.items():
+                    if p in path.parents and not any(
+                            name in members or any(m.endswith(".*") and name.startswith(m[:-1]) for m in members)
+                            for _, members, _, _ in layers):
+                        out.append(f"{name} lies in {folder} but FOLDERS lists it under another folder")
+    return out
+
+
+def test_every_module_is_in_its_folders_row(graph):
+    fail_with(folder_problems(graph))
+
+
+def test_a_module_in_the_wrong_folder_is_reported(tmp_path):
+    pkg = write_package(tmp_path, {"checker/__init__.py": "", "checker/base/errors.py": "",
+                                   "checker/base/pipeline.py": ""})
+    problems = folder_problems(import_graph(pkg))
+    assert any("checker.base.pipeline lies in checker/base" in p for p in problems)
+
+
 def test_no_module_imports_a_higher_layer(graph):
     fail_with(upward(graph))
 
@@ -543,10 +608,10 @@ def test_a_back_edge_is_reported(tmp_path):
     function: the layer rule, the cycle rule and the function-level rule each catch it."""
     g = import_graph(write_package(tmp_path, {
         "checker/__init__.py": "",
-        "checker/errors.py": "def f():\n    from . import run\n    return run._x\n",
-        "checker/run.py": "from .errors import f\n_x = 1\n",
+        "checker/base/errors.py": "def f():\n    from .. import pipeline\n    return pipeline._x\n",
+        "checker/pipeline.py": "from .base.errors import f\n_x = 1\n",
     }))
     assert any("layer 'run' is above 'foundation'" in p for p in upward(g))
-    assert cycles(g) == [["checker.errors", "checker.run"]]
+    assert cycles(g) == [["checker.base.errors", "checker.pipeline"]]
     assert any("inside a function" in p for p in function_level(g))
-    assert any("reads checker.run._x" in p for p in private_imports(g))
+    assert any("reads checker.pipeline._x" in p for p in private_imports(g))

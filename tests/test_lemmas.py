@@ -3,11 +3,11 @@
 import pytest
 
 from checker.cli import main
-from checker.engines.lemmas import check_lemma
-from checker.errors import SpecError
-from checker.parse import parse
+from checker.engines.smt.lemmas import check_lemma
+from checker.base.errors import SpecError
+from checker.front.parse import parse
 from checker.resolve import resolve
-from checker.trace import Verdict
+from checker.results.trace import Verdict
 
 HV = """
 model hv;

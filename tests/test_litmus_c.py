@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.litmus import load_litmus, parse_litmus
-from checker.lkmm import PRIMITIVES, TooManyCandidates, evaluate, judge_result
+from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.axiomatic import PRIMITIVES, TooManyCandidates, evaluate, judge_result
 
 LITMUS_C = Path(__file__).parent / "litmus_c"
 FILES = sorted(LITMUS_C.glob("*.litmus"))

@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from checker.cli import main  # noqa: E402
-from checker.errors import SpecError  # noqa: E402
-from checker.litmus import load_litmus, parse_litmus  # noqa: E402
-from checker.lkmm import PRIMITIVES, evaluate, format_result  # noqa: E402
+from checker.base.errors import SpecError  # noqa: E402
+from checker.litmus.reader import load_litmus, parse_litmus  # noqa: E402
+from checker.litmus.axiomatic import PRIMITIVES, evaluate, format_result  # noqa: E402
 
 HERD = next((d / "shared" / "tools" / "herd7" / "herd7-lkmm" for d in ROOT.parents
              if (d / "shared" / "tools" / "herd7" / "herd7-lkmm").exists()),

@@ -14,12 +14,12 @@ import pytest
 
 from checker import ir
 from checker.cli import main
-from checker.compile import AssertionViolation, StoreBufferFull, compile_program
+from checker.backends.python import AssertionViolation, StoreBufferFull, compile_program
 from checker.engines import liveness
 from checker.engines.explicit import Limits, decoder_for, explore
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import resolve
-from checker.trace import Verdict
+from checker.results.trace import Verdict
 
 
 def check(text, variant="base", limits=Limits(), defines=None):

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.litmus import load_litmus, parse_litmus
-from checker.lkmm import evaluate
+from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.axiomatic import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the clone; a git worktree further down (../../shared) finds it too

@@ -22,12 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checker import ir
-from checker.compile import compile_program
+from checker.backends.python import compile_program
 from checker.engines.explicit import explore
 from checker.ir import SlotKind
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import resolve
-from checker.run import Options, check_spec, load
+from checker.pipeline import Options, check_spec, load
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from checker.litmus import parse_litmus
-from checker.lkmm import evaluate
+from checker.litmus.reader import parse_litmus
+from checker.litmus.axiomatic import evaluate
 from lkmm_missing import Shape, missing, shape_of
 from test_lkmm_herd7 import programs
 from test_lkmm_operational import NOT_EXPLORED

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.trace import Verdict
+from checker.results.trace import Verdict
 from shared_runs import checked
 
 MODELS = Path(__file__).resolve().parent.parent / "models"

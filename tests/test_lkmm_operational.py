@@ -1,5 +1,5 @@
-"""`memory lkmm`, the operational machine (checker/lkmm_machine.py), against the exact
-axiomatic LKMM (checker/lkmm.py) and herd7.
+"""`memory lkmm`, the operational machine (checker/memory/lkmm.py), against the exact
+axiomatic LKMM (checker/litmus/axiomatic.py) and herd7.
 
 Each litmus test is translated to a model (tests/litmus_to_spec.py) and explored through
 the normal pipeline; the outcomes the machine reaches must be among the LKMM's (so a
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from checker.litmus import load_litmus, parse_litmus
-from checker.lkmm import TooManyCandidates, evaluate
-from checker.run import Options, check_spec, load
-from checker.trace import Verdict
+from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.axiomatic import TooManyCandidates, evaluate
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
 from litmus_to_spec import Untranslatable, outcomes
 from test_lkmm_herd7 import HERD, herd7, programs
 
@@ -254,8 +254,8 @@ def test_other_engines_refuse_lkmm(tmp_path, capsys, args):
 
 
 def test_every_primitive_has_an_lkmm_meaning():
-    from checker.builtins import BUILTINS
-    from checker.lkmm_machine import meaning
+    from checker.semantics.primitives import BUILTINS
+    from checker.memory.lkmm import meaning
     for name, p in BUILTINS.items():
         assert meaning(p), name
 
@@ -277,7 +277,7 @@ def test_memory_lkmm_takes_a_history_bound(tmp_path):
     result = check_spec(load(str(f)), Options(progress=False))
     assert result.variants[0].store_buffer == 3
     f.write_text(SPIN.replace("memory lkmm;", "memory sc(3);"))
-    from checker.errors import SpecError
+    from checker.base.errors import SpecError
     with pytest.raises(SpecError, match="only tso and lkmm are bounded"):
         load_and_check = check_spec(load(str(f)), Options(progress=False))
         assert load_and_check.variants[0].outcomes[0].verdict is Verdict.ERROR

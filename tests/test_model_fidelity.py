@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from checker.engines.explicit import decoder_for, explore
-from checker.run import Options, compile_variant, load
-from checker.trace import Verdict
+from checker.pipeline import Options, compile_variant, load
+from checker.results.trace import Verdict
 from shared_runs import checked
 
 MODELS = Path(__file__).resolve().parent.parent / "models"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.findings import explained_warnings, run_warnings
-from checker.run import Options, check_spec, load
+from checker.results.findings import explained_warnings, run_warnings
+from checker.pipeline import Options, check_spec, load
 from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.parse import parse
-from checker.run import Options, check_spec, load
-from checker.trace import Verdict
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
 from shared_runs import checked
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.spec"))
@@ -221,7 +221,7 @@ def test_v52_wake_up_without_kick_wakes_a_blocked_vcpu_but_not_a_running_guest(p
 
 def _states(variant):
     from checker.engines.explicit import decoder_for, explore
-    from checker.run import compile_variant
+    from checker.pipeline import compile_variant
     spec = load(str(PI_TIMER))
     cm = compile_variant(spec, variant, Options())
     d = decoder_for(cm)

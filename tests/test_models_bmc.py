@@ -8,7 +8,7 @@ import os
 import pytest
 
 from checker.cli import main
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import variant_names
 
 from agreement import assert_engines_agree, compiled, explicit_depths

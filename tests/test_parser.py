@@ -2,9 +2,9 @@
 
 import pytest
 
-from checker import ast
-from checker.errors import SpecError
-from checker.parse import parse
+from checker.front import ast
+from checker.base.errors import SpecError
+from checker.front.parse import parse
 
 
 def body(src):

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines.explicit import Limits, parallel
+from checker.engines.explicit import Limits
+from checker.engines.explicit import parallel
 from checker.engines.explicit.fastloop import OWNER_MOD
 from checker.engines.explicit.search import Search, run_levels
-from checker.run import Options, check_spec, compile_variant, load
+from checker.pipeline import Options, check_spec, compile_variant, load
 from shared_runs import checked
 from test_scale import PHILOSOPHERS, SPECS, eager_workers, one_worker, summary, workers_from_20k  # noqa: F401 - fixtures
 

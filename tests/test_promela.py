@@ -1,4 +1,4 @@
-"""Promela twins (`check --promela`, checker/promela.py).
+"""Promela twins (`check --promela`, checker/backends/promela.py).
 
 The point of a twin is exactness: with SPIN's reductions off, pan stores exactly the
 states our unreduced search counts and finds exactly the violations we find. That is

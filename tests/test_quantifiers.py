@@ -7,8 +7,8 @@ quantifier is a model error with its message, not a traceback.
 """
 
 from checker.cli import main
-from checker.parse import parse
-from checker.run import Options, check_spec
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec
 
 
 def run(tmp_path, capsys, text: str) -> tuple[int, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from checker.export.text import race_diagram, wrap_cell
-from checker.trace import Action, Trace, TraceState
+from checker.results.trace import Action, Trace, TraceState
 
 
 def _trace(procs: list[str], texts: list[tuple[str, str]]) -> Trace:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.run import Options, check_spec, load
+from checker.pipeline import Options, check_spec, load
 
 ROOT = Path(__file__).parent.parent
 

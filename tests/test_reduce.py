@@ -23,15 +23,15 @@ import pytest
 
 from checker import ir
 from checker.cli import main
-from checker.compile import AssertionViolation, ModelError, StoreBufferFull, compile_program
+from checker.backends.python import AssertionViolation, ModelError, StoreBufferFull, compile_program
 from checker.engines import liveness, reduce
 from checker.engines.explicit import explore
 from checker.engines.replay import replay
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import resolve
-from checker.run import Options, check_spec, compile_variant, load, selected_variants
+from checker.pipeline import Options, check_spec, compile_variant, load, selected_variants
 from shared_runs import checked
-from checker.trace import Verdict
+from checker.results.trace import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "models").glob("*.spec")) + sorted((ROOT / "tests" / "litmus").glob("*.spec")) \

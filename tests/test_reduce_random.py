@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from checker.parse import parse
-from checker.run import Options, check_spec
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec
 
 SEEDS = range(80)
 CONFIGS = {"none": dict(por=False, symmetry="off"), "por": dict(por=True, symmetry="off"),
@@ -117,7 +117,7 @@ def test_random_model_verdicts_agree(seed):
         spec = parse(text, "rnd.spec")
         results = {name: check_spec(spec, Options(use_expectations=False, **opts)) for name, opts in CONFIGS.items()}
     except Exception as e:  # noqa: BLE001 - a generated model the language refuses is skipped, not a failure
-        from checker.errors import SpecError
+        from checker.base.errors import SpecError
 
         if isinstance(e, SpecError):
             pytest.skip(f"generated model refused: {e.message}")

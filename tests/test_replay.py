@@ -8,8 +8,8 @@ import json
 import pytest
 
 from checker.engines.replay import replay
-from checker.run import Options, compile_variant, load, load_trace
-from checker.trace import ReplayStatus
+from checker.pipeline import Options, compile_variant, load, load_trace
+from checker.results.trace import ReplayStatus
 from helpers import lasso_counterexample, MODELS, run_check
 
 

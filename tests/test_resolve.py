@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from checker import model as m
-from checker.errors import SpecError
-from checker.parse import parse
+from checker.base.errors import SpecError
+from checker.front.parse import parse
 from checker.resolve import BASE, resolve, variant_names
 
 

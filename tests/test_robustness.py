@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra.lark import from_lark
 
 from checker.cli import main
-from checker.parse import grammar_text
+from checker.front.parse import grammar_text
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(HERE)

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.compile import ModelError
-from checker.engines.explicit import Limits, explore, parallel
+from checker.backends.python import ModelError
+from checker.engines.explicit import Limits, explore
+from checker.engines.explicit import parallel
 from checker.engines.explicit.search import Fingerprints, home_slot
-from checker.progress import Progress
-from checker.run import Options, check_spec, compile_variant, load
-from checker.trace import Verdict
+from checker.base.progress import Progress
+from checker.pipeline import Options, check_spec, compile_variant, load
+from checker.results.trace import Verdict
 from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.parse import parse
-from checker.trace import Verdict
+from checker.front.parse import parse
+from checker.results.trace import Verdict
 from shared_runs import checked
 
 MODELS = Path(__file__).resolve().parent.parent / "models"

@@ -7,8 +7,8 @@ import pytest
 
 from checker import ir
 from checker.cli import main
-from checker.compile import compile_program
-from checker.parse import parse
+from checker.backends.python import compile_program
+from checker.front.parse import parse
 from checker.resolve import resolve
 
 HOSTILE_NAMES = """

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from checker.run import Options, check_spec, load
+from checker.pipeline import Options, check_spec, load
 from helpers import MODELS
 from shared_runs import checked
 

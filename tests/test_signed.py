@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agreement import assert_engines_agree, compiled
-from checker.errors import SpecError
+from checker.base.errors import SpecError
 
 WIDTHS = (8, 16, 32, 64)
 
@@ -203,8 +203,9 @@ def test_promela_twin_of_s8_and_s16_agrees_with_pan(tmp_path):
 
 
 def test_promela_refuses_s32_and_wider(tmp_path):
-    from checker import ir, promela
-    from checker.parse import parse
+    from checker import ir
+    from checker.backends import promela
+    from checker.front.parse import parse
     from checker.resolve import resolve
     prog = ir.build(resolve(parse("model w;\nvar x: s32 = -1;\nprocess p { x = x - 1; }\n", "w.spec"), "base"))
     with pytest.raises(SpecError, match="s32"):

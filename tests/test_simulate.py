@@ -7,8 +7,8 @@ from pathlib import Path
 
 from checker.cli import main
 from checker.engines.simulate import SimulationPlan, simulate
-from checker.parse import parse
-from checker.run import Options, check_spec, compile_variant, load
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec, compile_variant, load
 
 ROOT = Path(__file__).parent.parent
 KVM = str(ROOT / "bench" / "models" / "kvm_vcpus.spec")

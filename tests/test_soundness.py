@@ -13,17 +13,17 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import ast
+from checker.front import ast
 from checker.cli import main
-from checker.engines import bmc as bmc_module
-from checker.engines import induction as induction_module
-from checker.engines.bmc import Unrolling, bmc
+from checker.engines.smt import bmc as bmc_module
+from checker.engines.smt import induction as induction_module
+from checker.engines.smt.bmc import Unrolling, bmc
 from checker.engines.explicit import explore
-from checker.engines.lemmas import check_lemma
-from checker.parse import parse
+from checker.engines.smt.lemmas import check_lemma
+from checker.front.parse import parse
 from checker.resolve import resolve
-from checker.run import Options, check_spec
-from checker.trace import Verdict
+from checker.pipeline import Options, check_spec
+from checker.results.trace import Verdict
 
 from agreement import compiled
 from reference_eval import Reference, RefModelError, subst
@@ -381,7 +381,7 @@ def test_interrupted_solver_reports_checker_bug(tmp_path, monkeypatch):
 def test_complete_model_that_replay_contradicts_is_still_a_checker_bug(monkeypatch):
     """The other side of the line: a model that satisfies every assertion and does not
     replay is the checker's fault, and says so."""
-    from checker.engines import encode
+    from checker.engines.smt import encode
     real = encode.Evaluator.raw
 
     def off_by_one(self, v, t, slot):  # a deliberately wrong encoding of stores

@@ -5,8 +5,8 @@ comments joined into the code (`... = true; // why else { ... }`), which reads a
 the rest of the block were commented out.
 """
 
-from checker.parse import parse
-from checker.run import Options, check_spec
+from checker.front.parse import parse
+from checker.pipeline import Options, check_spec
 
 
 def test_comments_inside_a_multi_line_step_are_not_shown():

@@ -8,11 +8,11 @@ import pytest
 from checker import ir
 from checker.cli import main
 from checker.export.text import race_diagram
-from checker.parse import parse
+from checker.front.parse import parse
 from checker.resolve import DEFAULT_STORE_BUFFER, resolve
 from checker.ir import SlotKind
-from checker.run import Options, check_spec, compile_variant
-from checker.trace import Buffered, Verdict
+from checker.pipeline import Options, check_spec, compile_variant
+from checker.results.trace import Buffered, Verdict
 
 
 def run(text: str, **opts):

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.run import Options, check_spec, load
-from checker.trace import Buffered, Verdict
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Buffered, Verdict
 
 MODEL = str(Path(__file__).parent.parent / "models" / "vcpu_requests.spec")
 

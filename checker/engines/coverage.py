@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import model as m
-from ..compile import AssertionViolation, CompiledModel, ModelError, StoreBufferFull, compile_program
-from ..errors import source_lines
+from ..backends.python import AssertionViolation, CompiledModel, ModelError, StoreBufferFull, compile_program
+from ..base.errors import source_lines
 from ..ir import OGoto, OIf, StepKind
-from ..findings import Coverage, StatementCoverage, explanations, variant_explanations
+from ..results.findings import Coverage, StatementCoverage, explanations, variant_explanations
 
 #: the most states the coverage pass explores; beyond it coverage is not reported
 MAX_STATES = 200_000

@@ -10,10 +10,10 @@ is shown is built from the replayed states. Any disagreement is a bug in the che
 
 from __future__ import annotations
 
-from ..compile import AssertionViolation, CompiledModel, CompiledStep, ModelError
-from .encode import MODEL_ERROR
+from ..backends.python import AssertionViolation, CompiledModel, CompiledStep, ModelError
+from .smt.encode import MODEL_ERROR
 from .explicit import TraceBuilder, stuck_message
-from ..trace import Trace
+from ..results.trace import Trace
 
 
 class ReplayMismatch(Exception):

@@ -55,10 +55,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from .. import model as m
-from ..compile import AssertionViolation, CompiledModel, CompiledStep, ModelError, StoreBufferFull
-from ..errors import source_text
+from ..backends.python import AssertionViolation, CompiledModel, CompiledStep, ModelError, StoreBufferFull
+from ..base.errors import source_text
 from ..ir import StepKind
-from ..trace import Counterexample, Verdict
+from ..results.trace import Counterexample, Verdict
 from .explicit import Exploration, StateGraph, TraceBuilder
 
 

@@ -70,11 +70,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .. import ir, model as m
-from ..compile import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull
-from ..fold import simplify
+from ..backends.python import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull
+from ..semantics.fold import simplify
 from .explicit import Reduction
-from ..builtins import BUILTINS, Arg
-from ..lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
+from ..semantics.primitives import BUILTINS, Arg
+from ..semantics.lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
 
 # the arguments that a primitive which writes state writes
 _LOCATIONS = (Arg.LV, Arg.BITS, Arg.WQ, Arg.LOCK)

@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 
 from .. import model as m
-from ..compile import AssertionViolation, CompiledModel, ModelError, StoreBufferFull
-from ..trace import Counterexample, PropertyOutcome, Stats, Verdict
+from ..backends.python import AssertionViolation, CompiledModel, ModelError, StoreBufferFull
+from ..results.trace import Counterexample, PropertyOutcome, Stats, Verdict
 from .explicit import TraceBuilder, stuck_message
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from ..trace import Action, RunResult, StateSpace, Trace, TraceState, show_value
+from ..results.trace import Action, RunResult, StateSpace, Trace, TraceState, show_value
 from .files import counterexamples, describe, file_stem, variant_stem, write_text
 
 

@@ -15,7 +15,7 @@ import re
 import stat
 import tempfile
 
-from ..trace import Counterexample, RunResult, VariantResult
+from ..results.trace import Counterexample, RunResult, VariantResult
 
 
 def counterexamples(result: RunResult) -> list[tuple[VariantResult, Counterexample]]:

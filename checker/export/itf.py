@@ -16,8 +16,18 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import Span
-from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value, changes
+from ..base.errors import Span
+from ..results.trace import (
+    Action,
+    Buffered,
+    Counterexample,
+    Members,
+    RunResult,
+    Trace,
+    TraceState,
+    Value,
+    changes,
+)
 from .files import counterexamples, dump_json, file_stem, write_text
 
 SPEC_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"

@@ -15,10 +15,10 @@ import json
 from importlib import resources
 
 from .. import __version__
-from ..errors import Span
-from ..trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
+from ..base.errors import Span
+from ..results.trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
 from .files import dump_json, write_text
-from ..findings import run_warnings
+from ..results.findings import run_warnings
 
 SCHEMA_VERSION = 2  # 2: top-level `warnings` (coverage and vacuity)
 SCHEMA_FILE = "trace-schema.json"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..safe_text import printable
-from ..trace import RunResult, Verdict
+from ..base.safe_text import printable
+from ..results.trace import RunResult, Verdict
 from .files import variant_stem, write_text
 from .text import DIAGRAM, format_counterexample, format_trace
 

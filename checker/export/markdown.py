@@ -17,8 +17,8 @@ import functools
 import os
 from urllib.parse import quote
 
-from ..safe_text import printable
-from ..trace import RunResult, VariantResult, Verdict, show_value
+from ..base.safe_text import printable
+from ..results.trace import RunResult, VariantResult, Verdict, show_value
 from .files import counterexamples, file_stem, write_text
 from .mermaid import diagram_for
 from .text import format_counterexample, race_diagram, race_lines, violation_lines

@@ -10,7 +10,7 @@ Mermaid `loop` block; the violation is the closing note.
 
 from __future__ import annotations
 
-from ..trace import Action, Counterexample, RunResult, Trace, show_value
+from ..results.trace import Action, Counterexample, RunResult, Trace, show_value
 from .files import counterexamples, describe, file_stem, write_text
 from .text import effect_text, wrap_cell
 

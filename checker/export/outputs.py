@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..trace import RunResult
+from ..results.trace import RunResult
 from .dot import GraphvizMissing, render_svg, write_dot
 from .files import check_output_paths
 from .itf import write_itf

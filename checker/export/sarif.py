@@ -14,11 +14,11 @@ import os
 from urllib.parse import quote
 
 from .. import __version__
-from ..errors import Span
-from ..trace import Action, Counterexample, RunResult, Verdict, show_value
+from ..base.errors import Span
+from ..results.trace import Action, Counterexample, RunResult, Verdict, show_value
 from .files import dump_json, write_text
 from .markdown import root_of
-from ..findings import run_warnings
+from ..results.findings import run_warnings
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 

@@ -9,11 +9,23 @@ from __future__ import annotations
 import os
 import textwrap
 
-from ..safe_text import printable
+from ..base.safe_text import printable
 from .files import counterexamples, describe
-from ..trace import (LKMM_HOLDS_NOTE, MEMORY, Buffered, Counterexample, ReplayResult, ReplayStatus, RunResult, Trace, Verdict,
-                     VariantResult, show_number, show_value)
-from ..findings import explained_warnings, run_warnings
+from ..results.trace import (
+    LKMM_HOLDS_NOTE,
+    MEMORY,
+    Buffered,
+    Counterexample,
+    ReplayResult,
+    ReplayStatus,
+    RunResult,
+    Trace,
+    Verdict,
+    VariantResult,
+    show_number,
+    show_value,
+)
+from ..results.findings import explained_warnings, run_warnings
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm (operational)"}
 

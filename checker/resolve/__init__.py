@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import itertools
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..builtins import ALIASES, BUILTINS
-from ..errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all
-from ..limits import MAX_VALUES
+from ..semantics.primitives import ALIASES, BUILTINS
+from ..base.errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all
+from ..base.limits import MAX_VALUES
 from .contexts import Contexts
 from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
 from .declarations import Declarations

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..builtins import BUILTINS
-from ..errors import source_lines
+from ..semantics.primitives import BUILTINS
+from ..base.errors import source_lines
 
 BASE = "base"
 DEADLOCK = "deadlock"

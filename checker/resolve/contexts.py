@@ -1,17 +1,17 @@
 """Execution contexts in the resolver: `cpus N;`, `preemptions K;`, `percpu var`, a
 thread's `on cpu` and preempt notifiers, interrupt handlers, and the arguments of the
 context primitives (an interrupt's name, a per-CPU variable). What they mean is not
-decided here: checker/contexts.py lowers them to state, guards and steps.
+decided here: checker/semantics/contexts.py lowers them to state, guards and steps.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..builtins import Arg
-from ..errors import Span, SpecError, did_you_mean
+from ..semantics.primitives import Arg
+from ..base.errors import Span, SpecError, did_you_mean
 from .base import Ctx
 
 MAX_CPUS = 8

@@ -5,10 +5,10 @@ The walk over the declarations in order is `_Resolver.run`, in the package's fac
 
 from __future__ import annotations
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..errors import Span, SpecError, did_you_mean, raise_all, source_text
-from ..limits import MAX_PROCESSES
+from ..base.errors import Span, SpecError, did_you_mean, raise_all, source_text
+from ..base.limits import MAX_PROCESSES
 from .base import ASSERTIONS, BASE, DEADLOCK, RESERVED_TYPES, Ctx
 
 

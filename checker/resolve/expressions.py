@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..builtins import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp
-from ..errors import Span, SpecError, did_you_mean
+from ..semantics.primitives import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp
+from ..base.errors import Span, SpecError, did_you_mean
 from .base import WAITQUEUE_BUILTINS, Ctx
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..builtins import ALIASES, BUILTINS
-from ..errors import SpecError, did_you_mean
+from ..semantics.primitives import ALIASES, BUILTINS
+from ..base.errors import SpecError, did_you_mean
 from .base import Ctx
 
 

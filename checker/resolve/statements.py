@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..builtins import BUILTINS
-from ..errors import Span, SpecError, did_you_mean
+from ..semantics.primitives import BUILTINS
+from ..base.errors import Span, SpecError, did_you_mean
 from .base import ASSERTIONS, DEADLOCK, Ctx
 
 

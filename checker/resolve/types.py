@@ -5,10 +5,10 @@ values, which must be constants within the declared type.
 
 from __future__ import annotations
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..errors import Span, SpecError, did_you_mean
-from ..limits import MAX_VALUES
+from ..base.errors import Span, SpecError, did_you_mean
+from ..base.limits import MAX_VALUES
 from .base import Ctx
 
 

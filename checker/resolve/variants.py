@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from .. import ast
+from ..front import ast
 from .. import model as m
-from ..errors import NOWHERE, SpecError, did_you_mean
-from ..parse import literal_value
+from ..base.errors import NOWHERE, SpecError, did_you_mean
+from ..front.parse import literal_value
 from .base import BOUNDED, DEFAULT_STORE_BUFFER, MAX_STORE_BUFFER, MEMORY_MODELS, Ctx
 
 

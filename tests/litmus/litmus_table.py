@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checker.run import Options, check_spec, load
-from checker.trace import Verdict
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
 
 HERE = Path(__file__).resolve().parent
 SUITE = ("sb", "sb_mb", "sb_xchg", "mp", "n6",  # the five the x86-TSO issue names

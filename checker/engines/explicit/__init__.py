@@ -27,8 +27,8 @@ what the generic one does.
 
 from __future__ import annotations
 
-from ...compile import CompiledModel
-from ...progress import Progress
+from ...backends.python import CompiledModel
+from ...base.progress import Progress
 from .fastloop import level_loop_source
 from .parallel import explore_parallel
 from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, StateGraph, TraceBuilder, decoder_for,

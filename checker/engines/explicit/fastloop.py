@@ -27,8 +27,8 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from ...compile import CompiledModel
-from ...safe_text import python_comment as _comment
+from ...backends.python import CompiledModel
+from ...base.safe_text import python_comment as _comment
 
 #: what a generated loop returns first: the level is done, state j needs the generic
 #: loop, the state limit was reached after state j - 1, or Ctrl-C arrived at state j

@@ -73,8 +73,8 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 
-from ...compile import CompiledModel
-from ...progress import Progress
+from ...backends.python import CompiledModel
+from ...base.progress import Progress
 from .fastloop import OWNER_MOD
 from .search import (NO_PARENT, OUT_OF_MEMORY, WORD, Exploration, Limits, Reduction, Route, Search, StopSearch,
                      explore_one, rss_bytes, run_levels)

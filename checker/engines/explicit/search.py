@@ -25,11 +25,27 @@ from collections.abc import Sequence
 from typing import Callable
 
 from ... import model as m
-from ...lkmm_machine import propagation_text as lkmm_propagation_text, stale_reads as lkmm_stale_reads
-from ...compile import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
-from ...progress import Progress
-from ...trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes,
-                     show_value)
+from ...memory.lkmm import propagation_text as lkmm_propagation_text, stale_reads as lkmm_stale_reads
+from ...backends.python import (
+    AssertionViolation,
+    CompiledFlush,
+    CompiledModel,
+    CompiledStep,
+    ModelError,
+    StoreBufferFull,
+)
+from ...base.progress import Progress
+from ...results.trace import (
+    MEMORY,
+    Action,
+    Counterexample,
+    StateDecoder,
+    StateSpace,
+    Stats,
+    Trace,
+    changes,
+    show_value,
+)
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
 
 

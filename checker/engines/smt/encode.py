@@ -1,7 +1,7 @@
 """IR -> Z3: the one place that gives the model's semantics to the solver.
 
 The bmc, induction and lemma engines build every formula here. The meaning of each
-IR step is the meaning of its generated Python function (checker/compile.py), down
+IR step is the meaning of its generated Python function (checker/backends/python.py), down
 to Python's evaluation order: effects of kernel primitives inside an expression
 (`x = y + xchg(y, 5)`) happen where the compiler hoists them, before the rest of the
 expression is read; `&&`, `||`, `?:` and quantifiers evaluate lazily, so a division
@@ -32,13 +32,42 @@ from typing import Callable
 
 import z3
 
-from .. import model as m
-from ..compile import CompiledInstance, CompiledModel, CompiledStep
-from ..builtins import Returns
-from ..errors import NOWHERE, SpecError
-from ..lower import Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
-from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                  OWhile, Op, StepKind)
+from ... import model as m
+from ...backends.python import CompiledInstance, CompiledModel, CompiledStep
+from ...semantics.primitives import Returns
+from ...base.errors import NOWHERE, SpecError
+from ...semantics.lower import (
+    Abs,
+    Add,
+    BitOp,
+    Cas,
+    Load,
+    MinMax,
+    Or,
+    Store,
+    TestBit,
+    WaitAdd,
+    WaitRemove,
+    Wake,
+    Xchg,
+    Zero,
+    lower,
+)
+from ...ir import (
+    OAssert,
+    OAssign,
+    OBarrier,
+    OBreak,
+    OContinue,
+    OEval,
+    OGoto,
+    OIf,
+    OInline,
+    OReturn,
+    OWhile,
+    Op,
+    StepKind,
+)
 from .terms import conj as _and, disj as _or, negate as _not
 
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows

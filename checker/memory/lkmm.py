@@ -39,7 +39,7 @@ smp_mb__before_atomic / __after_atomic / __after_spinlock are SC fences wherever
 stand. tests/lkmm_missing.py checks that every LKMM outcome the machine misses is of
 one of these shapes.
 Everything the machine does explore is an LKMM execution (tests/test_lkmm_operational.py
-checks that against checker/lkmm.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
+checks that against checker/litmus/axiomatic.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
 user's account.
 
 This module plans the extra state (`extend`) and wraps the compiled steps (`machine`);
@@ -50,11 +50,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from . import model as m
-from .builtins import BUILTINS, Arg, Cls, FenceKind, Order, RmwOp
-from .errors import SpecError
-from .ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step,
-                 StepKind, walk_ops)
+from .. import model as m
+from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order, RmwOp
+from ..base.errors import SpecError
+from ..ir import (
+    OAssert,
+    OAssign,
+    OBarrier,
+    OEval,
+    OIf,
+    OWhile,
+    Program,
+    Slot,
+    SlotKind,
+    StateLayout,
+    Step,
+    StepKind,
+    walk_ops,
+)
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2

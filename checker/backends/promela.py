@@ -73,13 +73,49 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from . import model as m
-from .builtins import BUILTINS, X86, Cls, Returns
-from .errors import Span, SpecError
-from .fold import fits, fits_bv, simplify, store_needs
-from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
-from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                 OWhile, Program, ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
+from .. import model as m
+from ..semantics.primitives import BUILTINS, X86, Cls, Returns
+from ..base.errors import Span, SpecError
+from ..semantics.fold import fits, fits_bv, simplify, store_needs
+from ..semantics.lower import (
+    Abs,
+    Add,
+    BitOp,
+    Cas,
+    Core,
+    Load,
+    MinMax,
+    Or,
+    Store,
+    TestBit,
+    WaitAdd,
+    WaitRemove,
+    Wake,
+    Xchg,
+    Zero,
+    lower,
+)
+from ..ir import (
+    OAssert,
+    OAssign,
+    OBarrier,
+    OBreak,
+    OContinue,
+    OEval,
+    OGoto,
+    OIf,
+    OInline,
+    OReturn,
+    OWhile,
+    Program,
+    ProcessIR,
+    Step,
+    StepKind,
+    StoreBuffer,
+    builtins_in,
+    plain_stores,
+    walk_ops,
+)
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed int
@@ -159,7 +195,7 @@ def refuse(program: Program) -> None:
     where = model.processes[0].span if model.processes else Span(model.file, 0, 0, 0, 0)
     if model.memory == "lkmm":
         raise SpecError(where, "the Promela twin has no `memory lkmm`: its views and histories are the explicit "
-                        "engine's (checker/lkmm_machine.py)",
+                        "engine's (checker/memory/lkmm.py)",
                         "translate the variant under sc or tso (--memory-model tso), or check it with the "
                         "explicit engine")
     for b in program.layout.buffers:
@@ -1355,7 +1391,7 @@ def _header(program: Program, ltl, skipped, chooser: bool, t: _Translator) -> st
              + (f", store buffers of {model.store_buffer} stores" if model.memory == "tso" else "") + ").",
              f" * Constants: {_comment(consts) or 'none'}.",
              " *",
-             " * One timerace step is one pan transition (see checker/promela.py), so with reductions off",
+             " * One timerace step is one pan transition (see checker/backends/promela.py), so with reductions off",
              " * pan stores exactly the states timerace counts (`check --no-por --no-symmetry`):",
              f" *   spin -o3 -a {stem}.pml && gcc -O2 -DNOREDUCE -DNOCLAIM -o pan pan.c && ./pan -m100000 -c0",
              " * (-c0 goes on past violations, -DNOCLAIM leaves the ltl claims out; raise -m if pan says",

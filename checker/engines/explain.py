@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import contexts, ir, model as m
-from .compile import CompiledModel, ModelError, _Compiler, _Emitter
-from .builtins import BUILTINS, Returns
-from .errors import Span, SpecError
-from .lower import Add, BitOp, Cas, Wake, Xchg, lower
-from .ir import SlotKind, TASK_STATES
-from .trace import MEMORY, Action, Counterexample, Members, StateDecoder, TraceState, show_value
+from ..semantics import contexts
+from .. import ir, model as m
+from ..backends.python import CompiledModel, ModelError, _Compiler, _Emitter
+from ..semantics.primitives import BUILTINS, Returns
+from ..base.errors import Span, SpecError
+from ..semantics.lower import Add, BitOp, Cas, Wake, Xchg, lower
+from ..ir import SlotKind, TASK_STATES
+from ..results.trace import MEMORY, Action, Counterexample, Members, StateDecoder, TraceState, show_value
 
 _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import model as m
+from .. import model as m
 
 
 def simplify(x: m.TExpr, inst: int | None) -> m.TExpr:

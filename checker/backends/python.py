@@ -38,16 +38,51 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import model as m
-from .builtins import X86, Returns
-from .errors import Span, SpecError
-from .fold import fits_bv, simplify, store_needs
-from .limits import MAX_NESTING
-from .lower import Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg, Zero, lower
-from . import lkmm_machine
-from .ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn,
-                 OWhile, Op, Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
-from .safe_text import python_comment as _comment
+from .. import model as m
+from ..semantics.primitives import X86, Returns
+from ..base.errors import Span, SpecError
+from ..semantics.fold import fits_bv, simplify, store_needs
+from ..base.limits import MAX_NESTING
+from ..semantics.lower import (
+    Abs,
+    Add,
+    BitOp,
+    Cas,
+    Core,
+    Load,
+    MinMax,
+    Or,
+    Store,
+    TestBit,
+    WaitAdd,
+    WaitRemove,
+    Wake,
+    Xchg,
+    Zero,
+    lower,
+)
+from ..memory import lkmm as lkmm_machine
+from ..ir import (
+    OAssert,
+    OAssign,
+    OBarrier,
+    OBreak,
+    OContinue,
+    OEval,
+    OGoto,
+    OIf,
+    OInline,
+    OReturn,
+    OWhile,
+    Op,
+    Program,
+    ProcessIR,
+    SlotKind,
+    Step,
+    StepKind,
+    StoreBuffer,
+)
+from ..base.safe_text import python_comment as _comment
 
 
 class ModelError(Exception):

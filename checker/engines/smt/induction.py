@@ -23,8 +23,8 @@ import time
 
 import z3
 
-from ..compile import CompiledModel
-from ..trace import Stats, Verdict
+from ...backends.python import CompiledModel
+from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding
 from .terms import negate

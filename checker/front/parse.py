@@ -15,8 +15,8 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast
-from .errors import Span, SpecError, source_lines
-from .limits import MAX_LITERAL, MAX_NESTING
+from ..base.errors import Span, SpecError, source_lines
+from ..base.limits import MAX_LITERAL, MAX_NESTING
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..compile import CompiledModel
-from ..trace import Counterexample, Stats, Verdict
+from ...backends.python import CompiledModel
+from ...results.trace import Counterexample, Stats, Verdict
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
-from .crosscheck import ReplayMismatch, replay
+from ..crosscheck import ReplayMismatch, replay
 from .solver import DEFAULT_TIMEOUT, checked, interrupts_deferred, new_solver
 from .terms import disj
 

@@ -9,23 +9,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from . import ast, ir, model as m
-from .ast import Spec
-from .compile import CompiledModel, compile_program
+from .front import ast
+from . import ir, model as m
+from .front.ast import Spec
+from .backends.python import CompiledModel, compile_program
 from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
-from .errors import NOWHERE, Span, SpecError, did_you_mean
-from .explain import explain
+from .base.errors import NOWHERE, Span, SpecError, did_you_mean
+from .engines.explain import explain
 from .export.files import safe_name
 from .export.itf import TraceFormatError, read_itf
 from .export.json import read_json
-from .parse import parse
-from .progress import Progress
-from .promela import translate
+from .front.parse import parse
+from .base.progress import Progress
+from .backends.promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
-from .trace import LKMM_HOLDS_NOTE, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats, VariantResult, Verdict
+from .results.trace import (
+    LKMM_HOLDS_NOTE,
+    Counterexample,
+    PropertyOutcome,
+    ReplayResult,
+    RunResult,
+    Stats,
+    VariantResult,
+    Verdict,
+)
 
 
 ENGINES = ("explicit", "bmc", "induction")
@@ -183,7 +193,7 @@ def _fair_statements(body):
 
 
 def _timeout(opts: Options) -> float:
-    from .engines.solver import DEFAULT_TIMEOUT
+    from .engines.smt.solver import DEFAULT_TIMEOUT
 
     return DEFAULT_TIMEOUT if opts.timeout is None else opts.timeout
 
@@ -195,14 +205,14 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
         return _check_simulated(cm, variant, opts)
     lemma_findings = {}
     if model.lemmas:
-        from .engines.lemmas import check_lemma
+        from .engines.smt.lemmas import check_lemma
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
         if model.memory == "lkmm":
             raise SpecError(model.processes[0].span if model.processes else NOWHERE,
                             f"--engine {opts.engine} has no `memory lkmm`: the machine's views and histories "
-                            "live in the explicit engine (checker/lkmm_machine.py)",
+                            "live in the explicit engine (checker/memory/lkmm.py)",
                             "check this variant with --engine explicit, or under --memory-model tso or sc")
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
@@ -347,8 +357,8 @@ def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
 
 def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
     """The bmc or induction engine on one variant (lemmas already checked)."""
-    from .engines.bmc import bmc
-    from .engines.induction import induction
+    from .engines.smt.bmc import bmc
+    from .engines.smt.induction import induction
 
     model = cm.program.model
     run_engine = bmc if opts.engine == "bmc" else induction

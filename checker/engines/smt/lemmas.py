@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import z3
 
-from .. import model as m
-from ..errors import source_text
-from ..trace import Counterexample, Trace, TraceState, Verdict, show_number
+from ... import model as m
+from ...base.errors import source_text
+from ...results.trace import Counterexample, Trace, TraceState, Verdict, show_number
 from .bmc import Finding
 from .encode import IV, MAX_WIDTH, Evaluator, IntModeUnsupported, kind
 from .solver import DEFAULT_TIMEOUT, checked, interrupts_deferred, new_solver

@@ -11,13 +11,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from . import model as m
-from .errors import Span
-from .ir import SlotKind, StateLayout, TASK_STATES
+from .. import model as m
+from ..base.errors import Span
+from ..ir import SlotKind, StateLayout, TASK_STATES
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
-#: what a "holds" under `memory lkmm` rests on (checker/lkmm_machine.py; run.py puts it on
+#: what a "holds" under `memory lkmm` rests on (checker/memory/lkmm.py; run.py puts it on
 #: every such verdict, and the text output says it once)
 LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
                      "of its own: LB and its variants, and every outcome that needs a store to become visible "

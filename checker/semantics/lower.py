@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import model as m
-from .builtins import BUILTINS, Arg, Cls, Primitive, Pure, Returns, RmwOp
+from .. import model as m
+from .primitives import BUILTINS, Arg, Cls, Primitive, Pure, Returns, RmwOp
 
 
 @dataclass(frozen=True, slots=True)

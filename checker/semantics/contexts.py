@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import model as m
-from .builtins import BUILTINS, Arg, Cls, CtxOp
-from .errors import Span, SpecError
+from .. import model as m
+from .primitives import BUILTINS, Arg, Cls, CtxOp
+from ..base.errors import Span, SpecError
 
 HIDDEN_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
 SCHEDULER = "scheduler"

@@ -19,8 +19,23 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from .errors import SpecError, did_you_mean
-from .litmus import AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, Name, Num, PropOp, Store, Unary
+from ..base.errors import SpecError, did_you_mean
+from .reader import (
+    AddrOf,
+    Assign,
+    Atom,
+    Binary,
+    Call,
+    Deref,
+    ExprStmt,
+    If,
+    Litmus,
+    Name,
+    Num,
+    PropOp,
+    Store,
+    Unary,
+)
 
 MODELS = ("lkmm", "tso", "sc")
 DEFAULT_LIMIT = 200_000  # candidate executions; beyond it the verdict is "cannot decide" (exit 3)

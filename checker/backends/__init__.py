@@ -1,0 +1,1 @@
+"""IR -> code: generated Python for the explicit engine, the Promela twin for SPIN."""

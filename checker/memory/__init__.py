@@ -1,0 +1,1 @@
+"""Memory models beyond sc: the operational LKMM machine (tso's store buffers live in the IR)."""
