@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"--dot-graph draws variants with at most N states (default {DEFAULT_GRAPH_LIMIT})")
     out.add_argument("--svg", action="store_true", help="with --dot: render every .dot file to .svg with Graphviz")
     out.add_argument("--report", metavar="OUT.md", help="a Markdown review report for a pull request or review")
+    out.add_argument("--html", metavar="DIR",
+                     help="the trace explorer: DIR/<model>.html, one self-contained page to step through "
+                          "every counterexample in a browser (no server, no network)")
     out.add_argument("--sarif", metavar="OUT.sarif", help="SARIF 2.1.0: one result per unexpected outcome")
     out.add_argument("--junit", metavar="OUT.xml", help="JUnit XML: one test case per variant and property")
     out.add_argument("--with-timing", action="store_true", help="put wall-clock times into the files")
@@ -269,7 +272,7 @@ def replay_exit_code(results: list[ReplayResult]) -> int:
 def _outputs(args, parser) -> OutputRequest:
     req = OutputRequest(json=args.json, itf=args.itf, mermaid=args.mermaid, dot=args.dot, dot_graph=args.dot_graph,
                         svg=args.svg, report=args.report, sarif=args.sarif, junit=args.junit,
-                        timing=args.with_timing)
+                        html=args.html, timing=args.with_timing)
     if (args.dot_graph or args.svg) and not args.dot:
         parser.error("--dot-graph and --svg need --dot DIR (where the .dot files go)")
     if args.replay and req.any:

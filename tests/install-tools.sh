@@ -4,7 +4,9 @@
 #   - the real Mermaid parser (npm packages in tests/mermaid, run by Node.js);
 #   - VS Code's TextMate engine (npm packages in tests/textmate), which runs the grammar
 #     in editors/vscode over the shipped models;
-#   - SPIN, whose state counts the bench tests compare with ours.
+#   - SPIN, whose state counts the bench tests compare with ours;
+#   - Chromium and its WebDriver (chromium-driver), in which Selenium drives the trace
+#     explorer (`check --html`).
 # As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
 # it says what is missing, and the tests that need it skip locally (under CI they fail).
 set -euo pipefail
@@ -13,11 +15,14 @@ missing=()
 command -v dot >/dev/null || missing+=(graphviz)
 command -v spin >/dev/null || missing+=(spin)
 { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
+{ command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "install-tools: apt-get install ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # another apt-get (a CI image's first boot, a neighbour's install) may hold the lock: wait for it
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
   else
     echo "install-tools: missing ${missing[*]}; install them to run every test" >&2
   fi
