@@ -37,7 +37,7 @@ from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
-from .export.text import format_replay, format_run
+from .export.text import format_replay, format_run, wrap_cell
 from .results.findings import coverage_table
 from .litmus.reader import load_litmus
 from .resolve import parse_defines
@@ -194,16 +194,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def text_width(stream) -> int:
-    """The terminal's width for a terminal (at least 60 columns), else TEXT_WIDTH."""
+    """The terminal's width for a terminal (at least 60 columns), else TEXT_WIDTH; a
+    COLUMNS the caller sets wins in a pipe too (`COLUMNS=80 check ... | less`)."""
     import shutil
 
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
+    columns = os.environ.get("COLUMNS", "")
+    if not tty and columns.isdigit() and int(columns) > 0:
+        return max(60, int(columns))
     if not tty:
         return TEXT_WIDTH
     return max(60, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
+
+
+def wrote_line(written: list[str], width: int) -> str:
+    """`check: wrote N files: ...`, within `width` columns: each file named while that
+    fits, else a folder that holds several of them named once with its count; wrapped."""
+    head = f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
+    names = [printable(w) for w in written]
+    if len(head) + len(", ".join(names)) > width:
+        folders: dict[str, int] = {}
+        for w in names:
+            folders[os.path.dirname(w)] = folders.get(os.path.dirname(w), 0) + 1
+        said, seen = [], set()
+        for w in names:
+            folder = os.path.dirname(w)
+            if folders[folder] <= 3:  # a few files are named; a folder of many is counted
+                said.append(w)
+            elif folder not in seen:
+                seen.add(folder)
+                said.append(f"{folder or '.'}/ ({folders[folder]} files)")
+        names = said
+    return "\n".join(wrap_cell(head + ", ".join(names), width, rest="  "))
 
 
 def default_workers() -> int:
@@ -453,8 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in warnings:
         sys.stderr.write(f"check: warning: {printable(w)}\n")
     if written:
-        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-                         + ", ".join(printable(w) for w in written) + "\n")
+        sys.stderr.write(wrote_line(written, text_width(sys.stderr)) + "\n")
     if any(v.stats.limit == "interrupted" for v in result.variants):
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
@@ -513,8 +537,7 @@ def _write_promela(spec, opts, out: str) -> int:
             return EXIT_INPUT
         written.append(path)
     if written:
-        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-                         + ", ".join(printable(w) for w in written) + "\n")
+        sys.stderr.write(wrote_line(written, text_width(sys.stderr)) + "\n")
     if refused:
         sys.stderr.write(f"check: {refused} of {len(variants)} variant{'s' if len(variants) != 1 else ''} "
                          "not translated to Promela (see the errors above)\n")

@@ -105,7 +105,7 @@ def test_step_counts_do_not_add_up():
     result = run(REVIEWS / "assert_step_count.spec")
     cx = _cx(result, "small")
     text = format_counterexample(cx, "base")
-    assert "3 steps (the last one fails)" in text and " 3. p" in text
+    assert "3 steps, the last one fails" in text and " 3. p" in text
     table = summary_table(result)
     head = table.splitlines()[0].split()
     assert "steps" in head

@@ -48,7 +48,7 @@ def test_a_model_error_and_incomplete_verdicts_are_named(exported):
 def test_fairness_is_stated_for_liveness(exported):
     md = (exported["spin-lasso"][0] / "out/spin.md").read_text()
     assert "- **Fairness** (liveness verdicts rest on it): weak fairness for spinner, setter." in md
-    assert "then a loop back to state 0 that repeats forever" in md
+    assert "2 steps, the last 2 a loop back to step 1, repeated for ever" in md
 
 
 def test_timing_only_when_asked(tmp_path):

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 from ..results.trace import Action, RunResult, StateSpace, Trace, TraceState, show_value
-from .files import counterexamples, describe, file_stem, variant_stem, write_text
+from .files import counterexamples, describe, file_stem, loop_back, variant_stem, write_text
 
 
 def quote(text: str) -> str:
@@ -61,7 +61,7 @@ def trace_graph(t: Trace, name: str, title: str, message: str) -> str:
     for i, a in enumerate(t.actions):
         out.append(f"  s{i} -> s{i + 1} [label={quote(_step_label(i + 1, a))}];")
     if t.loop_start is not None:
-        out.append(f"  s{last} -> s{t.loop_start} [label={quote('loop: back to state ' + str(t.loop_start))}, "
+        out.append(f"  s{last} -> s{t.loop_start} [label={quote(f'loop: {loop_back(t)} (state {t.loop_start})')}, "
                    "style=dashed, color=red];")
         out.append(f"  s{t.loop_start} [color=red, penwidth=2];")
         out.append(f"  note [label={quote(message)}, shape=note, color=red];")

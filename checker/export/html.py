@@ -17,8 +17,8 @@ import json
 
 from .. import __version__
 from ..results.trace import MEMORY, Buffered, Counterexample, RunResult, Trace, VariantResult, Verdict, show_value
-from .files import counterexamples, describe, dump_json, safe_name, write_text
-from .text import shape, verdict_word
+from .files import counterexamples, describe, dump_json, safe_name, shape, write_text
+from .text import verdict_word
 
 DATA_VERSION = 1
 

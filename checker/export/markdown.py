@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ..base.safe_text import printable
 from ..results.trace import RunResult, VariantResult, Verdict, show_value
-from .files import counterexamples, file_stem, write_text
+from .files import counterexamples, file_stem, shape, write_text
 from .mermaid import diagram_for
 from .text import format_counterexample, race_diagram, race_lines, violation_lines
 
@@ -154,13 +154,6 @@ COMMENT_LIMIT = 65_536  # GitHub's limit on a pull-request comment, in character
 BUDGET = 60_000  # what the report aims to stay under, leaving room for a reviewer's words
 
 
-def _steps(t) -> str:
-    steps = f"{t.steps} step{'s' if t.steps != 1 else ''}"
-    if t.loop_start is not None:
-        steps += f", then a loop back to state {t.loop_start} that repeats forever"
-    return steps
-
-
 def _counterexample(result: RunResult, v: VariantResult, cx, expected: bool, link: str | None,
                     detail: str) -> list[str]:
     """One counterexample, folded: the summary says what and how long; inside, the race
@@ -168,7 +161,7 @@ def _counterexample(result: RunResult, v: VariantResult, cx, expected: bool, lin
     what = cx.kind if cx.kind == cx.property else f"{cx.kind} `{cx.property}`"
     mark = "expected" if expected else "**UNEXPECTED**"
     out = [f"<details{'' if expected else ' open'}><summary><code>{_html(v.variant)}</code>: {_html(what)}, "
-           f"{mark}: {_html(cx.message)} ({_steps(cx.trace)})</summary>", ""]
+           f"{mark}: {_html(cx.message)} ({shape(cx.trace)})</summary>", ""]
     if detail == "full":
         out += ["Race diagram (one column per process, time going down):", ""]
         out += _fence(race_diagram(cx.trace), "text")

@@ -11,7 +11,7 @@ Mermaid `loop` block; the violation is the closing note.
 from __future__ import annotations
 
 from ..results.trace import Action, Counterexample, RunResult, Trace, show_value
-from .files import counterexamples, describe, file_stem, write_text
+from .files import counterexamples, describe, file_stem, loop_back, write_text
 from .text import effect_text, wrap_cell
 
 MEMORY = "mem"
@@ -67,7 +67,7 @@ def sequence_diagram(t: Trace, title: str, closing: str) -> str:
             indent = "        "
         out.append(indent + _step(i + 1, a, ids, declared))
     if t.loop_start is not None:
-        out.append(f"        Note over {span_all}: back to step {t.loop_start + 1}")
+        out.append(f"        Note over {span_all}: {loop_back(t)}")
         out.append("    end")
     if t.failure is not None:
         out.append("    " + _step(t.length + 1, t.failure, ids, declared, fails=True))
