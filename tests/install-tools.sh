@@ -9,6 +9,8 @@
 #     explorer (`check --html`).
 # As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
 # it says what is missing, and the tests that need it skip locally (under CI they fail).
+# What is installed already is skipped; apt-get waits for the package lock (a fresh cloud
+# machine runs its own package manager at boot), up to 10 minutes, instead of failing.
 set -euo pipefail
 cd "$(dirname "$0")"
 missing=()
@@ -20,13 +22,18 @@ command -v chromedriver >/dev/null || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "install-tools: apt-get install ${missing[*]}"
-    # another apt-get (a CI image's first boot, a neighbour's install) may hold the lock: wait for it
-    apt-get -o DPkg::Lock::Timeout=600 update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
+    wait_lock=(-o DPkg::Lock::Timeout=600)
+    for try in 1 2 3; do  # the lists lock: older apt ignores the timeout there
+      apt-get "${wait_lock[@]}" update -qq && break
+      echo "install-tools: apt-get update failed (try $try of 3; another package manager?); waiting" >&2
+      sleep 20
+    done
+    DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq "${missing[@]}" >/dev/null
   else
     echo "install-tools: missing ${missing[*]}; install them to run every test" >&2
   fi
 fi
+[ ${#missing[@]} -eq 0 ] && echo "install-tools: graphviz, spin, Node.js and Chromium are installed"
 if command -v npm >/dev/null; then
   if [ ! -d mermaid/node_modules/mermaid ] || [ mermaid/package-lock.json -nt mermaid/node_modules/.package-lock.json ]; then
     echo "install-tools: npm ci in tests/mermaid"

@@ -27,7 +27,7 @@ SHIPPED = sorted((ROOT / "models").glob("*.spec"))
 BUDGET = 310
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def run(path: Path, *variants: str, expect: bool = True):
     return checked(path, progress=False, variants=variants, use_expectations=expect)
 
