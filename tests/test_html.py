@@ -89,7 +89,8 @@ def test_every_step_of_the_data_is_the_trace_itself(tmp_path):
     result = sb_result(tmp_path)
     doc = page_data(result)
     assert len(doc["traces"]) == 2 and {t["memory"] for t in doc["traces"]} == {"tso", "lkmm"}
-    for t, (v, o) in zip(doc["traces"], [(v, o) for v in result.variants for o in v.outcomes if o.counterexample]):
+    found = [(v, o) for v in result.variants for o in v.outcomes if o.counterexample]
+    for t, (v, o) in zip(doc["traces"], found):
         trace = o.counterexample.trace
         assert len(t["states"]) == len(trace.states) and len(t["steps"]) == trace.steps
         names = t["variables"] + t["buffers"]

@@ -169,7 +169,8 @@ def steps_word(n: int) -> str:
 def loop_back(t: Trace) -> str:
     """Where a lasso's loop goes back to, as every view numbers it: the step it repeats
     from (state N is the state after step N, so step N + 1 starts in it)."""
-    return f"back to step {t.loop_start + 1}"
+    start = t.length if t.loop_start is None else t.loop_start
+    return f"back to step {start + 1}"
 
 
 def shape(t: Trace) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from collections.abc import Sequence
 
 from ..base.safe_text import printable
 from .files import counterexamples, describe, loop_back, shape
@@ -152,7 +153,7 @@ def summary_table(result: RunResult, fold: bool = False, width: int | None = Non
 SPARE_COLUMNS = ("time", "engine", "depth")
 
 
-def _render(rows: list, right: set[int], notes: list[str], width: int | None) -> list[str]:
+def _render(rows: Sequence, right: set[int], notes: list[str], width: int | None) -> list[str]:
     """Rows as aligned columns; a str in `rows` is a line of its own (a variant's name
     above its rows). A row's note follows it, or goes below it when it would not fit."""
     cells_of = [r for r in rows if not isinstance(r, str)]
@@ -174,7 +175,7 @@ def _render(rows: list, right: set[int], notes: list[str], width: int | None) ->
     return lines
 
 
-def fit_table(rows: list[tuple[str, ...]], right: set[int], notes: list[str], width: int | None,
+def fit_table(rows: Sequence[tuple[str, ...]], right: set[int], notes: list[str], width: int | None,
               lead: int) -> list[str]:
     """The summary table within `width` columns: as it is if it fits; else each
     variant's name (and memory model: the `lead` first columns) on a line of its own
@@ -790,7 +791,8 @@ def _run_effects(t: Trace, first: int, last: int) -> str:
         if k in after and after[k] != before.get(k):
             v = after[k]
             if isinstance(v, Buffered) and k.startswith("sb("):
-                shown.append(_buffered_by_run(k, before.get(k) or Buffered(), v))
+                old = before.get(k)
+                shown.append(_buffered_by_run(k, old if isinstance(old, Buffered) else Buffered(), v))
             elif isinstance(v, Buffered) and k.startswith("view("):
                 views.append(effect_text(k, v))
             else:
