@@ -147,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"--dot-graph draws variants with at most N states (default {DEFAULT_GRAPH_LIMIT})")
     out.add_argument("--svg", action="store_true", help="with --dot: render every .dot file to .svg with Graphviz")
     out.add_argument("--report", metavar="OUT.md", help="a Markdown review report for a pull request or review")
+    out.add_argument("--trace-url", metavar="URL",
+                     help="with --report: link each whole trace as URL/<model>.<variant>.<property>.txt (where "
+                          "CI publishes OUT.traces/) when it is not embedded in the report")
     out.add_argument("--html", metavar="DIR",
                      help="the trace explorer: DIR/<model>.html, one self-contained page to step through "
                           "every counterexample in a browser (no server, no network)")
@@ -299,7 +302,9 @@ def replay_exit_code(results: list[ReplayResult]) -> int:
 def _outputs(args, parser) -> OutputRequest:
     req = OutputRequest(json=args.json, itf=args.itf, mermaid=args.mermaid, dot=args.dot, dot_graph=args.dot_graph,
                         svg=args.svg, report=args.report, sarif=args.sarif, junit=args.junit,
-                        html=args.html, timing=args.with_timing)
+                        html=args.html, trace_url=args.trace_url, timing=args.with_timing)
+    if args.trace_url and not args.report:
+        parser.error("--trace-url URL says where the report's whole traces are: it needs --report OUT.md")
     if (args.dot_graph or args.svg) and not args.dot:
         parser.error("--dot-graph and --svg need --dot DIR (where the .dot files go)")
     if args.replay and req.any:

@@ -15,6 +15,7 @@ import subprocess
 
 from ..results.trace import Action, RunResult, StateSpace, Trace, TraceState, show_value
 from .files import counterexamples, describe, file_stem, loop_back, variant_stem, write_text
+from .text import wrap_cell
 
 
 def quote(text: str) -> str:
@@ -36,9 +37,16 @@ def _assignments(pairs) -> str:
 
 
 def _step_label(n: int | None, a: Action) -> str:
+    """The step: who, where, the statement, and what it decided (the branch taken and
+    the values tested, what a cmpxchg or xchg returned), as every other format says it."""
     where = f" line {a.span.line}" if a.span else ""
     num = f"{n}. " if n is not None else ""
-    return f"{num}{a.process}{where}\n{a.text}"
+    said = "".join("\n" + line for line in wrap_cell(f"in {a.call}", WRAP, rest="  ")) if a.call else ""
+    said += "".join("\n" + line for line in wrap_cell(a.detail, WRAP, "=> ", "   ")) if a.detail else ""
+    return f"{num}{a.process}{where}\n{a.text}{said}"
+
+
+WRAP = 60  # characters per line of an edge's label
 
 
 def trace_graph(t: Trace, name: str, title: str, message: str) -> str:

@@ -162,6 +162,15 @@ def _dump(x, indent: int, width: int, used: int = 0) -> str:
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
 
 
+def race_key(cx: Counterexample) -> tuple:
+    """What makes two counterexamples the same race (their steps), so that a view shows
+    it once and names the others; a lemma's (its values are the point) or a violation in
+    the initial state is never the same as another."""
+    if not cx.trace.actions:
+        return (id(cx),)
+    return tuple((a.process, a.span, a.text, a.changes) for a in cx.trace.actions)
+
+
 def steps_word(n: int) -> str:
     return f"{n} step{'s' if n != 1 else ''}"
 

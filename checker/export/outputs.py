@@ -28,6 +28,7 @@ class OutputRequest:
     dot_graph: bool = False  # also the whole state graph (needs the engine to record it)
     svg: bool = False  # render every DOT file with Graphviz
     report: str | None = None  # Markdown file
+    trace_url: str | None = None  # the report links each whole trace there (where CI publishes OUT.traces/)
     html: str | None = None  # folder: the trace explorer, one page per run
     sarif: str | None = None
     junit: str | None = None
@@ -76,7 +77,7 @@ def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], lis
             except (GraphvizMissing, RuntimeError) as e:
                 warnings.append(f"--svg: {e}; wrote the .dot files only")
     if req.report:
-        written += write_report(result, req.report, req.timing)
+        written += write_report(result, req.report, req.timing, req.trace_url)
     if req.html:
         written += write_html(result, req.html)
     if req.sarif:

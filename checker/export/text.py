@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ..base.safe_text import printable
-from .files import counterexamples, describe, loop_back, shape
+from .files import counterexamples, describe, loop_back, race_key, shape
 from ..results.trace import (
     LKMM_HOLDS_NOTE,
     MEMORY,
@@ -946,23 +946,18 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
              summary_table(result, fold=not full, width=width)]
     if show_traces:
         expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
-        def race(cx: Counterexample) -> tuple:
-            if not cx.trace.actions:  # a lemma (shown whole: its values are the point) or a bad initial state
-                return (id(cx),)
-            return tuple((a.process, a.span, a.text, a.changes) for a in cx.trace.actions)
-
         quiet = [(v, cx) for v, cx in counterexamples(result)
                  if not full and expected.get((v.variant, cx.property), False)]
         races: dict[tuple, list[tuple[str, Counterexample]]] = {}  # expected violations with the same race
         for v, cx in quiet:
-            races.setdefault(race(cx), []).append((v.variant, cx))
+            races.setdefault(race_key(cx), []).append((v.variant, cx))
         intro, in_full = False, False  # the compact block's one-line legend; was the last one in full?
         for v, cx in counterexamples(result):
             if not any(cx is c for _, c in quiet):
                 parts += ["", format_counterexample(cx, v.variant, width, BOTH)]
                 in_full = True
                 continue
-            group = races[race(cx)]
+            group = races[race_key(cx)]
             if group[0][1] is not cx:
                 continue  # named in the title of the first with its race
             if in_full or not intro:
