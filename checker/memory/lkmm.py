@@ -146,7 +146,6 @@ class Views:
     cpus: tuple[CpuViews, ...]
     gsc: tuple[int, ...]  # the global SC-fence view, by location index
     accesses: dict = field(default_factory=dict)  # (gid, step uid) -> (Access, failure Access or None)
-    by_slot: dict = field(default_factory=dict)  # memory slot -> location index
     lazy: bool = True  # propagations only where they can matter (Machine.propagate)
 
     def cpu(self, gid: int) -> CpuViews | None:
