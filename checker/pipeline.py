@@ -17,7 +17,7 @@ from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
-from .base.errors import NOWHERE, Span, SpecError, did_you_mean
+from .base.errors import NOWHERE, Span, SpecError, SpecErrors, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
 from .export.itf import TraceFormatError, read_itf
@@ -138,6 +138,50 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     # lazy propagation under lkmm is a reduction: off with --no-por and for --dot-graph
     return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """What is wrong with a spec's text, found without searching it: its input errors,
+    each with a code and the variants it shows in (none: the text itself, before any
+    variant), and the resolver's warnings, as (line, message)."""
+
+    errors: tuple[tuple[SpecError, tuple[str, ...]], ...]
+    warnings: tuple[tuple[int, str], ...] = ()
+    variants: tuple[str, ...] = ()  # every variant it compiled (none when the text does not parse)
+
+
+def diagnose(source: str, file: str) -> Diagnosis:
+    """Every error `check` would stop at before searching: the text parsed, then each
+    variant resolved, lowered and compiled (an editor's diagnostics as one types). An
+    error shared by several variants is reported once, with their names."""
+    try:
+        spec = parse(source, file)
+    except SpecError as e:
+        return Diagnosis(tuple((x, ()) for x in _each(e)))
+    except RecursionError:
+        return Diagnosis(((SpecError(_nowhere(file), "the spec nests too deeply to check", code="TR107"), ()),))
+    errors: dict[tuple, tuple[SpecError, list[str]]] = {}
+    warnings: dict[tuple[int, str], None] = {}
+    for v in variant_names(spec):
+        try:
+            cm = compile_variant(spec, v, Options())
+        except SpecError as e:
+            found = _each(e)
+        except RecursionError:
+            found = (SpecError(_nowhere(file), "the model nests too deeply to check", code="TR107"),)
+        else:
+            warnings.update(dict.fromkeys(cm.program.model.warnings))
+            continue
+        for one in found:
+            errors.setdefault((one.span, one.message), (one, []))[1].append(v)
+    ordered = sorted(errors.values(), key=lambda x: (x[0].span.line, x[0].span.col))
+    return Diagnosis(tuple((e, tuple(vs)) for e, vs in ordered), tuple(warnings), tuple(variant_names(spec)))
+
+
+def _each(e: SpecError) -> tuple[SpecError, ...]:
+    """The errors one SpecError stands for (a SpecErrors holds several), each with a code."""
+    return tuple(x.with_code("TR001") for x in (e.errors if isinstance(e, SpecErrors) else (e,)))
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
@@ -550,5 +594,5 @@ def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list
     return results
 
 
-__all__ = ["Options", "load", "check_spec", "check_variant", "compile_variant", "load_trace", "replay_trace",
+__all__ = ["Options", "Diagnosis", "diagnose", "load", "check_spec", "check_variant", "compile_variant", "load_trace", "replay_trace",
            "BASE"]
