@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="re-run a saved counterexample (a --json file or an .itf.json) against the model "
                           "(the base variant unless --variant) and say where it diverges or that it reproduces")
     rep.add_argument("--replay-pick", metavar="VARIANT/PROPERTY",
-                     help="which counterexample of a --json file with several to replay")
+                     help="which counterexample of a --json file with several to replay (not needed when "
+                          "--variant leaves one)")
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "

@@ -528,10 +528,10 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
 # ---- replaying a saved trace ---------------------------------------------------
 
 
-def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]:
+def load_trace(path: str, pick: str | None = None, variants: tuple[str, ...] = ()) -> tuple[str, Counterexample]:
     """(recorded variant, counterexample) from a `--json` result file or an `--itf` trace.
-    A result file with several counterexamples needs `pick`: `VARIANT/PROPERTY` or
-    `PROPERTY`."""
+    A result file with several counterexamples needs `pick` (`VARIANT/PROPERTY` or
+    `PROPERTY`), unless only one of them was recorded on the `variants` replayed."""
     import json
 
     where = _nowhere(path)
@@ -568,6 +568,8 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
     names = [f"{v}/{cx.property}" for v, cx in found]
     if pick:
         found = [(v, cx) for v, cx in found if pick in (f"{v}/{cx.property}", cx.property)]
+    elif len(found) > 1 and len(on := [(v, cx) for v, cx in found if v in variants]) == 1:
+        found = on  # `--variant V` leaves one: the counterexample recorded on V
     if len(found) != 1:
         what = "no counterexample" if not found else f"{len(found)} counterexamples"
         raise SpecError(where, f"{path} has {what}" + (f" matching '{pick}'" if pick else ""),
@@ -585,7 +587,7 @@ def _number_problem(e: Exception) -> str:
 
 def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:
     """Replays a saved counterexample against each selected variant (default: base)."""
-    recorded_variant, cx = load_trace(path, pick)
+    recorded_variant, cx = load_trace(path, pick, opts.variants)
     results = []
     for v in selected_variants(spec, opts.variants or (BASE,)):
         cm = compile_variant(spec, v, opts)

@@ -919,10 +919,13 @@ def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
     longest = max((len(st.recorded.text) for st in r.steps), default=0)
     marks = {ReplayStatus.OK: "ok", ReplayStatus.CHANGED: "ok, changed", ReplayStatus.SKIPPED: "skipped",
              ReplayStatus.DIVERGED: "DIVERGES"}
-    for st in r.steps:
+    # the edited file's line; a statement it no longer has shows the recorded one, marked
+    wheres = [f"line {st.line}" if st.line else (f"was line {st.recorded.span.line}" if st.recorded.span else "")
+              for st in r.steps]
+    wherew = max(map(len, wheres), default=0)
+    for st, where in zip(r.steps, wheres):
         a = st.recorded
-        where = f"line {a.span.line}" if a.span else ""
-        head = f"  {str(st.number).rjust(numw)}. {a.process:<10} {where:<8} "
+        head = f"  {str(st.number).rjust(numw)}. {a.process:<10} {where:<{wherew}} "
         mark = f"  [{marks[st.status]}]"
         room = max(20, width - len(head) - len(mark))
         text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."
