@@ -123,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
-                   help="N random runs (of --depth steps) instead of a search: finds violations, never "
-                        "says holds (exit 3 when none is found)")
+                   help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
+                        "no run has been in: finds violations, never says holds (exit 3 when none is found), "
+                        "and says how many distinct states the runs went through")
     z.add_argument("--seed", type=_whole_number(0), default=0, metavar="S",
                    help="--simulate: the random seed (the same seed gives the same runs)")
     p.add_argument("--coverage", action="store_true",

@@ -435,7 +435,7 @@ def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantR
     model = cm.program.model
     cxs, error, stats = simulate.simulate(cm, opts.simulate, opts.limits.check_deadlock)
     outcomes = simulate.outcomes(model, cxs, error, opts.simulate, opts.use_expectations,
-                                 opts.limits.check_deadlock)
+                                 opts.limits.check_deadlock, stats.states)
     outcomes, error = explain(cm, outcomes, error)  # each step says what it did, as a search's do
     return VariantResult(variant, tuple(model.constants.items()), outcomes, stats, model.memory,
                          fairness_of(model), error, model.store_buffer)

@@ -92,7 +92,8 @@ def summary_table(result: RunResult, fold: bool = False) -> str:
     memory, notes = ["memory"], [""]  # per row: the variant's memory model; text after the row
     for v in result.variants:
         first = True
-        states = f"{v.stats.states:,}" if v.stats.engine == "explicit" else "-"  # Z3 counts no states
+        # Z3 counts no states; a simulation counts the distinct states its runs went through
+        states = f"{v.stats.states:,}" if v.stats.engine in ("explicit", "simulate") else "-"
         if fold and _foldable(v):
             bad = [o for o in v.outcomes if o.verdict is Verdict.VIOLATED]
             n, k = len(v.outcomes), len(bad)
