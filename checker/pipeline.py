@@ -7,6 +7,7 @@ what it returns.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 from .front import ast
@@ -23,6 +24,7 @@ from .export.files import safe_name
 from .export.itf import TraceFormatError, read_itf
 from .export.json import read_json
 from .front.parse import parse
+from .litmus.reader import Litmus, parse_litmus
 from .base.progress import Progress
 from .backends.promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
@@ -71,24 +73,73 @@ class Options:
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
 
 
+WORKERS_PER_CORE = 4  # workers beyond this many per core only add processes that wait (and open files)
+
+
+def default_workers() -> int:
+    """The cores this process may run on. Small searches never start a worker (below
+    engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def max_workers() -> int:
+    """The most worker processes a search may ask for here (`--workers`, the API's `workers`)."""
+    return WORKERS_PER_CORE * default_workers()
+
+
+def too_many_workers() -> str:
+    """Why more than max_workers() are refused, said the same by the CLI and the API."""
+    cores = default_workers()
+    return (f"at most {max_workers()} here ({WORKERS_PER_CORE} per core, {cores} core{'s' if cores != 1 else ''}); "
+            "more only wait for a core")
+
+
 def load(path: str) -> Spec:
+    return parse(read_input(path, "a spec"), path)
+
+
+def load_litmus(path: str) -> Litmus:
+    """A kernel litmus C test, read as a spec is (the same cap and errors)."""
+    return parse_litmus(read_input(path, "a litmus test"), path)
+
+
+def read_input(path: str, what: str) -> str:
+    """The text of an input file, or a SpecError saying why it has none: missing, a
+    folder, not UTF-8 (where), unreadable, or more than MAX_SPEC_CHARS (a device such as
+    /dev/zero or /dev/urandom, which would never end)."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = read_capped(f, path, MAX_SPEC_CHARS, "a spec")
+            return read_capped(f, path, MAX_SPEC_CHARS, what)
     except FileNotFoundError:
-        raise SpecError(_nowhere(path), f"no such file: {path}") from None
+        raise SpecError(_nowhere(path), f"no such file: {path}", code="TR600") from None
     except IsADirectoryError:
-        raise SpecError(_nowhere(path), f"{path} is a directory, not a spec file") from None
+        raise SpecError(_nowhere(path), f"{path} is a directory, not {what} file", code="TR600") from None
     except UnicodeDecodeError as e:
-        raise _not_utf8(path, e) from None
+        raise _not_utf8(path, e).with_code("TR600") from None
     except OSError as e:
-        raise SpecError(_nowhere(path), f"cannot read {path}: {e.strerror}") from None
-    return parse(text, path)
+        raise SpecError(_nowhere(path), f"cannot read {path}: {e.strerror}", code="TR600") from None
+
+
+def read_for_display(path: str) -> str | None:
+    """A file's text to show under an error (a bad byte shown as U+FFFD), at most what
+    read_input reads: an endless device is not read to its end again."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(MAX_SPEC_CHARS + 1)
+    except OSError:
+        return None
+    return None if len(text) > MAX_SPEC_CHARS else text
 
 
 def _not_utf8(path: str, first: UnicodeDecodeError) -> SpecError:
     """Where the text stops being UTF-8, as line:col (the column counts characters, a
-    bad byte as one), so an editor can jump there."""
+    bad byte as one), so an editor can jump there. Only a regular file reads the same
+    twice: a device's (/dev/urandom) second read would be other bytes."""
+    if not os.path.isfile(path):
+        return SpecError(_nowhere(path), f"{path} is not UTF-8 text ({first.reason})")
     try:
         with open(path, "rb") as f:
             data = f.read(4 * MAX_SPEC_CHARS + 8)  # no more than load() would have read
@@ -114,7 +165,7 @@ def read_capped(f, path: str, cap: int, what: str):
     text = f.read(cap + 1)
     if len(text) > cap:
         raise SpecError(_nowhere(path), f"{path} holds more than {cap >> 20} MiB, too much for {what}",
-                        "is it the right file? (a device or an endless pipe is never done)")
+                        "is it the right file? (a device or an endless pipe is never done)", code="TR600")
     return text
 
 
@@ -596,5 +647,6 @@ def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list
     return results
 
 
-__all__ = ["Options", "Diagnosis", "diagnose", "load", "check_spec", "check_variant", "compile_variant", "load_trace", "replay_trace",
-           "BASE"]
+__all__ = ["Options", "Diagnosis", "diagnose", "default_workers", "max_workers", "too_many_workers", "load",
+           "load_litmus", "read_input", "read_for_display", "check_spec", "check_variant", "compile_variant",
+           "load_trace", "replay_trace", "BASE"]
