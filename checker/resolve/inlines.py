@@ -13,7 +13,8 @@ import dataclasses
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS
-from ..base.errors import SpecError, did_you_mean
+from ..base.errors import Span, SpecError, did_you_mean
+from ..base.limits import MAX_EXPANSION
 from .base import Ctx
 
 
@@ -44,6 +45,7 @@ class Inlines:
             chain = " -> ".join(ctx.inline_stack + (c.name,))
             raise SpecError(c.name_span, f"recursive inline procedure '{c.name}' ({chain})",
                             "inline procedures are expanded at each call and cannot recurse")
+        _check_depth(c.name, c.name_span, ctx)
         if len(c.args) != len(d.params):
             raise SpecError(c.span, f"'{c.name}' takes {len(d.params)} argument(s), not {len(c.args)}",
                             f"declared at {d.span}")
@@ -55,7 +57,12 @@ class Inlines:
                         in_loop=False,  # like C: break/continue never leave a procedure
                         inline_in_atomic=ctx.in_atomic,
                         inline_stack=ctx.inline_stack + (c.name,))
-        body = self.stmts(d.body.body, inner)
+        try:
+            body = self.stmts(d.body.body, inner)
+        except RecursionError:  # within the limits, the bodies still nest too deep: said at the first call
+            if ctx.inline_stack:
+                raise
+            raise _too_deep(c.name, c.name_span) from None
         if ctx.in_atomic:
             for st in _walk_loops(body):
                 raise SpecError(st.span, "`return` inside a loop of an inline procedure called in `atomic`",
@@ -83,6 +90,7 @@ class Inlines:
         if e.name in ctx.inline_stack:
             raise SpecError(e.name_span, f"recursive function '{e.name}'",
                             "functions are expanded where they are used and cannot recurse")
+        _check_depth(e.name, e.name_span, ctx)
         if len(e.args) != len(d.params):
             raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}")
         # Capture-avoiding substitution: the arguments are resolved in the caller's
@@ -99,7 +107,12 @@ class Inlines:
             params[p.name] = arg
         inner = dataclasses.replace(ctx, params=params, bound={}, effects=False,
                         inline_stack=ctx.inline_stack + (e.name,), what=f"function '{e.name}'")
-        body = self.expr(d.body, inner)
+        try:
+            body = self.expr(d.body, inner)
+        except RecursionError:
+            if ctx.inline_stack:
+                raise
+            raise _too_deep(e.name, e.name_span) from None
         if d.result is not None:
             rt = self._type(d.result)
             self._check_assignable(rt, body, d.body.span, f"the result of '{e.name}'")
@@ -109,6 +122,22 @@ class Inlines:
 
 
 # ---- helpers---------------------------------------------------------------
+
+
+def _check_depth(name: str, span: Span, ctx: Ctx) -> None:
+    """Refuses a call whose expansion would nest more than MAX_EXPANSION calls deep."""
+    stack = ctx.inline_stack + (name,)
+    if len(stack) > MAX_EXPANSION:
+        chain = " -> ".join(stack) if len(stack) <= 6 else " -> ".join(stack[:3] + ("...",) + stack[-2:])
+        raise SpecError(span, f"inline and fn calls nest {len(stack)} deep here ({chain}); the limit is "
+                        f"{MAX_EXPANSION}", "each call is expanded in place: call the inner ones from a shallower "
+                        "level, or merge procedures that only call the next", code="TR107")
+
+
+def _too_deep(name: str, span: Span) -> SpecError:
+    return SpecError(span, f"the expansion of '{name}' nests too deeply to resolve (its calls' bodies, one "
+                     "inside the other)", "split the nested statements or expressions over more procedures "
+                     "called one after another", code="TR107")
 
 
 def _walk_loops(body, in_loop=False):
