@@ -12,7 +12,7 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import ALIASES, BUILTINS
+from ..semantics.primitives import ALIASES, BUILTINS, Cls
 from ..base.errors import Span, SpecError, did_you_mean
 from ..base.limits import MAX_EXPANSION
 from .base import Ctx
@@ -29,6 +29,9 @@ class Inlines:
         if c.name in self.inlines:
             return self._expand_inline(c, ctx)
         name = ALIASES.get(c.name, c.name)
+        if name in BUILTINS and BUILTINS[name].cls is Cls.PURE:  # it would fold to a constant: no step at all
+            raise SpecError(c.span, f"'{c.name}' computes a value, and this statement drops it",
+                            "use it in an expression, e.g. `x = " + c.name + "(...)`, or delete the statement")
         if name in BUILTINS:
             e = self._builtin(c, dataclasses.replace(ctx, effects=True), statement=True)
             return m.SEval(s.span, e)
@@ -92,7 +95,8 @@ class Inlines:
                             "functions are expanded where they are used and cannot recurse")
         _check_depth(e.name, e.name_span, ctx)
         if len(e.args) != len(d.params):
-            raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}")
+            raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}",
+                            f"declared at {d.span}")
         # Capture-avoiding substitution: the arguments are resolved in the caller's
         # scope, the body in a scope of its own parameters only, so a caller's
         # quantifier variable, lemma parameter or fn parameter named like one of ours
