@@ -67,3 +67,29 @@ def test_the_mutants_are_mostly_errors():
     rng = random.Random(0)
     results = [bool(diagnose(t, "example.spec").errors) for ex in EXAMPLES[:10] for t in mutants(ex.source, rng, 10)]
     assert 0.4 < sum(results) / len(results) < 1.0
+
+
+def test_a_pure_built_in_as_a_statement_is_refused():
+    """Found by the fuzzer: `max(0, 1);` folded to a constant that the IR took for a call
+    (AttributeError)."""
+    [(e, _)] = diagnose("model m;\nvar x: 0..1 = 0;\nprocess p { max(0, 1); x = 1; }\n", "m.spec").errors
+    assert e.message == "'max' computes a value, and this statement drops it" and e.hint
+    assert (e.span.line, e.span.col) == (3, 13)
+
+
+def test_finish_wait_in_a_process_that_never_waits_is_checked():
+    """Found by the fuzzer: finish_wait in a process with no task state was a KeyError in
+    the compiler. The kernel's finish_wait sets the task running and leaves the queue,
+    both already true here, so the model checks, with the waker's wake-up still needed."""
+    from checker.pipeline import Options, check_spec
+    from checker.front.parse import parse
+
+    text = """model m;
+waitqueue wq;
+var done: bool = false;
+process sleeper { prepare_to_wait(wq); if (!done) schedule(); finish_wait(wq); }
+process waker { done = true; finish_wait(wq); wake_up(wq); }
+"""
+    assert not diagnose(text, "m.spec").errors
+    v = check_spec(parse(text, "m.spec"), Options()).variants[0]
+    assert [(o.property, o.verdict.value) for o in v.outcomes] == [("deadlock", "holds")]
