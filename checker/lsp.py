@@ -71,7 +71,7 @@ def symbols(spec: ast.Spec) -> list[Symbol]:
     out = []
     for d in spec.items:
         kind = next((k for t, k in _KINDS if isinstance(d, t)), None)
-        if kind is None:
+        if kind is None or not isinstance(d, ast.Decl):
             continue
         out.append(Symbol(d.name, kind, _name_span(lines, d.span, d.name), _extent(d)))
         if isinstance(d, ast.EnumDecl):
@@ -183,11 +183,11 @@ def hover_text(spec: ast.Spec | None, source: str, line: int, col: int) -> str |
         return None
     name = found[0]
     sym = definition(spec, source, line, col) if spec is not None else None
-    if sym is None:
+    if sym is None or spec is None:
         return builtin_text(name)
     lines = source_lines(spec.source)
     said = display_line(lines[sym.span.line - 1]).strip() if 0 < sym.span.line <= len(lines) else sym.name
-    above = []  # the comment lines right above a top-level declaration say what it models
+    above: list[str] = []  # the comment lines right above a top-level declaration say what it models
     n = sym.span.line - 1
     while sym.scope is None and n >= 1 and lines[n - 1].lstrip().startswith("//") and len(above) < 12:
         above.insert(0, lines[n - 1].strip())
@@ -306,7 +306,7 @@ def server() -> LanguageServer:
         items = [types.CompletionItem(name, kind=types.CompletionItemKind.Function,
                                       detail=signature(BUILTINS[ALIASES.get(name, name)]),
                                       documentation=types.MarkupContent(types.MarkupKind.Markdown,
-                                                                        builtin_text(name)))
+                                                                        builtin_text(name) or ""))
                  for name in sorted({*BUILTINS, *ALIASES})]
         spec = parsed.get(params.text_document.uri)
         if spec is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..base.errors import NOWHERE, Span, SpecError
+from ..base.errors import Span, SpecError
 
 # ---------------------------------------------------------------- syntax tree
 
