@@ -66,8 +66,7 @@ def test_an_edited_file_shows_its_own_lines_not_the_recorded_ones(saved):
     assert rows == ["1. inc[0] line 13 r = x; [ok]", "2. inc[1] line 13 r = x; [ok]",
                     "3. inc[0] line 14 x = r + 1; [ok]", "4. inc[1] line 14 x = r + 1; [ok]"]
     # and a divergence names the edited file's line too
-    patched = (saved / "models/counter.spec").read_text().replace("    x = r + 1;\n", "    await x == r;\n    x = r + 1;\n")
-    (saved / "models/counter.spec").write_text(patched)
+    edit(saved, "    x = r + 1;\n", "    await x == r;\n    x = r + 1;\n")
     rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
     text = " ".join(out.split())
     assert "step 4: inc[1] at line 15 `x = r + 1;`" in text, out
@@ -83,9 +82,16 @@ def test_a_variable_the_model_no_longer_has_fails_the_replay(saved):
     assert "hint: a renamed variable?" in err and "Traceback" not in err
 
 
+def edit(saved, old: str, new: str) -> None:
+    """The saved folder's counter.spec with `old` replaced by `new` (which must be there)."""
+    path = saved / "models/counter.spec"
+    spec = path.read_text()
+    assert old in spec
+    path.write_text(spec.replace(old, new))
+
+
 def test_a_variable_only_the_model_has_is_noted(saved):
-    spec = (saved / "models/counter.spec").read_text()
-    (saved / "models/counter.spec").write_text(spec.replace("var x: 0..2 = 0;", "var x: 0..2 = 0;\nvar ipi: bool;"))
+    edit(saved, "var x: 0..2 = 0;", "var x: 0..2 = 0;\nvar ipi: bool;")
     rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
     assert rc == 0 and "note: new in this model, free to take any value: ipi" in out
 
@@ -103,9 +109,7 @@ def test_a_json_with_several_traces_needs_no_pick_when_the_variant_leaves_one(tm
 
 
 def test_a_patch_that_rereads_the_counter_closes_the_race(saved):
-    spec = (saved / "models/counter.spec").read_text()
-    patched = spec.replace("    x = r + 1;\n", "    atomic { r = x; x = r + 1; }\n")
-    (saved / "models/counter.spec").write_text(patched)
+    edit(saved, "    x = r + 1;\n", "    atomic { r = x; x = r + 1; }\n")
     rc, out, _ = run_check(saved, "counter", "--replay", "run.json", "--no-expect")
     assert rc == 0, out
     text = " ".join(out.split())
@@ -116,8 +120,7 @@ def test_a_patch_that_rereads_the_counter_closes_the_race(saved):
 
 
 def test_a_changed_initial_state_diverges_at_step_0(saved):
-    spec = (saved / "models/counter.spec").read_text()
-    (saved / "models/counter.spec").write_text(spec.replace("var x: 0..2 = 0;", "var x: 0..2 = 1;"))
+    edit(saved, "var x: 0..2 = 0;", "var x: 0..2 = 1;")
     rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
     assert rc == 0 and "the initial state differs: x is 0 in the trace, 1 here" in out
 
