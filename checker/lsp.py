@@ -10,6 +10,7 @@ inline or fn first, then among the top-level declarations, as the language scope
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -245,6 +246,19 @@ def diagnostics(source: str, path: str) -> list[types.Diagnostic]:
     return out
 
 
+TYPING_PAUSE = 0.25  # seconds without an edit before a changed text is diagnosed
+
+
+def _diagnose(source: str, path: str) -> tuple[ast.Spec | None, list[types.Diagnostic]]:
+    """(the parsed text, for hover and definition; None if it does not parse, its
+    diagnostics)."""
+    try:
+        spec: ast.Spec | None = parse(source, path)
+    except (SpecError, RecursionError):
+        spec = None
+    return spec, diagnostics(source, path)
+
+
 def server() -> LanguageServer:
     """The pygls server with the checker's features, not yet started."""
     ls = LanguageServer("timerace-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
@@ -253,31 +267,44 @@ def server() -> LanguageServer:
     def path_of(uri: str) -> str:
         return to_fs_path(uri) or uri
 
-    def refresh(uri: str, version: int | None) -> None:
-        doc = ls.workspace.get_text_document(uri)
-        path = path_of(uri)
-        try:
-            parsed[uri] = parse(doc.source, path)
-        except (SpecError, RecursionError):
-            pass
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=diagnostics(doc.source, path), version=version))
+    latest: dict[str, int] = {}  # per document, the number of its newest edit
+
+    async def refresh(uri: str, version: int | None, wait: float = 0.0) -> None:
+        """Diagnoses the document's text as it is now, off the event loop (all variants of
+        a large model take seconds), so that hover and definition answer meanwhile; an
+        edit made while waiting or diagnosing supersedes this one, which then publishes
+        nothing."""
+        edit = latest[uri] = latest.get(uri, 0) + 1
+        if wait:
+            await asyncio.sleep(wait)  # typing: wait for a pause
+        if latest.get(uri) != edit:
+            return
+        source, path = ls.workspace.get_text_document(uri).source, path_of(uri)
+        loop = asyncio.get_running_loop()
+        spec, found = await loop.run_in_executor(None, _diagnose, source, path)
+        if latest.get(uri) != edit:
+            return
+        if spec is not None:
+            parsed[uri] = spec
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found,
+                                                                            version=version))
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(params: types.DidOpenTextDocumentParams):
-        refresh(params.text_document.uri, params.text_document.version)
+    async def did_open(params: types.DidOpenTextDocumentParams):
+        await refresh(params.text_document.uri, params.text_document.version)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(params: types.DidChangeTextDocumentParams):
-        refresh(params.text_document.uri, params.text_document.version)
+    async def did_change(params: types.DidChangeTextDocumentParams):
+        await refresh(params.text_document.uri, params.text_document.version, TYPING_PAUSE)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(params: types.DidSaveTextDocumentParams):
-        refresh(params.text_document.uri, None)
+    async def did_save(params: types.DidSaveTextDocumentParams):
+        await refresh(params.text_document.uri, None)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams):
         parsed.pop(params.text_document.uri, None)
+        latest[params.text_document.uri] = latest.get(params.text_document.uri, 0) + 1  # drop a pending one
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
                                                                             diagnostics=[]))
 

@@ -169,6 +169,20 @@ def test_a_typo_is_diagnosed_with_the_checkers_code_hint_and_position(client, tm
     assert client.diagnostics(uri, 2) == []
 
 
+def test_quick_edits_end_with_the_diagnostics_of_the_last_text(client, tmp_path):
+    """Edits in a row: the last text's diagnostics are published (an earlier one may be
+    dropped as superseded, never published after it)."""
+    uri = _open(client, tmp_path, "quick.spec", MODEL)
+    assert client.diagnostics(uri, 1) == []
+    for version, text in ((2, TYPO), (3, TYPO.replace("ipj", "ipk")), (4, MODEL.replace("ipi = true", "ipx = true"))):
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                 "contentChanges": [{"text": text}]})
+    last = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                       and m["params"]["uri"] == uri and m["params"].get("version") == 4)
+    [d] = last["params"]["diagnostics"]
+    assert "unknown name 'ipx'" in d["message"]
+
+
 def test_a_syntax_error_and_a_variant_error_are_diagnosed(client, tmp_path):
     broken = MODEL.replace("var ipi: bool = false;", "var ipi: bool = false")
     uri = _open(client, tmp_path, "syntax.spec", broken)
