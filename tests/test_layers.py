@@ -154,16 +154,10 @@ FRONT_END = frozenset({"checker.front", "checker.front.parse", "checker.front.as
                                            "inlines", "variants", "contexts")})
 ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.lsp", "checker.__main__"})
 
-#: Private names that code merged from i20-exports (counterexamples that explain
-#: themselves) uses across modules, while checker/export/* and explain.py are being
-#: edited: explain compiles its expressions with compile's _Compiler and _Emitter and
-#: walks ir._exprs. Exempt from the private-name and function-level rules until their
-#: owners make them public where they belong; test_exceptions_are_still_needed says when
-#: an entry can go.
-PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
-    ("checker.engines.explain", "checker.backends.python"): frozenset({"_Compiler", "_Emitter"}),
-    ("checker.engines.explain", "checker.ir"): frozenset({"_exprs"}),
-}
+#: Private names a module may use from another, each with the reason (none now: explain
+#: uses the Python back end's Compiler and Emitter and ir.op_exprs, public since the move);
+#: test_exceptions_are_still_needed says when an entry can go.
+PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {}
 
 #: the imports that may stay inside a function, each deferring a heavy dependency:
 #: (importer, imported) -> why. A standard-library module cannot import us back, so
