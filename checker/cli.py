@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--report", metavar="OUT.md", help="a Markdown review report for a pull request or review")
     out.add_argument("--trace-url", metavar="URL",
                      help="with --report: link each whole trace as URL/<model>.<variant>.<property>.txt (where "
-                          "CI publishes OUT.traces/) when it is not embedded in the report")
+                          "CI publishes OUT.traces/) instead of embedding it in the report")
     out.add_argument("--html", metavar="DIR",
                      help="the trace explorer: DIR/<model>.html, one self-contained page to step through "
                           "every counterexample in a browser (no server, no network)")

@@ -234,6 +234,29 @@ def test_stepping_through_a_shipped_models_lasso(browser, tmp_path):
     shot(browser, "pi_timer-lasso-end")
 
 
+def test_a_shipped_models_lkmm_lasso_shows_each_cpus_view(browser, tmp_path):
+    """pi_timer's base_lkmm: the vCPU misses the timer under the LKMM; at each step the
+    views panel is the trace's own `view(cpu)` values."""
+    result = checked(ROOT / "models" / "pi_timer.spec", variants=("base_lkmm",))
+    By = open_page(browser, result, tmp_path)
+    doc = page_data(result)
+    k = next(i for i, t in enumerate(doc["traces"]) if t["loop_start"] is not None)
+    t = next(o.counterexample.trace for o in result.variants[0].outcomes
+             if o.counterexample is not None and o.counterexample.trace.loop_start is not None)
+    choose(browser, "left", k)
+    views = [name for name, _ in t.states[0].values if name.startswith("view(")]
+    assert views == ["view(vcpu)", "view(hrtimer)"]
+    for n in range(1, t.length + 1):
+        browser.find_element(By.CSS_SELECTOR, "#left button.next").click()
+        if n in (1, 7, 8, t.length):
+            values, changed = shown_state(browser, "left", "buffers")
+            assert values == {name: shown(t.states[n].get(name)) for name in views}
+            assert changed == {name for name, _ in t.actions[n - 1].changes if name in views}
+        if n == 7:
+            assert "hrtimer still reads" not in values and values["view(hrtimer)"] != "[] (empty)"
+            shot(browser, "pi_timer-base_lkmm-step7")
+
+
 def test_an_lkmm_trace_shows_each_cpus_view_and_two_traces_side_by_side(browser, tmp_path):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
