@@ -171,7 +171,7 @@ def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> 
 
 
 class Reduction:
-    """Hooks through which a state-space reduction (engines/reduce.py) shapes the search;
+    """Hooks through which a state-space reduction (engines/reduce/) shapes the search;
     the engine calls them with packed states. The base class reduces nothing.
 
     `ample(s, actors)`: the actors (rows of `Search.actors`) to expand in state s, a
