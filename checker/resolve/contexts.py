@@ -10,7 +10,7 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import Arg
+from ..semantics.primitives import BUILTINS, Arg, Cls
 from ..base.errors import Span, SpecError, did_you_mean
 from .base import Ctx
 
@@ -149,6 +149,11 @@ def _cpu_value(x: m.TExpr, i: int) -> int:
                     "write `on cpu 0`, or `on cpu self` in a process array")
 
 
+#: what a notifier may not call: it runs inside the scheduler (kernel/sched/core.c runs the
+#: preempt notifiers with the runqueue lock held), as a step of its own, not as the task
+_BLOCKING = (Cls.SCHEDULE, Cls.WQ_ADD, Cls.WQ_REMOVE)
+
+
 def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
     """A notifier is straight-line code run by the scheduler in the thread's name: it may
     read the thread's locals but not write them (they are the thread's, not the scheduler's)."""
@@ -157,6 +162,11 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
         if target is not None and isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.LOCAL:
             raise SpecError(s.span, f"`on {n.name}` writes {proc}'s local '{target.sym.name}'",
                             "a notifier runs in the scheduler: it may write globals and per-CPU variables")
+        if isinstance(s, m.SEval) and BUILTINS[s.call.name].cls in _BLOCKING:
+            raise SpecError(s.call.span, f"`on {n.name}` calls '{s.call.name}', which "
+                            + ("blocks" if BUILTINS[s.call.name].cls is Cls.SCHEDULE else "changes the task's wait state"),
+                            "a notifier runs inside the scheduler, in one step, and cannot sleep or wait: "
+                            f"move '{s.call.name}' into {proc}'s body")
         if isinstance(s, (m.SLoop, m.SChoose, m.SLabeled, m.SGoto, m.SAwait)):
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")
