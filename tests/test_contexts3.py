@@ -3,12 +3,19 @@ a loop inside one step that never ends) and the context state properties read.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agreement import compiled
+from checker import model as m
 from checker.base.errors import SpecError
 from checker.cli import main
-from checker.engines.explicit import explore
+from checker.results.trace import Verdict
+from checker.engines import liveness
+from checker.engines.explicit import Limits, explore
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NOTIFIER = """model m;
 cpus 2;
@@ -77,3 +84,105 @@ def test_a_loop_that_never_ends_is_reported_by_the_command_line(tmp_path, capsys
     assert main([str(spec), "--workers", "1"]) == 1
     out = " ".join(capsys.readouterr().out.split())  # the message wraps
     assert "(model error)" in out and "it never ends" in out
+
+
+# ---- the context state, read by properties with the names traces print
+
+STATE = """model state;
+cpus 2;
+preemptions 1;
+var x: 0..1 = 0;
+interrupt ipi[2] { x = 1; }
+hrtimer t on cpu 1 { x = 0; }
+interrupt dev on cpu 0 { skip; }
+preemptible process worker on cpu 0 {
+  preempt_disable();
+  send_IPI(1, ipi);
+  hrtimer_start(t);
+  raise_irq(dev);
+  preempt_enable();
+}
+"""
+
+CONTEXT_MODELS = ["models/timer_migration.spec", "models/hv_timer_preempt.spec", "models/vcpu_preempted_kick.spec"]
+
+
+def _initial_reads(cm) -> str:
+    """Every context slot of the initial state as `name == value`, named as traces print it."""
+    model = cm.program.model
+    user = {g.name for g in model.globals if g.name not in _hidden(model)}
+    s = cm.program.initial_states[0]
+    terms = []
+    for k, sl in enumerate(cm.program.layout.slots):
+        local = sl.var.split(".", 1)[1] if sl.process and sl.var else None
+        if sl.kind.value != "var" or sl.var in user or (sl.process and local not in ("cpu",) + CONTEXT_LOCALS):
+            continue
+        if isinstance(sl.type, m.ArrayT) or sl.name.endswith("_expiry"):
+            continue
+        value = ("true" if s[k] else "false") if isinstance(sl.type, m.BoolT) else str(s[k])
+        terms.append(f"{sl.name} == {value}")
+    irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
+    for h in irqs:
+        names = [h.instance_name(i) for i in range(h.instances)]
+        terms += [f"{n}@{m.IRQ_IDLE}" for n in names]
+    return " && ".join(terms)
+
+
+def _hidden(model) -> set[str]:
+    procs = [p.name for p in model.processes]
+    return set(m.CONTEXT_GLOBALS) | {m.pending_name(p) for p in procs} | {m.armed_name(p) for p in procs}
+
+
+CONTEXT_LOCALS = m.CONTEXT_LOCALS
+
+
+@pytest.mark.parametrize("path", CONTEXT_MODELS + ["STATE"])
+def test_every_context_slot_a_trace_prints_is_readable_by_that_name(path):
+    """The initial state's context slots and handler labels, written as the trace prints
+    them, make a `reachable` condition that resolves and is reached (at the initial state)."""
+    text = STATE if path == "STATE" else (ROOT / path).read_text()
+    reads = _initial_reads(compiled(text))
+    assert "curr[0] ==" in reads and "irqs_off[0] == false" in reads and ".preempt_count == 0" in reads
+    handlers = [p for p in compiled(text).program.model.processes
+                if p.context and p.context.kind is m.ContextKind.INTERRUPT]
+    assert ("@end_irq" in reads) is bool(handlers)
+    cm = compiled(text + f"\nreachable probe_initial: {reads};\n")
+    ex = explore(cm, Limits(max_depth=0))
+    assert "probe_initial" in ex.counterexamples  # reached: its negation fails at once
+    assert ex.counterexamples["probe_initial"].trace.length == 0
+
+
+@pytest.mark.parametrize("prop, violated", [
+    ("invariant count_bounded: worker.preempt_count <= 1;", False),
+    ("invariant never_pending: !pending_ipi[1];", True),
+    ("invariant ipi_idle: ipi[1]@end_irq;", True),
+    ("invariant no_handler_with_irqs_off: !(in_irq[0] && irqs_off[0]);", False),
+    ("final nothing_in_flight: !pending_ipi[0] && !pending_ipi[1] && !pending_dev && !armed_t;", False),
+    ("invariant kept_while_disabled: worker.preempt_count == 1 -> curr[worker.cpu] == 1;", False),
+    ("invariant never_preempted: preemptions == 0;", True),
+    ("invariant dev_never_pending_with_preemption_on: pending_dev -> worker.preempt_count == 1;", True),
+    ("property ipi_taken: always eventually (!pending_ipi[1] && ipi[1]@end_irq);", False),
+])
+def test_properties_over_context_state_get_their_verdicts(prop, violated):
+    cm = compiled(STATE + prop + "\n")
+    name = prop.split()[1].rstrip(":")
+    ex = explore(cm, graph=prop.startswith("property"))
+    assert ex.stats.complete
+    if prop.startswith("property"):
+        assert (liveness.check(cm, ex)[0][name].verdict is Verdict.VIOLATED) is violated
+        return
+    assert (name in ex.counterexamples) is violated
+
+
+@pytest.mark.parametrize("text, words", [
+    (STATE.replace("  preempt_enable();", "  if (pending_dev) { x = 0; }\n  preempt_enable();"),
+     "'pending_dev' is execution-context state: properties read it, code does not"),
+    (STATE + "invariant a: worker.asleep;", "'worker.asleep': thread 'worker' never calls schedule()"),
+    (STATE + "invariant a: worker.in_region;", "thread 'worker' has no `preemptible { ... }` region"),
+    (STATE + "invariant a: pending_t2;", "unknown name 'pending_t2'"),
+    (STATE + "invariant a: dev@end_ir;", "end_irq"),
+])
+def test_context_state_read_where_it_does_not_exist_is_an_error(text, words):
+    with pytest.raises(SpecError) as e:
+        compiled(text)
+    assert words in f"{e.value} {e.value.hint}"

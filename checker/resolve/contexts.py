@@ -136,6 +136,40 @@ class Contexts:
         return x
 
 
+    def context_global(self, name: str) -> m.VarSym | None:
+        """The execution-context state named `name` as traces print it (`irqs_off[c]`,
+        `in_irq[c]`, `curr[c]`, `pending_H`, `armed_T`, `preemptions`), typed as
+        semantics/contexts.py makes it: a stand-in that the lowering replaces with the
+        state itself. None when the model has no such state."""
+        if self.cpus is None:
+            return None
+        decls = {d.name: d for d in self.spec.of(ast.ProcessDecl)}
+        per_cpu = lambda elem: m.ArrayT(elem, 0, self.cpus - 1, None)  # noqa: E731
+        typ = None
+        if name in ("irqs_off", "in_irq"):
+            typ = per_cpu(m.BOOL)
+        elif name == "curr":
+            threads = sum(self.process_counts[d.name] or 1 for d in decls.values() if d.cpu is not None and not d.interrupt)
+            typ = per_cpu(m.IntT(0, threads))
+        elif name == "preemptions" and self.preemptions is not None:
+            typ = m.IntT(0, self.preemptions)
+        else:
+            irq = next((d for d in decls.values() if d.interrupt and name in (m.pending_name(d.name),
+                                                                             m.armed_name(d.name) if d.hrtimer else None)),
+                       None)
+            if irq is not None:
+                typ = per_cpu(m.BOOL) if name.startswith("pending_") and self.process_counts[irq.name] else m.BOOL
+        if typ is None:
+            return None
+        return m.VarSym(name, typ, m.Scope.GLOBAL, self.spec.of(ast.CpusDecl)[0].span, ((0,),))
+
+    def context_local(self, proc: m.Process, name: str) -> m.VarSym:
+        """A thread's `preempt_count`, `asleep` or `in_region`, as a property reads it: a
+        stand-in, like `context_global`'s (the lowering says when the thread has none)."""
+        typ = m.IntT(0, m.MAX_PREEMPT_DEPTH) if name == "preempt_count" else m.BOOL
+        return m.VarSym(name, typ, m.Scope.LOCAL, proc.span, ((0,),), proc.name)
+
+
 def _cpu_value(x: m.TExpr, i: int) -> int:
     """The CPU of instance i: a constant, or an expression of `self`."""
     if isinstance(x, m.Const):

@@ -42,10 +42,10 @@ from .. import model as m
 from .primitives import BUILTINS, Arg, Cls, CtxOp
 from ..base.errors import Span, SpecError
 
-HIDDEN_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
+HIDDEN_GLOBALS = m.CONTEXT_GLOBALS
 SCHEDULER = "scheduler"
-MAX_PREEMPT_DEPTH = 3
-IRQ_IDLE = "end_irq"  # the handler's idle pc: a valid end
+MAX_PREEMPT_DEPTH = m.MAX_PREEMPT_DEPTH
+IRQ_IDLE = m.IRQ_IDLE
 SLEEP_IN_ATOMIC = "scheduling_while_atomic"  # the built-in assertion schedule() checks
 
 
@@ -82,9 +82,9 @@ class _Lowering:
                 for i in range(p.instances):
                     self.threads.append(_Thread(p, i, len(self.threads) + 1))
         self.preemptible = [t for t in self.threads if t.proc.context.preemptible]
-        pending_names = [f"pending_{h.name}" for h in self.irqs]
+        pending_names = [m.pending_name(h.name) for h in self.irqs]
         self.timers = [h for h in self.irqs if h.context.hrtimer]
-        timer_names = [f"armed_{h.name}" for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
+        timer_names = [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
         for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
                 + ((SCHEDULER,) if self.preemptible else ()):
             if name in taken:
@@ -104,7 +104,7 @@ class _Lowering:
         for h, name in zip(self.irqs, pending_names):
             typ = arr(m.BOOL) if h.count is not None else m.BOOL
             self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1))
-        self.armed = {h.name: m.VarSym(f"armed_{h.name}", m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),))
+        self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),))
                       for h in self.timers}
         self.bound = model.preemptions if self.preemptible else None
         self.budget = None
@@ -118,7 +118,7 @@ class _Lowering:
         for p in {t.proc.name: t.proc for t in self.threads}.values():
             if p.context.regions:
                 self.region_sym[p.name] = m.VarSym("in_region", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
-            for name in ("preempt_count", "asleep", "in_region"):
+            for name in m.CONTEXT_LOCALS:
                 if any(v.name == name for v in p.locals):
                     raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
                                     "execution-context state", f"rename the local '{name}'")
@@ -182,13 +182,39 @@ class _Lowering:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
             + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
-        props = self.model.properties
+        props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
         if sleeper is not None and all(q.name != SLEEP_IN_ATOMIC for q in props):
             props = props + (m.Property(SLEEP_IN_ATOMIC, m.PropertyKind.ASSERT, sleeper.context.span),)
         return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
                                    step_texts=tuple(self.texts), properties=props)
+
+    def reads(self, prop: m.Property, hidden: tuple) -> m.Property:
+        """`prop` reading the context state itself where the resolver put stand-ins for
+        it (the names traces print: resolve/contexts.py)."""
+        state = {s.name: s for s in hidden}
+        mine = {(p, s.name): s for d in (self.pc_sym, self.asleep_sym, self.region_sym) for p, s in d.items()}
+
+        def real(x):
+            if isinstance(x, (m.Var, m.Elem)) and x.sym.scope is m.Scope.GLOBAL and x.sym.name in state \
+                    and x.sym is not state[x.sym.name]:
+                if isinstance(x, m.Elem):  # `irqs_off[c]`: the index may read stand-ins too
+                    return dataclasses.replace(x, sym=state[x.sym.name], index=_map(x.index, real))
+                return dataclasses.replace(x, sym=state[x.sym.name])
+            if isinstance(x, m.LocalOf) and x.sym.name in m.CONTEXT_LOCALS \
+                    and all(v is not x.sym for p in self.model.processes if p.name == x.process for v in p.locals):
+                sym = mine.get((x.process, x.sym.name))
+                if sym is None:
+                    why = {"preempt_count": "is never preempted and never calls schedule(): its count is not kept",
+                           "asleep": "never calls schedule()",
+                           "in_region": "has no `preemptible { ... }` region"}[x.sym.name]
+                    raise SpecError(x.span, f"'{x.process}.{x.sym.name}': thread '{x.process}' {why}")
+                return dataclasses.replace(x, sym=sym)
+            return None
+
+        fields = {f: _map(getattr(prop, f), real) for f in ("cond", "trigger", "goal") if getattr(prop, f) is not None}
+        return dataclasses.replace(prop, **fields)
 
     def handler(self, p: m.Process) -> m.Process:
         ctx = p.context
@@ -433,7 +459,7 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
     low.n, low.span = model.cpus, model.processes[0].span
     low.irqs_off, low.in_irq, low.curr = g["irqs_off"], g["in_irq"], g["curr"]
     low.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
-    low.pending = {h.name: g[f"pending_{h.name}"] for h in low.irqs}
+    low.pending = {h.name: g[m.pending_name(h.name)] for h in low.irqs}
     low.threads = []
     for p in model.processes:
         if p.context and p.context.kind is m.ContextKind.THREAD:
@@ -533,19 +559,26 @@ def _subst(x, sym: m.VarSym, by: m.TExpr):
     """`x` (an expression or an IR operation) with the variable `sym` read as `by`: the
     sched-in notifier sees the CPU the thread is put on, whatever order the step's
     operations read their operands in."""
-    if isinstance(x, m.Var) and x.sym is sym:
-        return by
+    return _map(x, lambda e: by if isinstance(e, m.Var) and e.sym is sym else None)
+
+
+def _map(x, f):
+    """`x` (an expression or an IR operation) with each node for which `f` gives a
+    replacement replaced, the rest rebuilt only where something below changed."""
+    got = f(x)
+    if got is not None:
+        return got
     if isinstance(x, tuple):
-        return tuple(_subst(a, sym, by) for a in x)
+        return tuple(_map(a, f) for a in x)
     if not dataclasses.is_dataclass(x) or isinstance(x, (m.Const, m.Var, m.Type, m.VarSym)):
         return x
     changes = {}
-    for f in dataclasses.fields(x):
-        v = getattr(x, f.name)
+    for fl in dataclasses.fields(x):
+        v = getattr(x, fl.name)
         if isinstance(v, (m.TExpr, tuple)) or (dataclasses.is_dataclass(v) and not isinstance(v, (m.Type, m.VarSym))):
-            nv = _subst(v, sym, by)
+            nv = _map(v, f)
             if nv is not v:
-                changes[f.name] = nv
+                changes[fl.name] = nv
     return dataclasses.replace(x, **changes) if changes else x
 
 
