@@ -46,6 +46,7 @@ HIDDEN_GLOBALS = m.CONTEXT_GLOBALS
 SCHEDULER = "scheduler"
 MAX_PREEMPT_DEPTH = m.MAX_PREEMPT_DEPTH
 IRQ_IDLE = m.IRQ_IDLE
+DRAINED = "sb_drained"  # tso: per CPU, its thread's store buffer is empty for an interrupt or preemption
 SLEEP_IN_ATOMIC = "scheduling_while_atomic"  # the built-in assertion schedule() checks
 
 
@@ -70,10 +71,11 @@ class _Lowering:
         self.texts: list = []
         span = next((p.context.span for p in model.processes if p.context), model.processes[0].span)
         self.span = span
-        if model.memory != "sc":  # the context state would go through store buffers / views
-            raise SpecError(span, f"execution contexts under `memory {model.memory}` are not supported yet",
-                            f"check the context model under sc (the default), or the {model.memory} protocol "
+        if model.memory == "lkmm":
+            raise SpecError(span, "execution contexts under `memory lkmm` are not supported yet",
+                            "check the context model under sc (the default) or tso, or the lkmm protocol "
                             "without contexts")
+        self.tso = model.memory == "tso"
         taken = {g.name for g in model.globals} | {p.name for p in model.processes}
         self.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
         self.threads: list[_Thread] = []
@@ -95,21 +97,26 @@ class _Lowering:
                 raise SpecError(h.context.span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
                                 f"the model has {self.n} CPUs: write `interrupt {h.name}[{self.n}]`")
         arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
-        self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
-        self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
+        # the CPU's own state, not memory: never in a store buffer (a `ghost var`)
+        self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True)
+        self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True)
         first = [next((t.id for t in self.threads if t.proc.context.cpus[t.index] == c), 0) for c in range(self.n)]
         self.curr = m.VarSym("curr", arr(m.IntT(0, len(self.threads))), m.Scope.GLOBAL, span,
-                             tuple((v,) for v in first))
+                             tuple((v,) for v in first), ghost=True)
+        # tso: the thread on CPU c has drained its store buffer for an interrupt or a preemption
+        self.drained = m.VarSym(DRAINED, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
+            if self.tso else None
         self.pending = {}
         for h, name in zip(self.irqs, pending_names):
             typ = arr(m.BOOL) if h.count is not None else m.BOOL
-            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1))
-        self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),))
-                      for h in self.timers}
+            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1),
+                                            ghost=True)
+        self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),),
+                                       ghost=True) for h in self.timers}
         self.bound = model.preemptions if self.preemptible else None
         self.budget = None
         if self.preemptible and self.bound is not None:
-            self.budget = m.VarSym("preemptions", m.IntT(0, self.bound), m.Scope.GLOBAL, span, ((0,),))
+            self.budget = m.VarSym("preemptions", m.IntT(0, self.bound), m.Scope.GLOBAL, span, ((0,),), ghost=True)
         # per-thread locals
         self.cpu_sym: dict[str, m.VarSym] = {}
         self.pc_sym: dict[str, m.VarSym] = {}
@@ -181,7 +188,8 @@ class _Lowering:
         if self.preemptible:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
-            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
+            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ()) \
+            + ((self.drained,) if self.drained else ())
         props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
@@ -224,10 +232,12 @@ class _Lowering:
         pending = self.g(sym) if p.count is None else self.at(sym, cpu)
         where = _Where(p, cpu, None)
         body = self.stmts(p.body, where)
-        entry = m.SAtomic(span, (
-            m.SAwait(span, _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))),
-            m.SAssign(span, pending, _c(0, span, m.BOOL)),
-            m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL))))
+        due = _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))
+        take = (m.SAssign(span, pending, _c(0, span, m.BOOL)), m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL)))
+        if self.tso:  # the thread on the CPU drained its store buffer first (`finish`)
+            due = _and(due, _or(_eq(self.at(self.curr, cpu), _c(0, span)), self.at(self.drained, cpu)))
+            take += (m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)),)
+        entry = m.SAtomic(span, (m.SAwait(span, due),) + take)
         leave = m.SAssign(p.end_span, self.at(self.in_irq, cpu), _c(0, span, m.BOOL))
         self.texts.append(((p.name, span), f"irq entry: {p.name}"))
         self.texts.append(((p.name, p.end_span), f"irq exit: {p.name}"))
@@ -267,8 +277,12 @@ class _Lowering:
                          _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)), _not(self.pend(cpu)))
             if p.name in self.region_sym:  # preempted only inside its `preemptible { ... }` regions
                 guard = _and(guard, m.LocalOf(span, m.BOOL, self.region_sym[p.name], p.name, idx))
+            if self.tso:  # the thread drained its store buffer first (`finish`)
+                guard = _and(guard, self.at(self.drained, cpu))
             body = [m.SAwait(span, guard if self.budget is None else
                              _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
+            if self.tso:
+                body.append(m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)))
             where = _Where(p, cpu, None, instance=idx)
             body += list(self.stmts(ctx.sched_out, where))
             body.append(m.SAssign(span, self.at(self.curr, cpu), _c(0, span)))
@@ -348,7 +362,7 @@ class _Lowering:
                             "declare it a thread, `process NAME on cpu 0 { ... }`, or call it in an `interrupt`")
         return dataclasses.replace(w.cpu, span=span)
 
-    def call(self, s: m.SEval, op: CtxOp, w: "_Where") -> m.RStmt:
+    def call(self, s: m.SEval, op: CtxOp, w: "_Where", fenced: bool = False) -> m.RStmt:
         span, a = s.span, s.call.args
         name = s.call.name
         off = lambda: self.at(self.irqs_off, self.cpu_of(w, span, name))  # noqa: E731
@@ -377,6 +391,13 @@ class _Lowering:
             if w.count is None:
                 return m.SSkip(span)  # a thread never preempted, or a handler: nothing to count
             return self.add(w.count, 1 if op is CtxOp.PREEMPT_OFF else -1, span)
+        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START, CtxOp.TIMER_CANCEL) \
+                and w.cpu is not None:
+            # x86: the kernel's IPI send fences before its ICR write (weak_wrmsr_fence), and
+            # hrtimer_start/cancel take the clock base's lock: prior stores are visible first
+            mb = m.SEval(span, m.Builtin(span, m.VOID, "smp_mb", ()))
+            inner = self.call(s, op, w, fenced=True)
+            return m.SAtomic(span, (mb,) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
         if op is CtxOp.RAISE:
             h = self.irqs[a[0].value]
             if h.count is not None:
@@ -460,6 +481,7 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
     low.irqs_off, low.in_irq, low.curr = g["irqs_off"], g["in_irq"], g["curr"]
     low.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
     low.pending = {h.name: g[m.pending_name(h.name)] for h in low.irqs}
+    low.tso, low.drained = model.memory == "tso", g.get(DRAINED)
     low.threads = []
     for p in model.processes:
         if p.context and p.context.kind is m.ContextKind.THREAD:
@@ -473,6 +495,12 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
         if any(k[0] == p.name for k in texts):
             steps_at = tuple(tuple(_retext(st, texts) for st in at) for at in pir.steps_at)
             pir = dataclasses.replace(pir, steps_at=steps_at, steps=tuple(_retext(st, texts) for st in pir.steps))
+        if p.context and p.context.kind is m.ContextKind.INTERRUPT and low.tso:
+            # x86: taking an interrupt drains the store buffer and IRET is serializing (SDM
+            # vol. 3A, 11.10 and 9.3): its entry and exit, the generated steps, are fences
+            fenced = lambda st: dataclasses.replace(st, fence=True) if st.generated else st  # noqa: E731
+            pir = dataclasses.replace(pir, steps_at=tuple(tuple(fenced(st) for st in at) for at in pir.steps_at),
+                                      steps=tuple(fenced(st) for st in pir.steps))
         out.append(pir)
     return tuple(out)
 
@@ -510,9 +538,12 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         atomic = _or(atomic, m.Bin(span, m.BOOL, ">", m.Var(span, count_sym.type, count_sym), _c(0, span)))
     remade: dict[int, object] = {}
     uid = max((st.uid for st in pir.steps), default=-1) + 1
+    # tso: `sb_drained[c]` says the thread on CPU c has an empty store buffer, for an
+    # interrupt entry or a preemption to rely on; any step of the thread clears it
+    undrain = (ir.OAssign(low.at(low.drained, cpu), _c(0, span, m.BOOL)),) if low.tso else ()
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
-        body = tuple(frees(st.body))
+        body = undrain + tuple(frees(st.body))
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
             guard = _or(here, asleep)
             body = (ir.OAssert(SLEEP_IN_ATOMIC, _or(asleep, _not(atomic)), st.span),
@@ -528,10 +559,26 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         if any(st.kind is ir.StepKind.SCHEDULE for st in at):
             # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
             where_s = next(st.span for st in at if st.kind is ir.StepKind.SCHEDULE)
-            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + tuple(sched_out) \
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + undrain + tuple(sched_out) \
                 + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
             text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None, generated=True)
+            # a context switch takes the runqueue lock: a full barrier (tso: a fence)
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None,
+                         fence=low.tso, generated=True)
+            uid += 1
+            new.append(st)
+            extra.append(st)
+        if pc not in end_pcs and low.tso:
+            # the thread drains its store buffer (a fence step) before an interrupt due on
+            # its CPU is taken, and whenever it may be preempted
+            due = _and(_not(low.at(low.irqs_off, cpu)), low.pend(cpu))
+            if p.context.preemptible:
+                due = _c(1, span, m.BOOL)
+            guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)),
+                         _not(low.at(low.drained, cpu)), due)
+            body = (ir.OAssign(low.at(low.drained, cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
+                         fence=True, generated=True)
             uid += 1
             new.append(st)
             extra.append(st)
@@ -543,10 +590,15 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                 if asleep is not None:  # a sleeper comes back through schedule() first
                     guard = _and(guard, _not(asleep))
                 body = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
+                if low.tso:
+                    body.append(ir.OAssign(low.at(low.drained, dest), _c(0, span, m.BOOL)))
                 body += [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
                 text = f"sched in{where}" + (" (sched_in)" if p.context.sched_in else "")
-                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None, generated=True)
+                # migration: the old CPU's accesses before the new one's (kernel/sched/core.c,
+                # "Notes on Program-Order guarantees on SMP systems"): tso, a fence
+                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None,
+                             fence=low.tso, generated=True)
                 uid += 1
                 new.append(st)
                 extra.append(st)
