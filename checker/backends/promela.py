@@ -198,10 +198,6 @@ def refuse(program: Program) -> None:
                         "engine's (checker/memory/lkmm.py)",
                         "translate the variant under sc or tso (--memory-model tso), or check it with the "
                         "explicit engine")
-    if model.memory == "tso" and model.cpus is not None:
-        raise SpecError(where, "the Promela twin has no execution contexts under `memory tso` yet: how an "
-                        "interrupt or a context switch drains the store buffer is not checked against SPIN",
-                        "translate the variant under sc, or check it with the explicit engine")
     for b in program.layout.buffers:
         wide = [v for v in b.locations if _c_type(v.type.elem if isinstance(v.type, m.ArrayT) else v.type)]
         if wide:
