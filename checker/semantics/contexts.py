@@ -32,6 +32,12 @@ assertion `scheduling_while_atomic` fails there, with a trace, rather than the t
 sleeping with its CPU's interrupts still off.
 Sched-in steps belong to the thread, so weak fairness makes them eventual; preemption
 belongs to an unfair process, so fairness never forces it.
+
+Under `memory tso` the context state is outside the memory model (ghost), and x86's
+drains are explicit: at each pc a thread has a fence step that sets `sb_drained[c]`, which
+a handler's entry and a preemption wait for when a thread is on CPU c, and which the
+thread's next step clears; handler entry and exit, schedule(), sched-in and the raising
+primitives are fences (LANGUAGE.md, "Under x86-TSO").
 """
 
 from __future__ import annotations
@@ -391,10 +397,10 @@ class _Lowering:
             if w.count is None:
                 return m.SSkip(span)  # a thread never preempted, or a handler: nothing to count
             return self.add(w.count, 1 if op is CtxOp.PREEMPT_OFF else -1, span)
-        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START, CtxOp.TIMER_CANCEL) \
-                and w.cpu is not None:
-            # x86: the kernel's IPI send fences before its ICR write (weak_wrmsr_fence), and
-            # hrtimer_start/cancel take the clock base's lock: prior stores are visible first
+        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START, CtxOp.TIMER_CANCEL):
+            # what raising orders: the kernel's IPI send fences before its ICR write
+            # (weak_wrmsr_fence), a device's MSI is posted after its DMA writes (PCIe
+            # ordering), hrtimer_start/cancel take the clock base's lock: earlier stores first
             mb = m.SEval(span, m.Builtin(span, m.VOID, "smp_mb", ()))
             inner = self.call(s, op, w, fenced=True)
             return m.SAtomic(span, (mb,) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
@@ -497,7 +503,7 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
             pir = dataclasses.replace(pir, steps_at=steps_at, steps=tuple(_retext(st, texts) for st in pir.steps))
         if p.context and p.context.kind is m.ContextKind.INTERRUPT and low.tso:
             # x86: taking an interrupt drains the store buffer and IRET is serializing (SDM
-            # vol. 3A, 11.10 and 9.3): its entry and exit, the generated steps, are fences
+            # vol. 3A, "Store Buffer", "Serializing Instructions"): entry and exit are fences
             fenced = lambda st: dataclasses.replace(st, fence=True) if st.generated else st  # noqa: E731
             pir = dataclasses.replace(pir, steps_at=tuple(tuple(fenced(st) for st in at) for at in pir.steps_at),
                                       steps=tuple(fenced(st) for st in pir.steps))
