@@ -128,7 +128,7 @@ class SpecError(Exception):
         self.hint = hint
         self.code = code
 
-    def with_code(self, code: str) -> "SpecError":
+    def with_code(self, code: str) -> SpecError:
         """This error, with `code` if it had none (a stage's default)."""
         if self.code is None:
             self.code = code
@@ -167,7 +167,7 @@ class SpecErrors(SpecError):
         super().__init__(first.span, first.message, first.hint, first.code)
         self.errors = tuple(errors)
 
-    def with_code(self, code: str) -> "SpecError":
+    def with_code(self, code: str) -> SpecError:
         for e in self.errors:
             e.with_code(code)
         self.code = self.errors[0].code
