@@ -246,13 +246,15 @@ def test_contexts_under_lkmm_are_still_refused():
     assert "under `memory lkmm` are not supported yet" in str(e.value)
 
 
-@pytest.mark.parametrize("text", [HANDLER_TSO, MIGRATES_TSO, STATE.replace("cpus 2;", "cpus 2;\nmemory tso;")],
-                         ids=["handler", "migration", "state"])
+@pytest.mark.parametrize("text", [HANDLER_TSO, MIGRATES_TSO, STATE.replace("cpus 2;", "cpus 2;\nmemory tso;"),
+                                  "CANCEL"], ids=["handler", "migration", "state", "cancel"])
 def test_spin_agrees_on_contexts_under_tso(text, tmp_path):
     """The Promela twin of a context model under tso (the same lowering, its own back
     end): pan's state count and verdicts are ours."""
     from test_promela import agreement, needs_spin
     needs_spin()
+    if text == "CANCEL":  # defined below
+        text = CANCEL + "variant restart { RESTART = true; }\nvariant restart_tso { RESTART = true; memory tso; }\n"
     spec = tmp_path / "m.spec"
     spec.write_text(text)
     ours, untranslated, differences = agreement(spec, tmp_path)
@@ -281,3 +283,49 @@ def test_oracle_models_under_tso_por_keeps_the_final_states(text):
     finals = {s for s in reduced.graph.states if cm.final_state(s)}
     full = explore(cm, Limits(check_deadlock=False), graph=True)
     assert finals == {s for s in full.graph.states if cm.final_state(s)}
+
+
+# ---- hrtimer_cancel() and hrtimer_try_to_cancel() as values
+
+CANCEL = """model cancel;
+cpus 2;
+const RESTART = false;
+var stage: 0..2 = 0;
+var tried: -1..1 = 0;
+var cancelled: 0..1 = 0;
+hrtimer t on cpu 0 { stage = 1; mid: stage = 2; if (RESTART) hrtimer_start(t); }
+process vcpu on cpu 1 {
+  hrtimer_start(t);
+  tried = hrtimer_try_to_cancel(t);
+  cancelled = hrtimer_cancel(t);
+}
+reachable callback_running: tried == -1;
+reachable dequeued: tried == 1;
+reachable already_run: tried == 0;
+invariant dequeued_never_runs: tried == 1 -> stage == 0 || RESTART;
+final running_then_finished: tried == -1 -> stage == 2;
+final cancel_finds_it_requeued: cancelled == 1 -> RESTART && tried == -1;
+final nothing_left_queued: !armed_t && !pending_t;
+"""
+
+
+@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("restart", [False, True])
+def test_hrtimer_cancel_values(memory, restart):
+    """-1 while the callback runs, 1 for a timer still queued (its callback then never
+    runs), 0 once it has run; hrtimer_cancel waits out a running callback and gives 1
+    only when that callback re-armed the timer (kernel/time/hrtimer.c)."""
+    text = CANCEL.replace("cpus 2;", f"cpus 2;\nmemory {memory};").replace("RESTART = false", f"RESTART = {str(restart).lower()}")
+    reach = {"callback_running", "dequeued", "already_run"}
+    ex = explore(compiled(text))
+    assert ex.stats.complete and ex.model_error is None
+    assert set(ex.counterexamples) == reach  # every `reachable` reached, nothing else violated
+    requeued = compiled(text + "reachable requeued: cancelled == 1;\n")
+    assert ("requeued" in explore(requeued).counterexamples) is restart
+
+
+def test_hrtimer_cancel_value_only_in_an_assignment():
+    with pytest.raises(SpecError) as e:
+        compiled(CANCEL.replace("cancelled = hrtimer_cancel(t);", "if (hrtimer_cancel(t) == 1) cancelled = 1;"))
+    assert "changes the context: call it as a statement" in str(e.value)
+    assert "`r = hrtimer_cancel(...);`" in e.value.hint

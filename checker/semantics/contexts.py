@@ -262,6 +262,25 @@ class _Lowering:
         loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
         return m.Process(name, span, None, False, (), (loop,), frozenset({"end_armed"}), span)
 
+    def cancel(self, op: CtxOp, arg: m.Const, span: Span, name: str, target: m.TExpr | None) -> m.SAtomic:
+        """hrtimer_cancel waits until the callback is not running, hrtimer_try_to_cancel
+        gives -1 then (kernel/time/hrtimer.c); otherwise both disarm the timer, drop an
+        expiry not yet handled, and give whether it was queued (armed or expired, not run)."""
+        h = self.timer(arg, span, name)
+        f = _c(0, span, m.BOOL)
+        first = (_mb(span),) if self.tso else ()  # the clock base's lock: a locked instruction
+        idle = m.At(span, m.BOOL, h.name, None, IRQ_IDLE)
+        armed, pending = self.g(self.armed[h.name]), self.g(self.pending[h.name])
+        queued = m.Ite(span, m.INT, _or(armed, pending), _c(1, span), _c(0, span))
+        off = (m.SAssign(span, armed, f), m.SAssign(span, pending, f))
+        if op is CtxOp.TIMER_CANCEL:
+            got = () if target is None else (m.SAssign(span, target, queued),)
+            return m.SAtomic(span, (m.SAwait(span, idle),) + first + got + off)
+        if target is None:
+            return m.SAtomic(span, first + (m.SIf(span, idle, off, ()),))
+        value = m.Ite(span, m.INT, idle, queued, _c(-1, span))
+        return m.SAtomic(span, first + (m.SAssign(span, target, value), m.SIf(span, idle, off, ())))
+
     def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
         h = self.irqs[arg.value]
         if not h.context.hrtimer:
@@ -333,6 +352,8 @@ class _Lowering:
                                 "a thread's `cpu` changes only when the scheduler migrates it; "
                                 "keep the value in a local of your own")
             v = s.value
+            if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
+                return self.cancel(BUILTINS[v.name].ctx, v.args[0], s.span, v.name, x(s.target))
             if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx is CtxOp.GET_CPU:
                 cpu = self.cpu_of(w, s.span, v.name)
                 ops = (m.SAssign(s.span, x(s.target), cpu),)
@@ -397,13 +418,12 @@ class _Lowering:
             if w.count is None:
                 return m.SSkip(span)  # a thread never preempted, or a handler: nothing to count
             return self.add(w.count, 1 if op is CtxOp.PREEMPT_OFF else -1, span)
-        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START, CtxOp.TIMER_CANCEL):
+        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START):
             # what raising orders: the kernel's IPI send fences before its ICR write
             # (weak_wrmsr_fence), a device's MSI is posted after its DMA writes (PCIe
             # ordering), hrtimer_start/cancel take the clock base's lock: earlier stores first
-            mb = m.SEval(span, m.Builtin(span, m.VOID, "smp_mb", ()))
             inner = self.call(s, op, w, fenced=True)
-            return m.SAtomic(span, (mb,) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
+            return m.SAtomic(span, (_mb(span),) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
         if op is CtxOp.RAISE:
             h = self.irqs[a[0].value]
             if h.count is not None:
@@ -418,11 +438,8 @@ class _Lowering:
             return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
         if op is CtxOp.TIMER_START:
             return m.SAssign(span, self.g(self.armed[self.timer(a[0], span, name).name]), t)
-        if op is CtxOp.TIMER_CANCEL:  # hrtimer_cancel waits for a running callback
-            h = self.timer(a[0], span, name)
-            idle = m.At(span, m.BOOL, h.name, None, IRQ_IDLE)
-            return m.SAtomic(span, (m.SAwait(span, idle), m.SAssign(span, self.g(self.armed[h.name]), f),
-                                    m.SAssign(span, self.g(self.pending[h.name]), f)))
+        if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
+            return self.cancel(op, a[0], span, name, None)
         if op is CtxOp.THIS_CPU_WRITE:
             return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
         raise SpecError(span, f"'{name}' has a value: use it in an expression")
@@ -439,7 +456,7 @@ class _Lowering:
             if op is CtxOp.PER_CPU:
                 return self.at(e.args[0].sym, self.expr(e.args[1], w))
             raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
-                            "`c = get_cpu();` is the one assignment it may be")
+                            f"or assign its value on its own: `r = {e.name}(...);`")
         if isinstance(e, m.Builtin) and w.count is not None and w.proc.context.preemptible \
                 and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
             raise SpecError(e.span, f"'{e.name}' in a preemptible thread is not supported yet",
@@ -666,6 +683,11 @@ def _calls(body, pred) -> bool:
 
 
 # ---- small expression builders
+
+
+def _mb(span: Span) -> m.SEval:
+    """smp_mb(): under tso, what makes a step a fence (ir.is_fence)."""
+    return m.SEval(span, m.Builtin(span, m.VOID, "smp_mb", ()))
 
 
 def _c(v: int, span: Span, t: m.Type = m.INT) -> m.Const:

@@ -77,6 +77,7 @@ class CtxOp(Enum):
     PER_CPU = "a CPU's copy"
     TIMER_START = "arm an hrtimer"
     TIMER_CANCEL = "cancel an hrtimer"
+    TIMER_TRY_CANCEL = "try to cancel an hrtimer"
 
 
 class RmwOp(Enum):
@@ -165,8 +166,7 @@ class Primitive:
     @property
     def statement_only(self) -> bool:
         """Barriers, schedule() and spin_lock() have no value and take a step of their own."""
-        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE,
-                                                                                 CtxOp.TIMER_CANCEL)
+        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx is CtxOp.LOCK_IRQSAVE
 
     @property
     def blocks(self) -> bool:
@@ -324,8 +324,11 @@ _ROWS: list[Primitive] = [
         ("per_cpu", (_P, _V), Result.LV, CtxOp.PER_CPU, X86.PLAIN, "CPU `cpu`'s copy of `x`"),
         ("hrtimer_start", (_I,), Result.VOID, CtxOp.TIMER_START, X86.PLAIN,
          "arms hrtimer `h`: it expires some time later (eventually, under weak fairness)"),
-        ("hrtimer_cancel", (_I,), Result.VOID, CtxOp.TIMER_CANCEL, X86.PLAIN,
-         "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped)"),
+        ("hrtimer_cancel", (_I,), Result.INT, CtxOp.TIMER_CANCEL, X86.PLAIN,
+         "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped); "
+         "1 if it was queued, else 0"),
+        ("hrtimer_try_to_cancel", (_I,), Result.INT, CtxOp.TIMER_TRY_CANCEL, X86.PLAIN,
+         "-1 if `h`'s callback is running (nothing changes); else as `hrtimer_cancel`, without waiting"),
     )],
 ]
 
