@@ -247,7 +247,7 @@ def test_contexts_under_lkmm_are_still_refused():
 
 
 @pytest.mark.parametrize("text", [HANDLER_TSO, MIGRATES_TSO, STATE.replace("cpus 2;", "cpus 2;\nmemory tso;"),
-                                  "CANCEL"], ids=["handler", "migration", "state", "cancel"])
+                                  "CANCEL", "UNPINNED"], ids=["handler", "migration", "state", "cancel", "unpinned"])
 def test_spin_agrees_on_contexts_under_tso(text, tmp_path):
     """The Promela twin of a context model under tso (the same lowering, its own back
     end): pan's state count and verdicts are ours."""
@@ -255,6 +255,8 @@ def test_spin_agrees_on_contexts_under_tso(text, tmp_path):
     needs_spin()
     if text == "CANCEL":  # defined below
         text = CANCEL + "variant restart { RESTART = true; }\nvariant restart_tso { RESTART = true; memory tso; }\n"
+    if text == "UNPINNED":
+        text = UNPINNED.replace("MEMORY", "") + "variant tso { memory tso; }\n"
     spec = tmp_path / "m.spec"
     spec.write_text(text)
     ours, untranslated, differences = agreement(spec, tmp_path)
@@ -329,3 +331,42 @@ def test_hrtimer_cancel_value_only_in_an_assignment():
         compiled(CANCEL.replace("cancelled = hrtimer_cancel(t);", "if (hrtimer_cancel(t) == 1) cancelled = 1;"))
     assert "changes the context: call it as a statement" in str(e.value)
     assert "`r = hrtimer_cancel(...);`" in e.value.hint
+
+
+# ---- unpinned hrtimers: the callback runs on the CPU the kernel queued the timer on
+
+UNPINNED = """model unpinned;
+cpus 2;
+MEMORY
+var ran_on: 0..2 = 0;          // 1 + the CPU the callback ran on
+var busy0: bool = false;       // the vCPU thread's CPU is running its own code
+var tried: -1..1 = 0;
+hrtimer apic_timer[2] { ran_on = smp_processor_id() + 1; mid: skip; }
+process vcpu on cpu 0 {
+  hrtimer_start(apic_timer);
+  local_irq_disable();
+  busy0 = true;
+  busy0 = false;
+  local_irq_enable();
+  tried = hrtimer_try_to_cancel(apic_timer);
+}
+reachable on_this_cpu: ran_on == 1;
+reachable on_a_housekeeping_cpu: ran_on == 2;
+reachable runs_while_this_cpu_is_busy: busy0 && apic_timer[1]@mid;
+invariant never_inside_irqs_off_here: !(busy0 && apic_timer[0]@mid);
+reachable cancelled_while_running_elsewhere: tried == -1 && ran_on == 2;
+final fired_or_dequeued: (tried == 1) == (ran_on == 0) && !armed_apic_timer && !pending_apic_timer[0];
+"""
+
+
+@pytest.mark.parametrize("memory", ["sc", "tso"])
+def test_an_unpinned_hrtimer_runs_its_callback_on_either_cpu(memory):
+    text = UNPINNED.replace("MEMORY", f"memory {memory};")
+    ex = explore(compiled(text))
+    assert ex.stats.complete and ex.model_error is None
+    assert set(ex.counterexamples) == {"on_this_cpu", "on_a_housekeeping_cpu", "runs_while_this_cpu_is_busy",
+                                       "cancelled_while_running_elsewhere"}
+    pinned = text.replace("hrtimer apic_timer[2]", "hrtimer apic_timer on cpu 0").replace("apic_timer[1]@", "apic_timer@") \
+        .replace("apic_timer[0]@", "apic_timer@").replace("pending_apic_timer[0]", "pending_apic_timer")
+    ex = explore(compiled(pinned))
+    assert set(ex.counterexamples) == {"on_this_cpu"}  # pinned to the vCPU's CPU: never elsewhere, never in irqs-off

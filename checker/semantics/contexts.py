@@ -252,15 +252,20 @@ class _Lowering:
 
     def expiry(self, h: m.Process) -> m.Process:
         """The timer hardware of hrtimer `h`: while armed it may expire, raising `h`'s
-        interrupt; weakly fair, so an armed timer eventually fires."""
+        interrupt; weakly fair, so an armed timer eventually fires. An unpinned hrtimer
+        (`hrtimer T[N]`) was queued on a CPU the kernel chose (get_nohz_timer_target: a
+        busy housekeeping CPU): any, one expiry process per CPU, which nothing observes
+        before the callback runs there."""
         span = h.context.span
         armed = self.g(self.armed[h.name])
+        cpu = m.SelfE(span, m.IntT(0, h.count - 1)) if h.count is not None else None
+        pending = self.g(self.pending[h.name]) if cpu is None else self.at(self.pending[h.name], cpu)
         fire = m.SAtomic(span, (m.SAwait(span, armed), m.SAssign(span, armed, _c(0, span, m.BOOL)),
-                                m.SAssign(span, self.g(self.pending[h.name]), _c(1, span, m.BOOL))))
+                                m.SAssign(span, pending, _c(1, span, m.BOOL))))
         name = f"{h.name}_expiry"
-        self.texts.append(((name, span), f"hrtimer {h.name} expires"))
+        self.texts.append(((name, span), f"hrtimer {h.name} expires" + ("" if cpu is None else " here")))
         loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
-        return m.Process(name, span, None, False, (), (loop,), frozenset({"end_armed"}), span)
+        return m.Process(name, span, h.count, False, (), (loop,), frozenset({"end_armed"}), span)
 
     def cancel(self, op: CtxOp, arg: m.Const, span: Span, name: str, target: m.TExpr | None) -> m.SAtomic:
         """hrtimer_cancel waits until the callback is not running, hrtimer_try_to_cancel
@@ -269,10 +274,12 @@ class _Lowering:
         h = self.timer(arg, span, name)
         f = _c(0, span, m.BOOL)
         first = (_mb(span),) if self.tso else ()  # the clock base's lock: a locked instruction
-        idle = m.At(span, m.BOOL, h.name, None, IRQ_IDLE)
-        armed, pending = self.g(self.armed[h.name]), self.g(self.pending[h.name])
-        queued = m.Ite(span, m.INT, _or(armed, pending), _c(1, span), _c(0, span))
-        off = (m.SAssign(span, armed, f), m.SAssign(span, pending, f))
+        cpus = [None] if h.count is None else [_c(c, span) for c in range(h.count)]
+        idle = _and(*(m.At(span, m.BOOL, h.name, c, IRQ_IDLE) for c in cpus))
+        armed = self.g(self.armed[h.name])
+        pending = [self.g(self.pending[h.name]) if c is None else self.at(self.pending[h.name], c) for c in cpus]
+        queued = m.Ite(span, m.INT, _or(armed, *pending), _c(1, span), _c(0, span))
+        off = (m.SAssign(span, armed, f),) + tuple(m.SAssign(span, p, f) for p in pending)
         if op is CtxOp.TIMER_CANCEL:
             got = () if target is None else (m.SAssign(span, target, queued),)
             return m.SAtomic(span, (m.SAwait(span, idle),) + first + got + off)
