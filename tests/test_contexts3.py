@@ -370,3 +370,19 @@ def test_an_unpinned_hrtimer_runs_its_callback_on_either_cpu(memory):
         .replace("apic_timer[0]@", "apic_timer@").replace("pending_apic_timer[0]", "pending_apic_timer")
     ex = explore(compiled(pinned))
     assert set(ex.counterexamples) == {"on_this_cpu"}  # pinned to the vCPU's CPU: never elsewhere, never in irqs-off
+
+
+@pytest.mark.parametrize("text", ["CANCEL", "UNPINNED"])
+def test_the_new_context_constructs_agree_between_explicit_and_bmc(text):
+    """Z3's bounded model checking runs the same lowering through its own encoding: the
+    same violations at the same shortest depths (each `reachable P` as `invariant !(P)`,
+    which bmc checks)."""
+    from agreement import bmc_depths
+    text = {"CANCEL": CANCEL, "UNPINNED": UNPINNED.replace("MEMORY", "")}[text]
+    lines = [f"invariant not_{ln[len('reachable '):].replace(': ', ': !(', 1)[:-1]});" if ln.startswith("reachable ")
+             else ln for ln in text.splitlines()]
+    cm = compiled("\n".join(lines) + "\n")
+    depths = {k: c.trace.length for k, c in explore(cm).counterexamples.items()}
+    assert len([k for k in depths if k.startswith("not_")]) >= 3
+    got, _, _ = bmc_depths(cm, max(depths.values()) + 1)
+    assert got == depths
