@@ -386,3 +386,66 @@ def test_the_new_context_constructs_agree_between_explicit_and_bmc(text):
     assert len([k for k in depths if k.startswith("not_")]) >= 3
     got, _, _ = bmc_depths(cm, max(depths.values()) + 1)
     assert got == depths
+
+
+# ---- guest mode: a host interrupt is a VM exit, a posted vector is not
+
+def _guest_model() -> str:
+    """The guest-mode example of LANGUAGE.md, as the doc runs it."""
+    doc = (ROOT / "spec" / "LANGUAGE.md").read_text()
+    start = doc.index("model guest_mode_exits;")
+    return doc[start:doc.index("```", start)]
+
+
+@pytest.mark.parametrize("memory", ["sc", "tso"])
+def test_guest_mode_exit_and_posted_vector(memory):
+    text = _guest_model().replace("cpus 2;", f"cpus 2;\nmemory {memory};")
+    ex = explore(compiled(text))
+    assert ex.stats.complete and set(ex.counterexamples) == {"posted_in_guest", "exited_for_the_kick"}
+    ex = explore(compiled(text, "no_kick"))
+    assert set(ex.counterexamples) == {"request_serviced", "posted_in_guest"}
+    # the same vector not declared posted: a host interrupt like any other, it exits
+    plain = text.replace("interrupt posted_intr[2] posted", "interrupt posted_intr[2]")
+    ex = explore(compiled(plain))
+    assert {"posted_never_exits", "exited_for_the_kick"} <= set(ex.counterexamples)
+
+
+def test_a_guest_with_no_interrupt_runs_for_ever_as_a_valid_end():
+    text = """model g;
+cpus 1;
+var entered: bool = false;
+process vcpu on cpu 0 { local_irq_disable(); entered = true; guest_enter(); entered = false; }
+final still_in_guest: entered && guest_mode[0] && vcpu.exit_reason == 0;
+"""
+    ex = explore(compiled(text))
+    assert ex.stats.complete and not ex.counterexamples  # no deadlock: the guest runs on
+
+
+@pytest.mark.parametrize("text, words", [
+    ("model g; cpus 1; process p on cpu 0 { skip; } invariant a: guest_mode[0];", "no thread of this model enters the guest"),
+    ("model g; cpus 1; interrupt h on cpu 0 { skip; } process p on cpu 0 { if (vm_exit_by(h)) skip; }",
+     "which never enters the guest"),
+    ("model g; cpus 1; interrupt h on cpu 0 { guest_enter(); } process p on cpu 0 { skip; }", "outside a thread's body"),
+    ("model g; cpus 1; process p on cpu 0 { atomic { guest_enter(); } }", "guest_enter"),
+    ("model g; cpus 1; process p on cpu 0 { skip; } invariant a: p.exit_reason == 0;", "never enters the guest"),
+])
+def test_guest_mode_errors(text, words):
+    with pytest.raises(SpecError) as e:
+        compiled(text)
+    assert words in str(e.value)
+
+
+def test_spin_and_bmc_agree_on_guest_mode(tmp_path):
+    from agreement import bmc_depths
+    from test_promela import agreement, needs_spin
+    text = _guest_model()
+    cm = compiled(text, "no_kick")
+    depths = {k: c.trace.length for k, c in explore(cm).counterexamples.items() if k == "request_serviced"}
+    assert depths
+    needs_spin()
+    spec = tmp_path / "m.spec"
+    spec.write_text(text + "variant tso { memory tso; }\n")
+    ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == [] and all(not d for d in differences.values()), differences
+    assert bmc_depths(compiled(text.replace("final request_serviced: serviced;", "invariant never_serviced: !serviced;")),
+                      30)[0].keys() >= {"never_serviced"}

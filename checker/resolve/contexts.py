@@ -118,7 +118,8 @@ class Contexts:
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)
         return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
-                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None)
+                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None,
+                                posted=d.posted)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
         """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
@@ -146,7 +147,7 @@ class Contexts:
         decls = {d.name: d for d in self.spec.of(ast.ProcessDecl)}
         per_cpu = lambda elem: m.ArrayT(elem, 0, self.cpus - 1, None)  # noqa: E731
         typ = None
-        if name in ("irqs_off", "in_irq"):
+        if name in ("irqs_off", "in_irq", m.GUEST_MODE):
             typ = per_cpu(m.BOOL)
         elif name == "curr":
             threads = sum(self.process_counts[d.name] or 1 for d in decls.values() if d.cpu is not None and not d.interrupt)
@@ -167,6 +168,8 @@ class Contexts:
         """A thread's `preempt_count`, `asleep` or `in_region`, as a property reads it: a
         stand-in, like `context_global`'s (the lowering says when the thread has none)."""
         typ = m.IntT(0, m.MAX_PREEMPT_DEPTH) if name == "preempt_count" else m.BOOL
+        if name == "exit_reason":  # 0: none yet, k: the k-th interrupt declared
+            typ = m.IntT(0, len(self.interrupt_names))
         return m.VarSym(name, typ, m.Scope.LOCAL, proc.span, ((0,),), proc.name)
 
 

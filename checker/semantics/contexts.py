@@ -53,7 +53,10 @@ SCHEDULER = "scheduler"
 MAX_PREEMPT_DEPTH = m.MAX_PREEMPT_DEPTH
 IRQ_IDLE = m.IRQ_IDLE
 DRAINED = "sb_drained"  # tso: per CPU, its thread's store buffer is empty for an interrupt or preemption
-SLEEP_IN_ATOMIC = "scheduling_while_atomic"  # the built-in assertion schedule() checks
+SLEEP_IN_ATOMIC = "scheduling_while_atomic"
+GUEST_MODE = m.GUEST_MODE  # per CPU: it runs a vCPU thread's guest (VMX non-root)
+EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that caused its last VM exit
+VM_EXIT = "VM exit"  # the built-in assertion schedule() checks
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -109,6 +112,17 @@ class _Lowering:
         first = [next((t.id for t in self.threads if t.proc.context.cpus[t.index] == c), 0) for c in range(self.n)]
         self.curr = m.VarSym("curr", arr(m.IntT(0, len(self.threads))), m.Scope.GLOBAL, span,
                              tuple((v,) for v in first), ghost=True)
+        # guest mode, when a thread enters the guest: per CPU, and per such thread why it last exited
+        guests = [p for p in {t.proc.name: t.proc for t in self.threads}.values()
+                  if _calls(p.body, lambda q: q.ctx is CtxOp.GUEST_ENTER)]
+        if guests and GUEST_MODE in taken:
+            raise SpecError(span, f"'{GUEST_MODE}' names the execution-context state in a model with `cpus`",
+                            f"rename the model's '{GUEST_MODE}'")
+        self.guest_mode = m.VarSym(GUEST_MODE, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
+            if guests else None
+        self.exit_sym = {p.name: m.VarSym(EXIT_REASON, m.IntT(0, len(self.irqs)), m.Scope.LOCAL, p.context.span,
+                                          ((0,),), p.name) for p in guests}
+        self.entries = 0
         # tso: the thread on CPU c has drained its store buffer for an interrupt or a preemption
         self.drained = m.VarSym(DRAINED, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
             if self.tso else None
@@ -153,13 +167,7 @@ class _Lowering:
 
     def pend(self, cpu: m.TExpr) -> m.TExpr:
         """Some interrupt is pending on CPU `cpu`."""
-        terms = []
-        for h in self.irqs:
-            sym = self.pending[h.name]
-            if h.count is not None:
-                terms.append(self.at(sym, cpu))
-            else:
-                terms.append(_and(_eq(cpu, _c(h.context.cpus[0], cpu.span)), self.g(sym)))
+        terms = [self.pending_on(h, cpu) for h in self.irqs]
         return _or(*terms) if terms else _c(0, cpu.span, m.BOOL)
 
     def runnable_here(self, cpu: m.TExpr) -> m.TExpr:
@@ -182,7 +190,8 @@ class _Lowering:
             elif ctx.kind is m.ContextKind.THREAD:
                 where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
                                self.pc_sym.get(p.name))
-                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym, self.region_sym) if p.name in d)
+                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym, self.region_sym, self.exit_sym)
+                              if p.name in d)
                 body = self.stmts(p.body, where)
                 out = self.stmts(ctx.sched_out, where)
                 inn = self.stmts(ctx.sched_in, where)
@@ -195,7 +204,7 @@ class _Lowering:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
             + tuple(self.armed.values()) + ((self.budget,) if self.budget else ()) \
-            + ((self.drained,) if self.drained else ())
+            + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ())
         props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
@@ -208,9 +217,16 @@ class _Lowering:
         """`prop` reading the context state itself where the resolver put stand-ins for
         it (the names traces print: resolve/contexts.py)."""
         state = {s.name: s for s in hidden}
-        mine = {(p, s.name): s for d in (self.pc_sym, self.asleep_sym, self.region_sym) for p, s in d.items()}
+        if self.guest_mode is None:
+            state.pop(GUEST_MODE, None)
+        mine = {(p, s.name): s for d in (self.pc_sym, self.asleep_sym, self.region_sym, self.exit_sym)
+                for p, s in d.items()}
 
         def real(x):
+            if isinstance(x, (m.Var, m.Elem)) and x.sym.name == GUEST_MODE and self.guest_mode is None \
+                    and x.sym not in self.model.globals:
+                raise SpecError(x.span, f"'{GUEST_MODE}': no thread of this model enters the guest",
+                                "a vCPU thread enters it with `guest_enter()`")
             if isinstance(x, (m.Var, m.Elem)) and x.sym.scope is m.Scope.GLOBAL and x.sym.name in state \
                     and x.sym is not state[x.sym.name]:
                 if isinstance(x, m.Elem):  # `irqs_off[c]`: the index may read stand-ins too
@@ -222,7 +238,8 @@ class _Lowering:
                 if sym is None:
                     why = {"preempt_count": "is never preempted and never calls schedule(): its count is not kept",
                            "asleep": "never calls schedule()",
-                           "in_region": "has no `preemptible { ... }` region"}[x.sym.name]
+                           "in_region": "has no `preemptible { ... }` region",
+                           "exit_reason": "never enters the guest (`guest_enter()`)"}[x.sym.name]
                     raise SpecError(x.span, f"'{x.process}.{x.sym.name}': thread '{x.process}' {why}")
                 return dataclasses.replace(x, sym=sym)
             return None
@@ -239,6 +256,8 @@ class _Lowering:
         where = _Where(p, cpu, None)
         body = self.stmts(p.body, where)
         due = _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))
+        if self.guest_mode is not None and not ctx.posted:  # in guest mode it is a VM exit first
+            due = _and(due, _not(self.at(self.guest_mode, cpu)))
         take = (m.SAssign(span, pending, _c(0, span, m.BOOL)), m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL)))
         if self.tso:  # the thread on the CPU drained its store buffer first (`finish`)
             due = _and(due, _or(_eq(self.at(self.curr, cpu), _c(0, span)), self.at(self.drained, cpu)))
@@ -266,6 +285,40 @@ class _Lowering:
         self.texts.append(((name, span), f"hrtimer {h.name} expires" + ("" if cpu is None else " here")))
         loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
         return m.Process(name, span, h.count, False, (), (loop,), frozenset({"end_armed"}), span)
+
+    def guest_enter(self, span: Span, w: _Where) -> m.SInlined:
+        """VM entry (interrupts on atomically, as VMLAUNCH/VMRESUME with the host's IF
+        restored in guest mode) and the VM exit that a host interrupt aimed at this CPU
+        causes: the thread resumes with interrupts off (acknowledge-on-exit: the handler
+        runs at its local_irq_enable) and `vm_exit_by(H)` says which. Posted vectors do
+        not exit: their handler runs in guest mode. The guest may run for ever: the wait
+        for the exit is a valid end (`end_guest`)."""
+        cpu = self.cpu_of(w, span, "guest_enter")
+        if w.proc.context.kind is not m.ContextKind.THREAD or w.instance is not None:
+            raise SpecError(span, "'guest_enter' outside a thread's body", "a vCPU thread enters the guest")
+        t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
+        enter = m.SAtomic(span, (m.SAssign(span, self.at(self.guest_mode, cpu), t),
+                                 m.SAssign(span, self.at(self.irqs_off, cpu), f)))
+        exiting = [h for h in self.irqs if not h.context.posted]
+        why = m.Var(span, self.exit_sym[w.proc.name].type, self.exit_sym[w.proc.name])
+        reason: m.TExpr = _c(0, span)
+        for h in reversed(exiting):  # the lowest-numbered pending interrupt is the reason
+            reason = m.Ite(span, m.INT, self.pending_on(h, cpu), _c(self.irqs.index(h) + 1, span), reason)
+        at = dataclasses.replace(span, end_col=span.end_col + 1)  # a span of its own: its own trace text
+        leave = m.SAtomic(at, (m.SAwait(at, _or(*(self.pending_on(h, cpu) for h in exiting)) if exiting else f),
+                               m.SAssign(at, why, reason), m.SAssign(at, self.at(self.guest_mode, cpu), f),
+                               m.SAssign(at, self.at(self.irqs_off, cpu), t)))
+        self.texts.append(((w.proc.name, span), "VM entry (interrupts on)"))
+        self.texts.append(((w.proc.name, at), VM_EXIT))
+        self.entries += 1
+        label = "end_guest" if self.entries == 1 else f"end_guest{self.entries}"
+        return m.SInlined(span, "", (enter, m.SLabeled(at, label, leave)))
+
+    def pending_on(self, h: m.Process, cpu: m.TExpr) -> m.TExpr:
+        """Interrupt `h` is pending on CPU `cpu`."""
+        if h.count is not None:
+            return self.at(self.pending[h.name], cpu)
+        return _and(_eq(cpu, _c(h.context.cpus[0], cpu.span)), self.g(self.pending[h.name]))
 
     def cancel(self, op: CtxOp, arg: m.Const, span: Span, name: str, target: m.TExpr | None) -> m.SAtomic:
         """hrtimer_cancel waits until the callback is not running, hrtimer_try_to_cancel
@@ -311,6 +364,8 @@ class _Lowering:
                 guard = _and(guard, m.LocalOf(span, m.BOOL, self.region_sym[p.name], p.name, idx))
             if self.tso:  # the thread drained its store buffer first (`finish`)
                 guard = _and(guard, self.at(self.drained, cpu))
+            if self.guest_mode is not None:  # a thread in guest mode is preempted through a VM exit only
+                guard = _and(guard, _not(self.at(self.guest_mode, cpu)))
             body = [m.SAwait(span, guard if self.budget is None else
                              _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
             if self.tso:
@@ -447,6 +502,8 @@ class _Lowering:
             return m.SAssign(span, self.g(self.armed[self.timer(a[0], span, name).name]), t)
         if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
             return self.cancel(op, a[0], span, name, None)
+        if op is CtxOp.GUEST_ENTER:
+            return self.guest_enter(span, w)
         if op is CtxOp.THIS_CPU_WRITE:
             return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
         raise SpecError(span, f"'{name}' has a value: use it in an expression")
@@ -462,6 +519,12 @@ class _Lowering:
                 return self.at(e.args[0].sym, self.cpu_of(w, e.span, e.name))
             if op is CtxOp.PER_CPU:
                 return self.at(e.args[0].sym, self.expr(e.args[1], w))
+            if op is CtxOp.EXIT_BY:
+                sym = self.exit_sym.get(w.proc.name)
+                if sym is None or w.instance is not None:
+                    raise SpecError(e.span, f"'{e.name}' in '{w.proc.name}', which never enters the guest",
+                                    "call it in a thread after its `guest_enter()`")
+                return _eq(m.Var(e.span, sym.type, sym), _c(e.args[0].value + 1, e.span))
             raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
                             f"or assign its value on its own: `r = {e.name}(...);`")
         if isinstance(e, m.Builtin) and w.count is not None and w.proc.context.preemptible \
@@ -571,14 +634,19 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
     # tso: `sb_drained[c]` says the thread on CPU c has an empty store buffer, for an
     # interrupt entry or a preemption to rely on; any step of the thread clears it
     undrain = (ir.OAssign(low.at(low.drained, cpu), _c(0, span, m.BOOL)),) if low.tso else ()
+    texts = dict(model.step_texts)
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
         body = undrain + tuple(frees(st.body))
+        fence = st.fence
+        if texts.get((p.name, st.span)) == VM_EXIT:  # taken exactly when an interrupt is due here
+            guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)), st.guard)
+            fence = fence or low.tso  # an interrupt drains the store buffer
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
             guard = _or(here, asleep)
             body = (ir.OAssert(SLEEP_IN_ATOMIC, _or(asleep, _not(atomic)), st.span),
                     ir.OAssign(asleep, _c(0, span, m.BOOL))) + body
-        remade[st.uid] = dataclasses.replace(st, guard=guard, body=body)
+        remade[st.uid] = dataclasses.replace(st, guard=guard, body=body, fence=fence)
     sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
     sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
     targets = range(low.n) if p.context.preemptible else [None]
