@@ -71,6 +71,12 @@ class StoreBuffer:
         """The (address slot, value slot) of entry k."""
         return self.base + 2 * k, self.base + 2 * k + 1
 
+    def holds(self, target: m.TExpr) -> bool:
+        """Whether a plain access to `target` goes through this buffer: a global this CPU
+        stores plainly (the one definition both back ends ask)."""
+        return (isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.GLOBAL
+                and target.sym in self.locations)
+
 
 @dataclass(frozen=True, slots=True)
 class StateLayout:
@@ -773,7 +779,7 @@ def builtins_in(x: m.TExpr | None) -> Iterator[m.Builtin]:
         yield from builtins_in(x.body)
 
 
-def _exprs(op: Op) -> tuple:
+def op_exprs(op: Op) -> tuple:
     if isinstance(op, OAssign):
         return (op.target, op.value)
     if isinstance(op, OEval):
@@ -799,7 +805,7 @@ def is_fence(kind: StepKind, body) -> bool:
     for op in walk_ops(body):
         if isinstance(op, OBarrier) and BUILTINS[op.name].x86 is X86.FENCE:
             return True
-        for x in _exprs(op):
+        for x in op_exprs(op):
             if any(BUILTINS[b.name].x86 in (X86.LOCKED, X86.FENCE) for b in builtins_in(x)):
                 return True
         if kind is StepKind.ATOMIC and _plain_store_target(op) is not None:

@@ -265,11 +265,6 @@ class VarSym:
     ghost: bool = False  # `ghost var`: never buffered (tso), never stale (lkmm)
 
 
-@dataclass(frozen=True, slots=True)
-class Label:
-    name: str
-    span: Span
-
 
 # ---- typed expressions ---------------------------------------------------------
 

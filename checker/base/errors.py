@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -224,12 +225,12 @@ def display_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
-def closest(name: str, candidates) -> str | None:
+def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The known name a misspelt one most likely meant, for 'did you mean' hints."""
     found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return found[0] if found else None
 
 
-def did_you_mean(name: str, candidates) -> str | None:
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     best = closest(name, candidates)
     return f"did you mean '{best}'?" if best else None

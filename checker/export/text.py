@@ -906,8 +906,6 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
     return "\n".join(parts)
 
 
-def variant_label(v: VariantResult) -> str:
-    return v.variant
 
 
 def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:

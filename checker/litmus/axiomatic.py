@@ -533,8 +533,6 @@ def judge(x: Execution, model: str) -> tuple[bool, frozenset]:
     def fencerel(S):  # herd7 stdlib: fencerel(S) = (po ; [S]) ; po
         return seq(restrict(po, None, S), po)
 
-    def idr(S):  # [S]
-        return ident(S)
 
     Plain = tagged("plain") & M  # bell:75-77 Plain = M \ Marked: only `*x` accesses carry no mark
     Marked = E - Plain
@@ -941,11 +939,6 @@ def _rfi_ru(ws, rs, events, po_loc) -> set:
     return out
 
 
-def _last(ws, co):
-    for w in ws:
-        if not any(a == w for a, _ in co):
-            return w
-    return ws[0]
 
 
 def _co_orders(ws, events, po):

@@ -348,9 +348,6 @@ class Fingerprints:
                     i = (i + 1) & mask
                 table[i] = fp
 
-    def nbytes(self) -> int:
-        return self.table.buffer_info()[1] * self.table.itemsize
-
     def collision_probability(self) -> float:
         """Estimated probability that two of the stored states' fingerprints collided, so
         that a state was taken for one already seen and never explored: the birthday

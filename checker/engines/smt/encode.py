@@ -262,10 +262,6 @@ class Evaluator:
         signed = k == "int" or t.signed  # a signed pattern is sign-extended
         return (z3.SignExt if signed else z3.ZeroExt)(w - have, term)
 
-    def truth(self, v, t: m.Type):
-        if kind(t) == "bool":
-            return v
-        return self.as_int(v, t).t != 0 if kind(t) == "int" else v != 0
 
     # -- the state
     def load(self, slot: int, t: m.Type):
