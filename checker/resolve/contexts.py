@@ -150,7 +150,10 @@ class Contexts:
         if name in ("irqs_off", "in_irq", m.GUEST_MODE):
             typ = per_cpu(m.BOOL)
         elif name == "curr":
-            threads = sum(self.process_counts[d.name] or 1 for d in decls.values() if d.cpu is not None and not d.interrupt)
+            threads = 0
+            for d in decls.values():
+                if d.cpu is not None and not d.interrupt:
+                    threads += int(self.process_counts[d.name] or 1)
             typ = per_cpu(m.IntT(0, threads))
         elif name == "preemptions" and self.preemptions is not None:
             typ = m.IntT(0, self.preemptions)
