@@ -421,20 +421,6 @@ final still_in_guest: entered && guest_mode[0] && vcpu.exit_reason == 0;
     assert ex.stats.complete and not ex.counterexamples  # no deadlock: the guest runs on
 
 
-@pytest.mark.parametrize("text, words", [
-    ("model g; cpus 1; process p on cpu 0 { skip; } invariant a: guest_mode[0];", "no thread of this model enters the guest"),
-    ("model g; cpus 1; interrupt h on cpu 0 { skip; } process p on cpu 0 { if (vm_exit_by(h)) skip; }",
-     "which never enters the guest"),
-    ("model g; cpus 1; interrupt h on cpu 0 { guest_enter(); } process p on cpu 0 { skip; }", "outside a thread's body"),
-    ("model g; cpus 1; process p on cpu 0 { atomic { guest_enter(); } }", "guest_enter"),
-    ("model g; cpus 1; process p on cpu 0 { skip; } invariant a: p.exit_reason == 0;", "never enters the guest"),
-])
-def test_guest_mode_errors(text, words):
-    with pytest.raises(SpecError) as e:
-        compiled(text)
-    assert words in str(e.value)
-
-
 def test_spin_and_bmc_agree_on_guest_mode(tmp_path):
     from agreement import bmc_depths
     from test_promela import agreement, needs_spin
