@@ -17,7 +17,9 @@ from .base import WAITQUEUE_BUILTINS, Ctx
 class Expressions:
     """Typed expressions. Constants fold as they are built (so a knob set to false
     removes the test it guards); fixed-width operands follow C's usual conversions, each
-    made explicit as a Conv node so that every back end computes the same value."""
+    made explicit as a Conv node so that every back end computes the same value. About
+    500 lines: the expression grammar's cases, each short, and the built-in calls'
+    argument checks, which read one table row; a split would cut the recursion apart."""
 
     def cond(self, e: ast.Expr, ctx: Ctx, what: str) -> m.TExpr:
         r = self.expr(e, dataclasses.replace(ctx, what=what))
