@@ -87,3 +87,4 @@ class Ctx:
     inline_stack: tuple[str, ...] = ()
     labels: set[str] | None = None
     what: str = "expression"
+    property: bool = False  # an invariant, final, reachable or liveness condition: reads context state
