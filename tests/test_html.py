@@ -107,6 +107,21 @@ def test_every_step_of_the_data_is_the_trace_itself(tmp_path):
             assert "memory" in t["columns"], "flushes have a column of their own"
 
 
+def test_each_table_row_opens_its_own_trace():
+    """Lemmas' counterexamples (values, no steps) have no pane: every other row points at
+    its own trace."""
+    result = checked(ROOT / "models" / "hv_timer_advance.spec", variants=("base", "unguarded"))
+    doc = page_data(result)
+    assert any(r["kind"] == "lemma" and r["verdict"] == "violated" for r in doc["table"])
+    assert any(r["trace"] is not None for r in doc["table"])
+    for r in doc["table"]:
+        if r["trace"] is not None:
+            t = doc["traces"][r["trace"]]
+            assert (t["variant"], t["property"]) == (r["variant"], r["property"])
+        else:
+            assert r["kind"] == "lemma" or r["verdict"] != "violated"
+
+
 def test_the_page_is_self_contained_and_names_cannot_write_markup(tmp_path):
     result = sb_result(tmp_path)
     v = result.variants[0]

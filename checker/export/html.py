@@ -89,7 +89,8 @@ def trace_data(v: VariantResult, cx: Counterexample, expected: bool) -> dict:
 
 def page_data(result: RunResult) -> dict:
     """Everything the page shows, as plain data (tests/golden/html pins it)."""
-    cxs = counterexamples(result)
+    # a lemma's counterexample is values, not steps: the table names it, no pane shows it
+    cxs = [(v, cx) for v, cx in counterexamples(result) if cx.kind != "lemma"]
     expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
     index = {id(cx): k for k, (_, cx) in enumerate(cxs)}
     rows = []
@@ -106,7 +107,7 @@ def page_data(result: RunResult) -> dict:
         if v.model_error is not None:
             rows.append({"variant": v.variant, "memory": v.memory, "property": "(model error)",
                          "kind": "model error", "verdict": "error", "expected": "-", "as_expected": False,
-                         "note": "", "steps": v.model_error.trace.steps, "trace": index[id(v.model_error)]})
+                         "note": "", "steps": v.model_error.trace.steps, "trace": index.get(id(v.model_error))})
         if not v.stats.complete:
             rows.append({"variant": v.variant, "memory": v.memory, "property": "(search)", "kind": "",
                          "verdict": "incomplete", "expected": "-", "as_expected": False,
@@ -123,8 +124,7 @@ def page_data(result: RunResult) -> dict:
         "unexpected": sum(1 for v in result.variants for o in v.outcomes
                           if not o.as_expected and o.verdict is not Verdict.INCOMPLETE),
         "table": rows,
-        "traces": [trace_data(v, cx, expected.get((v.variant, cx.property), False)) for v, cx in cxs
-                   if cx.kind != "lemma"],
+        "traces": [trace_data(v, cx, expected.get((v.variant, cx.property), False)) for v, cx in cxs],
     }
 
 
