@@ -38,7 +38,7 @@ from .results.trace import (
 )
 
 
-ENGINES = ("explicit", "bmc", "induction")
+ENGINES = ("explicit", "bmc", "induction", "pdr")
 #: Stats.limit of a search that ends the whole run: the variants after it are not checked
 CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
 #: Stats.limit of a variant the run never reached
@@ -63,7 +63,7 @@ class Options:
     workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
     hash_compact: bool = False  # store 64-bit fingerprints instead of states
     engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
-    depth: int = 10  # bmc: the bound; induction: the largest k
+    depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce.py)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
@@ -356,12 +356,13 @@ def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
 
 
 def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
-    """The bmc or induction engine on one variant (lemmas already checked)."""
+    """The bmc, induction or pdr engine on one variant (lemmas already checked)."""
     from .engines.smt.bmc import bmc
     from .engines.smt.induction import induction
+    from .engines.smt.pdr import pdr
 
     model = cm.program.model
-    run_engine = bmc if opts.engine == "bmc" else induction
+    run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
     outcomes = []
     for prop in model.properties:

@@ -33,6 +33,7 @@ MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm 
 CTI = "counterexample to induction"
 MERGED = "local steps merged into the step that follows them"  # engines/reduce.py's note
 ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)",
+                "pdr": "PDR/IC3 (Z3 Spacer; invariants certified by one-step induction)",
                 "simulate": "random simulation (finds violations, verifies nothing)"}
 
 

@@ -1,6 +1,6 @@
 """The one place Z3 solvers are made: fixed seeds, one timeout, one logic.
 
-Every Z3 engine (bmc, induction, lemmas) gets its solvers here, so that the same
+Every Z3 engine (bmc, induction, pdr, lemmas) gets its solvers here, so that the same
 input gives the same answer and the same counterexample on every run: Z3 is
 deterministic for a fixed seed and a fixed order of assertions, and the engines add
 assertions in a fixed order. The timeout is wall-clock time per query (`--timeout`);
@@ -112,7 +112,43 @@ class _Solver(z3.Solver):
         return r
 
 
-def why_unknown(s: z3.Solver) -> str:
+class _Fixedpoint(z3.Fixedpoint):
+    """Z3's fixedpoint engine (Spacer) whose query, cut short by Ctrl-C, raises
+    KeyboardInterrupt like `_Solver.check`."""
+
+    budget: float | None = None
+
+    def query(self, *formulas):
+        _raise_if_interrupted()
+        start = time.monotonic()
+        r = super().query(*formulas)
+        _raise_if_interrupted()
+        if r == z3.unknown:
+            reason = self.reason_unknown()
+            early = self.budget is None or time.monotonic() - start < 0.9 * self.budget
+            if reason == CTRL_C_REASON or (reason == "canceled" and early):
+                raise KeyboardInterrupt
+        return r
+
+
+def new_fixedpoint(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None) -> z3.Fixedpoint:
+    """A Spacer (PDR/IC3 over constrained Horn clauses) engine with a fixed seed and the
+    given timeout per query. Its rule transformations stay off: they would inline and
+    slice the one relation away, and with it the derivation a counterexample is read from."""
+    _configure()
+    fp = z3.Fixedpoint(ctx=ctx)
+    fp.__class__ = _Fixedpoint
+    fp.set("engine", "spacer")
+    fp.set("spacer.random_seed", SEED)
+    for name in ("xform.slice", "xform.inline_linear", "xform.inline_eager"):
+        fp.set(name, False)
+    fp.budget = timeout
+    if timeout is not None:
+        fp.set("timeout", max(1, int(timeout * 1000)))
+    return fp
+
+
+def why_unknown(s: z3.Solver | z3.Fixedpoint) -> str:
     reason = s.reason_unknown()
     if reason in ("timeout", "canceled"):
         return "the solver timed out (raise --timeout)"
