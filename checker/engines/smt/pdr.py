@@ -72,10 +72,10 @@ class Query:
         fp.rule(reach(*enc.nxt), [reach(*enc.cur), enc.trans])
         r = fp.query(conj(enc.ctx, reach(*enc.cur), bad))
         if r == z3.unsat:
-            return r, interpretation(fp.get_answer(), enc.cur), ""
+            return r, quantifier_free(interpretation(fp.get_answer(), enc.cur)), ""
         if r == z3.sat:
             return r, ground_states(fp.get_answer(), reach), ""
-        return r, None, why_unknown(fp)
+        return r, None, f"{why_unknown(fp)}, with Spacer's frames at level {fp.get_num_levels(reach)}"
 
 
 def interpretation(answer, state: list):
@@ -87,6 +87,30 @@ def interpretation(answer, state: list):
         # de Bruijn: Var(0) is the last bound variable
         return z3.substitute_vars(body, *reversed(state))
     return answer
+
+
+def quantified(t) -> bool:
+    seen, todo = set(), [t]
+    while todo:
+        x = todo.pop()
+        if z3.is_quantifier(x):
+            return True
+        if x.get_id() in seen or not z3.is_app(x):
+            continue
+        seen.add(x.get_id())
+        todo.extend(x.children())
+    return False
+
+
+def quantifier_free(inv):
+    """Spacer's invariant with the existentials its projection left eliminated where
+    Z3's quantifier elimination can (the certificate then needs no quantifier reasoning)."""
+    if not quantified(inv):
+        return inv
+    g = z3.Goal(ctx=inv.ctx)
+    g.add(inv)
+    out = z3.Then("qe", "simplify", ctx=inv.ctx)(g).as_expr()
+    return out
 
 
 def ground_states(proof, reach) -> list[list]:
@@ -116,7 +140,7 @@ def certify(enc: Encoding, inv, bads: list, timeout: float | None) -> str:
     """Why `inv` is not an inductive invariant excluding every one of `bads` (empty: it
     is), decided by a solver that never saw Spacer's clauses."""
     ctx = enc.ctx
-    s = new_solver(timeout, ctx)
+    s = new_solver(timeout, ctx, logic=None if quantified(inv) else "QF_BV")
     nxt = z3.substitute(inv, *zip(enc.cur, enc.nxt))
     for what, query in (("an initial state falsifies it", conj(ctx, enc.init, negate(inv))),
                         ("a step leaves it", conj(ctx, inv, enc.trans, negate(nxt))),

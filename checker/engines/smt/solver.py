@@ -117,11 +117,22 @@ class _Fixedpoint(z3.Fixedpoint):
     KeyboardInterrupt like `_Solver.check`."""
 
     budget: float | None = None
+    cut = False  # the last query ended in Z3's "canceled" error (a timeout, or Ctrl-C)
+
+    def reason_unknown(self) -> str:
+        return "canceled" if self.cut else super().reason_unknown()
 
     def query(self, *formulas):
+        self.cut = False
         _raise_if_interrupted()
         start = time.monotonic()
-        r = super().query(*formulas)
+        try:
+            r = super().query(*formulas)
+        except z3.Z3Exception as e:  # Spacer reports a timeout as an error, not as unknown
+            if "canceled" not in str(e):
+                raise
+            self.cut = True
+            r = z3.unknown
         _raise_if_interrupted()
         if r == z3.unknown:
             reason = self.reason_unknown()
