@@ -123,3 +123,22 @@ def test_agreement_fails_on_a_mutated_encoding(monkeypatch):
     monkeypatch.setattr(encode.Encoding, "_build", mutated)
     with pytest.raises(AssertionError, match="explicit: violated"):
         assert_pdr_agrees(cm)
+
+
+def test_an_undecided_model_error_leaves_the_proofs_qualified(monkeypatch):
+    from checker.engines.smt import pdr as engine
+
+    ask = engine.Query.ask
+
+    def undecided_errors(self, bad):
+        if bad.eq(next(p.bad for p in self.enc.properties if p.name == encode.MODEL_ERROR)):
+            return z3.unknown, None, "the solver timed out (raise --timeout)"
+        return ask(self, bad)
+
+    monkeypatch.setattr(engine.Query, "ask", undecided_errors)
+    r = pdr(compiled(COUNTER.format(top=4, inv="x <= 4")), 0, 60)
+    f = r.findings["below"]
+    assert f.verdict is Verdict.PROVED
+    assert f.note.endswith("it holds in every state reached without a model error, but model errors not "
+                           "ruled out (pdr gave up: the solver timed out (raise --timeout))")
+    assert not r.stats.complete and r.stats.limit.startswith("model errors not ruled out")

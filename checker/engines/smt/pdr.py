@@ -172,6 +172,7 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         result.findings[p.name] = Finding(Verdict.PROVED, note="proved by pdr: no state can violate it")
     invariants: list[Invariant] = []
     stop: str | None = None
+    errors_open = ""
     # the overflow and model errors first: a path to either stops the run (as the explicit
     # search stops at a model error); then each property in its own query
     pending = sorted(open_props, key=lambda p: (p.name != OVERFLOW, p.name != MODEL_ERROR))
@@ -180,8 +181,10 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         t0 = time.monotonic()
         r, answer, reason = query.ask(p.bad)
         if r == z3.unknown:
-            if p.name in (MODEL_ERROR, OVERFLOW):
+            if p.name == OVERFLOW:  # the encoding may cut runs short: no proof would be sound
                 stop = f"pdr gave up on whether {WHAT[p.name]} is reachable: {reason}"
+            elif p.name == MODEL_ERROR:  # proofs still cover every state reached without one
+                errors_open = f"model errors not ruled out (pdr gave up: {reason})"
             else:
                 result.findings[p.name] = Finding(Verdict.UNKNOWN, note=f"pdr gave up: {reason}")
         elif r == z3.unsat:
@@ -191,7 +194,14 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     for p in pending:
         if p.name not in (MODEL_ERROR, OVERFLOW):
             result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=stop or "not checked")
-    complete = stop is None and all(f.verdict in (Verdict.PROVED, Verdict.VIOLATED) for f in result.findings.values())
+    if errors_open:
+        for name, f in result.findings.items():
+            if f.verdict is Verdict.PROVED:
+                result.findings[name] = Finding(Verdict.PROVED, note=f"{f.note}; it holds in every state "
+                                                                     f"reached without a model error, but {errors_open}")
+    complete = stop is None and not errors_open and all(
+        f.verdict in (Verdict.PROVED, Verdict.VIOLATED) for f in result.findings.values())
+    stop = stop or errors_open
     notes = tuple(line for inv in invariants for line in invariant_lines(inv))
     result.stats = Stats(seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (stop or "some properties undecided"), engine="pdr", notes=notes)
