@@ -589,7 +589,8 @@ class Model:
     source: str
     variant: str  # "base" or a variant's name
     constants: dict[str, int | bool | str]
-    memory: str  # "sc" | "tso"
+    memory: str  # "sc" | "tso" | "lkmm": what the variant is checked under
+    declared_memory: str  # what the spec declares for it (--memory-model may override it)
     globals: tuple[VarSym, ...]
     processes: tuple[Process, ...]
     properties: tuple[Property, ...]

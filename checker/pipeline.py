@@ -200,6 +200,17 @@ def _timeout(opts: Options) -> float:
 
 def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | None = None) -> VariantResult:
     cm = compile_variant(spec, variant, opts)
+    vr = _check_compiled(spec, variant, cm, opts, lemma_cache)
+    model = cm.program.model
+    if model.declared_memory != model.memory:  # never drop a variant's memory model silently
+        note = (f"--memory-model {model.memory} overrides the variant's `memory {model.declared_memory}`: "
+                f"what only {model.declared_memory} allows is not checked")
+        vr = replace(vr, stats=replace(vr.stats, notes=vr.stats.notes + (note,)))
+    return vr
+
+
+def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
+                    lemma_cache: dict | None) -> VariantResult:
     model = cm.program.model
     if opts.simulate is not None:
         return _check_simulated(cm, variant, opts)
@@ -209,11 +220,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        if model.memory == "lkmm":
-            raise SpecError(model.processes[0].span if model.processes else NOWHERE,
-                            f"--engine {opts.engine} has no `memory lkmm`: the machine's views and histories "
-                            "live in the explicit engine (checker/memory/lkmm.py)",
-                            "check this variant with --engine explicit, or under --memory-model tso or sc")
+        if model.memory != "sc":
+            return _explicit_only(spec, cm, opts, lemma_findings)
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
@@ -353,6 +361,29 @@ def unfinished(spec: Spec, variant: str, opts: Options, limit: str, note: str) -
 def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
     return PropertyOutcome(prop.name, prop.kind.value, finding.verdict, expected, finding.counterexample,
                            prop.span, finding.note, finding.bound)
+
+
+def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings: dict) -> VariantResult:
+    """A variant under tso or lkmm, which the Z3 engines do not encode (store buffers,
+    the LKMM machine's views): listed as not checked, so the rest of the file runs.
+    Lemmas do not depend on the memory model and keep their Z3 verdicts."""
+    model = cm.program.model
+    why = (f"{NOT_CHECKED}: {model.memory} is explicit-only (--engine {opts.engine} encodes sequential "
+           "consistency; --engine explicit checks this variant)")
+    outcomes = []
+    for prop in model.properties:
+        if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
+            continue
+        expected = prop.name in model.expected_violations and opts.use_expectations
+        if prop.kind is m.PropertyKind.LEMMA:
+            outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
+        else:
+            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                            prop.span, why))
+    return _expect_spans(spec, VariantResult(model.variant,
+                                             tuple(model.constants.items()), tuple(outcomes),
+                                             Stats(complete=False, limit=why, engine=opts.engine), model.memory,
+                                             fairness_of(model)))
 
 
 def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:

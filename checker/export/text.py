@@ -308,6 +308,8 @@ def footer(result: RunResult, full: bool = True) -> str:
     for v in incomplete:
         if v.stats.limit == "not checked":  # run.NOT_CHECKED
             lines.append(f"{v.variant}: not checked: the run was cut short before this variant")
+        elif (v.stats.limit or "").startswith("not checked: "):
+            lines.append(f"{v.variant}: {v.stats.limit}")
         elif v.stats.engine == "explicit":
             lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
                          "properties without a counterexample are not verified")

@@ -220,8 +220,8 @@ def proved(enc: Encoding, result: SymbolicResult, p: SafetyProperty, inv, timeou
         invariants.append(found)
         if p.name not in WHAT:
             result.findings[p.name] = Finding(
-                Verdict.PROVED, note=f"proved by pdr: an inductive invariant of {len(found.clauses)} "
-                                     "clauses, certified by one-step induction")
+                Verdict.PROVED, note=f"proved by pdr: an inductive invariant of {clause_count(found)}, "
+                                     "certified by one-step induction")
         return None
     msg = f"pdr: the invariant Spacer found for {p.name} does not certify ({why})"
     if why.startswith("not re-checked"):
@@ -271,10 +271,15 @@ def violated(cm: CompiledModel, enc: Encoding, result: SymbolicResult, p: Safety
     return None
 
 
+def clause_count(inv: Invariant) -> str:
+    n = len(inv.clauses)
+    return f"{n} clause{'s' if n != 1 else ''}"
+
+
 def invariant_lines(inv: Invariant) -> list[str]:
     """The text output's lines for one invariant: what it proves, then its clauses."""
     what = f"no {inv.property}" if inv.property in WHAT else inv.property
-    lines = [f"pdr: inductive invariant proving {what} ({len(inv.clauses)} clauses, "
+    lines = [f"pdr: inductive invariant proving {what} ({clause_count(inv)}, "
              f"certified: init => I, I && step => I', I => not bad):"]
     lines += [f"  {c}" for c in inv.clauses[:SHOWN_CLAUSES]]
     if len(inv.clauses) > SHOWN_CLAUSES:
