@@ -14,6 +14,7 @@ checker bug).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -34,12 +35,20 @@ def _configure() -> None:
         _configured = True
 
 
+def _watch(ctx: z3.Context | None) -> None:
+    """Let the watchdog interrupt `ctx` (only while an engine runs under one)."""
+    ctx = z3.get_ctx(ctx)
+    if _watching and all(c is not ctx for c in _contexts):
+        _contexts.append(ctx)
+
+
 def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None,
                logic: str | None = "QF_BV") -> z3.Solver:
     """A solver for `logic` (quantifier-free bit-vectors by default) with fixed seeds and
     the given timeout, in `ctx` (each engine run makes its own context, so earlier runs
     cannot change it)."""
     _configure()
+    _watch(ctx)
     s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
     s.__class__ = _Solver
     s.set("random_seed", SEED)
@@ -56,13 +65,22 @@ CTRL_C_REASON = "interrupted from keyboard"
 _interrupt_pending = False
 
 
+#: the contexts of the solvers made since the engine started: the watchdog interrupts them
+_contexts: list = []
+_watching = False
+
+
 @contextlib.contextmanager
 def interrupts_deferred():
     """While a Z3 engine runs, Ctrl-C (and SIGTERM, which the command line treats alike)
     only notes the request, and the next query raises KeyboardInterrupt before or after
     it runs. Raised at any bytecode instead, it can land inside ctypes' conversion of a
-    Z3 call's arguments, which turns it into a `ctypes.ArgumentError` traceback. While
-    Z3 itself solves, it catches SIGINT and answers unknown (see `_Solver.check`)."""
+    Z3 call's arguments, which turns it into a `ctypes.ArgumentError` traceback.
+
+    A query under way is cut short at once: Python's handler cannot run while Z3 holds
+    the main thread, but the signal's wake-up byte reaches a watchdog thread, which notes
+    the request and interrupts every Z3 context the engine made (Z3 then answers unknown,
+    and the query raises KeyboardInterrupt, see `_Solver.check`)."""
     global _interrupt_pending
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -72,10 +90,35 @@ def interrupts_deferred():
         global _interrupt_pending
         _interrupt_pending = True
 
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+
+    def watchdog():
+        global _interrupt_pending
+        while True:
+            data = os.read(r, 64)
+            if not data or 0 in data:  # the engine is done
+                return
+            _interrupt_pending = True
+            for ctx in list(_contexts):
+                ctx.interrupt()
+
+    global _watching
     old = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    _watching = True
+    dog = threading.Thread(target=watchdog, name="z3-interrupt", daemon=True)
+    dog.start()
     try:
         yield
     finally:
+        signal.set_wakeup_fd(old_fd)
+        os.write(w, b"\0")
+        dog.join()
+        os.close(r)
+        os.close(w)
+        _contexts.clear()
+        _watching = False
         for sig, handler in old.items():
             signal.signal(sig, handler)
         pending, _interrupt_pending = _interrupt_pending, False
@@ -147,6 +190,7 @@ def new_fixedpoint(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | No
     given timeout per query. Its rule transformations stay off: they would inline and
     slice the one relation away, and with it the derivation a counterexample is read from."""
     _configure()
+    _watch(ctx)
     fp = z3.Fixedpoint(ctx=ctx)
     fp.__class__ = _Fixedpoint
     fp.set("engine", "spacer")
