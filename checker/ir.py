@@ -18,7 +18,7 @@ import enum
 import itertools
 import sys
 from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterator
 
 from .semantics import contexts
 from . import model as m
@@ -70,6 +70,12 @@ class StoreBuffer:
     def entry(self, k: int) -> tuple[int, int]:
         """The (address slot, value slot) of entry k."""
         return self.base + 2 * k, self.base + 2 * k + 1
+
+    def holds(self, target: m.TExpr) -> bool:
+        """Whether a plain access to `target` goes through this buffer: a global this CPU
+        stores plainly (the one definition both back ends ask)."""
+        return (isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.GLOBAL
+                and target.sym in self.locations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +221,7 @@ class ProcessIR:
     label_pcs: dict[str, frozenset[int]]
     sleeps: bool  # calls prepare_to_wait / schedule
     plain_stores: frozenset = frozenset()  # global VarSyms it writes with plain stores
-    fair_actions: tuple["FairAction", ...] = ()  # `fair` / `strongly fair` statements
+    fair_actions: tuple[FairAction, ...] = ()  # `fair` / `strongly fair` statements
 
     @property
     def instances(self) -> int:
@@ -300,7 +306,7 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
 
     for sym in model.globals:
         add_var(sym, None, "")
-    for p, ir in zip(model.processes, procs):
+    for p in model.processes:
         for i in range(p.instances):
             for sym in p.locals:
                 add_var(sym, i, p.instance_name(i) + ".")
@@ -383,7 +389,7 @@ class _Node:
 @dataclass
 class _Scope:
     labels: dict[str, _Node] = field(default_factory=dict)
-    parent: "_Scope | None" = None
+    parent: _Scope | None = None
 
     def find(self, name: str) -> _Node | None:
         s: _Scope | None = self
@@ -664,7 +670,7 @@ class _ProcessBuilder:
                 name = labels_of[id(n)]
             elif n.kind == "end":
                 # a finished process; "terminated" when the model has its own `end:` label
-                name = "terminated" if any(l == "end" for l, _ in self.labelled) else "end"
+                name = "terminated" if any(label == "end" for label, _ in self.labelled) else "end"
             else:
                 name = f"line{n.step['span'].line}"
             base = name
@@ -773,7 +779,7 @@ def builtins_in(x: m.TExpr | None) -> Iterator[m.Builtin]:
         yield from builtins_in(x.body)
 
 
-def _exprs(op: Op) -> tuple:
+def op_exprs(op: Op) -> tuple:
     if isinstance(op, OAssign):
         return (op.target, op.value)
     if isinstance(op, OEval):
@@ -799,7 +805,7 @@ def is_fence(kind: StepKind, body) -> bool:
     for op in walk_ops(body):
         if isinstance(op, OBarrier) and BUILTINS[op.name].x86 is X86.FENCE:
             return True
-        for x in _exprs(op):
+        for x in op_exprs(op):
             if any(BUILTINS[b.name].x86 in (X86.LOCKED, X86.FENCE) for b in builtins_in(x)):
                 return True
         if kind is StepKind.ATOMIC and _plain_store_target(op) is not None:

@@ -467,7 +467,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
     lines.append("  initial state:")
     for chunk in _wrap_assignments([(k, v) for k, v in init.values], width - 6):
         lines.append("      " + chunk)
-    pcs = ", ".join(f"{p}@{l}" for p, l in init.pcs)
+    pcs = ", ".join(f"{p}@{label}" for p, label in init.pcs)
     for chunk in textwrap.wrap(pcs, width - 6) or [""]:
         lines.append("      " + chunk)
     numw = len(str(max(t.length, 1)))
@@ -909,8 +909,6 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
     return "\n".join(parts)
 
 
-def variant_label(v: VariantResult) -> str:
-    return v.variant
 
 
 def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
