@@ -363,13 +363,9 @@ def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
                            prop.span, finding.note, finding.bound)
 
 
-def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings: dict) -> VariantResult:
-    """A variant under tso or lkmm, which the Z3 engines do not encode (store buffers,
-    the LKMM machine's views): listed as not checked, so the rest of the file runs.
-    Lemmas do not depend on the memory model and keep their Z3 verdicts."""
-    model = cm.program.model
-    why = (f"{NOT_CHECKED}: {model.memory} is explicit-only (--engine {opts.engine} encodes sequential "
-           "consistency; --engine explicit checks this variant)")
+def _z3_outcomes(model: m.Model, opts: Options, lemma_findings: dict, other) -> list[PropertyOutcome]:
+    """Each property's outcome under a Z3 engine: lemmas as Z3 decided them, the rest by
+    `other(property, expected)`; deadlock only when it is checked."""
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -378,8 +374,19 @@ def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings:
         if prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
         else:
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, why))
+            outcomes.append(other(prop, expected))
+    return outcomes
+
+
+def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings: dict) -> VariantResult:
+    """A variant under tso or lkmm, which the Z3 engines do not encode (store buffers,
+    the LKMM machine's views): listed as not checked, so the rest of the file runs.
+    Lemmas do not depend on the memory model and keep their Z3 verdicts."""
+    model = cm.program.model
+    why = (f"{NOT_CHECKED}: {model.memory} is explicit-only (--engine {opts.engine} encodes sequential "
+           "consistency; --engine explicit checks this variant)")
+    outcomes = _z3_outcomes(model, opts, lemma_findings, lambda prop, expected: PropertyOutcome(
+        prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span, why))
     return _expect_spans(spec, VariantResult(model.variant,
                                              tuple(model.constants.items()), tuple(outcomes),
                                              Stats(complete=False, limit=why, engine=opts.engine), model.memory,
@@ -395,22 +402,17 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
-    outcomes = []
-    for prop in model.properties:
-        if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
-            continue
-        expected = prop.name in model.expected_violations and opts.use_expectations
-        if prop.kind is m.PropertyKind.LEMMA:
-            outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
-        elif prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, f"{prop.kind.value} properties are not checked by the "
-                                            f"{opts.engine} engine"))
-        elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, sym.stats.limit or "not checked"))
-        else:
-            outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
+
+    def decided(prop: m.Property, expected: bool) -> PropertyOutcome:
+        if prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
+            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span,
+                                   f"{prop.kind.value} properties are not checked by the {opts.engine} engine")
+        if prop.name not in sym.findings:  # the engine was interrupted before it decided this one
+            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                   prop.span, sym.stats.limit or "not checked")
+        return _outcome(prop, expected, sym.findings[prop.name])
+
+    outcomes = _z3_outcomes(model, opts, lemma_findings, decided)
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
     return VariantResult(variant, constants, outcomes, sym.stats, model.memory,

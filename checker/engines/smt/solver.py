@@ -143,16 +143,21 @@ class _Solver(z3.Solver):
         _raise_if_interrupted()
         start = time.monotonic()
         r = super().check(*assumptions)
-        _raise_if_interrupted()
-        if r == z3.unknown:
-            reason = self.reason_unknown()
-            # Some of Z3's procedures report Ctrl-C as "canceled", as they report a
-            # timeout; nothing else cancels a query here, so a cancellation well inside
-            # the budget was Ctrl-C.
-            early = self.budget is None or time.monotonic() - start < 0.9 * self.budget
-            if reason == CTRL_C_REASON or (reason == "canceled" and early):
-                raise KeyboardInterrupt
+        _raise_if_cut_short(self, r, start)
         return r
+
+
+def _raise_if_cut_short(engine, r, start: float) -> None:
+    """KeyboardInterrupt if Ctrl-C or SIGTERM came while `engine` answered `r`."""
+    _raise_if_interrupted()
+    if r == z3.unknown:
+        reason = engine.reason_unknown()
+        # Some of Z3's procedures report Ctrl-C as "canceled", as they report a
+        # timeout; nothing else cancels a query here, so a cancellation well inside
+        # the budget was Ctrl-C.
+        early = engine.budget is None or time.monotonic() - start < 0.9 * engine.budget
+        if reason == CTRL_C_REASON or (reason == "canceled" and early):
+            raise KeyboardInterrupt
 
 
 class _Fixedpoint(z3.Fixedpoint):
@@ -176,12 +181,7 @@ class _Fixedpoint(z3.Fixedpoint):
                 raise
             self.cut = True
             r = z3.unknown
-        _raise_if_interrupted()
-        if r == z3.unknown:
-            reason = self.reason_unknown()
-            early = self.budget is None or time.monotonic() - start < 0.9 * self.budget
-            if reason == CTRL_C_REASON or (reason == "canceled" and early):
-                raise KeyboardInterrupt
+        _raise_if_cut_short(self, r, start)
         return r
 
 
