@@ -246,6 +246,24 @@ _INT_BINOPS = {
 # ---- symbols -------------------------------------------------------------------
 
 
+class MemoryModel(str, enum.Enum):
+    """The memory models a variant is checked under (`memory X;`, --memory-model): the one
+    definition. A str enum, so that the name a user writes is the member's value."""
+
+    SC = "sc"  # sequential consistency: every access in one order
+    TSO = "tso"  # x86-TSO: a store buffer per CPU (ir.StoreBuffer)
+    LKMM = "lkmm"  # the Linux-kernel memory model, operationally (memory/lkmm.py)
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__  # equal to its name, so hashed as it: MemoryModel.TSO and "tso" are one key
+
+
+#: the names, in the order the documentation gives them
+MEMORY_MODELS = tuple(mm.value for mm in MemoryModel)
+
+
 class Scope(enum.Enum):
     GLOBAL = "global"
     LOCAL = "local"
@@ -587,8 +605,8 @@ class Model:
     source: str
     variant: str  # "base" or a variant's name
     constants: dict[str, int | bool | str]
-    memory: str  # "sc" | "tso" | "lkmm": what the variant is checked under
-    declared_memory: str  # what the spec declares for it (--memory-model may override it)
+    memory: MemoryModel  # what the variant is checked under
+    declared_memory: MemoryModel  # what the spec declares for it (--memory-model may override it)
     globals: tuple[VarSym, ...]
     processes: tuple[Process, ...]
     properties: tuple[Property, ...]

@@ -131,9 +131,9 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
     ("checker/pipeline.py", "the one module that knows the whole chain", (
         ("run", ("checker.pipeline",), False, "parse, resolve, build, compile, search, explain, in order"),
     )),
-    ("checker/api.py, checker/cli.py, checker/__main__.py", "the entry points", (
-        ("entry points", ("checker.api", "checker.cli"), False,
-         "the Python API and the command line, both over the pipeline; neither uses the other"),
+    ("checker/api.py, checker/cli.py, checker/lsp.py, checker/__main__.py", "the entry points", (
+        ("entry points", ("checker.api", "checker.cli", "checker.lsp"), False,
+         "the Python API, the command line and the language server, all over the pipeline; none uses another"),
         ("main", ("checker.__main__",), False, "`python -m checker`"),
     )),
 )
@@ -153,7 +153,7 @@ EXPORTERS_READ = ("foundation", "results")
 FRONT_END = frozenset({"checker.front", "checker.front.parse", "checker.front.ast", "checker.resolve"} | {
     f"checker.resolve.{part}" for part in ("base", "declarations", "types", "expressions", "statements",
                                            "inlines", "variants", "contexts")})
-ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.__main__"})
+ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.lsp", "checker.__main__"})
 
 #: Private names a module may use from another, each with the reason (none now: explain
 #: uses the Python back end's Compiler and Emitter and ir.op_exprs, public since the move);

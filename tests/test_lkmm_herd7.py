@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.reader import parse_litmus
+from checker.pipeline import load_litmus
 from checker.litmus.axiomatic import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from checker.engines.explicit.search import Fingerprints, home_slot
 from checker.base.progress import Progress
 from checker.pipeline import Options, check_spec, compile_variant, load
 from checker.results.trace import Verdict
-from search_fixtures import SPECS, summary
+from search_fixtures import SMALL_SPECS, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -188,7 +188,7 @@ def test_every_model_and_litmus_test_is_pinned(one_worker):
     assert got == PINNED
 
 
-@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+@pytest.mark.parametrize("path", SMALL_SPECS, ids=[p.stem for p in SMALL_SPECS])
 def test_two_workers_find_what_one_finds(path, one_worker, eager_workers):
     result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2))
     assert summary(result) == one_worker[path]
@@ -197,7 +197,7 @@ def test_two_workers_find_what_one_finds(path, one_worker, eager_workers):
         assert max(used) == 2  # the parallel search ran (a model error reruns in one process)
 
 
-@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+@pytest.mark.parametrize("path", SMALL_SPECS, ids=[p.stem for p in SMALL_SPECS])
 def test_hash_compact_counts_what_one_finds(path, one_worker):
     result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=1, hash_compact=True))
     assert summary(result) == one_worker[path]

@@ -383,6 +383,11 @@ def _paren(code: str) -> str:
 
 
 class Compiler:
+    """IR -> the generated Python of every step, the packing and the predicates. About
+    800 lines, on purpose: one translation in sections (names and packing, expressions,
+    stores, loads through store buffers, operations, the core operations, the run) that
+    share the emitter's state; promela._Translator follows the same sections."""
+
     def __init__(self, program: Program):
         self.program = program
         self.layout = program.layout

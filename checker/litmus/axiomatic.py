@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
-from ..model import fold_binop
+from ..model import MEMORY_MODELS, fold_binop
 from .reader import (
     AddrOf,
     Assign,
@@ -38,7 +38,7 @@ from .reader import (
     Unary,
 )
 
-MODELS = ("lkmm", "tso", "sc")
+MODELS = tuple(reversed(MEMORY_MODELS))  # model.MemoryModel; the LKMM first, the litmus default
 DEFAULT_LIMIT = 200_000  # candidate executions; beyond it the verdict is "cannot decide" (exit 3)
 
 

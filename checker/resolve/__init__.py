@@ -93,7 +93,8 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         self._check_duplicates()
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
-        memory, store_buffer = self._memory(variants.get(self.variant))
+        memory_name, store_buffer = self._memory(variants.get(self.variant))
+        memory = m.MemoryModel(memory_name)
         self._contexts_header(self.preemptions_override)
         for d in spec.of(ast.EnumDecl):
             t = m.EnumT(d.name, tuple(n for n, _ in d.members))
@@ -138,7 +139,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         constants = {n: self._const_value(c) for n, c in self.consts.items()}
         return m.Model(
             name=spec.name, file=spec.file, source=spec.source, variant=self.variant,
-            constants=constants, memory=memory, declared_memory=self.declared_memory,
+            constants=constants, memory=memory, declared_memory=m.MemoryModel(self.declared_memory),
             globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),

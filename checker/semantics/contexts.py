@@ -372,7 +372,8 @@ class _Lowering:
                                     m.SAssign(span, self.g(self.pending[h.name]), f)))
         if op is CtxOp.THIS_CPU_WRITE:
             return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
-        raise SpecError(span, f"'{name}' has a value: use it in an expression")
+        raise SpecError(span, f"'{name}' has a value: use it in an expression",
+                        f"e.g. `x = {name}(...);` or `if ({name}(...)) ...`")
 
     def expr(self, e, w: _Where):
         if isinstance(e, m.Builtin) and BUILTINS[e.name].cls is Cls.CONTEXT:
