@@ -58,6 +58,8 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
         raise SpecError(NOWHERE, f"unknown memory model {memory_model!r}", f"memory models: {', '.join(MEMORY_MODELS)}")
     if depth is not None and engine == "explicit":
         raise SpecError(NOWHERE, "depth is for engine='bmc' or 'induction'; the explicit engine takes max_depth")
+    if depth is not None and engine == "pdr":
+        raise SpecError(NOWHERE, "engine='pdr' has no bound: it takes no depth")
     if (max_states is not None or max_depth is not None) and engine != "explicit":
         raise SpecError(NOWHERE, f"max_states and max_depth are for the explicit engine; {engine} takes depth")
     for name, value, least in (("max_states", max_states, 1), ("max_depth", max_depth, 0), ("depth", depth, 0),

@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     z = p.add_argument_group("engines (lemmas are always checked by Z3)")
     z.add_argument("--engine", choices=ENGINES, default="explicit",
                    help="explicit: breadth-first search (default); bmc: bounded model checking in Z3 up to "
-                        "--depth; induction: k-induction in Z3 up to k = --depth")
+                        "--depth; induction: k-induction in Z3 up to k = --depth; pdr: PDR/IC3 in Z3 (Spacer), unbounded "
+                        "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
@@ -277,6 +278,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--simulate runs the compiled steps; it takes no --engine")
     if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
+    if args.depth is not None and args.engine == "pdr":
+        parser.error("--engine pdr has no bound: it takes no --depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
         parser.error(f"--max-states and --max-depth are for the explicit engine; {args.engine} takes --depth")
     if args.engine != "explicit" and (args.replay or args.dot_graph):

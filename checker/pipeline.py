@@ -40,7 +40,7 @@ from .results.trace import (
 )
 
 
-ENGINES = ("explicit", "bmc", "induction")
+ENGINES = ("explicit", "bmc", "induction", "pdr")
 #: Stats.limit of a search that ends the whole run: the variants after it are not checked
 CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
 #: Stats.limit of a variant the run never reached
@@ -65,7 +65,7 @@ class Options:
     workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
     hash_compact: bool = False  # store 64-bit fingerprints instead of states
     engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
-    depth: int = 10  # bmc: the bound; induction: the largest k
+    depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
@@ -295,6 +295,17 @@ def _timeout(opts: Options) -> float:
 
 def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | None = None) -> VariantResult:
     cm = compile_variant(spec, variant, opts)
+    vr = _check_compiled(spec, variant, cm, opts, lemma_cache)
+    model = cm.program.model
+    if model.declared_memory != model.memory:  # never drop a variant's memory model silently
+        note = (f"--memory-model {model.memory} overrides the variant's `memory {model.declared_memory}`: "
+                f"what only {model.declared_memory} allows is not checked")
+        vr = replace(vr, stats=replace(vr.stats, notes=vr.stats.notes + (note,)))
+    return vr
+
+
+def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
+                    lemma_cache: dict | None) -> VariantResult:
     model = cm.program.model
     if opts.simulate is not None:
         return _check_simulated(cm, variant, opts)
@@ -304,11 +315,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        if model.memory == "lkmm":
-            raise SpecError(model.processes[0].span if model.processes else NOWHERE,
-                            f"--engine {opts.engine} has no `memory lkmm`: the machine's views and histories "
-                            "live in the explicit engine (checker/memory/lkmm.py)",
-                            "check this variant with --engine explicit, or under --memory-model tso or sc")
+        if model.memory != "sc":
+            return _explicit_only(spec, cm, opts, lemma_findings)
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
@@ -450,14 +458,9 @@ def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
                            prop.span, finding.note, finding.bound)
 
 
-def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
-    """The bmc or induction engine on one variant (lemmas already checked)."""
-    from .engines.smt.bmc import bmc
-    from .engines.smt.induction import induction
-
-    model = cm.program.model
-    run_engine = bmc if opts.engine == "bmc" else induction
-    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
+def _z3_outcomes(model: m.Model, opts: Options, lemma_findings: dict, other) -> list[PropertyOutcome]:
+    """Each property's outcome under a Z3 engine: lemmas as Z3 decided them, the rest by
+    `other(property, expected)`; deadlock only when it is checked."""
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -465,15 +468,46 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         expected = prop.name in model.expected_violations and opts.use_expectations
         if prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
-        elif prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, f"{prop.kind.value} properties are not checked by the "
-                                            f"{opts.engine} engine"))
-        elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, sym.stats.limit or "not checked"))
         else:
-            outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
+            outcomes.append(other(prop, expected))
+    return outcomes
+
+
+def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings: dict) -> VariantResult:
+    """A variant under tso or lkmm, which the Z3 engines do not encode (store buffers,
+    the LKMM machine's views): listed as not checked, so the rest of the file runs.
+    Lemmas do not depend on the memory model and keep their Z3 verdicts."""
+    model = cm.program.model
+    why = (f"{NOT_CHECKED}: {model.memory} is explicit-only (--engine {opts.engine} encodes sequential "
+           "consistency; --engine explicit checks this variant)")
+    outcomes = _z3_outcomes(model, opts, lemma_findings, lambda prop, expected: PropertyOutcome(
+        prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span, why))
+    return _expect_spans(spec, VariantResult(model.variant,
+                                             tuple(model.constants.items()), tuple(outcomes),
+                                             Stats(complete=False, limit=why, engine=opts.engine), model.memory,
+                                             fairness_of(model)))
+
+
+def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
+    """The bmc, induction or pdr engine on one variant (lemmas already checked)."""
+    from .engines.smt.bmc import bmc
+    from .engines.smt.induction import induction
+    from .engines.smt.pdr import pdr
+
+    model = cm.program.model
+    run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
+    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
+
+    def decided(prop: m.Property, expected: bool) -> PropertyOutcome:
+        if prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
+            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span,
+                                   f"{prop.kind.value} properties are not checked by the {opts.engine} engine")
+        if prop.name not in sym.findings:  # the engine was interrupted before it decided this one
+            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                   prop.span, sym.stats.limit or "not checked")
+        return _outcome(prop, expected, sym.findings[prop.name])
+
+    outcomes = _z3_outcomes(model, opts, lemma_findings, decided)
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
     return VariantResult(variant, constants, outcomes, sym.stats, model.memory,

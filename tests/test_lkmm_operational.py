@@ -244,13 +244,21 @@ def test_a_full_history_is_stated():
     assert any("waited for a full history" in line and "lkmm(N)" in line for line in history_notes(result))
 
 
-@pytest.mark.parametrize("args", [["--engine", "bmc"], ["--engine", "induction"], ["--promela", "-"]])
-def test_other_engines_refuse_lkmm(tmp_path, capsys, args):
+def test_promela_refuses_lkmm(tmp_path, capsys):
     from checker.cli import main
     f = tmp_path / "spin.spec"
     f.write_text(SPIN)
-    assert main([str(f)] + args) == 2
+    assert main([str(f), "--promela", "-"]) == 2
     assert "memory lkmm" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["bmc", "induction", "pdr"])
+def test_the_z3_engines_list_lkmm_variants_as_not_checked(tmp_path, capsys, engine):
+    from checker.cli import main
+    f = tmp_path / "spin.spec"
+    f.write_text(SPIN)
+    assert main([str(f), "--engine", engine]) == 3
+    assert "not checked: lkmm is explicit-only" in capsys.readouterr().out
 
 
 def test_every_primitive_has_an_lkmm_meaning():

@@ -139,7 +139,8 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         constants = {n: self._const_value(c) for n, c in self.consts.items()}
         return m.Model(
             name=spec.name, file=spec.file, source=spec.source, variant=self.variant,
-            constants=constants, memory=memory, globals=tuple(self.globals.values()),
+            constants=constants, memory=memory, declared_memory=m.MemoryModel(self.declared_memory),
+            globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
             store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties),

@@ -138,7 +138,8 @@ class Variants:
         top = model_decls[0] if model_decls else None
         own = variant.memory[0] if variant is not None and variant.memory else None
         chosen = own or top
-        memory = self.memory_override or (chosen.name if chosen else "sc")
+        self.declared_memory = chosen.name if chosen else "sc"
+        memory = self.memory_override or self.declared_memory
         if self.memory_override and self.memory_override not in MEMORY_MODELS:
             raise SpecError(NOWHERE, f"unknown memory model '{self.memory_override}'",
                             f"use one of: {', '.join(MEMORY_MODELS)}")
