@@ -39,7 +39,7 @@ from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
 from .results.findings import coverage_table
-from .litmus.reader import load_litmus
+from .litmus.reader import UNROLL, load_litmus
 from .resolve import parse_defines
 from .pipeline import (
     ENGINES,
@@ -329,6 +329,9 @@ def litmus_main(argv: list[str]) -> int:
         sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
         return 2
     text = lkmm.format_result(test, result)
+    if result.loop_cut:  # herd7 warns "unrolling limit exceeded, legal outcomes may be missing"
+        text += (f"\nLoop: a while loop would run more than {UNROLL} times (herd7's unrolling): the executions "
+                 "that loop longer are left out, so outcomes may be missing")
     said, race = lkmm.judge_result(test, result)
     if test.expected is None:
         text += "\nResult: no 'Result:' line in the file: nothing to compare"
