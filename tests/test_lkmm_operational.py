@@ -88,7 +88,6 @@ def test_machine_outcomes_are_the_lkmms(path):
         assert observation(got, ref) == obs == test.expected
 
 
-@pytest.mark.skipif(not HERD.exists(), reason="herd7 (../shared/tools/herd7) is not here")
 @pytest.mark.parametrize("path", [p for p in FILES if p.stem not in UNTRANSLATED], ids=lambda p: p.stem)
 def test_machine_outcomes_are_among_herd7s(path):
     states, verdict, _, _ = herd7(path)
