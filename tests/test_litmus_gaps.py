@@ -11,6 +11,8 @@ herd7's, and our whole report must be herd7's recorded one (tests/oracle.py).
 
 from __future__ import annotations
 
+import hashlib
+import random
 import re
 import sys
 from pathlib import Path
@@ -149,5 +151,83 @@ def agreement_table() -> str:
     return "\n".join(lines)
 
 
+
+
+# ------------------------------------------------------------ diy7-style generated tests
+
+def diy_program(seed: int) -> str:
+    """A test in diy7's C form: its header lines, `atomic_t` locations with ATOMIC_INIT,
+    initial register values, address dependencies as `y + (r0 & 128)`, and plain
+    control dependencies (self-justifying load buffering), on two to four CPUs."""
+    rnd = random.Random(seed)
+    nthreads = rnd.choice((2, 2, 3, 3, 4))
+    locs = ("x", "y", "z")[:min(nthreads, 3)]
+    atomic = {loc for loc in locs if rnd.random() < 0.4}
+    threads, shown = [], []
+    for t in range(nthreads):
+        body, regs = [], []
+        for _ in range(rnd.randint(1, 3)):
+            loc, v = rnd.choice(locs), rnd.randint(1, 2)
+            r = f"r{len(regs)}"
+            dep = f" + ({regs[-1]} & 128)" if regs and rnd.random() < 0.5 else ""
+            kind = rnd.choice(("store", "load", "load", "fence", "ctrl") if regs else ("store", "load"))
+            if kind == "fence":
+                body.append(rnd.choice(("smp_mb();", "smp_wmb();", "smp_rmb();")))
+            elif kind == "ctrl":
+                plain = rnd.random() < 0.6
+                store = f"*{loc} = {v};" if plain and loc not in atomic else f"WRITE_ONCE(*{loc}, {v});"
+                body.append(f"if ({regs[-1]}) {store}")
+            elif kind == "store":
+                if loc in atomic:
+                    body.append(f"atomic_set({loc}, {v});" if not dep else f"WRITE_ONCE(*({loc}{dep}), {v});")
+                else:
+                    body.append(rnd.choice((f"WRITE_ONCE(*({loc}{dep}), {v});", f"smp_store_release({loc}, {v});")))
+            else:
+                if loc in atomic and not dep:
+                    body.append(f"int {r} = atomic_read({loc});")
+                else:
+                    body.append(rnd.choice((f"int {r} = READ_ONCE(*({loc}{dep}));", f"int {r} = smp_load_acquire({loc});"))
+                                if not dep else f"int {r} = READ_ONCE(*({loc}{dep}));")
+                regs.append(r)
+        threads.append(body)
+        shown += [f"{t}:{r}" for r in regs]
+    shown += list(locs)
+    init = [f"atomic_t {loc} = ATOMIC_INIT(0);" if loc in atomic else f"int {loc} = 0;" for loc in locs]
+    init.append(f"{nthreads - 1}:r9={rnd.randint(0, 1)};")
+    text = (f"C diy{seed}\n\"generated in diy7's form\"\nGenerator=diy7 (version 7.56)\n"
+            "Prefetch=0:x=F,0:y=W\nCom=Rf Fr\nOrig=PodWW Rfe PodRR Fre\nCycle=Rfe PodRR Fre PodWW\n"
+            f"Relax=\nSafe=Rfe Fre\nHash={hashlib.md5(str(seed).encode()).hexdigest()}\n\n"
+            "{\n" + "".join(f"{line}\n" for line in init) + "}\n\n")
+    for t, body in enumerate(threads):
+        params = ",".join(f"{'atomic_t' if loc in atomic else 'int'}* {loc}" for loc in locs)
+        text += f"P{t}({params}) {{\n" + "".join(f"  {line}\n" for line in body) + "}\n\n"
+    text += "exists (" + " /\\ ".join(f"{s}={rnd.randint(0, 2)}" for s in shown[:3]) + ")\n"
+    return text
+
+
+DIY_SEEDS = range(60)
+
+
+@pytest.mark.parametrize("seed", DIY_SEEDS)
+def test_diy7_form_programs_report_as_herd7(seed):
+    text = diy_program(seed)
+    ours = format_result(parse_litmus(text, "gen.litmus"), evaluate(parse_litmus(text, "gen.litmus")))
+    assert ours == oracle.report(text), text
+
+
+def diy_agreement() -> str:
+    same, verdicts, flagged = 0, {}, 0
+    for seed in DIY_SEEDS:
+        text = diy_program(seed)
+        test = parse_litmus(text, "gen.litmus")
+        res = evaluate(test)
+        same += format_result(test, res) == oracle.report(text)
+        verdicts[res.observation] = verdicts.get(res.observation, 0) + 1
+        flagged += "data-race" in res.flags
+    return (f"{len(DIY_SEEDS)} diy7-form programs: {same} reports equal to herd7's, "
+            f"{len(DIY_SEEDS) - same} differ; verdicts {dict(sorted(verdicts.items()))}, {flagged} with a data race")
+
+
 if __name__ == "__main__":
     print(agreement_table())
+    print(diy_agreement())
