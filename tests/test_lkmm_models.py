@@ -75,7 +75,7 @@ def test_no_sync_mb_lkmm_trace_reads_a_stale_pir():
     t = next(o for o in v.outcomes if o.property == "ipi_taken").counterexample.trace
     (i, a), = [(i, a) for i, a in stale_reads(t) if a.process == "target"]
     assert a.text == "if (pir)"
-    assert a.detail.startswith("read pir = false, an older store than memory's true: the newer store had not "
+    assert a.detail.startswith("not taken: read pir = false, an older store than memory's true: the newer store had not "
                                "propagated to target")
     assert t.states[i].get("pir") is True and t.states[i].get("on") is False
     clear = max(j for j, b in enumerate(t.actions[:i]) if b.process == "target" and b.text.startswith("xchg_relaxed(on"))
@@ -90,7 +90,7 @@ def test_pi_timer_base_lkmm_trace_consumes_the_request_and_misses_pending():
     t = next(o for o in v.outcomes if o.property == "deadlock").counterexample.trace
     (i, a), = [(i, a) for i, a in stale_reads(t) if a.process == "vcpu" and "pending" in a.text]
     assert a.text == "if (atomic_read(pending) != 0)"
-    assert a.detail.startswith("read pending = 0, an older store than memory's 1")
+    assert a.detail.startswith("not taken: read pending = 0, an older store than memory's 1")
     r4 = t.actions[i - 1]
     assert (r4.process, r4.text) == ("vcpu", "clear_bit(KVM_REQ_PENDING_TIMER, requests);")
     assert "KVM_REQ_PENDING_TIMER" in str(t.states[i - 1].get("requests"))   # R4 cleared the hrtimer's request
