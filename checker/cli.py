@@ -35,6 +35,7 @@ from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
 from .litmus import axiomatic as lkmm
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
+from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
@@ -98,7 +99,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="check", description="Model-check a timerace spec: the base model and every variant.",
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    p.add_argument("file", help="the .spec file")
+    p.add_argument("file", help="the .spec file, or the name of a shipped model (check --list-models)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant (applies to every variant, on top of its own settings)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME",
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
     p.add_argument("--version", action="version", version=f"timerace {__version__}")
+    p.add_argument("--list-models", action="store_true", help="list the models shipped with timerace and exit")
     return p
 
 
@@ -375,14 +377,33 @@ def _explain(code: str) -> int:
     return EXIT_OK
 
 
+def _list_models() -> int:
+    """`check --list-models`: the shipped models, each with the first line of its header."""
+    models = shipped_models()
+    if not models:
+        sys.stderr.write("check: error: this installation ships no models\n")
+        return EXIT_INPUT
+    rows = []
+    for name, path in models.items():
+        first = next((ln.strip().lstrip("/").strip() for ln in path.read_text(encoding="utf-8").splitlines()
+                      if ln.strip().startswith("//") and ln.strip().lstrip("/").strip()), "")
+        rows.append(f"{name:<22} {first}")
+    _print("\n".join(rows) + f"\n\n(in {models_dir()}; check NAME runs one)")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--explain"] or (argv and argv[0].startswith("--explain=")):
         return _explain(argv[1] if argv[0] == "--explain" and len(argv) > 1 else argv[0].partition("=")[2])
     if any(a.endswith(".litmus") and not a.startswith("-") for a in argv):  # the kernel's litmus C format
         return litmus_main(argv)
+    if argv[:1] == ["--list-models"]:
+        return _list_models()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not os.path.exists(args.file) and (shipped := shipped_model(args.file)) is not None:
+        args.file = str(shipped)  # `check pi_timer`: the model shipped with timerace
     req = _outputs(args, parser)
     problems = path_problems(req, (args.file,)) + _promela_problems(args.promela, args.file)
     if problems:

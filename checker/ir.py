@@ -18,7 +18,7 @@ import enum
 import itertools
 import sys
 from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterator
 
 from .semantics import contexts
 from . import model as m
@@ -215,7 +215,7 @@ class ProcessIR:
     label_pcs: dict[str, frozenset[int]]
     sleeps: bool  # calls prepare_to_wait / schedule
     plain_stores: frozenset = frozenset()  # global VarSyms it writes with plain stores
-    fair_actions: tuple["FairAction", ...] = ()  # `fair` / `strongly fair` statements
+    fair_actions: tuple[FairAction, ...] = ()  # `fair` / `strongly fair` statements
 
     @property
     def instances(self) -> int:
@@ -300,7 +300,7 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
 
     for sym in model.globals:
         add_var(sym, None, "")
-    for p, ir in zip(model.processes, procs):
+    for p in model.processes:
         for i in range(p.instances):
             for sym in p.locals:
                 add_var(sym, i, p.instance_name(i) + ".")
@@ -383,7 +383,7 @@ class _Node:
 @dataclass
 class _Scope:
     labels: dict[str, _Node] = field(default_factory=dict)
-    parent: "_Scope | None" = None
+    parent: _Scope | None = None
 
     def find(self, name: str) -> _Node | None:
         s: _Scope | None = self
@@ -664,7 +664,7 @@ class _ProcessBuilder:
                 name = labels_of[id(n)]
             elif n.kind == "end":
                 # a finished process; "terminated" when the model has its own `end:` label
-                name = "terminated" if any(l == "end" for l, _ in self.labelled) else "end"
+                name = "terminated" if any(label == "end" for label, _ in self.labelled) else "end"
             else:
                 name = f"line{n.step['span'].line}"
             base = name

@@ -9,6 +9,8 @@ from checker.export.outputs import DEFAULT_GRAPH_LIMIT
 from checker.pipeline import Options, check_spec, load
 from helpers import EXPORT_MODELS, export_all, lasso_result, workdir
 
+pytest_plugins = ["search_fixtures"]  # shared searches and fixtures (tests/search_fixtures.py)
+
 # Two processes increment a shared counter; without `atomic` one update is lost.
 COUNTER = """// Two increments; without atomic one is lost.
 model counter;

@@ -38,9 +38,9 @@ PACKAGE = ROOT / "checker"
 FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...]], ...] = (
     ("checker/base", "what every stage uses", (
         ("foundation", ("checker", "checker.base", "checker.base.errors", "checker.base.limits",
-                        "checker.base.safe_text", "checker.base.progress"), False,
+                        "checker.base.safe_text", "checker.base.progress", "checker.base.shipped"), False,
          "spans and input errors (with the text a span covers), the language's limits, text made safe to "
-         "print, progress lines, the version; none imports another checker module"),
+         "print, progress lines, where the shipped models are, the version; none imports another checker module"),
     )),
     ("checker/front", "the spec language's front end: text -> lark tree -> typed AST", (
         ("ast", ("checker.front", "checker.front.ast"), False, "the typed, frozen syntax tree with spans"),
@@ -227,7 +227,8 @@ def import_graph(package: Path) -> Graph:
     modules = module_names(package)
     top_name = package.name
     edges, private_uses, dynamic = [], [], []
-    for mod, path in modules.items():
+    def read(mod: str, path: Path) -> None:
+        """One module's imports (a function, so that its helpers bind this module's names)."""
         is_pkg = path.name == "__init__.py"
         here = mod if is_pkg else mod.rpartition(".")[0]
         rel = str(path.relative_to(package.parent))
@@ -288,6 +289,8 @@ def import_graph(package: Path) -> Graph:
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id in aliases and private(node.attr)):
                 private_uses.append((mod, aliases[node.value.id], node.attr, f"{rel}:{node.lineno}"))
+    for mod, path in modules.items():
+        read(mod, path)
     return Graph(modules, tuple(edges), tuple(private_uses), tuple(dynamic))
 
 

@@ -8,7 +8,6 @@ machine does not explore (NOT_EXPLORED: load buffering, and stores that join coh
 order before an earlier store), which LANGUAGE.md lists.
 """
 
-import subprocess
 from pathlib import Path
 
 import pytest

@@ -276,7 +276,7 @@ def _render(seq: list, depth: int) -> list[str]:
 class _Seq:
     """The statements of one step's body being built, with hidden scratch variables."""
 
-    def __init__(self, owner: "_Translator"):
+    def __init__(self, owner: _Translator):
         self.owner = owner
         self.stack: list[list] = [[]]
 
@@ -419,7 +419,7 @@ class _Translator:
 
     def declare(self) -> list[str]:
         out = []
-        for (sym, inst), base in self.layout.var_base.items():
+        for sym, inst in self.layout.var_base:
             if sym.scope is m.Scope.LOCAL:
                 instance = self.layout.instance_names[self.layout.gid_base[sym.process] + inst]
                 self.names[(sym, inst)] = self.unique(f"{instance}_{sym.name}", shown=f"{instance}.{sym.name}")
@@ -434,7 +434,7 @@ class _Translator:
                 continue
             elem = t.elem if isinstance(t, m.ArrayT) else t
             ptype = self.ptype(elem)
-            inits = [self.program.init_choices[base + k] for k in range((t.length if isinstance(t, m.ArrayT) else 1))]
+            inits = [self.program.init_choices[base + k] for k in range(t.length if isinstance(t, m.ArrayT) else 1)]
             first = [c[0] for c in inits]
             common = max(set(first), key=first.count)  # the others are set by the chooser
             for k in range(len(first)):

@@ -36,7 +36,7 @@ of that size.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from .. import model as m
 from ..semantics.primitives import X86, Returns
@@ -140,7 +140,7 @@ class CompiledFlush:
     slot: int
     gid: int  # an actor of its own, numbered after the process instances: the memory
     # system drains every buffer eventually, whatever its CPU does (fairness sees that)
-    steps_at: tuple[tuple["CompiledFlush", ...], ...] = field(default=(), repr=False, compare=False)
+    steps_at: tuple[tuple[CompiledFlush, ...], ...] = field(default=(), repr=False, compare=False)
     packed: Callable | None = field(default=None, compare=False)
     writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
@@ -200,7 +200,7 @@ def packing_of(layout) -> Packing:
     """Bit fields for every slot, in layout order, each as narrow as its type allows."""
     shift, width, los, his = [], [], [], []
     at = 0
-    for k, sl in enumerate(layout.slots):
+    for k in range(len(layout.slots)):
         lo, hi = _slot_bounds(layout, k)
         w = (hi - lo).bit_length()
         shift.append(at)
@@ -475,7 +475,7 @@ class _Compiler:
             code = compile(source, f"<timerace {model.name}.{model.variant}>", "exec")
         except (SyntaxError, RecursionError, MemoryError) as e:
             raise self.too_deep(e) from None
-        exec(code, ns)  # noqa: S102
+        exec(code, ns)
         unpack = ns["unpack"]
         pack = _checked_pack(ns["pack"], pk, self.layout)
         instances = []

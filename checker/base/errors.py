@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -128,7 +129,7 @@ class SpecError(Exception):
         self.hint = hint
         self.code = code
 
-    def with_code(self, code: str) -> "SpecError":
+    def with_code(self, code: str) -> SpecError:
         """This error, with `code` if it had none (a stage's default)."""
         if self.code is None:
             self.code = code
@@ -167,7 +168,7 @@ class SpecErrors(SpecError):
         super().__init__(first.span, first.message, first.hint, first.code)
         self.errors = tuple(errors)
 
-    def with_code(self, code: str) -> "SpecError":
+    def with_code(self, code: str) -> SpecError:
         for e in self.errors:
             e.with_code(code)
         self.code = self.errors[0].code
@@ -224,12 +225,12 @@ def display_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
-def closest(name: str, candidates) -> str | None:
+def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The known name a misspelt one most likely meant, for 'did you mean' hints."""
     found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return found[0] if found else None
 
 
-def did_you_mean(name: str, candidates) -> str | None:
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     best = closest(name, candidates)
     return f"did you mean '{best}'?" if best else None

@@ -125,7 +125,7 @@ class Explainer:
             src = (f"def _explain(s{''.join(', ' + n for n in names.values())}):\n    v = s\n"
                    + "\n".join(e.lines[0:]) + ("\n" if e.lines else "")
                    + f"    return ({', '.join(codes)}{',' if codes else ''})\n")
-            exec(compile(src, "<timerace explain>", "exec"), self.ns)  # noqa: S102
+            exec(compile(src, "<timerace explain>", "exec"), self.ns)
             fn = self.fns[key] = self.ns["_explain"]
         try:
             packed = self.cm.pack(raw) if raw else 0  # a lemma reads no state
@@ -199,7 +199,7 @@ class Explainer:
                 try:
                     if cs.fn(before) is not None and tuple(cs.fn(before)) == after:
                         return inst, cs.step
-                except Exception:  # noqa: BLE001 (a step that errs is not the one taken)
+                except Exception:
                     continue
         return (inst, cands[0].step) if cands else (inst, None)
 
@@ -322,7 +322,7 @@ class Explainer:
             raw = self.encode(t.states[-1])
             if raw is not None:
                 sides = self.sides(prop.cond, raw, within=_union(prop.span, prop.cond.span))
-                cx = replace(cx, violation=tuple(sides) + tuple((f"{p}@", l) for p, l in t.states[-1].pcs))
+                cx = replace(cx, violation=tuple(sides) + tuple((f"{p}@", label) for p, label in t.states[-1].pcs))
         return cx
 
     def lemma(self, cx: Counterexample) -> Counterexample:
@@ -489,7 +489,7 @@ def explain(cm: CompiledModel, outcomes, model_error: Counterexample | None):
     def annotated(cx):
         try:
             return ex.counterexample(cx)
-        except Exception:  # noqa: BLE001 (the verdict and its trace stand without it)
+        except Exception:
             return cx
 
     out = tuple(replace(o, counterexample=annotated(o.counterexample)) if o.counterexample is not None else o

@@ -1001,7 +1001,7 @@ class Symmetry:
             lines.append(f"        t = permute(t, {k}, ({', '.join(f'k{i}' for i in range(n))},))")
         lines.append("    return t")
         ns = {"permute": self._permute_by_keys}
-        exec(compile("\n".join(lines) + "\n", "<timerace symmetry>", "exec"), ns)  # noqa: S102 - ints only
+        exec(compile("\n".join(lines) + "\n", "<timerace symmetry>", "exec"), ns)
         return ns["canonical"]
 
     def _permute_by_keys(self, t: int, domain: int, keys: tuple) -> int:
@@ -1029,7 +1029,7 @@ class Symmetry:
                     shift = f" >> {src - dst}" if src > dst else f" << {dst - src}" if dst > src else ""
                     parts.append(f"(t & {mk << src}){shift}")
         ns: dict = {}
-        exec(compile(f"def permute(t):\n    return {' | '.join(parts)}\n", "<timerace symmetry>", "exec"), ns)  # noqa: S102
+        exec(compile(f"def permute(t):\n    return {' | '.join(parts)}\n", "<timerace symmetry>", "exec"), ns)
         return ns["permute"]
 
     def canonical_state(self, t: tuple) -> tuple:

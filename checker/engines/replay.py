@@ -416,7 +416,7 @@ def _follow(rp: Replayer, cx: Counterexample, start: int, frontier: list[_Path],
         first_run = None
         if inst is not None:
             for p in frontier:
-                for state, extra, cs in rp.advance(inst, p.state, target):
+                for state, extra, _ in rp.advance(inst, p.state, target):
                     if first_run is None:
                         first_run = extra
                     nxt.append(_Path(state, p.history + (state,)))

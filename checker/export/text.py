@@ -464,7 +464,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
     lines.append("  initial state:")
     for chunk in _wrap_assignments([(k, v) for k, v in init.values], width - 6):
         lines.append("      " + chunk)
-    pcs = ", ".join(f"{p}@{l}" for p, l in init.pcs)
+    pcs = ", ".join(f"{p}@{label}" for p, label in init.pcs)
     for chunk in textwrap.wrap(pcs, width - 6) or [""]:
         lines.append("      " + chunk)
     numw = len(str(max(t.length, 1)))

@@ -20,6 +20,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
+from ..model import fold_binop
 from .reader import (
     AddrOf,
     Assign,
@@ -142,21 +143,18 @@ def _arith(op: str, a, b, span):
                                                        "an address dependency adds an offset that is 0, "
                                                        "as diy7 writes it: 'y + (r0 & 128)'")
         raise SpecError(span, f"'{op}' on a pointer is not supported")
-    if op == "+": return a + b
-    if op == "-": return a - b
-    if op == "*": return a * b
-    if op == "/": return int(a / b) if b else 0
-    if op == "%": return a % b if b else 0
-    if op == "&": return a & b
-    if op == "|": return a | b
-    if op == "^": return a ^ b
-    if op == "==": return int(a == b)
-    if op == "!=": return int(a != b)
-    if op == "<": return int(a < b)
-    if op == "<=": return int(a <= b)
-    if op == ">": return int(a > b)
-    if op == ">=": return int(a >= b)
-    raise SpecError(span, f"operator '{op}' is not supported")
+    if op not in _LITMUS_BINOPS:
+        raise SpecError(span, f"operator '{op}' is not supported")
+    if op in ("/", "%") and b == 0:
+        raise SpecError(span, f"'{op}' by zero in a candidate execution",
+                        hint="as in a model, a zero divisor is an error, not a value")
+    value = fold_binop(op, a, b)  # C's semantics, the one definition a model's operators have
+    assert value is not None
+    return value
+
+
+#: the operators of the kernel's litmus C format that a test's expressions may use
+_LITMUS_BINOPS = frozenset({"+", "-", "*", "/", "%", "&", "|", "^", "==", "!=", "<", "<=", ">", ">="})
 
 
 class _Runner:

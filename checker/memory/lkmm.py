@@ -51,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .. import model as m
-from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order, RmwOp
+from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import SpecError
 from ..ir import (
     OAssert,
@@ -475,7 +475,7 @@ class Machine:
                 self.encoded.clear()
             self.normalise(t)
             hi = 0
-            for (k, sh, mk, lo), x in zip(self.machine_fields, t[self.first:]):
+            for (_, sh, _, lo), x in zip(self.machine_fields, t[self.first:]):
                 hi |= (x - lo) << sh
             self.encoded[mine] = hi
         return s | hi << self.base

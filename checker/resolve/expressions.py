@@ -383,7 +383,7 @@ class Expressions:
                 pick = (min if sig.pure is Pure.MIN else max)(args, key=lambda x: m.value_of(x.value, result))
                 return m.Const(e.span, result, pick.value)
             fold = min if sig.pure is Pure.MIN else max
-            return m.Const(e.span, result, fold(args[0].value, args[1].value))  # type: ignore[return-value]
+            return m.Const(e.span, result, fold(args[0].value, args[1].value))
         return m.Builtin(e.span, result, name, tuple(args))
 
     def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span):

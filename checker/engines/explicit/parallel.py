@@ -307,7 +307,7 @@ def _successors(search: Search, s: int):
         for fn, _ in table[s >> shift & mask]:
             try:
                 t = fn(s)
-            except Exception:  # noqa: BLE001 - a failing step has no successor
+            except Exception:
                 continue
             if t is not None:
                 yield canonical(t) if canonical is not None else t
@@ -590,7 +590,7 @@ class _StopRequest:
         self.asked = False
         self.saved: list = []
 
-    def __enter__(self) -> "_StopRequest":
+    def __enter__(self) -> _StopRequest:
         import threading
 
         if threading.current_thread() is threading.main_thread():
@@ -636,7 +636,7 @@ def _worker_main(team: _Team, w: int, level: list[int], ids: list[int]) -> None:
         _Worker(team, w, level, ids).serve()
     except EOFError:  # the coordinator is gone (where no parent-death signal kills a worker)
         os._exit(0)
-    except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
+    except Exception:
         team.reports.put({"worker": w, "crash": traceback.format_exc()})
 
 
