@@ -14,18 +14,15 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import oracle  # noqa: E402
-from checker.base.errors import SpecError  # noqa: E402
-from checker.cli import main  # noqa: E402
-from checker.litmus.axiomatic import evaluate, format_result, judge_result  # noqa: E402
-from checker.litmus.reader import UNROLL, parse_litmus  # noqa: E402
+import oracle
+from checker.base.errors import SpecError
+from checker.cli import main
+from checker.litmus.axiomatic import evaluate, format_result, judge_result
+from checker.litmus.reader import UNROLL, parse_litmus
 
 GAPS = Path(__file__).parent / "litmus_gaps"
 FILES = sorted(GAPS.glob("*.litmus"))

@@ -18,7 +18,7 @@ from checker.litmus.axiomatic import TooManyCandidates, evaluate
 from checker.pipeline import Options, check_spec, load
 from checker.results.trace import Verdict
 from litmus_to_spec import Untranslatable, outcomes
-from test_lkmm_herd7 import HERD, herd7, programs
+from test_lkmm_herd7 import herd7, programs
 
 ROOT = Path(__file__).resolve().parents[1]
 LITMUS_C = Path(__file__).parent / "litmus_c"
