@@ -53,7 +53,7 @@ from .pipeline import (
     selected_variants,
 )
 from .base.safe_text import printable
-from .results.trace import ReplayResult, RunResult, Verdict
+from .results.trace import LKMM_NAME, ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 TEXT_WIDTH = 100  # the text's width when stdout is not a terminal (files, pipes, CI logs): stable output
@@ -83,7 +83,7 @@ how that compares with the file's Result line.
 exit codes:
   0  the Observation is the file's 'Result:' line (or the file has none)
   1  it is not
-  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, loops, ...)
+  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, for and do loops, ...)
   3  more than --max-candidates candidate executions: no verdict
 """
 WORKERS_PER_CORE = 4  # --workers beyond this many per core only add processes that wait (and open files)
@@ -187,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "one process's steps, and a long table one row per variant that is as expected")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
-    p.add_argument("--version", action="version", version=f"timerace {__version__}")
+    p.add_argument("--version", action="version", version=f"timerace {__version__}; memory lkmm and "
+                                                              f"FILE.litmus: {LKMM_NAME}")
     p.add_argument("--list-models", action="store_true", help="list the models shipped with timerace and exit")
     return p
 

@@ -65,7 +65,7 @@ def pytest_terminal_summary(terminalreporter):
 
     c = oracle.COUNTS
     if any(c.values()):
-        line = (f"herd7 oracle: {c['live']} comparisons live, {c['recorded']} from recordings"
+        line = (f"herd7 oracle: {c['live']} comparison{'s' * (c['live'] != 1)} live, {c['recorded']} from recordings"
                 + (f", {c['unrecorded']} skipped without a recording" if c["unrecorded"] else "")
                 + f" (TIMERACE_HERD7={oracle.MODE})")
         terminalreporter.write_line(line)
