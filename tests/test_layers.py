@@ -104,6 +104,11 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
          "the same search shared among worker processes"),
         ("explicit engine", ("checker.engines.explicit",), False,
          "the package's face: explore() picks one process or the workers"),
+        ("footprints", ("checker.engines.reduce.footprint",), False,
+         "what each step reads and writes, from the IR: the reductions' common ground"),
+        ("reductions", ("checker.engines.reduce.por", "checker.engines.reduce.symmetry",
+                        "checker.engines.reduce.merge"), False,
+         "partial-order reduction, symmetry and step merging, each on the footprints; none uses another"),
         ("explicit clients", ("checker.engines.crosscheck", "checker.engines.liveness", "checker.engines.reduce",
                               "checker.engines.replay", "checker.engines.coverage", "checker.engines.simulate"),
          False,
@@ -618,3 +623,47 @@ def test_a_back_edge_is_reported(tmp_path):
     assert cycles(g) == [["checker.base.errors", "checker.pipeline"]]
     assert any("inside a function" in p for p in function_level(g))
     assert any("reads checker.pipeline._x" in p for p in private_imports(g))
+
+
+# ---- the README's map of the tree, made from FOLDERS ---------------------------------
+
+README = ROOT / "README.md"
+MAP_START, MAP_END = "<!-- layout: made by `python tests/test_layers.py`, from FOLDERS -->", "<!-- layout end -->"
+
+
+def layout_markdown(graph: Graph) -> str:
+    """The README's table of the tree: each folder, lowest first, with its modules in layer
+    order; the one map, so that it cannot leave a module out."""
+    rows = ["| folder | stage | modules, lowest layer first |", "|---|---|---|"]
+    for folder, why, layers in FOLDERS:
+        names = []
+        for _, members, _, _ in layers:
+            for name in members:
+                if name.endswith(".*"):
+                    prefix = name[:-1]
+                    names += [m for m in sorted(graph.modules) if m.startswith(prefix)]
+                elif name in graph.modules:
+                    names.append(name)
+        files = []
+        for name in names:
+            path = graph.modules[name].relative_to(ROOT)
+            if path.name == "__init__.py" and len(path.parts) > 2:
+                continue  # a folder's package file: the folder stands for it
+            if str(path) in (f.strip() for f in folder.split(",")) or name == "checker":
+                continue
+            files.append(path.name if len(path.parts) == 3 else str(path.relative_to(folder.split(",")[0])))
+        rows.append(f"| `{folder}` | {why} | {', '.join(f'`{f}`' for f in files)} |")
+    return "\n".join([MAP_START, *rows, MAP_END])
+
+
+def test_the_readme_map_is_the_tree(graph):
+    text = README.read_text(encoding="utf-8")
+    assert MAP_START in text and MAP_END in text, "README.md's 'How it is built' has no generated map"
+    now = text[text.index(MAP_START):text.index(MAP_END) + len(MAP_END)]
+    assert now == layout_markdown(graph), "README.md's map is stale: run `python tests/test_layers.py`"
+
+
+if __name__ == "__main__":  # rewrite the README's map
+    text = README.read_text(encoding="utf-8")
+    start, end = text.index(MAP_START), text.index(MAP_END) + len(MAP_END)
+    README.write_text(text[:start] + layout_markdown(import_graph(PACKAGE)) + text[end:], encoding="utf-8")
