@@ -21,7 +21,9 @@ LKMM_VARIANTS = {
     (IPI, "no_entry_mb_lkmm"): {"ipi_taken"},
     (IPI, "no_sync_mb_lkmm"): {"ipi_taken"},
     (PI, "base_lkmm"): {"deadlock", "timer_wakes_vcpu"},
-    (PI, "r4_mb_lkmm"): set(),
+    # __kvm_wait_lapic_expire's read and clear of expired_tscdeadline, two plain accesses as
+    # in the kernel: the read can miss apic_timer_expired's store (unordered before atomic_inc)
+    (PI, "r4_mb_lkmm"): {"no_early_timer_irq", "no_early_requested_irq"},
     (PI, "no_entry_mb_lkmm"): {"deadlock", "timer_wakes_vcpu"},
     (PI, "no_kick_mb_lkmm"): {"deadlock", "timer_wakes_vcpu"},
 }
@@ -48,6 +50,7 @@ def test_lkmm_variant_verdicts(path, name):
     (IPI, "no_entry_mb_lkmm", {"ipi_taken"}),    # E6 is needed on x86 too
     (PI, "base_lkmm", set()),                    # R4's clear_bit is locked on x86
     (PI, "no_kick_mb_lkmm", set()),              # so are atomic_inc and set_bit
+    (PI, "r4_mb_lkmm", set()),                   # atomic_inc(pending) is locked on x86
     (PI, "no_entry_mb_lkmm", {"deadlock", "timer_wakes_vcpu"}),
 ], ids=lambda x: getattr(x, "stem", x) if not isinstance(x, set) else "")
 def test_lkmm_only_barriers_hold_under_sc_and_tso(path, name, tso):
