@@ -40,17 +40,21 @@ from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
 from .results.findings import coverage_table
-from .litmus.reader import UNROLL, load_litmus
 from .resolve import parse_defines
 from .pipeline import (
     ENGINES,
     Options,
+    default_workers,
+    max_workers,
     check_spec,
     compile_variant,
     load,
+    load_litmus,
     promela_twin,
+    read_for_display,
     replay_trace,
     selected_variants,
+    too_many_workers,
 )
 from .base.safe_text import printable
 from .results.trace import LKMM_NAME, ReplayResult, RunResult, Verdict
@@ -86,9 +90,6 @@ exit codes:
   2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, for and do loops, ...)
   3  more than --max-candidates candidate executions: no verdict
 """
-WORKERS_PER_CORE = 4  # --workers beyond this many per core only add processes that wait (and open files)
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input: exit 2, no traceback
         self.print_usage(sys.stderr)
@@ -124,8 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
-                   help="N random runs (of --depth steps) instead of a search: finds violations, never "
-                        "says holds (exit 3 when none is found)")
+                   help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
+                        "no run has been in: finds violations, never says holds (exit 3 when none is found), "
+                        "and says how many distinct states the runs went through")
     z.add_argument("--seed", type=_whole_number(0), default=0, metavar="S",
                    help="--simulate: the random seed (the same seed gives the same runs)")
     p.add_argument("--coverage", action="store_true",
@@ -155,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="re-run a saved counterexample (a --json file or an .itf.json) against the model "
                           "(the base variant unless --variant) and say where it diverges or that it reproduces")
     rep.add_argument("--replay-pick", metavar="VARIANT/PROPERTY",
-                     help="which counterexample of a --json file with several to replay")
+                     help="which counterexample of a --json file with several to replay (not needed when "
+                          "--variant leaves one)")
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
@@ -204,19 +207,6 @@ def text_width(stream) -> int:
     if not tty:
         return TEXT_WIDTH
     return max(60, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
-
-
-def default_workers() -> int:
-    """The cores this process may run on. Small searches never start a worker (below
-    engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def max_workers() -> int:
-    return WORKERS_PER_CORE * default_workers()
 
 
 def _seconds(text: str) -> float:
@@ -281,8 +271,7 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--promela writes Promela twins and checks nothing; it takes no output files, "
                      "--replay or --dump-python")
     if args.workers is not None and args.workers > max_workers():
-        parser.error(f"--workers {args.workers}: at most {max_workers()} here ({WORKERS_PER_CORE} per core, "
-                     f"{default_workers()} core{'s' if default_workers() != 1 else ''}); more only wait for a core")
+        parser.error(f"--workers {args.workers}: {too_many_workers()}")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
     if args.simulate is not None and args.engine != "explicit":
@@ -317,11 +306,7 @@ def litmus_main(argv: list[str]) -> int:
         result = lkmm.evaluate(test, args.memory_model, args.max_candidates)
     except SpecError as e:
         if source is None and e.span.line:
-            try:
-                with open(args.file, encoding="utf-8", errors="replace") as f:
-                    source = f.read()
-            except OSError:
-                source = None
+            source = read_for_display(args.file)
         sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
         return 2
     except lkmm.TooManyCandidates as e:
@@ -333,8 +318,7 @@ def litmus_main(argv: list[str]) -> int:
         return 2
     text = lkmm.format_result(test, result)
     if result.loop_cut:  # herd7 warns "unrolling limit exceeded, legal outcomes may be missing"
-        text += (f"\nLoop: a while loop would run more than {UNROLL} times (herd7's unrolling): the executions "
-                 "that loop longer are left out, so outcomes may be missing")
+        text += "\n" + lkmm.LOOP_NOTE
     said, race = lkmm.judge_result(test, result)
     if test.expected is None:
         text += "\nResult: no 'Result:' line in the file: nothing to compare"
@@ -444,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             result = check_spec(spec, opts)
     except SpecError as e:
         if e.span.line and (source is None or e.span.file != args.file):
-            source = _read_quietly(e.span.file)  # the error is in another file than the spec
+            source = read_for_display(e.span.file)  # the error is in another file than the spec
         sys.stderr.write(printable(e.with_code("TR600").render(source), multiline=True) + "\n")
         return EXIT_INPUT
     except KeyboardInterrupt:
@@ -571,14 +555,6 @@ def _print(text: str, stream=None) -> bool:
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-
-
-def _read_quietly(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:  # a caret under a bad byte
-            return f.read()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def entry() -> None:  # pragma: no cover

@@ -130,9 +130,9 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
     ("checker/pipeline.py", "the one module that knows the whole chain", (
         ("run", ("checker.pipeline",), False, "parse, resolve, build, compile, search, explain, in order"),
     )),
-    ("checker/api.py, checker/cli.py, checker/__main__.py", "the entry points", (
-        ("entry points", ("checker.api", "checker.cli"), False,
-         "the Python API and the command line, both over the pipeline; neither uses the other"),
+    ("checker/api.py, checker/cli.py, checker/lsp.py, checker/__main__.py", "the entry points", (
+        ("entry points", ("checker.api", "checker.cli", "checker.lsp"), False,
+         "the Python API, the command line and the language server, all over the pipeline; none uses another"),
         ("main", ("checker.__main__",), False, "`python -m checker`"),
     )),
 )
@@ -152,18 +152,12 @@ EXPORTERS_READ = ("foundation", "results")
 FRONT_END = frozenset({"checker.front", "checker.front.parse", "checker.front.ast", "checker.resolve"} | {
     f"checker.resolve.{part}" for part in ("base", "declarations", "types", "expressions", "statements",
                                            "inlines", "variants", "contexts")})
-ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.__main__"})
+ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.lsp", "checker.__main__"})
 
-#: Private names that code merged from i20-exports (counterexamples that explain
-#: themselves) uses across modules, while checker/export/* and explain.py are being
-#: edited: explain compiles its expressions with compile's _Compiler and _Emitter and
-#: walks ir._exprs. Exempt from the private-name and function-level rules until their
-#: owners make them public where they belong; test_exceptions_are_still_needed says when
-#: an entry can go.
-PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
-    ("checker.engines.explain", "checker.backends.python"): frozenset({"_Compiler", "_Emitter"}),
-    ("checker.engines.explain", "checker.ir"): frozenset({"_exprs"}),
-}
+#: Private names a module may use from another, each with the reason (none now: explain
+#: uses the Python back end's Compiler and Emitter and ir.op_exprs, public since the move);
+#: test_exceptions_are_still_needed says when an entry can go.
+PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {}
 
 #: the imports that may stay inside a function, each deferring a heavy dependency:
 #: (importer, imported) -> why. A standard-library module cannot import us back, so

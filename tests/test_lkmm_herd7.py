@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import oracle
-from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.reader import parse_litmus
+from checker.pipeline import load_litmus
 from checker.litmus.axiomatic import evaluate
 
 HERD = oracle.HERD

@@ -14,7 +14,7 @@ The encoding is chosen so that pan's state is exactly our state:
   point therefore never changes (the loop is end-labelled), and one of our steps is one
   pan transition. The body is the IR's semantics translated operation by operation, in
   the order the compiled Python evaluates it (side effects of kernel primitives inside
-  an expression happen first, as `_Compiler.builtin` emits them); constants, `self` and
+  an expression happen first, as `python.Compiler.builtin` emits them); constants, `self` and
   quantifiers are folded by the compiler's own `simplify`, so both sides fold alike.
   Scratch values live in globals `tr_t<k>` that every step sets back to 0, so they add
   no state (`hidden` ones would stop pan's breadth-first search, `-DBFS`). spin hides a
@@ -298,6 +298,12 @@ class _Seq:
 
 
 class _Translator:
+    """IR -> the Promela twin. One class of about 800 lines, on purpose: it is one
+    translation, section by section (names, declarations, expressions, stores,
+    operations, the chooser, the claims), whose parts share the naming state and the
+    current step; split, each part would take all of it as arguments. Its sections
+    follow python.Compiler's in order, so that a reader can hold the two side by side."""
+
     def __init__(self, program: Program):
         self.program = program
         self.model = program.model
@@ -506,7 +512,7 @@ class _Translator:
             return "byte" if len(self.layout.instance_names) <= 8 else "int"
         raise TypeError(t)
 
-    # -- expressions (the order and the folding of compile._Compiler.expr)
+    # -- expressions (the order and the folding of python.Compiler.expr)
     def simplify(self, x: m.TExpr) -> m.TExpr:
         return simplify(x, self.inst)
 
@@ -655,11 +661,9 @@ class _Translator:
         return f"{name}[{code} - {t.lo}]" if t.lo else f"{name}[{code}]"
 
     def buffered(self, target: m.TExpr) -> StoreBuffer | None:
-        """The store buffer a plain access to `target` goes through (compile._Compiler.buffered)."""
-        if self.buffer is None or self.direct or not isinstance(target, (m.Var, m.Elem)) \
-                or target.sym.scope is not m.Scope.GLOBAL or target.sym not in self.buffer.locations:
-            return None
-        return self.buffer
+        """The store buffer a plain access to `target` goes through (python.Compiler.buffered;
+        the decision is ir.StoreBuffer.holds)."""
+        return self.buffer if self.buffer is not None and not self.direct and self.buffer.holds(target) else None
 
     def slot_code(self, x: m.TExpr, seq: _Seq) -> str:
         """`x`'s address (slot + 1) as code; `lvalue` has already checked a computed index."""
@@ -847,7 +851,7 @@ class _Translator:
             return ""
         raise SpecError(c.span, f"the kernel primitive {c.name}() has no Promela translation")
 
-    # -- stores (compile._Compiler.store_code)
+    # -- stores (python.Compiler.store_code)
     def store(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
         code = self.expr(value, seq)
         self.store_code(target, code, value, seq)
@@ -890,7 +894,7 @@ class _Translator:
                                   ("else", rest)])]
         seq.emit(rest[0])
 
-    # -- operations (compile._Compiler.op)
+    # -- operations (python.Compiler.op)
     def do_loop(self, loop: tuple, ops, seq: _Seq, head=None, tail=None) -> None:
         """`ops` inside `do :: true -> ... od`, with `loop` (kind, label) the target of
         their `break` and `continue`; `head` and `tail` add to the body before and after."""
@@ -1042,7 +1046,7 @@ class _Translator:
         return code
 
     def c_assign(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
-        """`target = value` in C (compile._Compiler.store_code: a C cast is the conversion
+        """`target = value` in C (python.Compiler.store_code: a C cast is the conversion
         modulo 2**width; a range check is a model error)."""
         code = self.cexpr(value, "an assignment")
         tgt = self.cexpr(target, "an assignment")

@@ -66,8 +66,9 @@ REGISTRY: dict[str, ErrorCode] = {e.code: e for e in (
     ErrorCode("TR105", "unexpected end of file", "The file ends inside a declaration or block; usually a "
               "'{' is never closed."),
     ErrorCode("TR106", "bad literal", "An integer literal starts with 0 or is larger than 2^64 - 1."),
-    ErrorCode("TR107", "nesting too deep", "The syntax tree nests deeper than the checker's limit; split "
-              "long chains of operators or statements."),
+    ErrorCode("TR107", "nesting too deep", "The syntax tree nests deeper than the checker's limit, or "
+              "`inline` and `fn` calls nest deeper than theirs (each call is expanded in place); split long "
+              "chains of operators, statements or calls."),
     ErrorCode("TR108", "property form", "A `property` is `always (P -> eventually Q)` or `always "
               "eventually Q`. `eventually Q` alone (Q holds at some point of every run) is not a form of "
               "the language: for a condition that must keep coming back write `always eventually Q`; "

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..semantics import contexts
 from .. import ir, model as m
-from ..backends.python import CompiledModel, ModelError, _Compiler, _Emitter
+from ..backends.python import CompiledModel, ModelError, Compiler, Emitter
 from ..semantics.primitives import BUILTINS, Returns
 from ..base.errors import Span, SpecError
 from ..semantics.lower import Add, BitOp, Cas, Wake, Xchg, lower
@@ -52,7 +52,7 @@ class Explainer:
         self.cm = cm
         self.model = cm.program.model
         self.layout = cm.layout
-        self.comp = _Compiler(cm.program)
+        self.comp = Compiler(cm.program)
         self.ns = dict(cm.namespace)
         self.fns: dict = {}
         self.by_name = {inst.name: inst for inst in cm.instances}
@@ -116,7 +116,7 @@ class Explainer:
             c.direct = False
             names = {uid: f"_b{k}" for k, uid in enumerate(bound or {})}
             c.bound = names
-            e = _Emitter()
+            e = Emitter()
             try:
                 codes = [c.expr(c.simplify(x), e, "s") for x in exprs]
             except (TypeError, KeyError, AttributeError):
@@ -378,7 +378,7 @@ def _calls(op) -> list[m.Builtin]:
     may not run)."""
     if isinstance(op, ir.OInline):  # an inline's body runs as written
         return [b for o in op.body for b in _calls(o)]
-    return [b for x in ir._exprs(op) for b in ir.builtins_in(x)]
+    return [b for x in ir.op_exprs(op) for b in ir.builtins_in(x)]
 
 
 def _stores(op) -> bool:
@@ -463,7 +463,7 @@ def _literal(text: str) -> bool:
 
 def _find_text(ex: Explainer, st: ir.Step, text: str):
     """The argument as substituted into the step: the sub-expression the call site wrote."""
-    todo = [x for op in st.body for o in ir.walk_ops((op,)) for x in ir._exprs(o)]
+    todo = [x for op in st.body for o in ir.walk_ops((op,)) for x in ir.op_exprs(o)]
     if st.guard is not None:
         todo.append(st.guard)
     while todo:

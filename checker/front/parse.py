@@ -371,7 +371,10 @@ class _Builder(Transformer):
                                interrupt, preemptible, notifiers)
 
     def interrupt_decl(self, m, c):
-        return self.process_decl(m, c, interrupt=True)
+        c = list(c)
+        posted = any(isinstance(x, Token) and x.type == "POSTED" for x in c)
+        c = [x for x in c if not (isinstance(x, Token) and x.type == "POSTED")]  # its placeholder None is ignored
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), posted=posted)
 
     def hrtimer_decl(self, m, c):
         return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)

@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
-from ..model import fold_binop
+from ..model import MEMORY_MODELS, fold_binop
 from .reader import (
     AddrOf,
     Assign,
@@ -36,10 +36,13 @@ from .reader import (
     Num,
     PropOp,
     Store,
+    UNROLL,
     Unary,
 )
 
-MODELS = ("lkmm", "tso", "sc")
+MODELS = tuple(reversed(MEMORY_MODELS))  # model.MemoryModel; the LKMM first, the litmus default
+LOOP_NOTE = (f"Loop: a while loop would run more than {UNROLL} times (herd7's unrolling): the executions that "
+             "loop longer are left out, so outcomes may be missing")
 DEFAULT_LIMIT = 200_000  # candidate executions; beyond it the verdict is "cannot decide" (exit 3)
 
 
@@ -552,8 +555,6 @@ def judge(x: Execution, model: str) -> tuple[bool, frozenset]:
     def fencerel(S):  # herd7 stdlib: fencerel(S) = (po ; [S]) ; po
         return seq(restrict(po, None, S), po)
 
-    def idr(S):  # [S]
-        return ident(S)
 
     Plain = tagged("plain") & M  # bell:75-77 Plain = M \ Marked: only `*x` accesses carry no mark
     Marked = E - Plain
@@ -970,11 +971,6 @@ def _rfi_ru(ws, rs, events, po_loc) -> set:
     return out
 
 
-def _last(ws, co):
-    for w in ws:
-        if not any(a == w for a, _ in co):
-            return w
-    return ws[0]
 
 
 def _co_orders(ws, events, po):

@@ -93,7 +93,8 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         self._check_duplicates()
         overrides = self._collect_overrides(variants.get(self.variant))
         self._resolve_consts(overrides)
-        memory, store_buffer = self._memory(variants.get(self.variant))
+        memory_name, store_buffer = self._memory(variants.get(self.variant))
+        memory = m.MemoryModel(memory_name)
         self._contexts_header(self.preemptions_override)
         for d in spec.of(ast.EnumDecl):
             t = m.EnumT(d.name, tuple(n for n, _ in d.members))

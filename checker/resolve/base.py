@@ -19,7 +19,7 @@ from ..base.errors import source_lines
 BASE = "base"
 DEADLOCK = "deadlock"
 ASSERTIONS = "assertions"
-MEMORY_MODELS = ("sc", "tso", "lkmm")
+MEMORY_MODELS = m.MEMORY_MODELS  # the one definition: model.MemoryModel
 # the bounded models and what their bound counts: tso a CPU's store buffer, lkmm the
 # stores of one location a CPU may still read (spec/LANGUAGE.md, "memory lkmm")
 BOUNDED = {"tso": "a store buffer", "lkmm": "a location's history"}
@@ -87,3 +87,4 @@ class Ctx:
     inline_stack: tuple[str, ...] = ()
     labels: set[str] | None = None
     what: str = "expression"
+    property: bool = False  # an invariant, final, reachable or liveness condition: reads context state

@@ -80,13 +80,9 @@ from .search import (NO_PARENT, OUT_OF_MEMORY, WORD, Exploration, Limits, Reduct
                      explore_one, rss_bytes, run_levels)
 
 #: below this many states one process is faster: starting workers (choosing the
-#: partition, forking, each writing its level loop) costs about two tenths of a second.
-#: Since taking states from a busier worker evens out the levels, an early partition costs
-#: little (measured with handoffs, which this replaced: medians of 3
-#: alternating runs, 2 workers, starting at 200,000 / 50,000 states: kvm_vcpus N=3
-#: unreduced 8.90 / 7.97 s, philosophers N=9 unreduced 3.96 / 3.22 s, philosophers N=8
-#: unreduced, 252,160 states, 0.92 / 0.97 s; a search whose levels narrow by then, as
-#: kvm_vcpus N=2's, starts none)
+#: partition, forking, each writing its level loop) costs a fixed start-up. Since taking
+#: states from a busier worker evens out the levels, an early partition costs little
+#: (bench/README.md has the measurements); a search whose levels narrow by then starts none
 PARALLEL_FROM = 50_000
 #: a state costs this many times more under reductions (an ample set, a canonical form
 #: per successor: kvm_vcpus N=3 took 2.4 us a state without them, 9 us with both), so
