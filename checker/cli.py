@@ -57,7 +57,7 @@ from .pipeline import (
     too_many_workers,
 )
 from .base.safe_text import printable
-from .results.trace import ReplayResult, RunResult, Verdict
+from .results.trace import LKMM_NAME, ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 TEXT_WIDTH = 100  # the text's width when stdout is not a terminal (files, pipes, CI logs): stable output
@@ -87,7 +87,7 @@ how that compares with the file's Result line.
 exit codes:
   0  the Observation is the file's 'Result:' line (or the file has none)
   1  it is not
-  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, loops, ...)
+  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, for and do loops, ...)
   3  more than --max-candidates candidate executions: no verdict
 """
 class _Parser(argparse.ArgumentParser):
@@ -191,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "one process's steps, and a long table one row per variant that is as expected")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
-    p.add_argument("--version", action="version", version=f"timerace {__version__}")
+    p.add_argument("--version", action="version", version=f"timerace {__version__}; memory lkmm and "
+                                                              f"FILE.litmus: {LKMM_NAME}")
     p.add_argument("--list-models", action="store_true", help="list the models shipped with timerace and exit")
     return p
 
@@ -319,6 +320,8 @@ def litmus_main(argv: list[str]) -> int:
         sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
         return 2
     text = lkmm.format_result(test, result)
+    if result.loop_cut:  # herd7 warns "unrolling limit exceeded, legal outcomes may be missing"
+        text += "\n" + lkmm.LOOP_NOTE
     said, race = lkmm.judge_result(test, result)
     if test.expected is None:
         text += "\nResult: no 'Result:' line in the file: nothing to compare"
