@@ -16,7 +16,7 @@ from .base.errors import NOWHERE, SpecError
 from .front.parse import parse
 from .resolve import MEMORY_MODELS
 from .pipeline import ENGINES, Options, check_spec, load, max_workers, too_many_workers
-from .results.trace import RunResult
+from .results.trace import Engine, RunResult
 
 Define = bool | int | str
 
@@ -76,7 +76,7 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
     return Options(defines=_defines({} if defines is None else defines), variants=(variants,) if isinstance(variants, str) else tuple(variants),
                    use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
                    memory=memory_model, store_buffer=store_buffer, progress=progress,
-                   engine=engine, depth=10 if depth is None else depth, timeout=timeout,
+                   engine=Engine(engine), depth=10 if depth is None else depth, timeout=timeout,
                    workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry)
 
 

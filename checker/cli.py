@@ -57,7 +57,7 @@ from .pipeline import (
     too_many_workers,
 )
 from .base.safe_text import printable
-from .results.trace import LKMM_NAME, ReplayResult, RunResult, Verdict
+from .results.trace import LKMM_NAME, Engine, ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 TEXT_WIDTH = 100  # the text's width when stdout is not a terminal (files, pipes, CI logs): stable output
@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                        graph_limit=args.graph_max_states if args.dot_graph else None,
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
-                       engine=args.engine, depth=10 if args.depth is None else args.depth,
+                       engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
                        coverage=not args.no_coverage)

@@ -30,6 +30,7 @@ from .backends.promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
 from .results.trace import (
     LKMM_HOLDS_NOTE,
+    Engine,
     Counterexample,
     PropertyOutcome,
     ReplayResult,
@@ -40,7 +41,7 @@ from .results.trace import (
 )
 
 
-ENGINES = ("explicit", "bmc", "induction", "pdr")
+ENGINES = tuple(e.value for e in Engine)  # the one list: results.trace.Engine
 #: Stats.limit of a search that ends the whole run: the variants after it are not checked
 CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
 #: Stats.limit of a variant the run never reached
@@ -64,7 +65,7 @@ class Options:
     workers: int = 1  # processes sharing the explicit search (engines/explicit/parallel.py)
     workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
     hash_compact: bool = False  # store 64-bit fingerprints instead of states
-    engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
+    engine: Engine = Engine.EXPLICIT  # for invariants, asserts, deadlock; lemmas always go to Z3
     depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce/)

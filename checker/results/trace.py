@@ -48,6 +48,21 @@ class Buffered(tuple):
     __slots__ = ()
 
 
+class Engine(str, enum.Enum):
+    """What decided a property: the one list of engines (--engine). A str enum, so that
+    the command line's word is the member and results compare and print as that word."""
+
+    EXPLICIT = "explicit"  # the breadth-first search (engines/explicit)
+    BMC = "bmc"  # bounded model checking with Z3
+    INDUCTION = "induction"  # k-induction with Z3
+    PDR = "pdr"  # PDR/IC3 through Z3's Spacer
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__  # equal to its word, so hashed as it
+
+
 class Verdict(enum.Enum):
     HOLDS = "holds"
     VIOLATED = "violated"
