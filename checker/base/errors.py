@@ -158,11 +158,12 @@ class SpecError(Exception):
 
 
 class SpecErrors(SpecError):
-    """Several errors of one run (one per declaration that failed), in source order; it
-    stands for the first, so every handler of a SpecError still works, and renders all."""
+    """Several errors of one run, in file order (each error once); it stands for the
+    first, so every handler of a SpecError still works, and renders all, then their
+    number."""
 
     def __init__(self, errors: list[SpecError]):
-        errors = sorted(errors, key=lambda e: (e.span.file, e.span.line, e.span.col))
+        errors = sorted(distinct(errors), key=_position)
         first = errors[0]
         super().__init__(first.span, first.message, first.hint, first.code)
         self.errors = tuple(errors)
@@ -178,8 +179,30 @@ class SpecErrors(SpecError):
         return "\n".join(parts) + f"\n{len(self.errors)} errors"
 
 
+class Echo(SpecError):
+    """An error that follows from one already reported: a use of a name whose
+    declaration failed, or of a name already reported unknown. It stops the statement
+    or declaration it is in, like any error, and is never reported itself."""
+
+
+def _position(e: SpecError) -> tuple[str, int, int]:
+    return (e.span.file, e.span.line, e.span.col)
+
+
+def each_error(e: SpecError) -> tuple[SpecError, ...]:
+    """The errors `e` stands for: its own list for SpecErrors, else itself."""
+    return e.errors if isinstance(e, SpecErrors) else (e,)
+
+
+def distinct(errors) -> list[SpecError]:
+    """Each error once: an inline procedure's body is resolved at every call, and an
+    error in it is the same error at each."""
+    return list({(e.span, e.message): e for e in errors}.values())
+
+
 def raise_all(errors: list[SpecError]) -> None:
     """Raise the errors collected so far: nothing if none, the one, or all of them."""
+    errors = distinct(errors)
     if len(errors) == 1:
         raise errors[0]
     if errors:

@@ -86,4 +86,36 @@ class Ctx:
     inline_in_atomic: bool = False  # the innermost inline was expanded inside this atomic step
     inline_stack: tuple[str, ...] = ()
     labels: set[str] | None = None
+    failed: frozenset[str] = frozenset()  # the process's locals whose declaration failed
     what: str = "expression"
+
+
+def labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
+    """The labels of a process's body as written, with those of the inline procedures
+    it calls (for `p@label` before p is resolved, and for `goto` after a failed body)."""
+    out: set[str] = set()
+    seen: set[str] = set()
+
+    def walk(s):
+        if isinstance(s, ast.Labeled):
+            out.add(s.label)
+            walk(s.stmt)
+        if isinstance(s, ast.Fair):
+            walk(s.stmt)
+        for attr in ("then", "orelse", "body"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, ast.Stmt):
+                walk(sub)
+            elif isinstance(sub, tuple):
+                for x in sub:
+                    walk(x)
+        if isinstance(s, ast.Choose):
+            for b in s.branches:
+                walk(b)
+        if isinstance(s, ast.CallStmt) and s.call.name in inlines and s.call.name not in seen:
+            seen.add(s.call.name)
+            walk(inlines[s.call.name].body)
+
+    for s in d.body:
+        walk(s)
+    return out
