@@ -200,13 +200,16 @@ def distinct(errors) -> list[SpecError]:
     return list({(e.span, e.message): e for e in errors}.values())
 
 
+def combined(errors: list[SpecError]) -> SpecError:
+    """One error for several (at least one): itself if there is one, else SpecErrors."""
+    errors = distinct(errors)
+    return errors[0] if len(errors) == 1 else SpecErrors(errors)
+
+
 def raise_all(errors: list[SpecError]) -> None:
     """Raise the errors collected so far: nothing if none, the one, or all of them."""
-    errors = distinct(errors)
-    if len(errors) == 1:
-        raise errors[0]
     if errors:
-        raise SpecErrors(errors)
+        raise combined(errors)
 
 
 @functools.lru_cache(maxsize=8)

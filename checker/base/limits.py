@@ -20,3 +20,7 @@ MAX_VALUES = 65536
 """The most values a model's state holds (variables and array elements, every process
 instance's locals counted): each is a slot of the state layout, with Python objects
 per slot in every stage, so an array of 10^11 elements would exhaust memory."""
+
+MAX_SYNTAX_ERRORS = 10
+"""The most syntax errors one run reports: the parser parses the file again after
+each (see front/parse.py), and past a few errors the rest are seldom independent."""

@@ -9,14 +9,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from importlib import resources
 
 import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast
-from ..base.errors import Span, SpecError, source_lines
-from ..base.limits import MAX_LITERAL, MAX_NESTING
+from ..base.errors import Span, SpecError, combined, source_lines
+from ..base.limits import MAX_LITERAL, MAX_NESTING, MAX_SYNTAX_ERRORS
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
@@ -62,7 +63,7 @@ def parse(source: str, file: str = "<spec>") -> ast.Spec:
     try:
         tree = _parser().parse(source)
     except lark.exceptions.UnexpectedInput as e:
-        raise _syntax_error(e, source, file).with_code("TR100") from None
+        raise combined(_syntax_errors(e, source, file)) from None
     try:
         _check_nesting(tree, file)
         items = _Builder(file).transform(tree)
@@ -73,6 +74,73 @@ def parse(source: str, file: str = "<spec>") -> ast.Spec:
             raise e.orig_exc.with_code("TR100") from None
         raise
     return ast.Spec(file=file, source=source, items=items)
+
+
+# after these the rest of the file is not code as written: no error after them is sure
+_LAST = ("TR102", "TR103", "TR105")
+_BOUNDARY = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|[;{}]", re.S)
+_GOES_ON = re.compile(r"\s*(?:else|or)\b")  # a statement that goes on after its block
+
+
+def _syntax_errors(first: lark.exceptions.UnexpectedInput, source: str, file: str) -> list[SpecError]:
+    """The first syntax error and those after it that do not depend on it. Lark stops at
+    the first; to go on, the statement or declaration around it (from the `;`, `{` or
+    `}` before it to the `;` or block that ends it) is blanked out, keeping every line
+    and column, and the text parsed again. A missing `;` blanks only what comes before
+    the token that should have followed it, which starts the next statement."""
+    errors: list[SpecError] = []
+    text, e, blanked_to = source, first, -1
+    while True:
+        at = _error_offset(e, text)
+        if at < blanked_to:  # it follows from the blanking, not from the text
+            break
+        err = _syntax_error(e, source, file).with_code("TR100")
+        errors.append(err)
+        if err.code in _LAST:
+            break
+        if len(errors) == MAX_SYNTAX_ERRORS:
+            err.hint = (err.hint + "; " if err.hint else "") + \
+                f"the parser stops after {MAX_SYNTAX_ERRORS} errors: there may be more after this line"
+            break
+        tok = getattr(e, "token", None)
+        width = max(1, len(str(tok))) if tok is not None else 1
+        start, blanked_to = _statement_around(text, at, width, err.code == "TR101")
+        text = text[:start] + re.sub(r"[^\n]", " ", text[start:blanked_to]) + text[blanked_to:]
+        try:
+            _parser().parse(text)
+            break
+        except lark.exceptions.UnexpectedInput as again:
+            e = again
+    return errors
+
+
+def _statement_around(text: str, at: int, width: int, before_token: bool) -> tuple[int, int]:
+    """(start, end) offsets of the statement or declaration the error at `at` is in: from
+    after the last `;`, `{` or `}` before it (comments skipped) to the `;` that ends it,
+    the `}` of a block it opened (and of an `else` or `or` block after that), or the
+    `}` that closes the block around it (kept). `before_token`: up to `at` only."""
+    marks = [(k.start(), k.group()) for k in _BOUNDARY.finditer(text) if k.group() in ";{}"]
+    start = max((k + 1 for k, _ in marks if k < at), default=0)
+    if before_token:
+        return start, max(at, start)
+    depth, end = 0, len(text)
+    for k, ch in marks:
+        if k < at:
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == ";" and depth == 0:
+            end = k + 1
+            break
+        elif ch == "}":
+            if depth == 0:
+                end = k
+                break
+            depth -= 1
+            if depth == 0 and not _GOES_ON.match(text, k + 1):
+                end = k + 1
+                break
+    return start, max(end, at + width)
 
 
 def _check_nesting(tree: lark.Tree, file: str) -> None:

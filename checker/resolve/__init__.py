@@ -20,7 +20,7 @@ import itertools
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS
-from ..base.errors import NOWHERE, STAGE_CODES, Echo, Span, SpecError, SpecErrors, did_you_mean, distinct, each_error
+from ..base.errors import NOWHERE, STAGE_CODES, Echo, Span, SpecError, combined, did_you_mean, each_error
 from ..base.limits import MAX_VALUES
 from .contexts import Contexts
 from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
@@ -111,8 +111,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
     def failure(self) -> SpecError:
         """What the run raises: every error noted, in file order (an echo only if,
         against the rule, nothing it echoes was reported)."""
-        errors = distinct(self.errors or self.echoes[:1])
-        return errors[0] if len(errors) == 1 else SpecErrors(errors)
+        return combined(self.errors or self.echoes[:1])
 
     # -- top level
     def run(self) -> m.Model:
