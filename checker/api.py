@@ -15,7 +15,7 @@ from .engines.explicit import Limits
 from .base.errors import NOWHERE, SpecError
 from .front.parse import parse
 from .resolve import MEMORY_MODELS
-from .pipeline import ENGINES, Options, check_spec, load
+from .pipeline import ENGINES, Options, check_spec, load, spec_errors
 from .results.trace import RunResult
 
 Define = bool | int | str
@@ -47,6 +47,21 @@ def check_source(text: str, file: str = "<spec>", **options) -> RunResult:
     arguments are check_file's (another is a TypeError)."""
     opts = _options(**{**check_file.__kwdefaults__, **options})
     return check_spec(parse(text, file), opts)
+
+
+def diagnostics(text: str, file: str = "<spec>", *, defines: Mapping[str, Define] | None = None,
+                memory_model: str | None = None) -> list[SpecError]:
+    """Every error of a spec given as text, in file order, without checking it: its
+    syntax errors, or, when it parses, the errors of every variant (each once). Each has
+    a `span`, a `message`, a `hint` and a `code` (`check --explain CODE`); [] means
+    every variant can be checked. For editors and language servers: it raises nothing
+    for bad input, and neither compiles nor explores the model."""
+    try:
+        opts = _options(**{**check_file.__kwdefaults__, "defines": defines, "memory_model": memory_model})
+        spec = parse(text, file)
+    except SpecError as e:
+        return list(e.errors)
+    return spec_errors(spec, opts)
 
 
 def _options(*, variants, defines, memory_model, store_buffer, engine, max_states, max_depth, depth, deadlock,
@@ -88,4 +103,4 @@ def _defines(defines: Mapping[str, Define]) -> dict[str, str]:
     return out
 
 
-__all__ = ["check_file", "check_source"]
+__all__ = ["check_file", "check_source", "diagnostics"]

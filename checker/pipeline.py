@@ -17,7 +17,7 @@ from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
-from .base.errors import NOWHERE, Span, SpecError, did_you_mean
+from .base.errors import NOWHERE, Span, SpecError, combined, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
 from .export.itf import TraceFormatError, read_itf
@@ -138,6 +138,19 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     # lazy propagation under lkmm is a reduction: off with --no-por and for --dot-graph
     return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
+
+
+def spec_errors(spec: Spec, opts: Options) -> list[SpecError]:
+    """Every error of resolving and lowering each variant of a parsed spec, in file
+    order, each once (an error of the base model is one of every variant); [] when every
+    variant can be checked. Nothing is compiled or explored."""
+    found: list[SpecError] = []
+    for v in variant_names(spec):
+        try:
+            ir.build(resolve(spec, v, opts.defines, opts.memory, opts.store_buffer, opts.preemptions))
+        except SpecError as e:
+            found += e.errors
+    return list(combined(found).errors) if found else []
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:

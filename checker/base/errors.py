@@ -128,6 +128,11 @@ class SpecError(Exception):
         self.hint = hint
         self.code = code
 
+    @property
+    def errors(self) -> tuple["SpecError", ...]:
+        """Every error this one stands for, in file order: itself (SpecErrors: all)."""
+        return (self,)
+
     def with_code(self, code: str) -> "SpecError":
         """This error, with `code` if it had none (a stage's default)."""
         if self.code is None:
@@ -166,7 +171,11 @@ class SpecErrors(SpecError):
         errors = sorted(distinct(errors), key=_position)
         first = errors[0]
         super().__init__(first.span, first.message, first.hint, first.code)
-        self.errors = tuple(errors)
+        self._errors = tuple(errors)
+
+    @property
+    def errors(self) -> tuple[SpecError, ...]:
+        return self._errors
 
     def with_code(self, code: str) -> "SpecError":
         for e in self.errors:
@@ -187,11 +196,6 @@ class Echo(SpecError):
 
 def _position(e: SpecError) -> tuple[str, int, int]:
     return (e.span.file, e.span.line, e.span.col)
-
-
-def each_error(e: SpecError) -> tuple[SpecError, ...]:
-    """The errors `e` stands for: its own list for SpecErrors, else itself."""
-    return e.errors if isinstance(e, SpecErrors) else (e,)
 
 
 def distinct(errors) -> list[SpecError]:

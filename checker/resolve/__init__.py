@@ -20,7 +20,7 @@ import itertools
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS
-from ..base.errors import NOWHERE, STAGE_CODES, Echo, Span, SpecError, combined, did_you_mean, each_error
+from ..base.errors import NOWHERE, STAGE_CODES, Echo, Span, SpecError, combined, did_you_mean
 from ..base.limits import MAX_VALUES
 from .contexts import Contexts
 from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
@@ -94,7 +94,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
 
     # -- errors
     def note(self, e: SpecError) -> None:
-        for x in each_error(e):
+        for x in e.errors:
             (self.echoes if isinstance(x, Echo) else self.errors).append(x)
 
     def attempt(self, fn, *args, name: str | None = None, default=None):
