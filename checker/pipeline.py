@@ -140,12 +140,12 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
 
 
-def spec_errors(spec: Spec, opts: Options) -> list[SpecError]:
-    """Every error of resolving and lowering each variant of a parsed spec, in file
-    order, each once (an error of the base model is one of every variant); [] when every
-    variant can be checked. Nothing is compiled or explored."""
+def spec_errors(spec: Spec, opts: Options, variants: list[str] | None = None) -> list[SpecError]:
+    """Every error of resolving and lowering each variant (default: all) of a parsed
+    spec, in file order, each once (an error of the base model is one of every variant);
+    [] when every variant can be checked. Nothing is compiled or explored."""
     found: list[SpecError] = []
-    for v in variant_names(spec):
+    for v in variant_names(spec) if variants is None else variants:
         try:
             ir.build(resolve(spec, v, opts.defines, opts.memory, opts.store_buffer, opts.preemptions))
         except SpecError as e:
@@ -480,6 +480,8 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
     for k, v in enumerate(variants):
         try:
             results.append(check_variant(spec, v, opts, lemma_cache))
+        except SpecError as e:  # with the errors of the other variants: all of them in one run
+            raise combined(list(e.errors) + spec_errors(spec, opts, variants)) from None
         except KeyboardInterrupt:  # outside a search (compiling, a lemma, the liveness graph)
             results.append(unfinished(spec, v, opts, "interrupted", "interrupted"))
         except MemoryError as e:  # str(e): why, when it is more than "no memory" (a killed worker)

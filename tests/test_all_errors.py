@@ -307,3 +307,14 @@ def test_diagnostics_reports_syntax_errors_and_the_errors_of_every_variant():
     assert [(line, m) for line, _, _, m in where(variants)] == [
         (4, "value 5 is outside the range of 'x' (0..1)"), (6, "variant 'other' sets 'J', which is not a constant")]
     assert diagnostics("model m;\nvar x: 0..1 = 0;\nprocess p { x = 1; }\n") == []
+
+
+def test_check_reports_the_errors_of_every_selected_variant(tmp_path, capsys):
+    text = ("model m;\nconst K = 1;\nvar x: 0..1 = 0;\nprocess p { x = K; }\n"
+            "variant big { K = 5; }\nvariant other { J = 1; }\n")
+    assert check(tmp_path, text) == 2
+    err = capsys.readouterr().err
+    assert [ln.split("bad.spec:")[1].split(":")[0] for ln in errors_of(err)] == ["4", "6"]
+    assert err.rstrip().endswith("2 errors")
+    assert check(tmp_path, text, "--variant", "other") == 2
+    assert [ln.split("bad.spec:")[1].split(":")[0] for ln in errors_of(capsys.readouterr().err)] == ["6"]
