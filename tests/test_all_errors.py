@@ -158,11 +158,20 @@ def test_a_broken_cpus_line_stops_what_needs_it_and_keeps_what_came_before():
 @pytest.mark.parametrize("text, expected", [
     # a missing ';' blanks only up to the token that follows: the next declaration is parsed
     ("model m;\nvar x: 0..3 = 0\nprocess p { x = 1; }\ninvariant a x == 1;\n", [(3, 1, "TR101"), (4, 13, "TR100")]),
-    # a broken `if` is skipped up to the end of its `else` block
-    ("model m;\nprocess p { if (x { y = 1; } else { z = 2; } q = ; }\n", [(2, 19, "TR100"), (2, 50, "TR100")]),
+    # a broken `if` is skipped up to the end of its `else` block, or of its `else` statement
+    ("model m;\nprocess p {\n  if (x { y = 1; } else { z = 2; }\n  q = ;\n}\n", [(3, 9, "TR100"), (4, 7, "TR100")]),
+    ("model m;\nprocess p {\n  if (x) y = 1 +; else z = 2;\n  q = ;\n}\n", [(3, 17, "TR100"), (4, 7, "TR100")]),
     ("model m;\nprocess p { skip; } }\nprocess q { skip }\n", [(2, 21, "TR100"), (3, 18, "TR101")]),
-    ("model m;\nprocess p { x = 3 $ 4; y = 1 +; }\n", [(2, 19, "TR104"), (2, 31, "TR100")]),
-    ("model m;\nprocess p { choose { x = ; } or { y = 1 } }\n", [(2, 26, "TR100"), (2, 41, "TR101")]),
+    ("model m;\nprocess p {\n  x = 3 $ 4;\n  y = 1 +;\n}\n", [(3, 9, "TR104"), (4, 10, "TR100")]),
+    ("model m;\nprocess p {\n  choose { x = ; }\n  or { y = 1 }\n}\n", [(3, 16, "TR100"), (4, 14, "TR101")]),
+    # one error per line: the second on a line is mostly the first seen again
+    ("model m;\nprocess p { if (} x = 1 +; }\nvar y: 0..3 = ;\n", [(2, 17, "TR100"), (3, 15, "TR100")]),
+    # a missing `}`: the declarations after it are parsed as such, not each reported
+    ("model m;\nvar x: 0..3 = 0;\nprocess p {\n  if (x == 0) {\n    x = 1;\n}\n// the vCPU\n"
+     "process q { x = ; }\ninvariant i: x <= 3;\nvariant v { }\n", [(8, 1, "TR100"), (8, 17, "TR100")]),
+    # a missing `{`: the statements left between declarations are skipped to the next one
+    ("model m;\nvar x: 0..3 = 0;\nprocess p  // the vCPU\n  x = 1;\n  x = 2;\n}\ninvariant i: x <= ;\n",
+     [(4, 3, "TR100"), (7, 19, "TR100")]),
     # what follows an unclosed comment or the end of the file is not code: nothing after them
     ("model m;\nvar x: 0..3 = ;\n/* never closed\nprocess p { x = ; }\n", [(2, 15, "TR100"), (3, 1, "TR102")]),
     ("model m;\nvar x: 0..3 = ;\nprocess p { x = 1;\n", [(2, 15, "TR100"), (3, 19, "TR105")]),
@@ -171,6 +180,14 @@ def test_syntax_errors_after_the_first(text, expected):
     with pytest.raises(SpecError) as e:
         parse(text, "t.spec")
     assert [(x.span.line, x.span.col, x.code) for x in e.value.errors] == expected
+
+
+def test_a_missing_brace_says_so():
+    text = "model m;\nprocess p {\n  skip;\n\nprocess q { skip; }\n"
+    with pytest.raises(SpecError) as e:
+        parse(text, "t.spec")
+    assert [(x.span.line, x.message) for x in e.value.errors] == [(5, "unexpected 'process'")]
+    assert e.value.hint == "a '{' above is never closed: add the missing '}' before this line"
 
 
 def test_the_parser_says_when_it_stops_counting():

@@ -24,3 +24,7 @@ per slot in every stage, so an array of 10^11 elements would exhaust memory."""
 MAX_SYNTAX_ERRORS = 10
 """The most syntax errors one run reports: the parser parses the file again after
 each (see front/parse.py), and past a few errors the rest are seldom independent."""
+
+RECOVERY_BUDGET = 32 << 20
+"""How many characters the parser may parse again, in all, to find the syntax errors
+after the first: a spec of a few MB gets the first few errors, not a minute's wait."""

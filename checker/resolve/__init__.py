@@ -88,8 +88,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         # reported unknown, is in `failed`, and a use of it is an Echo, not reported again
         self.errors: list[SpecError] = []
         self.echoes: list[Echo] = []
-        self.failed: set[str] = set()
-        self.failed_locals: dict[str, frozenset[str]] = {}  # process -> its locals that failed
+        self.failed: set[str] = set()  # names, `p.local` and `p@label` of p's
         self.failed_properties: set[str] = set()
 
     # -- errors

@@ -108,7 +108,7 @@ class Declarations:
                     failed.add(v.name)
                 else:
                     locals_[v.name] = sym
-        self.failed_locals[d.name] = frozenset(failed)
+        self.failed |= {f"{d.name}.{n}" for n in failed}  # for `p.n` in properties
         self._thread_locals(d, locals_)
         labels: set[str] = set()
         proc_stub = m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), (),

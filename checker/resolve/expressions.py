@@ -119,7 +119,9 @@ class Expressions:
             raise Echo(e.span, f"'{n}' failed to resolve before")
         known = list(ctx.bound) + list(ctx.params) + list(ctx.locals) + list(self.globals) \
             + list(self.consts) + list(members)
-        self.failed.add(n)  # reported at its first use only
+        self.failed.add(n)  # reported at its first use only, and so is `p.n` in properties
+        if ctx.process is not None:
+            self.failed.add(f"{ctx.process.name}.{n}")
         raise SpecError(e.span, f"unknown name '{n}'",
                         did_you_mean(n, known) or "declare it with `var`, `const` or `enum`", code="TR201")
 
@@ -431,6 +433,9 @@ class Expressions:
         if labels is None or self.errors:  # a label in a statement that failed was never collected
             labels = (labels or set()) | labels_of(self.process_decls[e.process], self.inlines)
         if e.label not in labels and e.label != "end":  # `end`: at any valid end state
+            if f"{e.process}@{e.label}" in self.failed:
+                raise Echo(e.label_span, f"'{e.process}@{e.label}' failed to resolve before")
+            self.failed.add(f"{e.process}@{e.label}")  # reported at its first use only
             raise SpecError(e.label_span, f"process '{e.process}' has no label '{e.label}'",
                             did_you_mean(e.label, labels) or
                             (f"its labels: {', '.join(sorted(labels))}" if labels else "it has no labels"))
@@ -439,7 +444,7 @@ class Expressions:
     def _local_ref(self, e: ast.LocalRef, ctx: Ctx) -> m.TExpr:
         """`p.r`: another process's register, visible to properties only (a process reads
         its own locals by name and cannot see another's)."""
-        if e.process in self.failed or e.name in self.failed_locals.get(e.process, ()):
+        if e.process in self.failed or f"{e.process}.{e.name}" in self.failed:
             raise Echo(e.span, f"'{e.process}.{e.name}' failed to resolve before")
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'",
