@@ -264,6 +264,24 @@ def test_errors_of_independent_mistakes_are_the_union_of_each_alone(chosen):
     assert together == alone
 
 
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.sampled_from(sorted(MODELS.glob("*.spec"))), st.lists(st.tuples(st.floats(0, 1), st.sampled_from(
+    ["", "nope", ";", "{", "}", "true", "1", "u8", "var", "process", "("])), min_size=1, max_size=3))
+def test_a_mutated_model_gives_errors_and_never_a_traceback(path, edits):
+    """Any model with tokens replaced: diagnostics returns errors (or none), each with a
+    registered code and a position inside the text, never raises."""
+    text = path.read_text(encoding="utf-8")
+    for where_, word in edits:
+        tokens = list(re.finditer(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S", text))
+        t = tokens[min(int(where_ * len(tokens)), len(tokens) - 1)]
+        text = text[:t.start()] + word + text[t.end():]
+    found = diagnostics(text, path.name)
+    lines = text.count("\n") + 1
+    assert len(found) <= MAX_SYNTAX_ERRORS or not found[0].code.startswith("TR1")
+    for e in found:
+        assert re.fullmatch(r"TR\d{3}", e.code) and 0 <= e.span.line <= lines, (e.span, e.message)
+
+
 def test_every_shipped_model_has_no_errors():
     """The recovery marks nothing failed in a spec without errors."""
     for path in sorted(MODELS.glob("*.spec")):
