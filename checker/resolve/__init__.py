@@ -123,7 +123,8 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         self._check_duplicates()
         overrides = self.attempt(self._collect_overrides, variants.get(self.variant), default={})
         self._resolve_consts(overrides)
-        memory, store_buffer = self.attempt(self._memory, variants.get(self.variant), default=("sc", None))
+        memory_name, store_buffer = self.attempt(self._memory, variants.get(self.variant), default=("sc", None))
+        memory = m.MemoryModel(memory_name)
         try:
             self._contexts_header(self.preemptions_override)
         except SpecError as e:  # what comes next reads the CPUs and the preemption bound

@@ -25,7 +25,8 @@ class Declarations:
 
         def add(name: str, what: str, span: Span):
             if name in RESERVED_TYPES or name in ("self", "true", "false", "any"):
-                self.note(SpecError(span, f"'{name}' is a reserved word and cannot name a {what}", code="TR204"))
+                self.note(SpecError(span, f"'{name}' is a reserved word and cannot name a {what}",
+                                    f"choose another name, e.g. '{name}_'", code="TR204"))
             elif name in seen:
                 prev_what, prev = seen[name]
                 self.note(SpecError(span, f"duplicate name '{name}'",
@@ -85,7 +86,8 @@ class Declarations:
         if d.dim is None:
             return None
         if d.dim.count is None:
-            raise SpecError(d.dim.span, "a process array takes a count, `process name[N]`")
+            raise SpecError(d.dim.span, "a process array takes a count, `process name[N]`",
+                            "e.g. `process vcpu[2] { ... }`")
         n = self.const_int(d.dim.count, "a process count")
         if not 1 <= n <= MAX_PROCESSES:
             raise SpecError(d.dim.span, f"a process array has 1 to {MAX_PROCESSES} processes, not {n}",
@@ -98,7 +100,8 @@ class Declarations:
         failed: set[str] = set()
         for v in d.locals:
             if v.name in locals_ or v.name in failed:
-                self.note(SpecError(v.span, f"duplicate local variable '{v.name}'", code="TR202"))
+                self.note(SpecError(v.span, f"duplicate local variable '{v.name}'",
+                                    "give each local its own name", code="TR202"))
             elif v.name in self.globals or v.name in self.consts:
                 self.note(SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                     "give it another name"))
@@ -168,7 +171,8 @@ class Declarations:
             if p.type is None:
                 raise SpecError(p.span, f"lemma parameter '{p.name}' needs a type", f"for example `{p.name}: u64`")
             if p.name in bound:
-                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", code="TR202")
+                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", "give each parameter its own name",
+                                code="TR202")
             t = self._type(p.type)
             if not isinstance(t, (m.BitVecT, m.IntT, m.BoolT, m.EnumT)):
                 raise SpecError(p.type.span, f"a lemma parameter cannot be a {t.describe()}",
