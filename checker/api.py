@@ -45,7 +45,7 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
 def check_source(text: str, file: str = "<spec>", **options) -> RunResult:
     """Check a spec given as text (`file` names it in spans and results); the keyword
     arguments are check_file's (another is a TypeError)."""
-    opts = _options(**{**check_file.__kwdefaults__, **options})
+    opts = _options(**{**(check_file.__kwdefaults__ or {}), **options})
     return check_spec(parse(text, file), opts)
 
 

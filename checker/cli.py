@@ -412,8 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:
-            for v in selected_variants(spec, opts.variants):
-                cm = compile_variant(spec, v, opts)
+            for name in selected_variants(spec, opts.variants):
+                cm = compile_variant(spec, name, opts)
                 if not _print(cm.source + "\n" + level_loop_source(cm, opts.limits.check_deadlock,
                                                                    opts.hash_compact)):
                     break

@@ -67,7 +67,7 @@ class Options:
     engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
     depth: int = 10  # bmc: the bound; induction: the largest k
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
-    por: bool = True  # partial-order reduction (engines/reduce.py)
+    por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # after a complete search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search

@@ -149,7 +149,7 @@ HEADROOM_MIB = {1: 24, 2: 40}
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_out_of_memory_in_a_search_gives_a_traceback_and_no_result(tmp_path, started, workers):
+def test_out_of_memory_in_a_search_gives_a_partial_result(tmp_path, started, workers):
     """A search that ran out of memory ended in a MemoryError traceback (with --workers, a
     worker's RuntimeError), exit 1, no table, no partial result, no JSON. It must end as a
     limit does: "out of memory after N states", exit 3, the --json file written and
@@ -323,7 +323,7 @@ def test_ctrl_c_in_a_lemma_query_only_makes_it_unknown(tmp_path, monkeypatch, ca
 
 
 @pytest.mark.parametrize("where", ["publish", "level", "take_in"])
-def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path, where):
+def test_a_worker_out_of_memory_ends_the_parallel_search_as_a_limit(monkeypatch, tmp_path, where):
     """A MemoryError in a worker was a crash: the coordinator raised RuntimeError, no
     result. Wherever in its level it happens (before it published the level, while it
     expands, after the exchange), the others must finish the level, the search end with
@@ -361,7 +361,7 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
     assert rest and all(v.stats.limit == "not checked" for v in rest)
 
 
-def test_killed_worker_is_a_checker_bug_traceback(tmp_path, started):
+def test_a_killed_worker_is_reported_as_a_checker_bug(tmp_path, started):
     """A worker killed by SIGKILL (the OOM killer's signal) ended the run in a RuntimeError
     traceback, exit 1, as if the checker were wrong. It is a resource limit: exit 3, the
     reason on stderr, the --json file written with every verdict incomplete."""

@@ -146,7 +146,7 @@ exists (x=1 /\\ y=1)
 """
 
 
-def test_plain_c_accesses_were_refused(tmp_path):
+def test_plain_c_accesses_are_read(tmp_path):
     """The kernel's dep+plain: plain accesses carry dependencies (bell:80-83), so the
     control dependency through `*z2` orders the write; main exited 2 on `*z1 = a`."""
     code, out, err = _run(DEP_PLAIN, tmp_path)
@@ -173,7 +173,7 @@ exists (1:r0=1 /\\ 1:r1=0)
 """
 
 
-def test_data_race_flag_was_missing(tmp_path):
+def test_the_data_race_flag_is_reported(tmp_path):
     """herd7 prints `Flag data-race` after the witnesses when an allowed execution races."""
     code, out, _ = _run(RACE, tmp_path)
     assert code == 0
@@ -218,7 +218,7 @@ exists (1:r1=1 /\\ 1:r2=0 /\\ 1:r3=1)
 """
 
 
-def test_spin_is_locked_was_refused(tmp_path):
+def test_spin_is_locked_is_read(tmp_path):
     """The kernel's MP+polockonce+poacquiresilsil (herd7: Sometimes 1 11); with
     smp_mb__after_spinlock() in P0 it is Never (MP+polockmbonce+poacquiresilsil)."""
     code, out, err = _run(SILSIL, tmp_path)
@@ -235,7 +235,7 @@ def test_lock_reads_follow_lock_cat(tmp_path):
     assert (res.observation, res.positive, res.negative, res.flags) == ("Never", 0, 1, ("mixed-lock-accesses",))
 
 
-def test_synchronize_rcu_was_refused():
+def test_synchronize_rcu_is_read():
     """The RCU guarantee (linux-kernel.cat:111-148): a grace period orders a read-side
     section whole; without the section, or with one grace period for two sections, no."""
     verdicts = {name: evaluate(load_litmus(str(LITMUS_C / f"{name}.litmus"))).observation
@@ -266,7 +266,7 @@ def test_srcu_is_refused_by_name(tmp_path):
     assert "t.litmus:6:7: error: 'srcu_read_lock': SRCU is not supported" in err and "Traceback" not in err
 
 
-def test_negated_exists_was_printed_as_allowed(tmp_path):
+def test_a_negated_exists_prints_its_own_verdict(tmp_path):
     """herd7: `Test NAME Forbidden` for ~exists, the witnesses counted for ~P, the
     Observation for P; the condition printed with `[x]` for a location."""
     code, out, _ = _run((LITMUS_C / "MP+filter-locations.litmus").read_text(), tmp_path)
@@ -277,7 +277,7 @@ def test_negated_exists_was_printed_as_allowed(tmp_path):
     assert "Condition exists ([x]=2 /\\ 1:r0=1)" in out
 
 
-def test_result_line_datarace_deadlock_and_maybe_were_unread(tmp_path):
+def test_result_lines_with_datarace_deadlock_and_maybe_are_read(tmp_path):
     """The kernel's judgelitmus.sh conventions: `Result: Sometimes DATARACE` predicts the
     data-race flag (and its absence predicts none), DEADLOCK means no execution, Maybe
     takes any verdict; main's reader dropped all three."""

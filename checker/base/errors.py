@@ -200,7 +200,7 @@ def _position(e: SpecError) -> tuple[str, int, int]:
     return (e.span.file, e.span.line, e.span.col)
 
 
-def distinct(errors) -> list[SpecError]:
+def distinct(errors: Iterable[SpecError]) -> list[SpecError]:
     """Each error once: an inline procedure's body is resolved at every call, and an
     error in it is the same error at each."""
     return list({(e.span, e.message): e for e in errors}.values())

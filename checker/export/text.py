@@ -31,7 +31,7 @@ MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm 
 
 
 CTI = "counterexample to induction"
-MERGED = "local steps merged into the step that follows them"  # engines/reduce.py's note
+MERGED = "local steps merged into the step that follows them"  # engines/reduce/'s note
 ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)",
                 "simulate": "random simulation (finds violations, verifies nothing)"}
 

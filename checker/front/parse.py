@@ -175,7 +175,8 @@ def _unclosed(err: SpecError, n: int, source: str) -> SpecError:
     line = err.span.line
     text = source_lines(source)[line - 1]
     col = len(text) - len(text.lstrip()) + 1
-    word = re.match(r"\w+|\S", text[col - 1:]).group()
+    name = re.match(r"\w+", text[col - 1:])
+    word = name.group() if name else text[col - 1:col] or " "
     return SpecError(Span(err.span.file, line, col, line, col + len(word)), f"unexpected {word!r}",
                      "a '{' above is never closed: " + ("add the missing '}' before this line" if n == 1
                                                         else f"{n} '}}' are missing before this line"), "TR100")
@@ -531,7 +532,10 @@ class _Builder(Transformer):
                                interrupt, preemptible, notifiers)
 
     def interrupt_decl(self, m, c):
-        return self.process_decl(m, c, interrupt=True)
+        c = list(c)
+        posted = any(isinstance(x, Token) and x.type == "POSTED" for x in c)
+        c = [x for x in c if not (isinstance(x, Token) and x.type == "POSTED")]  # its placeholder None is ignored
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), posted=posted)
 
     def hrtimer_decl(self, m, c):
         return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)

@@ -83,6 +83,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
         self.task_syms: dict[str, m.VarSym] = {}  # process -> its task state, once `P.state` is read
         self.writing: str | None = None  # the name an assignment is storing to (not a read)
+        self.cpus: int | None = None  # `cpus N;`, once the contexts header is read (constants come first)
         # every error of the spec in one run: each declaration and statement is resolved
         # on after an error (`attempt`); a name whose declaration failed, or that was
         # reported unknown, is in `failed`, and a use of it is an Echo, not reported again

@@ -88,6 +88,7 @@ class Ctx:
     labels: set[str] | None = None
     failed: frozenset[str] = frozenset()  # the process's locals whose declaration failed
     what: str = "expression"
+    property: bool = False  # an invariant, final, reachable or liveness condition: reads context state
 
 
 def labels_of(d: ast.ProcessDecl, inlines) -> set[str]:

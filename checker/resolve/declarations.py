@@ -145,16 +145,16 @@ class Declarations:
         """Resolve top-level declaration d into `props` if it is a property."""
         if isinstance(d, ast.InvariantDecl):
             props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
-                                    cond=self.cond(d.cond, Ctx(what=f"invariant '{d.name}'"), "an invariant")))
+                                    cond=self.cond(d.cond, Ctx(what=f"invariant '{d.name}'", property=True), "an invariant")))
         elif isinstance(d, ast.ReachableDecl):
             props.append(m.Property(d.name, m.PropertyKind.REACHABLE, d.span,
-                                    cond=self.cond(d.cond, Ctx(what=f"reachable '{d.name}'"), "a reachable condition")))
+                                    cond=self.cond(d.cond, Ctx(what=f"reachable '{d.name}'", property=True), "a reachable condition")))
         elif isinstance(d, ast.FinalDecl):
             props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
-                                    cond=self.cond(d.cond, Ctx(what=f"final condition '{d.name}'"),
+                                    cond=self.cond(d.cond, Ctx(what=f"final condition '{d.name}'", property=True),
                                                    "a final condition")))
         elif isinstance(d, ast.PropertyDecl):
-            ctx = Ctx(what=f"property '{d.name}'")
+            ctx = Ctx(what=f"property '{d.name}'", property=True)
             trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
             goal = self.cond(d.goal, ctx, "a property's goal")
             props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))

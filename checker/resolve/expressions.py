@@ -17,7 +17,9 @@ from .base import WAITQUEUE_BUILTINS, Ctx, labels_of
 class Expressions:
     """Typed expressions. Constants fold as they are built (so a knob set to false
     removes the test it guards); fixed-width operands follow C's usual conversions, each
-    made explicit as a Conv node so that every back end computes the same value."""
+    made explicit as a Conv node so that every back end computes the same value. About
+    500 lines: the expression grammar's cases, each short, and the built-in calls'
+    argument checks, which read one table row; a split would cut the recursion apart."""
 
     def cond(self, e: ast.Expr, ctx: Ctx, what: str) -> m.TExpr:
         r = self.expr(e, dataclasses.replace(ctx, what=what))
@@ -114,6 +116,12 @@ class Expressions:
             return m.Const(e.span, t, i)
         if n in m.TASK_STATE_NAMES and not lvalue:  # what `P.state` compares with
             return m.Const(e.span, m.TASK_STATE, m.TASK_STATE_NAMES[n])
+        state = self.context_global(n)
+        if state is not None:
+            if ctx.property and not lvalue:
+                return m.Var(e.span, state.type, state)
+            raise SpecError(e.span, f"'{n}' is execution-context state: properties read it, code does not",
+                            "in code ask `irqs_disabled()` or `smp_processor_id()`, or keep a variable of your own")
         if n in self.process_decls:
             raise SpecError(e.span, f"'{n}' is a process, not a value", f"write `{n}@label` to ask where it is")
         if n in ctx.failed or n in self.failed:
@@ -455,6 +463,8 @@ class Expressions:
         labels = self.process_labels.get(e.process)
         if labels is None or self.errors:  # a label in a statement that failed was never collected
             labels = (labels or set()) | labels_of(self.process_decls[e.process], self.inlines)
+        if self.process_decls[e.process].interrupt:  # a handler waiting for its interrupt
+            labels = set(labels) | {m.IRQ_IDLE}
         if e.label not in labels and e.label != "end":  # `end`: at any valid end state
             if f"{e.process}@{e.label}" in self.failed:
                 raise Echo(e.label_span, f"'{e.process}@{e.label}' failed to resolve before")
@@ -485,6 +495,8 @@ class Expressions:
         sym = next((v for v in proc.locals if v.name == e.name), None)
         if sym is not None:
             self.read_locals.add(id(sym))
+        elif e.name in m.CONTEXT_LOCALS and proc.context is not None and proc.context.kind is m.ContextKind.THREAD:
+            sym = self.context_local(proc, e.name)
         if sym is None:
             names = [v.name for v in proc.locals]
             raise SpecError(e.name_span, f"process '{e.process}' has no local variable '{e.name}'",

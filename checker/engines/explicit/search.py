@@ -171,7 +171,7 @@ def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> 
 
 
 class Reduction:
-    """Hooks through which a state-space reduction (engines/reduce.py) shapes the search;
+    """Hooks through which a state-space reduction (engines/reduce/) shapes the search;
     the engine calls them with packed states. The base class reduces nothing.
 
     `ample(s, actors)`: the actors (rows of `Search.actors`) to expand in state s, a
@@ -459,6 +459,13 @@ class Search:
         return True
 
     # -- one level
+    # Three level loops stand side by side, each a copy of the same expansion, and they
+    # must stay separate: _level_generated runs the loop generated for this model (the
+    # hot path: no per-step dispatch, inlined lookups); _level_generic is the same
+    # search in plain Python, for the first levels, a depth bound, and the state where
+    # the generated loop stopped on a model error; _level_graph also records every edge
+    # for the liveness graph. A change to what a level does is made in all three (the
+    # tests run every shipped model through both of the first two and compare).
     def level(self, frontier: list[int], ids, depth: int, progress=None, route: Route | None = None) -> list[int]:
         """Expand `frontier` (whose states have the ids `ids`, a range or a list) at
         `depth`; return the next level's new states. With `route` (parallel workers), a
