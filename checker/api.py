@@ -15,7 +15,7 @@ from .engines.explicit import Limits
 from .base.errors import NOWHERE, SpecError
 from .front.parse import parse
 from .resolve import MEMORY_MODELS
-from .pipeline import ENGINES, Options, check_spec, load, max_workers, too_many_workers
+from .pipeline import ENGINES, Options, check_spec, diagnose, load, max_workers, too_many_workers
 from .results.trace import Engine, RunResult
 
 Define = bool | int | str
@@ -47,6 +47,15 @@ def check_source(text: str, file: str = "<spec>", **options) -> RunResult:
     arguments are check_file's (another is a TypeError)."""
     opts = _options(**{**(check_file.__kwdefaults__ or {}), **options})
     return check_spec(parse(text, file), opts)
+
+
+def diagnostics(text: str, file: str = "<spec>") -> list[SpecError]:
+    """Every error of a spec given as text, in file order, without checking it: its
+    syntax errors, or, when it parses, the errors of every variant (each once; the
+    language server's `diagnose` says which variants). Each has a `span`, a `message`, a
+    `hint` and a `code` (`check --explain CODE`); [] means every variant can be checked.
+    It raises nothing for bad input, and explores nothing."""
+    return [e for e, _ in diagnose(text, file).errors]
 
 
 def _options(*, variants, defines, memory_model, store_buffer, engine, max_states, max_depth, depth, deadlock,
@@ -98,4 +107,4 @@ def _defines(defines: Mapping[str, Define]) -> dict[str, str]:
     return out
 
 
-__all__ = ["check_file", "check_source"]
+__all__ = ["check_file", "check_source", "diagnostics"]

@@ -37,7 +37,7 @@ from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
-from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
+from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
 from .export.text import format_replay, format_run
 from .results.findings import coverage_table
 from .resolve import parse_defines
@@ -399,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"check: error: {printable(problem)}\n")
         return EXIT_INPUT
     source = None
+    command = "check " + " ".join(shlex.quote(a) for a in argv)
     try:
         defines = parse_defines(args.defines)
         spec = load(args.file)
@@ -406,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
                        memory=args.memory_model, store_buffer=args.store_buffer, preemptions=args.preemptions, progress=args.progress,
-                       command="check " + " ".join(shlex.quote(a) for a in argv),
+                       command=command,
                        graph_limit=args.graph_max_states if args.dot_graph else None,
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
@@ -433,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         if e.span.line and (source is None or e.span.file != args.file):
             source = read_for_display(e.span.file)  # the error is in another file than the spec
         sys.stderr.write(printable(e.with_code("TR600").render(source), multiline=True) + "\n")
+        _write_errors(e, req, args.file, command)
         return EXIT_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted before the search started\n")
@@ -539,6 +541,22 @@ def _promela_problems(out: str | None, spec: str) -> list[str]:
     if os.path.isdir(out):
         return check_output_paths([], [("--promela", out)])
     return check_output_paths([("--promela", out)], [], (spec,))
+
+
+def _write_errors(e: SpecError, req, spec: str, command: str) -> None:
+    """The --json and --sarif files of a spec that cannot be checked: its errors."""
+    try:
+        written = write_error_outputs(e, req, spec, command)
+    except BrokenPipeError:  # `--json - | head`
+        _silence_stdout()
+        return
+    except OSError as err:
+        sys.stderr.write(f"check: error: cannot write {printable(str(err.filename or 'an output file'))}: "
+                         f"{err.strerror}\n")
+        return
+    if written:
+        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''} with the errors: "
+                         + ", ".join(printable(w) for w in written) + "\n")
 
 
 def _print(text: str, stream=None) -> bool:

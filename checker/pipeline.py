@@ -18,7 +18,7 @@ from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
-from .base.errors import NOWHERE, Span, SpecError, SpecErrors, did_you_mean
+from .base.errors import NOWHERE, Span, SpecError, combined, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
 from .export.itf import TraceFormatError, read_itf
@@ -233,7 +233,16 @@ def diagnose(source: str, file: str) -> Diagnosis:
 
 def _each(e: SpecError) -> tuple[SpecError, ...]:
     """The errors one SpecError stands for (a SpecErrors holds several), each with a code."""
-    return tuple(x.with_code("TR001") for x in (e.errors if isinstance(e, SpecErrors) else (e,)))
+    return tuple(x.with_code("TR001") for x in e.errors)
+
+
+def _variant_errors(spec: Spec, variant: str, opts: Options) -> tuple[SpecError, ...]:
+    """The errors that keep `variant` from being compiled (none if it can be)."""
+    try:
+        compile_variant(spec, variant, opts)
+    except SpecError as e:
+        return e.errors
+    return ()
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
@@ -597,6 +606,9 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
     for k, v in enumerate(variants):
         try:
             results.append(check_variant(spec, v, opts, lemma_cache))
+        except SpecError as e:  # with the errors of the other variants: all of them in one run
+            later = [x for w in variants[k + 1:] for x in _variant_errors(spec, w, opts)]
+            raise combined(list(e.errors) + later) from None
         except KeyboardInterrupt:  # outside a search (compiling, a lemma, the liveness graph)
             results.append(unfinished(spec, v, opts, "interrupted", "interrupted"))
         except MemoryError as e:  # str(e): why, when it is more than "no memory" (a killed worker)
