@@ -623,7 +623,8 @@ class Model:
     source: str
     variant: str  # "base" or a variant's name
     constants: dict[str, int | bool | str]
-    memory: MemoryModel
+    memory: MemoryModel  # what the variant is checked under
+    declared_memory: MemoryModel  # what the spec declares for it (--memory-model may override it)
     globals: tuple[VarSym, ...]
     processes: tuple[Process, ...]
     properties: tuple[Property, ...]

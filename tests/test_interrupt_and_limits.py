@@ -236,6 +236,24 @@ def test_ctrl_c_under_z3_interrupts_one_query_and_the_run_goes_on(tmp_path, star
     assert {o["verdict"] for o in rest["outcomes"]} == {"incomplete"}
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["bmc", "pdr"])
+def test_sigterm_under_z3_cuts_the_query_under_way_short(tmp_path, started, engine):
+    """Python's handler cannot run while Z3 holds the main thread; the watchdog thread
+    (engines/smt/solver.py) interrupts Z3 when the signal arrives. Each query may take
+    WAIT * 5 seconds: without the watchdog the run would wait for the query to end."""
+    p = started(tmp_path, [BIG[0], *BIG[1:], "--engine", engine, "--timeout", str(WAIT * 5), "--json", "r.json"]
+                + (["--depth", "40"] if engine == "bmc" else []))
+    _solving(p, tmp_path)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=WAIT)
+    err = (tmp_path / "err.txt").read_text()
+    assert rc == 3, err
+    assert "Traceback" not in err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["variants"][0]["stats"]["limit"] == "interrupted"
+
+
 # ---- item 11: the variants an interrupted run never reached are listed, not checked ------
 
 #: a base variant big enough for the search to show progress (1,024 states), then the

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,9 +30,8 @@ from checker.litmus.reader import parse_litmus  # noqa: E402
 from checker.pipeline import load_litmus  # noqa: E402
 from checker.litmus.axiomatic import PRIMITIVES, evaluate, format_result  # noqa: E402
 
-HERD = next((d / "shared" / "tools" / "herd7" / "herd7-lkmm" for d in ROOT.parents
-             if (d / "shared" / "tools" / "herd7" / "herd7-lkmm").exists()),
-            ROOT.parent / "shared" / "tools" / "herd7" / "herd7-lkmm")
+import oracle  # noqa: E402
+
 LITMUS_C = Path(__file__).parent / "litmus_c"
 
 
@@ -45,20 +43,13 @@ def _kernel_dir() -> Path | None:
 
 KERNEL = _kernel_dir()
 KERNEL_FILES = sorted(KERNEL.glob("*.litmus")) if KERNEL else []
-needs_herd = pytest.mark.skipif(not HERD.exists(), reason="herd7 (../shared/tools/herd7) is not here")
 needs_kernel = pytest.mark.skipif(KERNEL is None, reason="the kernel's litmus tests are not here "
                                   "(set TIMERACE_KERNEL_LITMUS to tools/memory-model/litmus-tests)")
-# herd7 7.56 refuses `spinlock_t l;` in the initial state (its README: leave it out; the
-# lock still works), so herd7 reads each file with those lines removed
-_SPINLOCK_DECL = re.compile(r"^\s*spinlock_t\s+\w+\s*;\s*$\n?", re.M)
 
 
-def herd7_report(source: str, tmp: Path) -> str:
-    """herd7's report for `source`, without its Time and Hash lines."""
-    path = tmp / "herd.litmus"
-    path.write_text(_SPINLOCK_DECL.sub("", source))
-    out = subprocess.run([str(HERD), str(path)], capture_output=True, text=True, timeout=60).stdout
-    return "\n".join(line for line in out.splitlines() if line and not line.startswith(("Time ", "Hash=")))
+def herd7_report(source: str, path: Path | None = None) -> str:
+    """herd7's report for `source` (recorded, tests/oracle.py), without its Time and Hash lines."""
+    return oracle.report(source, path)
 
 
 def our_report(test) -> str:
@@ -95,22 +86,21 @@ def test_kernel_test_verdict_equals_its_result_line(path):
 
 
 @needs_kernel
-@needs_herd
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: p.stem)
-def test_kernel_test_report_is_herd7s(path, tmp_path):
-    """States, Ok/No, witnesses, flags, condition and Observation, line for line."""
+def test_kernel_test_report_is_herd7s(path):
+    """States, Ok/No, witnesses, flags, condition and Observation, line for line (the
+    kernel's files are not vendored: their recordings are keyed by their text)."""
     test = load_litmus(str(path))
-    assert our_report(test) == herd7_report(test.source, tmp_path)
+    assert our_report(test) == herd7_report(test.source)
 
 
 # ------------------------------------------------------------ tests/litmus_c
 
-@needs_herd
 @pytest.mark.parametrize("path", sorted(LITMUS_C.glob("*.litmus")), ids=lambda p: p.stem)
-def test_litmus_c_report_is_herd7s(path, tmp_path):
+def test_litmus_c_report_is_herd7s(path):
     """The whole report, flags included (test_lkmm_herd7.py compares states and counts)."""
     test = load_litmus(str(path))
-    assert our_report(test) == herd7_report(test.source, tmp_path)
+    assert our_report(test) == herd7_report(test.source, path)
 
 
 # ------------------------------------------------------------ regressions: what main refused or got wrong
@@ -357,24 +347,24 @@ def programs(draw):
     return text
 
 
-@needs_herd
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(programs())
-def test_generated_programs_report_as_herd7(tmp_path, text):
+def test_generated_programs_report_as_herd7(text):
     """Plain accesses, locks, spin_is_locked, RCU and fences mixed: the same report."""
-    assert our_report(parse_litmus(text, "gen.litmus")) == herd7_report(text, tmp_path), text
+    assert our_report(parse_litmus(text, "gen.litmus")) == herd7_report(text), text
 
 
 # ------------------------------------------------------------ the agreement table
 
-def agreement_table(tmp: Path) -> str:
+def agreement_table() -> str:
     """file, its Result line, herd7's Observation, ours, and whether the reports agree."""
     rows = []
     for p in KERNEL_FILES:
         test = load_litmus(str(p))
         ours = our_report(test)
-        herd = herd7_report(test.source, tmp) if HERD.exists() else ""
+        rec = oracle.recording_of(None, test.source)
+        herd = herd7_report(test.source) if rec.exists() or oracle.MODE != "recorded" else ""
         rows.append((p.stem, test.expected or "-", _observation(herd) if herd else "(no herd7)",
                      _observation(ours), "yes" if herd and herd == ours else ("-" if not herd else "NO")))
     w = max([len(r[0]) for r in rows] + [4])
@@ -388,6 +378,4 @@ def agreement_table(tmp: Path) -> str:
 
 
 if __name__ == "__main__":
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        print(agreement_table(Path(d)) if KERNEL_FILES else "no kernel litmus tests found")
+    print(agreement_table() if KERNEL_FILES else "no kernel litmus tests found")

@@ -32,3 +32,11 @@ MAX_STEP_LOOP = 1 << 16
 inline) in the explicit engine: a loop whose state repeats is reported at once as one
 that never ends; one that keeps changing its state past this many is reported too, as a
 model error with its position, rather than searching on inside a single step."""
+
+MAX_SYNTAX_ERRORS = 10
+"""The most syntax errors one run reports: the parser parses the file again after
+each (see front/parse.py), and past a few errors the rest are seldom independent."""
+
+RECOVERY_BUDGET = 32 << 20
+"""How many characters the parser may parse again, in all, to find the syntax errors
+after the first: a spec of a few MB gets the first few errors, not a minute's wait."""

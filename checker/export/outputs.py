@@ -1,20 +1,22 @@
 """Which files a run writes: the CLI fills an OutputRequest from its flags, and this
-module calls each exporter asked for. Every exporter takes the finished RunResult."""
+module calls each exporter asked for. Every exporter takes the finished RunResult; for a
+spec that cannot be checked, the JSON and SARIF exporters take its errors instead."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..base.errors import SpecError
 from ..results.trace import RunResult
 from .dot import GraphvizMissing, render_svg, write_dot
 from .files import check_output_paths
 from .html import write_html
 from .itf import write_itf
-from .json import write_json
+from .json import write_errors_json, write_json
 from .junit import write_junit
 from .markdown import write_report
 from .mermaid import write_mermaid
-from .sarif import write_sarif
+from .sarif import write_errors_sarif, write_sarif
 
 DEFAULT_GRAPH_LIMIT = 2000  # --dot-graph draws variants with at most this many states
 
@@ -49,6 +51,21 @@ def path_problems(req: OutputRequest, inputs: tuple[str, ...] = ()) -> list[str]
                                             ("--html", req.html))
                if path]
     return check_output_paths(files, folders, inputs)
+
+
+def write_error_outputs(e: SpecError, req: OutputRequest, file: str, command: str | None) -> list[str]:
+    """For a spec that cannot be checked: the JSON and SARIF files asked for, carrying
+    every error `e` stands for (the other outputs describe a run, and there was none).
+    Returns the paths written; OSError propagates."""
+    written = []
+    if req.json:
+        write_errors_json(e, file, command, req.json)
+        if req.json != "-":
+            written.append(req.json)
+    if req.sarif:
+        write_errors_sarif(e, file, command, req.sarif)
+        written.append(req.sarif)
+    return written
 
 
 def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], list[str]]:
