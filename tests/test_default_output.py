@@ -24,7 +24,7 @@ PI = ROOT / "models/pi_timer.spec"
 SHIPPED = sorted((ROOT / "models").glob("*.spec"))
 # lines of `check models/X.spec`: a few screens (pi_timer, 24 variants and 20 races, is the
 # longest; within 100 columns its table puts each variant's name on a line of its own)
-BUDGET = 310
+BUDGET = 340
 
 
 @functools.cache

@@ -603,6 +603,9 @@ def _wrap_assignments(pairs, width: int) -> list[str]:
             line = p
         else:
             line = f"{line}, {p}" if line else p
+        if len(line) > width:  # one value wider than the line (a long store history): it wraps
+            *done, line = wrap_cell(line, width, rest="  ")
+            out += done
     if line:
         out.append(line)
     return out
@@ -768,7 +771,7 @@ def race_runs(t: Trace, width: int = 100) -> str:
         said = pending_text(pending)  # a heading, then its entries: one line for each heading
         while said:
             k = next((i for i in range(1, len(said)) if said[i].endswith(":")), len(said))
-            lines += wrap_cell(f"{said[0]} " + ", ".join(said[1:k]), width, "  ", "    ")
+            lines += wrap_cell(f"{said[0]} " + ", ".join(said[1:k]), width, "  ", "      ")
             said = said[k:]
     return "\n".join(lines)
 
