@@ -38,7 +38,7 @@ from .base.errors import REGISTRY, SpecError, explain
 from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
-from .export.text import format_replay, format_run
+from .export.text import format_replay, format_run, wrap_cell
 from .results.findings import coverage_table
 from .resolve import parse_defines
 from .pipeline import (
@@ -150,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"--dot-graph draws variants with at most N states (default {DEFAULT_GRAPH_LIMIT})")
     out.add_argument("--svg", action="store_true", help="with --dot: render every .dot file to .svg with Graphviz")
     out.add_argument("--report", metavar="OUT.md", help="a Markdown review report for a pull request or review")
+    out.add_argument("--trace-url", metavar="URL",
+                     help="with --report: link each whole trace as URL/<model>.<variant>.<property>.txt (where "
+                          "CI publishes OUT.traces/) instead of embedding it in the report")
+    out.add_argument("--html", metavar="DIR",
+                     help="the trace explorer: DIR/<model>.html, one self-contained page to step through "
+                          "every counterexample in a browser (no server, no network)")
     out.add_argument("--sarif", metavar="OUT.sarif", help="SARIF 2.1.0: one result per unexpected outcome")
     out.add_argument("--junit", metavar="OUT.xml", help="JUnit XML: one test case per variant and property")
     out.add_argument("--with-timing", action="store_true", help="put wall-clock times into the files")
@@ -198,16 +204,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def text_width(stream) -> int:
-    """The terminal's width for a terminal (at least 60 columns), else TEXT_WIDTH."""
+    """The terminal's width for a terminal (at least 60 columns), else TEXT_WIDTH; a
+    COLUMNS the caller sets wins in a pipe too (`COLUMNS=80 check ... | less`)."""
     import shutil
 
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
+    columns = os.environ.get("COLUMNS", "")
+    if not tty and columns.isdigit() and int(columns) > 0:
+        return max(60, int(columns))
     if not tty:
         return TEXT_WIDTH
     return max(60, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
+
+
+def wrote_line(written: list[str], width: int) -> str:
+    """`check: wrote N files: ...`, within `width` columns: each file named while that
+    fits, else a folder that holds several of them named once with its count; wrapped."""
+    head = f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
+    names = [printable(w) for w in written]
+    if len(head) + len(", ".join(names)) > width:
+        folders: dict[str, int] = {}
+        for w in names:
+            folders[os.path.dirname(w)] = folders.get(os.path.dirname(w), 0) + 1
+        said, seen = [], set()
+        for w in names:
+            folder = os.path.dirname(w)
+            if folders[folder] <= 3:  # a few files are named; a folder of many is counted
+                said.append(w)
+            elif folder not in seen:
+                seen.add(folder)
+                said.append(f"{folder or '.'}/ ({folders[folder]} files)")
+        names = said
+    return "\n".join(wrap_cell(head + ", ".join(names), width, rest="  "))
 
 
 def _seconds(text: str) -> float:
@@ -263,7 +294,9 @@ def replay_exit_code(results: list[ReplayResult]) -> int:
 def _outputs(args, parser) -> OutputRequest:
     req = OutputRequest(json=args.json, itf=args.itf, mermaid=args.mermaid, dot=args.dot, dot_graph=args.dot_graph,
                         svg=args.svg, report=args.report, sarif=args.sarif, junit=args.junit,
-                        timing=args.with_timing)
+                        html=args.html, trace_url=args.trace_url, timing=args.with_timing)
+    if args.trace_url and not args.report:
+        parser.error("--trace-url URL says where the report's whole traces are: it needs --report OUT.md")
     if (args.dot_graph or args.svg) and not args.dot:
         parser.error("--dot-graph and --svg need --dot DIR (where the .dot files go)")
     if args.replay and req.any:
@@ -464,8 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in warnings:
         sys.stderr.write(f"check: warning: {printable(w)}\n")
     if written:
-        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-                         + ", ".join(printable(w) for w in written) + "\n")
+        sys.stderr.write(wrote_line(written, text_width(sys.stderr)) + "\n")
     if any(v.stats.limit == "interrupted" for v in result.variants):
         sys.stderr.write("interrupted: the results above cover what was explored so far\n")
         return EXIT_INCOMPLETE
@@ -524,8 +556,7 @@ def _write_promela(spec, opts, out: str) -> int:
             return EXIT_INPUT
         written.append(path)
     if written:
-        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-                         + ", ".join(printable(w) for w in written) + "\n")
+        sys.stderr.write(wrote_line(written, text_width(sys.stderr)) + "\n")
     if refused:
         sys.stderr.write(f"check: {refused} of {len(variants)} variant{'s' if len(variants) != 1 else ''} "
                          "not translated to Promela (see the errors above)\n")

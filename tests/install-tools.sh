@@ -4,7 +4,9 @@
 #   - the real Mermaid parser (npm packages in tests/mermaid, run by Node.js);
 #   - VS Code's TextMate engine (npm packages in tests/textmate), which runs the grammar
 #     in editors/vscode over the shipped models;
-#   - SPIN, whose state counts the bench tests compare with ours.
+#   - SPIN, whose state counts the bench tests compare with ours;
+#   - Chromium and its WebDriver (chromium-driver), in which Selenium drives the trace
+#     explorer (`check --html`).
 # As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
 # it says what is missing, and the tests that need it skip locally (under CI they fail).
 # What is installed already is skipped; apt-get waits for the package lock (a fresh cloud
@@ -15,6 +17,8 @@ missing=()
 command -v dot >/dev/null || missing+=(graphviz)
 command -v spin >/dev/null || missing+=(spin)
 { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
+{ command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "install-tools: apt-get install ${missing[*]}"
@@ -29,7 +33,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-tools: missing ${missing[*]}; install them to run every test" >&2
   fi
 fi
-[ ${#missing[@]} -eq 0 ] && echo "install-tools: graphviz, spin and Node.js are installed"
+[ ${#missing[@]} -eq 0 ] && echo "install-tools: graphviz, spin, Node.js and Chromium are installed"
 if command -v npm >/dev/null; then
   if [ ! -d mermaid/node_modules/mermaid ] || [ mermaid/package-lock.json -nt mermaid/node_modules/.package-lock.json ]; then
     echo "install-tools: npm ci in tests/mermaid"

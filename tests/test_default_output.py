@@ -22,12 +22,33 @@ from shared_runs import checked
 ROOT = Path(__file__).resolve().parent.parent
 PI = ROOT / "models/pi_timer.spec"
 SHIPPED = sorted((ROOT / "models").glob("*.spec"))
-BUDGET = 216  # lines of `check models/X.spec`: a few screens (pi_timer, 24 variants and 21 races, is the longest)
+# lines of `check models/X.spec`: a few screens (pi_timer, 24 variants and 20 races, is the
+# longest; within 100 columns its table puts each variant's name on a line of its own)
+BUDGET = 340
 
 
 @functools.cache
 def run(path: Path, *variants: str, expect: bool = True):
     return checked(path, progress=False, variants=variants, use_expectations=expect)
+
+
+def table_rows(table: str) -> dict[str, list[str]]:
+    """The summary table's rows per variant, whether each variant's name starts its first
+    row or (a table that would be too wide) stands on a line of its own above its rows."""
+    rows: dict[str, list[str]] = {}
+    current = None
+    for line in table.split("\n\n")[1].splitlines()[2:]:
+        if line.startswith("    ") or not line.strip():  # a row's note, wrapped below it
+            continue
+        if not line.startswith(" ") and "  " not in line:  # `name` or `name (memory)`
+            current = line.split()[0]
+            rows[current] = []
+        elif not line.startswith(" "):
+            current = line.split()[0]
+            rows[current] = [line[len(current):].strip()]
+        else:
+            rows[current].append(line.strip())
+    return rows
 
 
 def titles(out: str) -> list[str]:
@@ -38,7 +59,7 @@ def titles(out: str) -> list[str]:
     for line in block.splitlines()[1:]:
         if not line.startswith(" "):
             heads.append(line)
-        elif heads and re.match(r"^    [a-z(]", line) and not line.startswith("    loop "):
+        elif heads and re.match(r"^    [a-z(]", line) and not re.match(r"^    loop \d", line):
             heads[-1] += " " + line.strip()
     return heads[1:] if heads and not re.match(r"^\S+: ", heads[0]) else heads
 
@@ -85,8 +106,21 @@ def test_same_race_under_one_title():
     heads = titles(format_run(run(PI)))
     assert "stale_expired_deadline: invariant no_early_timer_irq (and no_early_requested_irq): 33 steps" in heads
     assert "r4_mb_lkmm: invariant no_early_timer_irq (and no_early_requested_irq): 37 steps" in heads
-    assert "no_kick_hlt_exits: liveness timer_wakes_vcpu (and in unpinned_no_kick): 31 steps, then a 1-step " \
-           "loop for ever" in heads
+    assert "no_kick_hlt_exits: liveness timer_wakes_vcpu (and in unpinned_no_kick): 32 steps, the last one a " \
+           "loop back to step 32, repeated for ever" in heads
+
+
+def test_the_table_and_the_titles_count_steps_alike():
+    """The table's step count is the title's (issue 32: 32 steps in the table, "31 steps,
+    then a 1-step loop" in the title)."""
+    out = format_run(run(PI))
+    table = out.split("\n\n")[1] + "\n"
+    heads = titles(out)
+    assert len(heads) > 10
+    for title in heads:
+        variant, prop, n = re.match(r"^(\S+): (?:\w+ )?(\w+)(?: \([^)]*\))?: (\d+) steps", title).groups()
+        block = re.search(rf"^{variant}(?: \(\w+\))?\n.*\n((?:    .*\n)*)", table, re.M)
+        assert f" {prop} ({n})" in " ".join(block.group(1).split()), title
 
 
 def test_unexpected_violation_in_both_forms():
@@ -102,10 +136,12 @@ def test_unexpected_violation_in_both_forms():
 def test_long_table_folds_what_is_as_expected():
     result = run(PI, "base", "hlt_exits", "stale_expired_deadline", "no_kick_hlt_exits", expect=False)
     table = format_run(result, show_traces=False)
-    rows = {line.split()[0]: line for line in table.splitlines() if line and not line.startswith(" ")}
-    assert re.search(r"^base\s+8 properties\s+all hold\s+as expected\s+ok", rows["base"])
+    rows = table_rows(table)
+    assert re.search(r"^8 properties\s+all hold\s+as expected\s+ok", rows["base"][0])
     # a variant with an unexpected outcome keeps one row per property
-    assert re.search(r"^stale_expired_deadline\s+no_early_timer_irq\s+violated\s+holds\s+UNEXPECTED", table, re.M)
+    assert len(rows["stale_expired_deadline"]) == 8
+    assert any(re.search(r"^no_early_timer_irq\s+violated\s+holds\s+UNEXPECTED", r)
+               for r in rows["stale_expired_deadline"])
     def rows_of(text):
         return [line for line in text.splitlines() if re.search(r"\btimer_wakes_vcpu\s+(holds|violated)", line)]
 
@@ -115,9 +151,11 @@ def test_long_table_folds_what_is_as_expected():
 
 def test_folded_row_names_expected_violations():
     table = format_run(run(PI), show_traces=False)
-    row = next(line for line in table.splitlines() if line.startswith("unpinned_no_kick "))
-    assert row.split()[1:7] == ["sc", "8", "properties", "6", "hold,", "2"]
-    assert row.endswith("violated: timer_wakes_vcpu (32), deadlock (32)")
+    assert "\nunpinned_no_kick (sc)\n" in table  # too wide for 100 columns: the name above its row
+    (row,) = table_rows(table)["unpinned_no_kick"]
+    assert row.split()[:5] == ["8", "properties", "6", "hold,", "2"]
+    below = table.split("\nunpinned_no_kick (sc)\n")[1].splitlines()[1]
+    assert below == "    violated: timer_wakes_vcpu (32), deadlock (32)"
 
 
 def test_full_shows_every_row_and_trace():
@@ -136,9 +174,11 @@ def test_brief_prints_no_race(capsys):
 
 def test_footer_counts_what_every_variant_says():
     out = format_run(run(PI))
-    assert "states expanded with an ample set: " in out and "in 20 variants (--full: per variant)" in out
-    live = [line for line in out.splitlines() if line.startswith("liveness verdicts assume")]
-    assert len(live) == 3 and all(re.search(r": \d+ hold, \d+ violated \(--full", line) for line in live)
+    said = " ".join(out.split())
+    assert "states expanded with an ample set: " in said and "in 20 variants (--full: per variant)" in said
+    live = [line for line in re.split(r"\n(?! )", out) if line.startswith("liveness verdicts assume")]
+    assert len(live) == 3 and all(re.search(r": \d+ hold, \d+ violated \(--full", " ".join(line.split()))
+                                  for line in live)
     assert "base/timer_wakes_vcpu: holds" in format_run(run(PI), full=True)
 
 

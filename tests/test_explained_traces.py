@@ -105,7 +105,7 @@ def test_step_counts_do_not_add_up():
     result = run(REVIEWS / "assert_step_count.spec")
     cx = _cx(result, "small")
     text = format_counterexample(cx, "base")
-    assert "3 steps (the last one fails)" in text and " 3. p" in text
+    assert "3 steps, the last one fails" in text and " 3. p" in text
     table = summary_table(result)
     head = table.splitlines()[0].split()
     assert "steps" in head
@@ -249,8 +249,9 @@ def test_report_of_unexpected_violations_exceeds_limit(path, tmp_path):
     assert len(md) < COMMENT_LIMIT
     sides = sorted(p.name for p in (tmp_path / "r.traces").iterdir())
     assert len(written) == 1 + len(sides) and sides
-    for name in sides:  # each side file is linked, and holds the whole trace
-        assert f"](r.traces/{name})" in md
+    for name in sides:  # each whole trace is in the report (a collapsed block) or linked to its side file
+        whole = (tmp_path / "r.traces" / name).read_text().rstrip("\n")
+        assert f"](r.traces/{name})" in md or f"```text\n{whole}\n```" in md, name
         text = (tmp_path / "r.traces" / name).read_text()
         assert "Trace:" in text or "lemma" in text.splitlines()[0]  # a lemma's is its values
 

@@ -321,8 +321,9 @@ def test_cli_marks_the_loop_in_trace_diagram_and_json(tmp_path, capsys):
     assert main([str(p), "--json", str(out_json), "--full"]) == 0  # an expected violation, in full (issue 20)
     out = capsys.readouterr().out
     assert "Counterexample: variant base, liveness finishes" in out
-    assert "0 steps to state 0, then a loop of 2 steps back to state 0, repeated for ever" in out
-    assert "loop starts here (state 0)" in out  # the numbered trace
+    assert "2 steps, the last 2 a loop back to step 1, repeated for ever" in out
+    assert "loop starts here; the steps below repeat forever" in out  # the numbered trace
+    assert "-------- back to step 1 --------" in out and "~~~ back to step 1 ~~~" in out  # one numbering
     assert "~~~ loop: the steps below repeat forever ~~~" in out  # the race diagram
     assert "liveness verdicts assume weak fairness for waiter; none for setter" in out
     data = json.loads(out_json.read_text())

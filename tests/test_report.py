@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from checker.export.text import race_lines
 from helpers import ALL_FLAGS, run_check
 
@@ -47,9 +49,85 @@ def test_a_model_error_and_incomplete_verdicts_are_named(exported):
 def test_fairness_is_stated_for_liveness(exported):
     md = (exported["spin-lasso"][0] / "out/spin.md").read_text()
     assert "- **Fairness** (liveness verdicts rest on it): weak fairness for spinner, setter." in md
-    assert "then a loop back to state 0 that repeats forever" in md
+    assert "2 steps, the last 2 a loop back to step 1, repeated for ever" in md
 
 
 def test_timing_only_when_asked(tmp_path):
     run_check(tmp_path, "counter", "--report", "r.md", "--with-timing")
     assert "| variant | engine | states | transitions | depth | complete | seconds |" in (tmp_path / "r.md").read_text()
+
+
+# ---- issue 32: a report that stands alone in a pull request -------------------------
+
+
+def _pi(**options):
+    from pathlib import Path
+
+    from shared_runs import checked
+
+    return checked(Path(__file__).resolve().parent.parent / "models" / "pi_timer.spec", progress=False, **options)
+
+
+def test_the_whole_trace_is_in_the_report_while_it_fits(exported):
+    """A PR comment cannot reach `OUT.traces/`: a small run's whole traces are in
+    collapsed blocks, each exactly the side file's text."""
+    folder, _, _ = exported["counter"]
+    md = (folder / "out/counter.md").read_text()
+    for side in sorted((folder / "out/counter.traces").iterdir()):
+        whole = side.read_text().rstrip("\n")
+        assert f"<details><summary>Whole trace (numbered steps and race diagram)</summary>\n\n```text\n{whole}\n```" in md
+    assert "](counter.traces/" not in md
+
+
+def test_trace_url_links_instead_of_embedding(tmp_path):
+    rc, _, err = run_check(tmp_path, "counter", "--report", "r.md", "--trace-url", "https://ci.example/run/7/traces/")
+    assert rc == 0, err
+    md = (tmp_path / "r.md").read_text()
+    assert "](https://ci.example/run/7/traces/counter.base.both_counted.txt)" in md
+    assert "Whole trace (numbered steps and race diagram)</summary>" not in md
+    with pytest.raises(SystemExit) as e:  # the parser's error: --trace-url needs --report
+        run_check(tmp_path, "counter", "--trace-url", "https://ci.example/")
+    assert e.value.code == 2
+
+
+def test_identical_traces_are_shown_once():
+    from checker.export.markdown import review_report
+
+    md = review_report(_pi(variants=("no_kick_hlt_exits", "unpinned_no_kick")), traces="r.traces")
+    block = md.split("<code>unpinned_no_kick</code>: liveness `timer_wakes_vcpu`")[1].split("</details>")[0]
+    assert "The same steps as `no_kick_hlt_exits`: liveness timer_wakes_vcpu above." in block
+    assert "```text" not in block.split("Whole trace")[0]  # no race of its own
+
+
+def test_unexpected_violations_get_race_diagrams_and_the_report_says_when_not():
+    from checker.export.markdown import COMMENT_LIMIT, review_report
+
+    few = review_report(_pi(variants=("no_kick_hlt_exits", "post_any_mode"), use_expectations=False))
+    assert few.count("Race diagram (one column per process, time going down):") == 2
+    assert few.count("```mermaid") == 2
+    many = review_report(_pi(use_expectations=False), traces="r.traces")
+    assert len(many) < COMMENT_LIMIT
+    n = len(re.findall(r"\*\*UNEXPECTED\*\*", many))
+    diagrams = many.count("Race diagram (one column per process, time going down):")
+    same = many.count("The same steps as ")
+    if diagrams + same < n:
+        assert "unexpected violation(s) show their race one line per run instead of as a race diagram" in many
+
+
+def test_dot_edges_say_what_a_step_decided(exported):
+    folder, _, _ = exported["four"]
+    dot = (folder / "out/dot/four.base.seen.dot").read_text()
+    assert "=> taken: cmpxchg(mode) returned IN_GUEST_MODE, as expected:\\l   stored EXITING_GUEST_MODE" in dot
+
+
+def test_a_long_mermaid_title_is_not_clipped():
+    from checker.export.files import counterexamples
+    from checker.export.mermaid import diagram_for
+
+    result = _pi(variants=("post_any_mode_timer_fn_hlt_exits_no_p3_kick",))
+    v, cx = counterexamples(result)[0]
+    text = diagram_for(result, v.variant, cx)
+    title = text.splitlines()[1]
+    assert title == "    title liveness timer_wakes_vcpu"
+    note = next(line for line in text.splitlines() if "Note over" in line)  # the first note wraps it whole
+    assert "pi_timer: variant<br/>post_any_mode_timer_fn_hlt_exits_no_p3_kick,<br/>liveness timer_wakes_vcpu" in note

@@ -43,7 +43,7 @@ def test_simulation_never_says_holds(capsys):
     code = main(sim(COUNTER, "20", "--depth", "10", "--variant", "atomic_inc"))
     out = capsys.readouterr().out
     assert code == 3
-    assert "not violated in 20 random runs of up to 10 steps (seed 0)" in out
+    assert "not violated in 20 random runs of up to 10 steps (seed 0)" in " ".join(out.split())  # wrapped
     v = check_spec(load(COUNTER), Options(variants=("atomic_inc",), simulate=SimulationPlan(20, 10, 0))).variants[0]
     assert v.outcomes and all(o.verdict.value == "incomplete" for o in v.outcomes)
 
@@ -140,6 +140,7 @@ def test_a_simulation_says_how_much_it_covered(capsys):
     out = capsys.readouterr().out
     assert code == 3
     searched = check_spec(load(COUNTER), Options(variants=("atomic_inc",), por=False, symmetry="off")).variants[0].stats.states
-    assert f"not violated in 20 random runs of up to 10 steps (seed 0), through {searched} distinct states" in out
+    assert f"not violated in 20 random runs of up to 10 steps (seed 0), through {searched} distinct states" \
+        in " ".join(out.split())  # the footer wraps
     row = next(line for line in out.splitlines() if line.startswith("atomic_inc"))
     assert row.split()[5] == str(searched)  # the table's states column: the distinct states the runs went through

@@ -34,3 +34,17 @@ def graphviz_dot() -> str:
     exe = shutil.which("dot")
     require(exe is not None, "Graphviz (`dot`) is not installed")
     return exe
+
+
+def chromium() -> tuple[str, str]:
+    """Chromium and its WebDriver (Debian's chromium and chromium-driver), for the trace
+    explorer's browser tests; Selenium drives them."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    require(browser is not None, "Chromium is not installed")
+    require(driver is not None, "chromedriver (Debian's chromium-driver) is not installed")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        require(False, "the Python package selenium is not installed (pip install -e '.[test]')")
+    return browser, driver

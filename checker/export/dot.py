@@ -14,7 +14,8 @@ import shutil
 import subprocess
 
 from ..results.trace import Action, RunResult, StateSpace, Trace, TraceState, show_value
-from .files import counterexamples, describe, file_stem, variant_stem, write_text
+from .files import counterexamples, describe, file_stem, loop_back, variant_stem, write_text
+from .text import wrap_cell
 
 
 def quote(text: str) -> str:
@@ -36,9 +37,16 @@ def _assignments(pairs) -> str:
 
 
 def _step_label(n: int | None, a: Action) -> str:
+    """The step: who, where, the statement, and what it decided (the branch taken and
+    the values tested, what a cmpxchg or xchg returned), as every other format says it."""
     where = f" line {a.span.line}" if a.span else ""
     num = f"{n}. " if n is not None else ""
-    return f"{num}{a.process}{where}\n{a.text}"
+    said = "".join("\n" + line for line in wrap_cell(f"in {a.call}", WRAP, rest="  ")) if a.call else ""
+    said += "".join("\n" + line for line in wrap_cell(a.detail, WRAP, "=> ", "   ")) if a.detail else ""
+    return f"{num}{a.process}{where}\n{a.text}{said}"
+
+
+WRAP = 60  # characters per line of an edge's label
 
 
 def trace_graph(t: Trace, name: str, title: str, message: str) -> str:
@@ -61,7 +69,7 @@ def trace_graph(t: Trace, name: str, title: str, message: str) -> str:
     for i, a in enumerate(t.actions):
         out.append(f"  s{i} -> s{i + 1} [label={quote(_step_label(i + 1, a))}];")
     if t.loop_start is not None:
-        out.append(f"  s{last} -> s{t.loop_start} [label={quote('loop: back to state ' + str(t.loop_start))}, "
+        out.append(f"  s{last} -> s{t.loop_start} [label={quote(f'loop: {loop_back(t)} (state {t.loop_start})')}, "
                    "style=dashed, color=red];")
         out.append(f"  s{t.loop_start} [color=red, penwidth=2];")
         out.append(f"  note [label={quote(message)}, shape=note, color=red];")

@@ -15,7 +15,7 @@ import re
 import stat
 import tempfile
 
-from ..results.trace import Counterexample, RunResult, VariantResult
+from ..results.trace import Counterexample, RunResult, Trace, VariantResult
 
 
 def counterexamples(result: RunResult) -> list[tuple[VariantResult, Counterexample]]:
@@ -160,6 +160,39 @@ def _dump(x, indent: int, width: int, used: int = 0) -> str:
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     items = [pad + _dump(v, indent + 2, width, len(pad)) for v in x]
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+
+
+def race_key(cx: Counterexample) -> tuple:
+    """What makes two counterexamples the same race (their steps), so that a view shows
+    it once and names the others; a lemma's (its values are the point) or a violation in
+    the initial state is never the same as another."""
+    if not cx.trace.actions:
+        return (id(cx),)
+    return tuple((a.process, a.span, a.text, a.changes) for a in cx.trace.actions)
+
+
+def steps_word(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
+
+
+def loop_back(t: Trace) -> str:
+    """Where a lasso's loop goes back to, as every view numbers it: the step it repeats
+    from (state N is the state after step N, so step N + 1 starts in it)."""
+    start = t.length if t.loop_start is None else t.loop_start
+    return f"back to step {start + 1}"
+
+
+def shape(t: Trace) -> str:
+    """How long a trace is, counted as the table counts it (`Trace.steps`), and for a
+    lasso which steps loop: `32 steps, the last one a loop back to step 32, repeated
+    for ever`."""
+    if t.loop_start is None:
+        return steps_word(t.steps) + (", the last one fails" if t.failure is not None else "")
+    if t.loop_start == t.length:
+        return f"{steps_word(t.length)}, then the run stays in its last state for ever"
+    k = t.length - t.loop_start
+    last = "the last one" if k == 1 else f"the last {k}"
+    return f"{steps_word(t.length)}, {last} a loop {loop_back(t)}, repeated for ever"
 
 
 def describe(cx: Counterexample) -> str:

@@ -5,10 +5,11 @@ It holds the model and its header comment, the variant x property matrix with ea
 outcome against its expectation, the assumptions the verdicts rest on (memory model,
 fairness, each variant's settings), the search statistics, every counterexample folded
 (<details>): unexpected ones as a race diagram and a Mermaid diagram while they fit,
-expected ones as their race one line per step, each linking the side file with its
-whole trace, and the command that reproduces the run, with paths relative to the
-repository. It stays under GitHub's comment limit (BUDGET). Built from the result
-objects only.
+expected ones as their race one line per step, a trace the same as an earlier one named
+instead, each whole trace in a collapsed block while it fits (so that the report stands
+alone in a pull request) or linked (`--trace-url`, where CI publishes the side files),
+and the command that reproduces the run, with paths relative to the repository. It stays
+under GitHub's comment limit (BUDGET). Built from the result objects only.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from urllib.parse import quote
 
 from ..base.safe_text import printable
 from ..results.trace import RunResult, VariantResult, Verdict, show_value
-from .files import counterexamples, file_stem, write_text
+from .files import counterexamples, describe, file_stem, race_key, shape, write_text
 from .mermaid import diagram_for
-from .text import format_counterexample, race_diagram, race_lines, violation_lines
+from .text import format_counterexample, race_diagram, race_lines, race_runs, violation_lines
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO (per-CPU store buffers)"}
 ENGINE_NAMES = {"explicit": "explicit-state breadth-first search (every counterexample is a shortest one)"}
@@ -154,34 +155,44 @@ COMMENT_LIMIT = 65_536  # GitHub's limit on a pull-request comment, in character
 BUDGET = 60_000  # what the report aims to stay under, leaving room for a reviewer's words
 
 
-def _steps(t) -> str:
-    steps = f"{t.steps} step{'s' if t.steps != 1 else ''}"
-    if t.loop_start is not None:
-        steps += f", then a loop back to state {t.loop_start} that repeats forever"
-    return steps
+DETAILS = ("link", "runs", "race", "diagram", "full")  # what a counterexample shows of its race, least first
 
 
 def _counterexample(result: RunResult, v: VariantResult, cx, expected: bool, link: str | None,
-                    detail: str) -> list[str]:
+                    detail: str, embed: bool, same: tuple[str, str] | None = None) -> list[str]:
     """One counterexample, folded: the summary says what and how long; inside, the race
-    (`detail`: "full" diagram + Mermaid + trace, "race" one line per step, "link" only)."""
+    (`detail`: "full" race diagram + Mermaid, "diagram" the race diagram, "race" one line
+    per step, "runs" one line per run of a process's steps, "link" none), the violating
+    state, and the whole trace (`embed`: in a collapsed block; else `link`). `same`:
+    (variant, what) of an earlier counterexample with exactly these steps, named
+    instead of shown again."""
     what = cx.kind if cx.kind == cx.property else f"{cx.kind} `{cx.property}`"
     mark = "expected" if expected else "**UNEXPECTED**"
     out = [f"<details{'' if expected else ' open'}><summary><code>{_html(v.variant)}</code>: {_html(what)}, "
-           f"{mark}: {_html(cx.message)} ({_steps(cx.trace)})</summary>", ""]
-    if detail == "full":
+           f"{mark}: {_html(cx.message)} ({shape(cx.trace)})</summary>", ""]
+    if same is not None:
+        out += [f"The same steps as `{same[0]}`: {same[1]} above.", ""]
+    elif detail == "full":
         out += ["Race diagram (one column per process, time going down):", ""]
         out += _fence(race_diagram(cx.trace), "text")
         out += ["", "Sequence diagram:", ""]
         out += _fence(diagram_for(result, v.variant, cx), "mermaid")
         out += [""]
+    elif detail == "diagram":
+        out += ["Race diagram (one column per process, time going down):", ""]
+        out += _fence(race_diagram(cx.trace), "text") + [""]
     elif detail == "race":
         out += _fence(race_lines(cx.trace), "text")
         out += [""]
+    elif detail == "runs":
+        out += _fence(race_runs(cx.trace), "text") + [""]
     if cx.violation:
         out += _fence("\n".join(violation_lines(cx)), "text") + [""]
-    if link:
-        out += [f"Whole trace (numbered steps and race diagram): [{_html(link)}]({quote(link)})", ""]
+    if embed and same is None:
+        out += ["<details><summary>Whole trace (numbered steps and race diagram)</summary>", ""]
+        out += _fence(format_counterexample(cx, v.variant), "text") + ["", "</details>", ""]
+    elif link:
+        out += [f"Whole trace (numbered steps and race diagram): [{_html(link)}]({quote(link, safe=':/')})", ""]
     out += [f"Only this variant: {_code(f'check {_relative(result.file)} --variant {v.variant}')}", "",
             "</details>", ""]
     return out
@@ -237,32 +248,75 @@ def reproduce(result: RunResult) -> str:
                     if os.path.isabs(w) or w in spec else shlex.quote(w) for w in words)
 
 
-def review_report(result: RunResult, timing: bool = False, traces: str | None = None) -> str:
-    """The report; `traces`: the folder (relative to the report) its side files of whole
-    traces go in, linked from each counterexample (None: no side files)."""
+def review_report(result: RunResult, timing: bool = False, traces: str | None = None,
+                  trace_url: str | None = None) -> str:
+    """The report, under BUDGET. `traces`: the folder (relative to the report) its side
+    files of whole traces go in (None: no side files); `trace_url`: where the caller
+    publishes them (a CI artifact), linked instead of the folder.
+
+    Each counterexample shows as much as fits, richest for unexpected ones: first every
+    race one line per run, then unexpected ones as race diagrams, expected ones one line
+    per step, unexpected ones with their Mermaid diagram, then each whole trace in a
+    collapsed block (unexpected first) so that the report stands alone in a PR; a trace
+    not embedded is linked. A counterexample with the same steps as an earlier one
+    names it instead."""
     cxs = counterexamples(result)
-    expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
-    # every race one line per step; then, while the report fits, unexpected ones in full
-    details = ["race"] * len(cxs)
-    text = _report(result, timing, traces, cxs, expected, details)
-    if len(text) > BUDGET:
-        details = ["link"] * len(cxs)
-        text = _report(result, timing, traces, cxs, expected, details)
-    for k, (v, cx) in enumerate(cxs):
-        if expected.get((v.variant, cx.property), False):
-            continue
-        for better in ("full", "race"):
-            if details[k] == better:
-                break
-            tried = details[:k] + [better] + details[k + 1:]
-            bigger = _report(result, timing, traces, cxs, expected, tried)
-            if len(bigger) <= BUDGET:
-                details, text = tried, bigger
-                break
-    return text
+    expected = [next((o.as_expected for o in v.outcomes if o.counterexample is cx), False) for v, cx in cxs]
+    first: dict[tuple, int] = {}
+    same: list[tuple[str, str] | None] = []
+    for k, (_, cx) in enumerate(cxs):
+        j = first.setdefault(race_key(cx), k)
+        same.append(None if j == k else (cxs[j][0].variant, describe(cxs[j][1])))
+
+    def link(k: int) -> str | None:
+        v, cx = cxs[k]
+        name = f"{file_stem(result, v.variant, cx.property)}.txt"
+        if trace_url:
+            return f"{trace_url.rstrip('/')}/{name}"
+        return f"{traces}/{name}" if traces else None
+
+    cache: dict[tuple[int, str, bool], str] = {}
+
+    def block(k: int, detail: str, embed: bool) -> str:
+        key = (k, detail, embed)
+        if key not in cache:
+            v, cx = cxs[k]
+            cache[key] = "\n".join(_counterexample(result, v, cx, expected[k], link(k), detail, embed, same[k]))
+        return cache[key]
+
+    head, tail = _head(result, timing, bool(cxs)), _tail(result)
+    details, embeds = ["link"] * len(cxs), [False] * len(cxs)
+    total = len(head) + len(tail) + sum(len(block(k, "link", False)) + 1 for k in range(len(cxs)))
+    alone = [k for k in range(len(cxs)) if same[k] is None]
+    unexpected = [k for k in alone if not expected[k]]
+    quiet = [k for k in alone if expected[k]]
+    # the expected ones' races one line per run are kept room for while unexpected ones get diagrams
+    reserve = sum(len(block(k, "runs", False)) - len(block(k, "link", False)) for k in quiet)
+    steps = ([(k, "runs", False, 0) for k in unexpected]
+             + [(k, "diagram", False, reserve) for k in unexpected]
+             + [(k, "runs", False, 0) for k in quiet]
+             + [(k, "race", False, 0) for k in quiet]
+             + [(k, "full", False, 0) for k in unexpected]
+             + [(k, None, True, 0) for k in unexpected if not trace_url]  # a link given: no copy
+             + [(k, None, True, 0) for k in quiet if not trace_url])
+    for k, detail, embed, keep in steps:
+        new_detail = detail if detail is not None and DETAILS.index(detail) > DETAILS.index(details[k]) \
+            else details[k]
+        new_embed = embed or embeds[k]
+        grow = len(block(k, new_detail, new_embed)) - len(block(k, details[k], embeds[k]))
+        if total + grow + keep <= BUDGET:
+            details[k], embeds[k], total = new_detail, new_embed, total + grow
+    body = "\n".join(block(k, details[k], embeds[k]) for k in range(len(cxs)))
+    left = [k for k in unexpected if details[k] not in ("diagram", "full")]
+    if left:  # said, so that a reviewer knows where the rest is
+        body = (f"To stay under GitHub's comment limit, {len(left)} unexpected violation(s) show their race one "
+                "line per run instead of as a race diagram; each whole trace is linked or in the files beside "
+                "this report (`check --html DIR` steps through them).\n\n" + body)
+    text = head + ("\n" + body if cxs else "") + "\n" + tail
+    return printable(text.rstrip("\n"), multiline=True) + "\n"  # the header comment's controls
 
 
-def _report(result, timing, traces, cxs, expected, details: list[str]) -> str:
+def _head(result: RunResult, timing: bool, any_cx: bool) -> str:
     lines = [f"# timerace review: model `{result.model}`", "",
              f"- **Spec**: {_code(_relative(result.file))}",
              f"- **Result**: {_summary(result)}",
@@ -288,18 +342,16 @@ def _report(result, timing, traces, cxs, expected, details: list[str]) -> str:
             lines += ["", f"`{v.variant}`: the search was cut short ({v.stats.limit}); properties without a "
                       "counterexample are **not verified**."]
     lines += ["", "## Counterexamples", ""]
-    if not cxs and incomplete:  # never "no property is violated" for a run that did not see everything
+    if not any_cx and incomplete:  # never "no property is violated" for a run that did not see everything
         lines += ["None found, but the run is incomplete (see above): properties without a counterexample "
                   "are **not verified**.", ""]
-    elif not cxs:
+    elif not any_cx:
         lines += ["None: no property is violated in any variant.", ""]
-    for (v, cx), detail in zip(cxs, details):
-        exp = expected.get((v.variant, cx.property), False)
-        link = f"{traces}/{file_stem(result, v.variant, cx.property)}.txt" if traces else None
-        lines += _counterexample(result, v, cx, exp, link, detail)
-    lines += ["## Reproduce", ""]
-    lines += _fence(printable(reproduce(result)), "sh")
-    return printable("\n".join(lines).rstrip("\n"), multiline=True) + "\n"  # the header comment's controls
+    return "\n".join(lines)
+
+
+def _tail(result: RunResult) -> str:
+    return "\n".join(["## Reproduce", ""] + _fence(printable(reproduce(result)), "sh"))
 
 
 def _fold(lines: list[str], what: str, fold: bool) -> list[str]:
@@ -314,12 +366,12 @@ def trace_files(result: RunResult) -> list[tuple[str, str]]:
             for v, cx in counterexamples(result)]
 
 
-def write_report(result: RunResult, path: str, timing: bool = False) -> list[str]:
+def write_report(result: RunResult, path: str, timing: bool = False, trace_url: str | None = None) -> list[str]:
     """The report, and beside it `<report>.traces/`: one file per counterexample with its
-    whole trace. Returns every path written."""
+    whole trace (to publish where `trace_url` says). Returns every path written."""
     side = trace_files(result)
     folder = os.path.splitext(os.path.basename(path))[0] + ".traces"
-    write_text(path, review_report(result, timing, folder if side else None))
+    write_text(path, review_report(result, timing, folder if side else None, trace_url))
     written = [path]
     for name, text in side:
         target = os.path.join(os.path.dirname(path), folder, name)

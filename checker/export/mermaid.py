@@ -11,11 +11,12 @@ Mermaid `loop` block; the violation is the closing note.
 from __future__ import annotations
 
 from ..results.trace import Action, Counterexample, RunResult, Trace, show_value
-from .files import counterexamples, describe, file_stem, write_text
+from .files import counterexamples, describe, file_stem, loop_back, write_text
 from .text import effect_text, wrap_cell
 
 MEMORY = "mem"
 WRAP = 48  # characters per line inside a message or note
+TITLE = 60  # the longest title kept whole
 
 
 def escape(text: str) -> str:
@@ -52,14 +53,18 @@ def sequence_diagram(t: Trace, title: str, closing: str) -> str:
         procs = declared[:1] or ["-"]
     ids = {p: f"P{i}" for i, p in enumerate(procs)}
     shared_writes = any(a.kind == "flush" or _owner(k, declared) is None for a in t.actions for k, _ in a.changes)
-    out = ["sequenceDiagram", f"    title {escape(title)}"]
+    # a title wider than the diagram is clipped when rendered: a long one goes into the
+    # first note, which wraps, and the title keeps what fits
+    head = title if len(title) <= TITLE else title.rpartition(", ")[2] if ", " in title else title[:TITLE]
+    out = ["sequenceDiagram", f"    title {escape(head)}"]
     for p in procs:
         out.append(f"    participant {ids[p]} as {escape(p)}")
     if shared_writes or not t.actions:
         out.append(f"    participant {MEMORY} as shared memory")
     span_all = f"{ids[procs[0]]},{MEMORY if (shared_writes or not t.actions) else ids[procs[-1]]}"
     init = ", ".join(f"{k} = {show_value(v)}" for k, v in t.states[0].values)
-    out.append(f"    Note over {span_all}: " + "<br/>".join(escape(x) for x in _lines("initial state: " + init)))
+    said = ([] if head == title else _lines(title)) + _lines("initial state: " + init)
+    out.append(f"    Note over {span_all}: " + "<br/>".join(escape(x) for x in said))
     indent = "    "
     for i, a in enumerate(t.actions):
         if t.loop_start is not None and i == t.loop_start:
@@ -67,7 +72,7 @@ def sequence_diagram(t: Trace, title: str, closing: str) -> str:
             indent = "        "
         out.append(indent + _step(i + 1, a, ids, declared))
     if t.loop_start is not None:
-        out.append(f"        Note over {span_all}: back to step {t.loop_start + 1}")
+        out.append(f"        Note over {span_all}: {loop_back(t)}")
         out.append("    end")
     if t.failure is not None:
         out.append("    " + _step(t.length + 1, t.failure, ids, declared, fails=True))

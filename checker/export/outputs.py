@@ -10,6 +10,7 @@ from ..base.errors import SpecError
 from ..results.trace import RunResult
 from .dot import GraphvizMissing, render_svg, write_dot
 from .files import check_output_paths
+from .html import write_html
 from .itf import write_itf
 from .json import write_errors_json, write_json
 from .junit import write_junit
@@ -29,13 +30,15 @@ class OutputRequest:
     dot_graph: bool = False  # also the whole state graph (needs the engine to record it)
     svg: bool = False  # render every DOT file with Graphviz
     report: str | None = None  # Markdown file
+    trace_url: str | None = None  # the report links each whole trace there (where CI publishes OUT.traces/)
+    html: str | None = None  # folder: the trace explorer, one page per run
     sarif: str | None = None
     junit: str | None = None
     timing: bool = False  # include wall-clock seconds (files are otherwise byte-for-byte reproducible)
 
     @property
     def any(self) -> bool:
-        return any((self.json, self.itf, self.mermaid, self.dot, self.report, self.sarif, self.junit))
+        return any((self.json, self.itf, self.mermaid, self.dot, self.report, self.sarif, self.junit, self.html))
 
 
 def path_problems(req: OutputRequest, inputs: tuple[str, ...] = ()) -> list[str]:
@@ -44,7 +47,8 @@ def path_problems(req: OutputRequest, inputs: tuple[str, ...] = ()) -> list[str]
     files = [(flag, path) for flag, path in (("--json", req.json), ("--report", req.report),
                                               ("--sarif", req.sarif), ("--junit", req.junit))
              if path and path != "-"]
-    folders = [(flag, path) for flag, path in (("--itf", req.itf), ("--mermaid", req.mermaid), ("--dot", req.dot))
+    folders = [(flag, path) for flag, path in (("--itf", req.itf), ("--mermaid", req.mermaid), ("--dot", req.dot),
+                                            ("--html", req.html))
                if path]
     return check_output_paths(files, folders, inputs)
 
@@ -90,7 +94,9 @@ def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], lis
             except (GraphvizMissing, RuntimeError) as e:
                 warnings.append(f"--svg: {e}; wrote the .dot files only")
     if req.report:
-        written += write_report(result, req.report, req.timing)
+        written += write_report(result, req.report, req.timing, req.trace_url)
+    if req.html:
+        written += write_html(result, req.html)
     if req.sarif:
         write_sarif(result, req.sarif)
         written.append(req.sarif)

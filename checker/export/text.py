@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import textwrap
+from collections.abc import Sequence
 
 from ..base.safe_text import printable
-from .files import counterexamples, describe
+from .files import counterexamples, describe, loop_back, race_key, shape
 from ..results.trace import (
     LKMM_HOLDS_NOTE,
     MEMORY,
@@ -83,10 +84,11 @@ def _foldable(v: VariantResult) -> bool:
 FOLD_ROWS = 24  # a table of more rows than this (a screen) folds the variants that are as expected
 
 
-def summary_table(result: RunResult, fold: bool = False) -> str:
+def summary_table(result: RunResult, fold: bool = False, width: int | None = None) -> str:
     """Variant x property: verdict, expectation, the counterexample's length, the search's
     size. `fold`, when the table would not fit a screen (FOLD_ROWS): a variant whose every
-    outcome is as expected is one row, which names the properties it violates, as expected."""
+    outcome is as expected is one row, which names the properties it violates, as expected.
+    `width`: the table is laid out to fit it (fit_table)."""
     mixed = _mixed_memory(result)
     fold = fold and sum(max(len(v.outcomes), 1) for v in result.variants) > FOLD_ROWS
     rows = [("variant", "property", "verdict", "expected", "", "steps", "states", "depth", "time", "engine")]
@@ -138,21 +140,75 @@ def summary_table(result: RunResult, fold: bool = False) -> str:
         rows = [r[:5] + r[6:] for r in rows]
     if mixed:  # say which memory model each variant ran under
         rows = [r[:1] + (mem,) + r[1:] for r, mem in zip(rows, memory)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {5, 6, 7, 8} if lengths else {5, 6, 7}
     if mixed:
         right = {i + 1 for i in right}
+    lines = fit_table(rows, right, notes, width, 2 if mixed else 1)
+    if (lengths or any(notes)) and any(v.stats.engine == "explicit" for v in result.variants):
+        lines += wrap_cell("steps: the counterexample's length, its failing step included; depth: how deep the "
+                           "search went" + (" (K for bmc)" if any(v.stats.engine == "bmc" for v in result.variants)
+                                            else ""), width or 10**6, rest="  ")
+    return "\n".join(lines)
+
+
+#: the columns a table too wide for its width leaves out, least needed first
+SPARE_COLUMNS = ("time", "engine", "depth")
+
+
+def _render(rows: Sequence, right: set[int], notes: list[str], width: int | None) -> list[str]:
+    """Rows as aligned columns; a str in `rows` is a line of its own (a variant's name
+    above its rows). A row's note follows it, or goes below it when it would not fit."""
+    cells_of = [r for r in rows if not isinstance(r, str)]
+    widths = [max(len(r[i]) for r in cells_of) for i in range(len(cells_of[0]))]
     lines = []
     for k, (r, note) in enumerate(zip(rows, notes)):
+        if isinstance(r, str):
+            lines.append(r)
+            continue
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
-        lines.append(("  ".join(cells).rstrip() + note).rstrip())
+        line = "  ".join(cells).rstrip()
+        if note and width is not None and len(line) + len(note) > width:
+            lines.append(line)
+            lines += wrap_cell(note.strip(), width, "    ", "      ")
+        else:
+            lines.append((line + note).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
-    if (lengths or any(notes)) and any(v.stats.engine == "explicit" for v in result.variants):
-        lines.append("steps: the counterexample's length, its failing step included; depth: how deep the "
-                     "search went" + (" (K for bmc)" if any(v.stats.engine == "bmc" for v in result.variants)
-                                      else ""))
-    return "\n".join(lines)
+    return lines
+
+
+def fit_table(rows: Sequence[tuple[str, ...]], right: set[int], notes: list[str], width: int | None,
+              lead: int) -> list[str]:
+    """The summary table within `width` columns: as it is if it fits; else each
+    variant's name (and memory model: the `lead` first columns) on a line of its own
+    above its rows; then, while it is still too wide, the SPARE_COLUMNS left out, and a
+    line says which."""
+    lines = _render(rows, right, notes, width)
+    if width is None or max(map(len, lines)) <= width:
+        return lines
+    stacked: list = [("property",) + rows[0][lead + 1:]]
+    stacked_notes = [notes[0]]
+    for r, note in zip(rows[1:], notes[1:]):
+        if r[0]:
+            stacked.append(r[0] + (f" ({r[1]})" if lead == 2 else ""))
+            stacked_notes.append("")
+        stacked.append(("  " + r[lead],) + r[lead + 1:])
+        stacked_notes.append(note)
+    right = {i - lead for i in right}
+    dropped: list[str] = []
+    lines = _render(stacked, right, stacked_notes, width)
+    for name in SPARE_COLUMNS:
+        if max(map(len, lines)) <= width:
+            break
+        k = stacked[0].index(name)
+        stacked = [r if isinstance(r, str) else r[:k] + r[k + 1:] for r in stacked]
+        right = {i - (i > k) for i in right if i != k}
+        dropped.append(name)
+        lines = _render(stacked, right, stacked_notes, width)
+    if dropped:
+        lines += wrap_cell(f"(to fit {width} columns the table leaves out: {', '.join(dropped)}; a wider terminal "
+                           "or --json shows them)", width, rest="  ")
+    return lines
 
 
 def header(result: RunResult) -> str:
@@ -188,13 +244,22 @@ def store_buffer_notes(result: RunResult) -> list[str]:
         bound = max(v.store_buffer or 0 for v in tso if v.variant in free)
         lines.append(f"x86-TSO: no store ever found its store buffer full (at most {bound} stores) in "
                      + ", ".join(free) + ": those verdicts hold for store buffers of any size")
-    for v in tso:
-        if v.stats.buffer_full_states:
-            lines.append(f"x86-TSO: in {v.variant} a store waited for a full store buffer in "
-                         f"{v.stats.buffer_full_states:,} states: what holds there holds for store buffers of "
-                         f"at most {v.store_buffer} stores (a violation stands for any size; raise the bound "
-                         "with --store-buffer N or `memory tso(N)`)")
+    for bound, said in _full(tso).items():
+        lines.append(f"x86-TSO: a store waited for a full store buffer in {said}: what holds there holds for "
+                     f"store buffers of at most {bound} stores (a violation stands for any size; raise the bound "
+                     "with --store-buffer N or `memory tso(N)`)")
     return lines + history_notes(result)
+
+
+def _full(variants: list[VariantResult]) -> dict[int | None, str]:
+    """The variants in which a store waited for a full buffer (history), by bound: one
+    note per bound names them all, with how many states each."""
+    by: dict[int | None, list[str]] = {}
+    for v in variants:
+        if v.stats.buffer_full_states:
+            by.setdefault(v.store_buffer, []).append(
+                f"{v.variant} ({v.stats.buffer_full_states:,} state{'s' if v.stats.buffer_full_states != 1 else ''})")
+    return {bound: ", ".join(names) for bound, names in by.items()}
 
 
 def history_notes(result: RunResult) -> list[str]:
@@ -211,13 +276,10 @@ def history_notes(result: RunResult) -> list[str]:
         bound = max(v.store_buffer or 0 for v in done if v.variant in free)
         lines.append(f"LKMM: no store ever waited for a full history (at most {bound} stores kept per location) "
                      "in " + ", ".join(free) + ": those verdicts hold for histories of any length")
-    for v in done:
-        if v.stats.buffer_full_states:
-            lines.append(f"LKMM: in {v.variant} a store waited for a full history in "
-                         f"{v.stats.buffer_full_states:,} states (a CPU still read the oldest store kept): what "
-                         f"holds there holds for histories of at most {v.store_buffer} stores per location (a "
-                         "violation stands for any length; raise the bound with --store-buffer N or "
-                         "`memory lkmm(N)`)")
+    for bound, said in _full(done).items():
+        lines.append(f"LKMM: a store waited for a full history (a CPU still read the oldest store kept) in {said}: "
+                     f"what holds there holds for histories of at most {bound} stores per location (a violation "
+                     "stands for any length; raise the bound with --store-buffer N or `memory lkmm(N)`)")
     return lines
 
 
@@ -289,8 +351,9 @@ def reduction_notes(result: RunResult, full: bool = True) -> list[str]:
         if len(details) == 1 and (len(said) == len(result.variants) or len(result.variants) == 1):
             lines.append(f"{what}: {said[0][1]}" if said[0][1] else what)
         elif len(details) == 1:
-            lines.append(f"{what}: {said[0][1]} ({', '.join(v for v, _ in said)})" if said[0][1]
-                         else f"{what} ({', '.join(v for v, _ in said)})")
+            names = ", ".join(v for v, _ in said) if full or len(said) <= FEW else \
+                f"{len(said)} variants; --full: each"
+            lines.append(f"{what}: {said[0][1]} ({names})" if said[0][1] else f"{what} ({names})")
         elif full or len(said) <= FEW:
             lines.append(f"{what}: " + ", ".join(f"{v} {d}" for v, d in said))
         else:
@@ -355,7 +418,8 @@ def format_counterexample(cx: Counterexample, variant: str, width: int = 100, sh
         title = f"Counterexample to induction: variant {variant}, {cx.property}"
     else:
         title = f"Counterexample: variant {variant}, {describe(cx)}"
-    lines = [title, "=" * min(len(title), width)]
+    lines = wrap_cell(title, width, rest="  ")
+    lines += ["=" * min(max(map(len, lines)), width)]
     lines += textwrap.wrap(cx.message, width) or [""]
     if cx.engine != "explicit":
         lines.append(f"found by {cx.engine}; replayed through the compiled steps")
@@ -384,12 +448,7 @@ def compact_counterexample(cx: Counterexample, variant: str, width: int = 100,
     if not (cx.trace.actions or cx.trace.failure):
         return format_counterexample(cx, variant, width, COMPACT)
     t = cx.trace
-    if t.loop_start is None:
-        how = f"{t.steps} step{'s' if t.steps != 1 else ''}"
-    elif t.loop_start == t.length:
-        how = f"{t.length} steps, then stays for ever"
-    else:
-        how = f"{t.loop_start} steps, then a {t.length - t.loop_start}-step loop for ever"
+    how = shape(t)
     stuck = cx.message.partition("not at a valid end: ")[2] if cx.kind == "deadlock" else ""
     title = named + f": {how}" + (f"; stuck: {stuck}" if stuck else "")
     lines = textwrap.wrap(title, width, subsequent_indent="    ") + [race_runs(t, width)]
@@ -397,8 +456,12 @@ def compact_counterexample(cx: Counterexample, variant: str, width: int = 100,
     for c in (cx,) + tuple(c for _, c in same):
         sides += [f"{k} = {v}" for k, v in c.violation if not k.endswith("@") and f"{k} = {v}" not in sides]
     if sides:
-        lines.append(clip("  violating state: " + ", ".join(sides), width))
+        lines += [x.replace(KEEP, " ") for x in  # never cut, and an operand never split from its value
+                  wrap_cell("violating state: " + ", ".join(x.replace(" ", KEEP) for x in sides), width, "  ", "      ")]
     return "\n".join(lines)
+
+
+KEEP = "\x00"  # a space wrap_cell must not break at (it is put back after wrapping)
 
 
 def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 100) -> str:
@@ -414,19 +477,6 @@ def format_lemma_counterexample(cx: Counterexample, variant: str, width: int = 1
     for k, v in values:
         lines.append(f"    {k.ljust(namew)} = {v}")
     return "\n".join(lines)
-
-
-def shape(t: Trace) -> str:
-    """How long a trace is, and for a lasso where its loop starts."""
-    def steps(n: int) -> str:
-        return f"{n} step{'s' if n != 1 else ''}"
-
-    if t.loop_start is None:
-        return steps(t.steps) + (" (the last one fails)" if t.failure is not None else "")
-    if t.loop_start == t.length:
-        return f"{steps(t.length)} to state {t.loop_start}, where the run stays for ever"
-    return (f"{steps(t.loop_start)} to state {t.loop_start}, then a loop of "
-            f"{steps(t.length - t.loop_start)} back to state {t.loop_start}, repeated for ever")
 
 
 POR_STEM = "; with partial-order reduction: the stem is the shortest of the reduced interleavings (--no-por: of all)"
@@ -445,7 +495,7 @@ def liveness_summary(result: RunResult, full: bool = True) -> list[str]:
         assumed = "; ".join(fairness) if fairness else "no processes"
         lines.append(f"liveness verdicts assume {assumed}; a run may stop only where no fair process can move:")
         if full or len(said) <= FEW:
-            lines += [f"  {name}: {o.verdict.value}" + (f"; {o.note}" if o.note else "") for name, o in said]
+            lines += [f"  {name}: {o.verdict.value}" + (f"; {_short(o.note)}" if o.note else "") for name, o in said]
             continue
         usual = [o for _, o in said if o.verdict is Verdict.HOLDS or (
             o.verdict is Verdict.VIOLATED and o.counterexample is not None and "cut short" not in o.note)]
@@ -454,12 +504,20 @@ def liveness_summary(result: RunResult, full: bool = True) -> list[str]:
                                          (sum(o.verdict is Verdict.VIOLATED for o in usual), "violated")) if n) \
             + " (--full: each, with the processes whose fairness it needed)"
         por |= any(o.note.endswith(POR_STEM) for o in usual)
-        lines += [f"  {name}: {o.verdict.value}" + (f"; {o.note}" if o.note else "")
+        lines += [f"  {name}: {o.verdict.value}" + (f"; {_short(o.note)}" if o.note else "")
                   for name, o in said if not any(o is u for u in usual)]
     if por:
         lines.append("  with partial-order reduction: each violation's stem is the shortest of the reduced "
                      "interleavings (--no-por: of all)")
     return lines
+
+
+LKMM_SHORT = "holds for the LKMM outcomes this semantics explores (the LKMM note says what it leaves out)"
+
+
+def _short(note: str) -> str:
+    """A verdict's note with the LKMM caveat, which the footer says once, named only."""
+    return note.replace(LKMM_HOLDS_NOTE, LKMM_SHORT)
 
 
 def format_trace(t: Trace, width: int = 100) -> str:
@@ -474,15 +532,15 @@ def format_trace(t: Trace, width: int = 100) -> str:
     numw = len(str(max(t.length, 1)))
     for i, a in enumerate(t.actions, 1):
         if t.loop_start is not None and i - 1 == t.loop_start:
-            lines.append(f"  {'-' * 8} loop starts here (state {t.loop_start}); the steps below repeat forever {'-' * 8}")
+            lines.append(f"  {'-' * 8} loop starts here; the steps below repeat forever {'-' * 8}")
         lines.append(_action_line(i, numw, a, width))
         lines += _explained(a, numw, width)
         for chunk in _wrap_assignments(list(a.changes), width - 8 - numw):
             lines.append(" " * (6 + numw) + chunk)
     if t.loop_start is not None and t.loop_start == t.length:
-        lines.append(f"  {'-' * 8} the run stays in state {t.loop_start} for ever {'-' * 8}")
+        lines.append(f"  {'-' * 8} the run stays here for ever {'-' * 8}")
     elif t.loop_start is not None:
-        lines.append(f"  {'-' * 8} back to state {t.loop_start} {'-' * 8}")
+        lines.append(f"  {'-' * 8} {loop_back(t)} {'-' * 8}")
     if t.failure is not None:
         a = t.failure
         lines.append(_action_line(t.length + 1, numw, a, width) + "   <-- fails here")
@@ -545,6 +603,9 @@ def _wrap_assignments(pairs, width: int) -> list[str]:
             line = p
         else:
             line = f"{line}, {p}" if line else p
+        if len(line) > width:  # one value wider than the line (a long store history): it wraps
+            *done, line = wrap_cell(line, width, rest="  ")
+            out += done
     if line:
         out.append(line)
     return out
@@ -613,10 +674,11 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     if t.loop_start is not None and t.loop_start == t.length:
         lines.append(banner("~~~ the run stays here for ever ~~~"))
     elif t.loop_start is not None:
-        lines.append(banner(f"~~~ back to step {t.loop_start + 1} ~~~"))
+        lines.append(banner(f"~~~ {loop_back(t)} ~~~"))
     if pending_lines and t.loop_start is None:
         colw = colws[procs.index(MEMORY)]
-        body = [pending_lines[0]] + [x for pl in pending_lines[1:] for x in wrap_cell(pl, colw, "  ", "    ")]
+        body = [x for pl in pending_lines for x in (wrap_cell(pl, colw, rest="  ") if pl.endswith(":")
+                                                     else wrap_cell(pl, colw, "  ", "    "))]
         lines += row("", procs.index(MEMORY), body)
     if idle:
         lines.append(f"{lead}(no step taken by: {', '.join(idle)})")
@@ -641,7 +703,7 @@ def race_lines(t: Trace, width: int = 100) -> str:
         text += f"  => {a.detail}" if a.detail else ""
         lines.append(clip(f"{str(i).rjust(numw)} {_who(a).ljust(procw)} {text}", width))
     if t.loop_start is not None:
-        lines.append(" " * (numw + 1) + (f"~~~ back to step {t.loop_start + 1} ~~~" if t.loop_start < t.length
+        lines.append(" " * (numw + 1) + (f"~~~ {loop_back(t)} ~~~" if t.loop_start < t.length
                                          else "~~~ the run stays here for ever ~~~"))
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso: stores the other CPUs cannot see yet
@@ -702,13 +764,14 @@ def race_runs(t: Trace, width: int = 100) -> str:
                                                               else ", nothing changed")
         else:
             body = "-> " + body
-        lines.append(clip(head + body, width))
+        # what a run did is never cut: it wraps under itself
+        lines += wrap_cell(body, width, head, " " * min(len(head), width // 3))
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso/lkmm: stores some CPU cannot see yet
         said = pending_text(pending)  # a heading, then its entries: one line for each heading
         while said:
             k = next((i for i in range(1, len(said)) if said[i].endswith(":")), len(said))
-            lines.append(clip(f"  {said[0]} " + ", ".join(said[1:k]), width))
+            lines += wrap_cell(f"{said[0]} " + ", ".join(said[1:k]), width, "  ", "      ")
             said = said[k:]
     return "\n".join(lines)
 
@@ -727,7 +790,7 @@ def _run_effects(t: Trace, first: int, last: int) -> str:
     names: list[str] = []
     for a in t.actions[first:last + 1]:
         names += [k for k, _ in a.changes if k not in names]
-    shown = []
+    shown, views = [], []
     flushes = all(a.kind == "flush" for a in t.actions[first:last + 1])
     for k in names:
         if flushes and k.startswith("sb("):  # a flush: the stores it made visible say it
@@ -735,10 +798,23 @@ def _run_effects(t: Trace, first: int, last: int) -> str:
         if k in after and after[k] != before.get(k):
             v = after[k]
             if isinstance(v, Buffered) and k.startswith("sb("):
-                shown.append(effect_text(k, v) if v else f"{k[3:-1]}'s store buffer empty")
+                old = before.get(k)
+                shown.append(_buffered_by_run(k, old if isinstance(old, Buffered) else Buffered(), v))
+            elif isinstance(v, Buffered) and k.startswith("view("):
+                views.append(effect_text(k, v))
             else:
                 shown.append(effect_text(k, v))
-    return ", ".join(shown)
+    # lkmm: what a CPU still reads (older stores) comes after the new values, apart
+    return "; ".join(x for x in (", ".join(shown), *views) if x)
+
+
+def _buffered_by_run(name: str, before: Buffered, after: Buffered) -> str:
+    """tso: every store a run put into its store buffer, oldest first, so that a later
+    flush of the first one reads in order (not only the newest store)."""
+    if not after:
+        return f"{name[3:-1]}'s store buffer empty"
+    new = after[len(before):] if tuple(after[:len(before)]) == tuple(before) else after
+    return ", ".join(f"{loc}={show_value(x)}" for loc, x in new) + " (buffered)"
 
 
 def clip(text: str, width: int) -> str:
@@ -804,7 +880,7 @@ def wrap_cell(text: str, width: int, first: str = "", rest: str = "") -> list[st
                 line = f"{line} {word}" if len(line) > prefix_len else line + word
                 break
             too_long = len(word) > width - len(rest)  # it fits on no line: a name may be split
-            cut = _cut(word, room, names=too_long)
+            cut = _cut(word, room, names=too_long) if room > 0 else 0  # a full line: nothing fits after it
             if len(line) > prefix_len:
                 # a word too long for any line, or one that would leave this line nearly
                 # empty, is split here if it breaks well (between C tokens, never inside a
@@ -873,26 +949,22 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
     named, not shown again), and an unexpected one (or a model error) shows the
     numbered trace and the race diagram. `full`: every row and every counterexample in
     both forms."""
-    parts = [header(result), "", summary_table(result, fold=not full)]
+    parts = ["\n".join(wrap_cell(header(result), width, rest="  ")), "",
+             summary_table(result, fold=not full, width=width)]
     if show_traces:
         expected = {(v.variant, o.property): o.as_expected for v in result.variants for o in v.outcomes}
-        def race(cx: Counterexample) -> tuple:
-            if not cx.trace.actions:  # a lemma (shown whole: its values are the point) or a bad initial state
-                return (id(cx),)
-            return tuple((a.process, a.span, a.text, a.changes) for a in cx.trace.actions)
-
         quiet = [(v, cx) for v, cx in counterexamples(result)
                  if not full and expected.get((v.variant, cx.property), False)]
         races: dict[tuple, list[tuple[str, Counterexample]]] = {}  # expected violations with the same race
         for v, cx in quiet:
-            races.setdefault(race(cx), []).append((v.variant, cx))
+            races.setdefault(race_key(cx), []).append((v.variant, cx))
         intro, in_full = False, False  # the compact block's one-line legend; was the last one in full?
         for v, cx in counterexamples(result):
             if not any(cx is c for _, c in quiet):
                 parts += ["", format_counterexample(cx, v.variant, width, BOTH)]
                 in_full = True
                 continue
-            group = races[race(cx)]
+            group = races[race_key(cx)]
             if group[0][1] is not cx:
                 continue  # named in the title of the first with its race
             if in_full or not intro:
@@ -906,10 +978,18 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
             in_full = False
     foot = footer(result, full=full)
     if foot:
-        parts += ["", foot]
+        parts += ["", "\n".join(wrapped(foot, width))]
     return "\n".join(parts)
 
 
+def wrapped(text: str, width: int) -> list[str]:
+    """Each line within `width` columns, wrapped at token boundaries, its continuation
+    lines indented two columns more than it."""
+    out = []
+    for line in text.splitlines():
+        pad = " " * (len(line) - len(line.lstrip(" ")))
+        out += wrap_cell(line.strip(), width, pad, pad + "  ") if len(line) > width else [line]
+    return out
 
 
 def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
