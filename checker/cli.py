@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--coverage", action="store_true",
                    help="print every statement of every variant with how many process instances ran it")
     p.add_argument("--no-coverage", action="store_true",
-                   help="skip the coverage and vacuity pass after each search (a second, unreduced search)")
+                   help="do not record coverage and vacuity in the search (no warnings of dead statements)")
     p.add_argument("--explain", metavar="CODE", help="explain an error code (e.g. TR101) and exit")
     z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")

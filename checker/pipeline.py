@@ -67,7 +67,7 @@ class Options:
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce.py)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
-    coverage: bool = True  # after a complete search: dead statements, vacuity (engines/coverage.py)
+    coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
 
 
@@ -227,8 +227,9 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
     red = reduce.plan(searched, opts.por, opts.symmetry, whole_graph=wants_graph, merged=merged)
     exploration = explore(searched, opts.limits, progress, graph=wants_liveness or wants_graph,
                           reduction=red if red.active else None,
-                          hash_compact=opts.hash_compact, workers=opts.workers)
+                          hash_compact=opts.hash_compact, workers=opts.workers, coverage=opts.coverage)
     stats = exploration.stats
+    cov, cov_note = _coverage(cm, searched, stats, exploration, _reductions(red, merged))
     if stats.workers == 1 and not opts.workers_asked:
         stats = replace(stats, workers_note="")  # the automatic choice needs no explanation
     if opts.hash_compact and stats.collision_probability is None:
@@ -284,7 +285,6 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
-    cov, cov_note = _coverage(cm, stats, exploration, opts)
     return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory,
                                              fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
@@ -292,22 +292,22 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
                                              preemptions=model.preemptions))
 
 
-def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):
-    """(coverage, why none) of a variant: a post-pass over the unreduced graph
+def _reductions(red: reduce.Plan, merged: int) -> str:
+    """The reductions that shaped a search, in words ("" for none)."""
+    names = [what for what, on in (("partial-order reduction", red.selects or merged), ("symmetry", red.canonicalises))
+             if on]
+    return " and ".join(names)
+
+
+def _coverage(cm: CompiledModel, searched: CompiledModel, stats: Stats, exploration: Exploration, reduced: str):
+    """(coverage, why none) of a variant, from what its search recorded
     (engines/coverage.py), only after a complete search without a model error."""
-    if not opts.coverage:
+    if exploration.marks is None:
         return None, ""
     if not stats.complete or exploration.model_error is not None:
         return None, "coverage not computed: the search was not complete"
-    if stats.states > coverage.MAX_STATES:  # the unreduced graph is at least as large
-        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states"
-    try:
-        cov = coverage.analyse(cm)
-    except KeyboardInterrupt:
-        return None, "coverage not computed: interrupted"
-    if cov is None:
-        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states without reduction"
-    return cov, ""
+    return coverage.from_search(cm, searched, exploration.marks, exploration.held, stats.states,
+                                exploration.digest, reduced), ""
 
 
 def _reachable_verdict(witness: Counterexample | None, exploration: Exploration, stats: Stats):
