@@ -32,14 +32,12 @@ import sys
 
 from . import __version__
 from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
-from .litmus import axiomatic as lkmm
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
 from .results.findings import coverage_table
-from .litmus.reader import load_litmus
 from .resolve import parse_defines
 from .pipeline import (
     ENGINES,
@@ -297,6 +295,9 @@ def litmus_main(argv: list[str]) -> int:
     """`check FILE.litmus [--memory-model lkmm|tso|sc] [--max-candidates N]`: herd7's
     report, then 0 if the Observation matches the file's `Result:` line, 1 if not, 2 for
     what cannot be read, 3 when the candidate executions exceed the limit."""
+    from .litmus import axiomatic as lkmm  # (a spec's check never needs the axiomatic model)
+    from .litmus.reader import load_litmus
+
     p = _Parser(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.",
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=LITMUS_EPILOG)
     p.add_argument("file", help="the .litmus file")

@@ -20,11 +20,8 @@ from .engines.replay import malformed, replay
 from .base.errors import NOWHERE, Span, SpecError, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
-from .export.itf import TraceFormatError, read_itf
-from .export.json import read_json
 from .front.parse import parse
 from .base.progress import Progress
-from .backends.promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
 from .results.trace import (
     LKMM_HOLDS_NOTE,
@@ -143,6 +140,8 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
     """(`<model>.<variant>` as a file stem, the variant's Promela twin); a SpecError if the
     variant cannot be translated faithfully."""
+    from .backends.promela import translate  # (only for --promela)
+
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     return f"{safe_name(model.name)}.{safe_name(variant)}", translate(ir.build(model))
 
@@ -506,6 +505,9 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
         raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
     except RecursionError:
         raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
+    from .export.itf import TraceFormatError, read_itf  # (only for --replay)
+    from .export.json import read_json
+
     try:
         if isinstance(doc, dict) and doc.get("schema") == "timerace-result":
             found = read_json(doc)

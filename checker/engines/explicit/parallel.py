@@ -63,7 +63,6 @@ from __future__ import annotations
 import errno
 import functools
 import mmap
-import multiprocessing as mp
 import os
 import queue as queue_mod
 import signal
@@ -105,10 +104,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
     note = ""
     if limits.max_states is not None:
         note = "--max-states stops at an exact state, which one process does"
-    try:
-        ctx = mp.get_context("fork")
-    except ValueError:
-        ctx = None
+    if not hasattr(os, "fork"):
         note = "no fork start method on this platform"
 
     reduced = reduction is not None and (reduction.selects or reduction.canonicalises)
@@ -134,8 +130,10 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         memory = grown - rss if rss is not None and grown is not None else None
         return search.exploration(time.monotonic() - start, memory, 1, note)
     with _StopRequest() as stop:
+        import multiprocessing as mp  # (here: importing it costs as much as a small model's search)
+
         try:
-            team = _Team(ctx, search, workers, level, first_id, depth, stop, ticking=progress is not None)
+            team = _Team(mp.get_context("fork"), search, workers, level, first_id, depth, stop, ticking=progress is not None)
         except MemoryError:  # no room for the shared memory the workers take states through
             team = None
         if team is not None:
@@ -538,9 +536,10 @@ class _Team:
         search.steps_to = self.steps_to  # parent links live in the workers
         sums = None
         if search.marks is not None:  # each worker's visited set: the prefix and the states it owns
-            for c in self.commands:
-                c.put(("sums", None))
-            got = [self._answer(w, "sums") for w in range(self.workers)]
+            got = []
+            for w in range(self.workers):  # one at a time: _answer drops what it is not waiting for
+                self.commands[w].put(("sums", None))
+                got.append(self._answer(w, "sums"))
             prefix = states_sums(search.seen)
             sums = tuple(sum(x[k] for x in got) - (self.workers - 1) * prefix[k] for k in range(3))
         result = search.exploration(seconds, memory, self.workers, note, sums)
