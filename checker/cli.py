@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default: the number of cores; a small search, or one that "
+                           "slots that seldom change (default: the cores that are free, by the load average; "
+                           "a small search, or one that "
                            "needs the whole graph (liveness, --dot-graph) or --max-states, runs in one process, "
                            "and says so when --workers was given; bench/README.md has measurements)")
     perf.add_argument("--hash-compact", action="store_true",
@@ -201,17 +202,33 @@ def text_width(stream) -> int:
     return max(60, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
 
 
-def default_workers() -> int:
-    """The cores this process may run on. Small searches never start a worker (below
-    engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
+def free_cores(n: int, load: float) -> int:
+    """Of n cores with a run queue of `load` processes (the last minute's load average),
+    those no other process is using: a worker on a busy core only takes turns with what
+    runs there, and the exchange between workers then makes two slower than one."""
+    return max(1, min(n, int(n - load + 0.5)))
+
+
+def default_workers() -> int:
+    """The cores that are free now (`free_cores`). Small searches never start a worker
+    (below engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: assume the machine is ours
+        load = 0.0
+    return free_cores(cores(), load)
+
+
 def max_workers() -> int:
-    return WORKERS_PER_CORE * default_workers()
+    return WORKERS_PER_CORE * cores()
 
 
 def _seconds(text: str) -> float:
@@ -277,7 +294,7 @@ def _outputs(args, parser) -> OutputRequest:
                      "--replay or --dump-python")
     if args.workers is not None and args.workers > max_workers():
         parser.error(f"--workers {args.workers}: at most {max_workers()} here ({WORKERS_PER_CORE} per core, "
-                     f"{default_workers()} core{'s' if default_workers() != 1 else ''}); more only wait for a core")
+                     f"{cores()} core{'s' if cores() != 1 else ''}); more only wait for a core")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
     if args.simulate is not None and args.engine != "explicit":
