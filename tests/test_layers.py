@@ -164,7 +164,6 @@ PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
 #: (importer, imported) -> why. A standard-library module cannot import us back, so
 #: its imports may sit anywhere.
 LAZY: dict[tuple[str, str], str] = {
-    ("checker.engines.liveness", "networkx"): "networkx, only for models with liveness properties",
     ("checker.pipeline", "checker.engines.smt.solver"): "Z3, only to read the default timeout of a Z3 engine",
     ("checker.pipeline", "checker.engines.smt.lemmas"): "Z3, only for models with lemmas",
     ("checker.pipeline", "checker.engines.smt.bmc"): "Z3, only for --engine bmc",
