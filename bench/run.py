@@ -311,7 +311,7 @@ class SpinBench:
         ok = bool(stored and errors and complete and int(errors.group(1)) == 0)
         note = "" if complete else f"incomplete even with -m{self.calibrated}"
         if errors and int(errors.group(1)):
-            note = "pan reports errors: " + "; ".join(l.strip() for l in out.splitlines() if "pan:" in l)[:300]
+            note = "pan reports errors: " + "; ".join(ln.strip() for ln in out.splitlines() if "pan:" in ln)[:300]
         pans = [p for _, _, p in self.samples] or [self.last]
         limit = self.limit if self.samples else self.calibrated
         return SpinRun(ok, int(stored.group(1)) if stored else None, int(errors.group(1)) if errors else None,

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import check_command  # noqa: E402 - bench/run.py, beside this file
+from run import check_command
 
 
 def search_seconds(check: list[str], args: list[str], workers: int, at_once: int = 1) -> tuple[list[float], float]:

@@ -15,7 +15,7 @@ from .engines.explicit import Limits
 from .base.errors import NOWHERE, SpecError
 from .front.parse import parse
 from .resolve import MEMORY_MODELS
-from .pipeline import ENGINES, Options, check_spec, load
+from .pipeline import ENGINES, Options, check_spec, load, max_workers, too_many_workers
 from .results.trace import RunResult
 
 Define = bool | int | str
@@ -64,11 +64,14 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
                                ("store_buffer", store_buffer, 1), ("workers", workers, 1)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
             raise SpecError(NOWHERE, f"{name} must be a whole number >= {least}, not {value!r}")
+    if workers > max_workers():  # the CLI's bound: each worker is a process
+        raise SpecError(NOWHERE, f"workers={workers}: {too_many_workers()}",
+                        f"workers={max_workers()} or fewer; a small search runs in one process whatever is asked")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
         raise SpecError(NOWHERE, f"timeout must be a positive number of seconds, not {timeout!r}")
     if symmetry not in ("auto", "on", "off"):
         raise SpecError(NOWHERE, f"symmetry must be 'auto', 'on' or 'off', not {symmetry!r}")
-    return Options(defines=_defines(defines or {}), variants=(variants,) if isinstance(variants, str) else tuple(variants),
+    return Options(defines=_defines({} if defines is None else defines), variants=(variants,) if isinstance(variants, str) else tuple(variants),
                    use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
                    memory=memory_model, store_buffer=store_buffer, progress=progress,
                    engine=engine, depth=10 if depth is None else depth, timeout=timeout,
@@ -77,8 +80,13 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
 
 def _defines(defines: Mapping[str, Define]) -> dict[str, str]:
     """{"NAME": value} as the text `-D NAME=VALUE` would give: true/false for a bool."""
+    if not isinstance(defines, Mapping):
+        raise SpecError(NOWHERE, f"defines must be a mapping of constant names to values, not "
+                        f"{type(defines).__name__}", 'e.g. defines={"POLL_ROUNDS": 1}')
     out = {}
     for name, value in defines.items():
+        if not isinstance(name, str):
+            raise SpecError(NOWHERE, f"defines: a constant's name is a str, not {type(name).__name__} {name!r}")
         if isinstance(value, bool):
             out[name] = "true" if value else "false"
         elif isinstance(value, (int, str)):

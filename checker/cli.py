@@ -34,6 +34,7 @@ from . import __version__
 from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
+from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
 from .export.text import format_replay, format_run
@@ -42,12 +43,17 @@ from .resolve import parse_defines
 from .pipeline import (
     ENGINES,
     Options,
+    default_workers,
+    max_workers,
     check_spec,
     compile_variant,
     load,
+    load_litmus,
     promela_twin,
+    read_for_display,
     replay_trace,
     selected_variants,
+    too_many_workers,
 )
 from .base.safe_text import printable
 from .results.trace import ReplayResult, RunResult, Verdict
@@ -83,9 +89,6 @@ exit codes:
   2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, loops, ...)
   3  more than --max-candidates candidate executions: no verdict
 """
-WORKERS_PER_CORE = 4  # --workers beyond this many per core only add processes that wait (and open files)
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input: exit 2, no traceback
         self.print_usage(sys.stderr)
@@ -96,7 +99,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="check", description="Model-check a timerace spec: the base model and every variant.",
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    p.add_argument("file", help="the .spec file")
+    p.add_argument("file", help="the .spec file, or the name of a shipped model (check --list-models)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant (applies to every variant, on top of its own settings)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME",
@@ -121,14 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
-                   help="N random runs (of --depth steps) instead of a search: finds violations, never "
-                        "says holds (exit 3 when none is found)")
+                   help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
+                        "no run has been in: finds violations, never says holds (exit 3 when none is found), "
+                        "and says how many distinct states the runs went through")
     z.add_argument("--seed", type=_whole_number(0), default=0, metavar="S",
                    help="--simulate: the random seed (the same seed gives the same runs)")
     p.add_argument("--coverage", action="store_true",
                    help="print every statement of every variant with how many process instances ran it")
     p.add_argument("--no-coverage", action="store_true",
-                   help="do not record coverage and vacuity in the search (no warnings of dead statements)")
+                   help="skip the coverage and vacuity pass after each search (a second, unreduced search)")
     p.add_argument("--explain", metavar="CODE", help="explain an error code (e.g. TR101) and exit")
     z.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="Z3 time limit per query (default 60); a query that runs out is 'unknown'")
@@ -152,12 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="re-run a saved counterexample (a --json file or an .itf.json) against the model "
                           "(the base variant unless --variant) and say where it diverges or that it reproduces")
     rep.add_argument("--replay-pick", metavar="VARIANT/PROPERTY",
-                     help="which counterexample of a --json file with several to replay")
+                     help="which counterexample of a --json file with several to replay (not needed when "
+                          "--variant leaves one)")
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default: the cores that are free, by the load average; "
-                           "a small search, or one that "
+                           "slots that seldom change (default: the number of cores; a small search, or one that "
                            "needs the whole graph (liveness, --dot-graph) or --max-states, runs in one process, "
                            "and says so when --workers was given; bench/README.md has measurements)")
     perf.add_argument("--hash-compact", action="store_true",
@@ -186,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
     p.add_argument("--version", action="version", version=f"timerace {__version__}")
+    p.add_argument("--list-models", action="store_true", help="list the models shipped with timerace and exit")
     return p
 
 
@@ -200,35 +205,6 @@ def text_width(stream) -> int:
     if not tty:
         return TEXT_WIDTH
     return max(60, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def free_cores(n: int, load: float) -> int:
-    """Of n cores with a run queue of `load` processes (the last minute's load average),
-    those no other process is using: a worker on a busy core only takes turns with what
-    runs there, and the exchange between workers then makes two slower than one."""
-    return max(1, min(n, int(n - load + 0.5)))
-
-
-def default_workers() -> int:
-    """The cores that are free now (`free_cores`). Small searches never start a worker
-    (below engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average here: assume the machine is ours
-        load = 0.0
-    return free_cores(cores(), load)
-
-
-def max_workers() -> int:
-    return WORKERS_PER_CORE * cores()
 
 
 def _seconds(text: str) -> float:
@@ -293,8 +269,7 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--promela writes Promela twins and checks nothing; it takes no output files, "
                      "--replay or --dump-python")
     if args.workers is not None and args.workers > max_workers():
-        parser.error(f"--workers {args.workers}: at most {max_workers()} here ({WORKERS_PER_CORE} per core, "
-                     f"{cores()} core{'s' if cores() != 1 else ''}); more only wait for a core")
+        parser.error(f"--workers {args.workers}: {too_many_workers()}")
     if args.replay_pick and not args.replay:
         parser.error("--replay-pick needs --replay TRACE")
     if args.simulate is not None and args.engine != "explicit":
@@ -313,7 +288,6 @@ def litmus_main(argv: list[str]) -> int:
     report, then 0 if the Observation matches the file's `Result:` line, 1 if not, 2 for
     what cannot be read, 3 when the candidate executions exceed the limit."""
     from .litmus import axiomatic as lkmm  # (a spec's check never needs the axiomatic model)
-    from .litmus.reader import load_litmus
 
     p = _Parser(prog="check", description="Check a litmus C test (the kernel's format) under the LKMM, as herd7 does.",
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=LITMUS_EPILOG)
@@ -332,11 +306,7 @@ def litmus_main(argv: list[str]) -> int:
         result = lkmm.evaluate(test, args.memory_model, args.max_candidates)
     except SpecError as e:
         if source is None and e.span.line:
-            try:
-                with open(args.file, encoding="utf-8", errors="replace") as f:
-                    source = f.read()
-            except OSError:
-                source = None
+            source = read_for_display(args.file)
         sys.stderr.write(printable(e.render(source), multiline=True) + "\n")
         return 2
     except lkmm.TooManyCandidates as e:
@@ -390,14 +360,33 @@ def _explain(code: str) -> int:
     return EXIT_OK
 
 
+def _list_models() -> int:
+    """`check --list-models`: the shipped models, each with the first line of its header."""
+    models = shipped_models()
+    if not models:
+        sys.stderr.write("check: error: this installation ships no models\n")
+        return EXIT_INPUT
+    rows = []
+    for name, path in models.items():
+        first = next((ln.strip().lstrip("/").strip() for ln in path.read_text(encoding="utf-8").splitlines()
+                      if ln.strip().startswith("//") and ln.strip().lstrip("/").strip()), "")
+        rows.append(f"{name:<22} {first}")
+    _print("\n".join(rows) + f"\n\n(in {models_dir()}; check NAME runs one)")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--explain"] or (argv and argv[0].startswith("--explain=")):
         return _explain(argv[1] if argv[0] == "--explain" and len(argv) > 1 else argv[0].partition("=")[2])
     if any(a.endswith(".litmus") and not a.startswith("-") for a in argv):  # the kernel's litmus C format
         return litmus_main(argv)
+    if argv[:1] == ["--list-models"]:
+        return _list_models()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not os.path.exists(args.file) and (shipped := shipped_model(args.file)) is not None:
+        args.file = str(shipped)  # `check pi_timer`: the model shipped with timerace
     req = _outputs(args, parser)
     problems = path_problems(req, (args.file,)) + _promela_problems(args.promela, args.file)
     if problems:
@@ -437,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             result = check_spec(spec, opts)
     except SpecError as e:
         if e.span.line and (source is None or e.span.file != args.file):
-            source = _read_quietly(e.span.file)  # the error is in another file than the spec
+            source = read_for_display(e.span.file)  # the error is in another file than the spec
         sys.stderr.write(printable(e.with_code("TR600").render(source), multiline=True) + "\n")
         return EXIT_INPUT
     except KeyboardInterrupt:
@@ -564,14 +553,6 @@ def _print(text: str, stream=None) -> bool:
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-
-
-def _read_quietly(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:  # a caret under a bad byte
-            return f.read()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def entry() -> None:  # pragma: no cover

@@ -18,7 +18,7 @@ import enum
 import itertools
 import sys
 from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterator
 
 from .semantics import contexts
 from . import model as m
@@ -70,6 +70,12 @@ class StoreBuffer:
     def entry(self, k: int) -> tuple[int, int]:
         """The (address slot, value slot) of entry k."""
         return self.base + 2 * k, self.base + 2 * k + 1
+
+    def holds(self, target: m.TExpr) -> bool:
+        """Whether a plain access to `target` goes through this buffer: a global this CPU
+        stores plainly (the one definition both back ends ask)."""
+        return (isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.GLOBAL
+                and target.sym in self.locations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +222,9 @@ class ProcessIR:
     steps: tuple[Step, ...]
     end_pcs: frozenset[int]
     label_pcs: dict[str, frozenset[int]]
-    sleeps: bool  # calls prepare_to_wait / schedule
+    sleeps: bool  # calls prepare_to_wait / finish_wait / schedule: has a task state
     plain_stores: frozenset = frozenset()  # global VarSyms it writes with plain stores
-    fair_actions: tuple["FairAction", ...] = ()  # `fair` / `strongly fair` statements
+    fair_actions: tuple[FairAction, ...] = ()  # `fair` / `strongly fair` statements
 
     @property
     def instances(self) -> int:
@@ -303,7 +309,7 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
 
     for sym in model.globals:
         add_var(sym, None, "")
-    for p, ir in zip(model.processes, procs):
+    for p in model.processes:
         for i in range(p.instances):
             for sym in p.locals:
                 add_var(sym, i, p.instance_name(i) + ".")
@@ -342,7 +348,8 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
                     slots.append(Slot(f"{b.name}[{k}] value", SlotKind.BUFFER, m.INT, b.name, 2 * k + 1, cpu))
                 buffers.append(b)
         if len(names) + len(buffers) > 62:
-            raise SpecError(model.processes[0].span, "under tso a model has at most 62 processes and store buffers together")
+            raise SpecError(model.processes[0].span, "under tso a model has at most 62 processes and store buffers together",
+                            "each process instance and each CPU's store buffer takes one of 62 places: use fewer instances")
     return StateLayout(tuple(slots), var_base, pc_base, task_slot, gid_base, tuple(names), tuple(buffers))
 
 
@@ -386,7 +393,7 @@ class _Node:
 @dataclass
 class _Scope:
     labels: dict[str, _Node] = field(default_factory=dict)
-    parent: "_Scope | None" = None
+    parent: _Scope | None = None
 
     def find(self, name: str) -> _Node | None:
         s: _Scope | None = self
@@ -434,7 +441,8 @@ class _ProcessBuilder:
         for jump, label, scope, span in self.gotos:
             target = scope.find(label)
             if target is None:
-                raise SpecError(span, f"goto to an unknown label '{label}'")
+                raise SpecError(span, f"goto to an unknown label '{label}'",
+                                "labels are local to their process (and the inline they are in)")
             jump.target = target
         return self.finish(entry, end)
 
@@ -467,7 +475,7 @@ class _ProcessBuilder:
             if cls is Cls.SCHEDULE:
                 self.sleeps = True
                 return self.step(StepKind.SCHEDULE, s, [], nxt, ctx)
-            if cls is Cls.WQ_ADD:
+            if cls in (Cls.WQ_ADD, Cls.WQ_REMOVE):  # finish_wait writes the task state too, waited or not
                 self.sleeps = True
             if cls is Cls.FENCE:
                 return self.step(StepKind.BARRIER, s, [OBarrier(name)], nxt, ctx)
@@ -531,7 +539,7 @@ class _ProcessBuilder:
         if isinstance(s, m.SLabeled):
             entry = self.lower(s.stmt, nxt, ctx)
             if s.label in ctx.scope.labels:
-                raise SpecError(s.span, f"duplicate label '{s.label}'")
+                raise SpecError(s.span, f"duplicate label '{s.label}'", "give each label its own name")
             ctx.scope.labels[s.label] = entry
             self.labelled.append((s.label, entry))
             if s.label.startswith("end") and id(s.stmt) in self.loop_bodies:
@@ -554,7 +562,8 @@ class _ProcessBuilder:
             ops = self.ops(body)
             return self.step(StepKind.ATOMIC, s, ops, nxt, ctx, guard=guard,
                              text=self.text(s.span))
-        raise SpecError(s.span, f"unsupported statement {type(s).__name__}")
+        raise SpecError(s.span, f"unsupported statement {type(s).__name__}",
+                        "spec/LANGUAGE.md lists the statements")
 
     def jump(self, target: _Node | None) -> _Node:
         j = self.node("jump")
@@ -571,7 +580,7 @@ class _ProcessBuilder:
                 if BUILTINS[s.call.name].cls is Cls.FENCE:
                     out.append(OBarrier(s.call.name))
                 else:
-                    if BUILTINS[s.call.name].cls is Cls.WQ_ADD:
+                    if BUILTINS[s.call.name].cls in (Cls.WQ_ADD, Cls.WQ_REMOVE):
                         self.sleeps = True
                     out.append(OEval(s.call))
             elif isinstance(s, m.SAssert):
@@ -594,7 +603,8 @@ class _ProcessBuilder:
             elif isinstance(s, m.SAtomic):  # nested: already part of this step
                 out.extend(self.ops(s.body))
             else:
-                raise SpecError(s.span, f"{type(s).__name__[1:].lower()} is not allowed inside `atomic`")
+                raise SpecError(s.span, f"{type(s).__name__[1:].lower()} is not allowed inside `atomic`",
+                                "an atomic block is straight-line code with `if` and bounded `while`: move it out")
         return out
 
     # -- nodes to pcs and steps
@@ -667,7 +677,7 @@ class _ProcessBuilder:
                 name = labels_of[id(n)]
             elif n.kind == "end":
                 # a finished process; "terminated" when the model has its own `end:` label
-                name = "terminated" if any(l == "end" for l, _ in self.labelled) else "end"
+                name = "terminated" if any(label == "end" for label, _ in self.labelled) else "end"
             else:
                 name = f"line{n.step['span'].line}"
             base = name
@@ -776,7 +786,7 @@ def builtins_in(x: m.TExpr | None) -> Iterator[m.Builtin]:
         yield from builtins_in(x.body)
 
 
-def _exprs(op: Op) -> tuple:
+def op_exprs(op: Op) -> tuple:
     if isinstance(op, OAssign):
         return (op.target, op.value)
     if isinstance(op, OEval):
@@ -802,7 +812,7 @@ def is_fence(kind: StepKind, body) -> bool:
     for op in walk_ops(body):
         if isinstance(op, OBarrier) and BUILTINS[op.name].x86 is X86.FENCE:
             return True
-        for x in _exprs(op):
+        for x in op_exprs(op):
             if any(BUILTINS[b.name].x86 in (X86.LOCKED, X86.FENCE) for b in builtins_in(x)):
                 return True
         if kind is StepKind.ATOMIC and _plain_store_target(op) is not None:

@@ -122,7 +122,7 @@ BITVEC_TYPES = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
 SIGNED_TYPES = {"s8": 8, "s16": 16, "s32": 32, "s64": 64}
 
 
-def fixed_width_type(name: str) -> "BitVecT | None":
+def fixed_width_type(name: str) -> BitVecT | None:
     """The type a name such as `u8` or `s64` stands for."""
     if name in BITVEC_TYPES:
         return BitVecT(BITVEC_TYPES[name])
@@ -137,12 +137,12 @@ def to_signed(v: int, width: int) -> int:
     return (v ^ half) - half
 
 
-def value_of(v: int, t: "Type") -> int:
+def value_of(v: int, t: Type) -> int:
     """What a slot's pattern means: the signed value for s8 .. s64, else itself."""
     return to_signed(v, t.width) if isinstance(t, BitVecT) and t.signed else v
 
 
-def bv_convert(v: int, src: "Type", dst: "BitVecT") -> int:
+def bv_convert(v: int, src: Type, dst: BitVecT) -> int:
     """C's conversion of a value of type `src` (a pattern if it is fixed-width) to `dst`:
     a signed source is sign-extended, then the value is taken modulo 2**width."""
     return value_of(v, src) & dst.mask
@@ -175,17 +175,20 @@ def bv_binop(op: str, a: int, b: int, width: int, signed: bool = False) -> int:
     mask = (1 << width) - 1
     if signed and op in ("/", "%", ">>"):
         return _signed_binop(op, a, b, width) & mask
-    if op == "+": return (a + b) & mask
-    if op == "-": return (a - b) & mask
-    if op == "*": return (a * b) & mask
-    if op == "/": return a // b
-    if op == "%": return a % b
-    if op == "&": return a & b
-    if op == "|": return a | b
-    if op == "^": return a ^ b
-    if op == "<<": return (a << b) & mask if b < width else 0
-    if op == ">>": return a >> b if b < width else 0
+    f = _BV_BINOPS.get(op)
+    if f is not None:
+        return f(a, b, width, mask)
     raise ValueError(op)
+
+
+_BV_BINOPS = {
+    "+": lambda a, b, w, mask: (a + b) & mask, "-": lambda a, b, w, mask: (a - b) & mask,
+    "*": lambda a, b, w, mask: (a * b) & mask, "/": lambda a, b, w, mask: a // b,
+    "%": lambda a, b, w, mask: a % b, "&": lambda a, b, w, mask: a & b, "|": lambda a, b, w, mask: a | b,
+    "^": lambda a, b, w, mask: a ^ b,
+    "<<": lambda a, b, w, mask: (a << b) & mask if b < w else 0,
+    ">>": lambda a, b, w, mask: a >> b if b < w else 0,
+}
 
 
 def _signed_binop(op: str, a: int, b: int, width: int) -> int:
@@ -200,7 +203,7 @@ def _signed_binop(op: str, a: int, b: int, width: int) -> int:
     return q if op == "/" else x - q * y
 
 
-def bv_compare(op: str, a: int, b: int, t: "BitVecT") -> bool:
+def bv_compare(op: str, a: int, b: int, t: BitVecT) -> bool:
     """A comparison of two patterns of type `t`."""
     if t.signed:
         a, b = a ^ t.half, b ^ t.half
@@ -261,11 +264,6 @@ class VarSym:
     task: bool = False  # `P.state`: the process's task state (its slot is the layout's task slot)
     ghost: bool = False  # `ghost var`: never buffered (tso), never stale (lkmm)
 
-
-@dataclass(frozen=True, slots=True)
-class Label:
-    name: str
-    span: Span
 
 
 # ---- typed expressions ---------------------------------------------------------

@@ -7,6 +7,7 @@ what it returns.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 from .front import ast
@@ -17,7 +18,7 @@ from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
-from .base.errors import NOWHERE, Span, SpecError, did_you_mean
+from .base.errors import NOWHERE, Span, SpecError, SpecErrors, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
 from .front.parse import parse
@@ -68,24 +69,92 @@ class Options:
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
 
 
+WORKERS_PER_CORE = 4  # workers beyond this many per core only add processes that wait (and open files)
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def free_cores(n: int, load: float) -> int:
+    """Of n cores with a run queue of `load` processes (the last minute's load average),
+    those no other process is using: a worker on a busy core only takes turns with what
+    runs there, and the exchange between workers then makes two slower than one."""
+    return max(1, min(n, int(n - load + 0.5)))
+
+
+def default_workers() -> int:
+    """The cores that are free now (`free_cores`). Small searches never start a worker
+    (below engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: assume the machine is ours
+        load = 0.0
+    return free_cores(cores(), load)
+
+
+def max_workers() -> int:
+    """The most worker processes a search may ask for here (`--workers`, the API's `workers`)."""
+    return WORKERS_PER_CORE * cores()
+
+
+def too_many_workers() -> str:
+    """Why more than max_workers() are refused, said the same by the CLI and the API."""
+    n = cores()
+    return (f"at most {max_workers()} here ({WORKERS_PER_CORE} per core, {n} core{'s' if n != 1 else ''}); "
+            "more only wait for a core")
+
+
 def load(path: str) -> Spec:
+    return parse(read_input(path, "a spec"), path)
+
+
+def load_litmus(path: str):
+    """A kernel litmus C test (a litmus.reader.Litmus), read as a spec is (the same cap
+    and errors)."""
+    from .litmus.reader import parse_litmus  # (only for a .litmus file)
+
+    return parse_litmus(read_input(path, "a litmus test"), path)
+
+
+def read_input(path: str, what: str) -> str:
+    """The text of an input file, or a SpecError saying why it has none: missing, a
+    folder, not UTF-8 (where), unreadable, or more than MAX_SPEC_CHARS (a device such as
+    /dev/zero or /dev/urandom, which would never end)."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = read_capped(f, path, MAX_SPEC_CHARS, "a spec")
+            return read_capped(f, path, MAX_SPEC_CHARS, what)
     except FileNotFoundError:
-        raise SpecError(_nowhere(path), f"no such file: {path}") from None
+        raise SpecError(_nowhere(path), f"no such file: {path}", code="TR600") from None
     except IsADirectoryError:
-        raise SpecError(_nowhere(path), f"{path} is a directory, not a spec file") from None
+        raise SpecError(_nowhere(path), f"{path} is a directory, not {what} file", code="TR600") from None
     except UnicodeDecodeError as e:
-        raise _not_utf8(path, e) from None
+        raise _not_utf8(path, e).with_code("TR600") from None
     except OSError as e:
-        raise SpecError(_nowhere(path), f"cannot read {path}: {e.strerror}") from None
-    return parse(text, path)
+        raise SpecError(_nowhere(path), f"cannot read {path}: {e.strerror}", code="TR600") from None
+
+
+def read_for_display(path: str) -> str | None:
+    """A file's text to show under an error (a bad byte shown as U+FFFD), at most what
+    read_input reads: an endless device is not read to its end again."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(MAX_SPEC_CHARS + 1)
+    except OSError:
+        return None
+    return None if len(text) > MAX_SPEC_CHARS else text
 
 
 def _not_utf8(path: str, first: UnicodeDecodeError) -> SpecError:
     """Where the text stops being UTF-8, as line:col (the column counts characters, a
-    bad byte as one), so an editor can jump there."""
+    bad byte as one), so an editor can jump there. Only a regular file reads the same
+    twice: a device's (/dev/urandom) second read would be other bytes."""
+    if not os.path.isfile(path):
+        return SpecError(_nowhere(path), f"{path} is not UTF-8 text ({first.reason})")
     try:
         with open(path, "rb") as f:
             data = f.read(4 * MAX_SPEC_CHARS + 8)  # no more than load() would have read
@@ -111,7 +180,7 @@ def read_capped(f, path: str, cap: int, what: str):
     text = f.read(cap + 1)
     if len(text) > cap:
         raise SpecError(_nowhere(path), f"{path} holds more than {cap >> 20} MiB, too much for {what}",
-                        "is it the right file? (a device or an endless pipe is never done)")
+                        "is it the right file? (a device or an endless pipe is never done)", code="TR600")
     return text
 
 
@@ -135,6 +204,50 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     # lazy propagation under lkmm is a reduction: off with --no-por and for --dot-graph
     return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """What is wrong with a spec's text, found without searching it: its input errors,
+    each with a code and the variants it shows in (none: the text itself, before any
+    variant), and the resolver's warnings, as (line, message)."""
+
+    errors: tuple[tuple[SpecError, tuple[str, ...]], ...]
+    warnings: tuple[tuple[int, str], ...] = ()
+    variants: tuple[str, ...] = ()  # every variant it compiled (none when the text does not parse)
+
+
+def diagnose(source: str, file: str) -> Diagnosis:
+    """Every error `check` would stop at before searching: the text parsed, then each
+    variant resolved, lowered and compiled (an editor's diagnostics as one types). An
+    error shared by several variants is reported once, with their names."""
+    try:
+        spec = parse(source, file)
+    except SpecError as e:
+        return Diagnosis(tuple((x, ()) for x in _each(e)))
+    except RecursionError:
+        return Diagnosis(((SpecError(_nowhere(file), "the spec nests too deeply to check", code="TR107"), ()),))
+    errors: dict[tuple, tuple[SpecError, list[str]]] = {}
+    warnings: dict[tuple[int, str], None] = {}
+    for v in variant_names(spec):
+        try:
+            cm = compile_variant(spec, v, Options())
+        except SpecError as e:
+            found = _each(e)
+        except RecursionError:
+            found = (SpecError(_nowhere(file), "the model nests too deeply to check", code="TR107"),)
+        else:
+            warnings.update(dict.fromkeys(cm.program.model.warnings))
+            continue
+        for one in found:
+            errors.setdefault((one.span, one.message), (one, []))[1].append(v)
+    ordered = sorted(errors.values(), key=lambda x: (x[0].span.line, x[0].span.col))
+    return Diagnosis(tuple((e, tuple(vs)) for e, vs in ordered), tuple(warnings), tuple(variant_names(spec)))
+
+
+def _each(e: SpecError) -> tuple[SpecError, ...]:
+    """The errors one SpecError stands for (a SpecErrors holds several), each with a code."""
+    return tuple(x.with_code("TR001") for x in (e.errors if isinstance(e, SpecErrors) else (e,)))
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
@@ -390,7 +503,7 @@ def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantR
     model = cm.program.model
     cxs, error, stats = simulate.simulate(cm, opts.simulate, opts.limits.check_deadlock)
     outcomes = simulate.outcomes(model, cxs, error, opts.simulate, opts.use_expectations,
-                                 opts.limits.check_deadlock)
+                                 opts.limits.check_deadlock, stats.states)
     outcomes, error = explain(cm, outcomes, error)  # each step says what it did, as a search's do
     return VariantResult(variant, tuple(model.constants.items()), outcomes, stats, model.memory,
                          fairness_of(model), error, model.store_buffer)
@@ -483,10 +596,10 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
 # ---- replaying a saved trace ---------------------------------------------------
 
 
-def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]:
+def load_trace(path: str, pick: str | None = None, variants: tuple[str, ...] = ()) -> tuple[str, Counterexample]:
     """(recorded variant, counterexample) from a `--json` result file or an `--itf` trace.
-    A result file with several counterexamples needs `pick`: `VARIANT/PROPERTY` or
-    `PROPERTY`."""
+    A result file with several counterexamples needs `pick` (`VARIANT/PROPERTY` or
+    `PROPERTY`), unless only one of them was recorded on the `variants` replayed."""
     import json
 
     where = _nowhere(path)
@@ -526,6 +639,8 @@ def load_trace(path: str, pick: str | None = None) -> tuple[str, Counterexample]
     names = [f"{v}/{cx.property}" for v, cx in found]
     if pick:
         found = [(v, cx) for v, cx in found if pick in (f"{v}/{cx.property}", cx.property)]
+    elif len(found) > 1 and len(on := [(v, cx) for v, cx in found if v in variants]) == 1:
+        found = on  # `--variant V` leaves one: the counterexample recorded on V
     if len(found) != 1:
         what = "no counterexample" if not found else f"{len(found)} counterexamples"
         raise SpecError(where, f"{path} has {what}" + (f" matching '{pick}'" if pick else ""),
@@ -543,7 +658,7 @@ def _number_problem(e: Exception) -> str:
 
 def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:
     """Replays a saved counterexample against each selected variant (default: base)."""
-    recorded_variant, cx = load_trace(path, pick)
+    recorded_variant, cx = load_trace(path, pick, opts.variants)
     results = []
     for v in selected_variants(spec, opts.variants or (BASE,)):
         cm = compile_variant(spec, v, opts)
@@ -552,5 +667,6 @@ def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list
     return results
 
 
-__all__ = ["Options", "load", "check_spec", "check_variant", "compile_variant", "load_trace", "replay_trace",
-           "BASE"]
+__all__ = ["Options", "Diagnosis", "diagnose", "default_workers", "max_workers", "too_many_workers", "load",
+           "load_litmus", "read_input", "read_for_display", "check_spec", "check_variant", "compile_variant",
+           "load_trace", "replay_trace", "BASE"]

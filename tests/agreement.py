@@ -6,7 +6,6 @@ from __future__ import annotations
 from checker import ir
 from checker.backends.python import compile_program
 from checker.engines.smt.bmc import bmc
-from checker.engines.smt.encode import MODEL_ERROR
 from checker.engines.explicit import explore
 from checker.model import PropertyKind
 from checker.front.parse import parse

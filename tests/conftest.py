@@ -3,11 +3,41 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from checker.export.outputs import DEFAULT_GRAPH_LIMIT
 from checker.pipeline import Options, check_spec, load
 from helpers import EXPORT_MODELS, export_all, lasso_result, workdir
+
+pytest_plugins = ["search_fixtures"]  # shared searches and fixtures (tests/search_fixtures.py)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = frozenset(p.stem for p in (ROOT / "models").glob("*.spec"))
+
+#: test files that drive an outside tool (SPIN's pan, herd7, Graphviz, Node.js packages):
+#: the `tools` tier
+TOOL_FILES = frozenset({"test_promela.py", "test_promela_names.py", "test_bench.py", "test_lkmm_herd7.py",
+                        "test_litmus_kernel.py", "test_mermaid.py", "test_editors.py", "test_dot.py",
+                        "test_packaging.py", "test_gates.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tiers (README, "Tests"): `models`, a test over a shipped model; `tools`, a test
+    that runs an outside tool. A shipped model's tests share an xdist group, so that under
+    `-n auto --dist loadgroup` its searches (tests/shared_runs.py) are made once, by one
+    worker."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        ids = callspec.id.replace("/", "-").split("-") if callspec is not None else []
+        params = [str(v) for v in callspec.params.values()] if callspec is not None else []
+        models = [m for m in SHIPPED if m in ids or any(f"models/{m}.spec" in p for p in params)]
+        if models:
+            item.add_marker(pytest.mark.models)
+            item.add_marker(pytest.mark.xdist_group(sorted(models)[0]))
+        if item.path.name in TOOL_FILES:
+            item.add_marker(pytest.mark.tools)
 
 # Two processes increment a shared counter; without `atomic` one update is lost.
 COUNTER = """// Two increments; without atomic one is lost.

@@ -7,6 +7,8 @@
 #   - SPIN, whose state counts the bench tests compare with ours.
 # As root it installs Debian's graphviz (and Node.js, if absent) with apt-get; otherwise
 # it says what is missing, and the tests that need it skip locally (under CI they fail).
+# What is installed already is skipped; apt-get waits for the package lock (a fresh cloud
+# machine runs its own package manager at boot), up to 10 minutes, instead of failing.
 set -euo pipefail
 cd "$(dirname "$0")"
 missing=()
@@ -16,12 +18,18 @@ command -v spin >/dev/null || missing+=(spin)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "install-tools: apt-get install ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    wait_lock=(-o DPkg::Lock::Timeout=600)
+    for try in 1 2 3; do  # the lists lock: older apt ignores the timeout there
+      apt-get "${wait_lock[@]}" update -qq && break
+      echo "install-tools: apt-get update failed (try $try of 3; another package manager?); waiting" >&2
+      sleep 20
+    done
+    DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y -qq "${missing[@]}" >/dev/null
   else
     echo "install-tools: missing ${missing[*]}; install them to run every test" >&2
   fi
 fi
+[ ${#missing[@]} -eq 0 ] && echo "install-tools: graphviz, spin and Node.js are installed"
 if command -v npm >/dev/null; then
   if [ ! -d mermaid/node_modules/mermaid ] || [ mermaid/package-lock.json -nt mermaid/node_modules/.package-lock.json ]; then
     echo "install-tools: npm ci in tests/mermaid"

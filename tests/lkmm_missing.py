@@ -38,9 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checker.litmus.reader import parse_litmus  # noqa: E402
-from checker.litmus.axiomatic import Event, Execution, TooManyCandidates, acyclic, evaluate, judge  # noqa: E402
-from litmus_to_spec import outcomes  # noqa: E402
+from checker.litmus.reader import parse_litmus
+from checker.litmus.axiomatic import Event, Execution, TooManyCandidates, acyclic, evaluate, judge
+from litmus_to_spec import outcomes
 
 
 class Shape(enum.Enum):

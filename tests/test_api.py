@@ -30,7 +30,7 @@ def test_package_exports_the_api():
     assert set(checker.__all__) >= {"check_file", "check_source", "SpecError", "RunResult", "Verdict"}
     for name in checker.__all__:
         assert getattr(checker, name) is not None
-    assert checker.SpecError is __import__("checker.base.errors").errors.SpecError
+    assert checker.SpecError is __import__("checker.base.errors").base.errors.SpecError
     with pytest.raises(AttributeError):
         checker.no_such_name  # noqa: B018
 

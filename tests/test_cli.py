@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from checker import pipeline as run_module
 from checker.cli import main
@@ -16,7 +15,7 @@ def test_exit_0_when_every_expectation_is_met(counter, capsys):
     assert main([counter]) == 0
     out = capsys.readouterr().out
     assert "every outcome is as expected" in out
-    lines = [l for l in out.splitlines() if l.startswith(("base", "atomic_inc"))]
+    lines = [ln for ln in out.splitlines() if ln.startswith(("base", "atomic_inc"))]
     assert lines[0].split()[:4] == ["base", "both_counted", "violated", "violated"]
     assert lines[1].split()[:4] == ["atomic_inc", "both_counted", "holds", "holds"]
 
@@ -48,7 +47,7 @@ def test_exit_3_when_a_limit_cuts_the_search(counter, capsys):
     assert main([counter, "--variant", "atomic_inc", "--max-states", "2"]) == 3
     out = capsys.readouterr().out
     assert "incomplete" in out and "not verified" in out
-    row = next(l for l in out.splitlines() if l.startswith("atomic_inc"))
+    row = next(ln for ln in out.splitlines() if ln.startswith("atomic_inc"))
     assert row.split()[2] == "incomplete"  # never "holds" after a cut-short search
 
 
@@ -119,7 +118,7 @@ def test_same_results_under_different_hash_seeds(counter, tmp_path):
         data.pop("command")
         for v in data["variants"]:
             assert "seconds" not in v["stats"]  # no wall-clock time in files unless --with-timing
-        outs.append((data, "\n".join(l for l in text.splitlines() if "s  " not in l)))
+        outs.append((data, "\n".join(ln for ln in text.splitlines() if "s  " not in ln)))
     assert outs[0] == outs[1] == outs[2]
 
 
@@ -131,7 +130,7 @@ def test_python_dash_m_and_version():
 def test_workers_default_to_the_free_cores():
     """--workers defaults to the cores no other process keeps busy (issue 30): a worker
     sharing a core only takes turns, and two such workers lose to one."""
-    from checker.cli import free_cores
+    from checker.pipeline import free_cores
 
     assert free_cores(2, 0.0) == 2
     assert free_cores(2, 0.4) == 2  # a little background work leaves both

@@ -25,7 +25,7 @@ SHIPPED = sorted((ROOT / "models").glob("*.spec"))
 BUDGET = 210  # lines of `check models/X.spec`: a few screens (pi_timer, 24 variants and 20 races, is the longest)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def run(path: Path, *variants: str, expect: bool = True):
     return checked(path, progress=False, variants=variants, use_expectations=expect)
 

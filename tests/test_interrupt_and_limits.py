@@ -330,7 +330,7 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
     the limit 'out of memory' and the variants after it be not checked."""
     from checker.engines.explicit import parallel, search
     from checker.pipeline import Options, check_spec, load
-    from test_scale import PHILOSOPHERS
+    from search_fixtures import PHILOSOPHERS
 
     monkeypatch.setattr(parallel, "PARALLEL_FROM", 20_000)
     calls = [0]  # per process: each worker counts its own calls

@@ -38,9 +38,9 @@ PACKAGE = ROOT / "checker"
 FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...]], ...] = (
     ("checker/base", "what every stage uses", (
         ("foundation", ("checker", "checker.base", "checker.base.errors", "checker.base.limits",
-                        "checker.base.safe_text", "checker.base.progress"), False,
+                        "checker.base.safe_text", "checker.base.progress", "checker.base.shipped"), False,
          "spans and input errors (with the text a span covers), the language's limits, text made safe to "
-         "print, progress lines, the version; none imports another checker module"),
+         "print, progress lines, where the shipped models are, the version; none imports another checker module"),
     )),
     ("checker/front", "the spec language's front end: text -> lark tree -> typed AST", (
         ("ast", ("checker.front", "checker.front.ast"), False, "the typed, frozen syntax tree with spans"),
@@ -104,6 +104,11 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
          "the same search shared among worker processes"),
         ("explicit engine", ("checker.engines.explicit",), False,
          "the package's face: explore() picks one process or the workers"),
+        ("footprints", ("checker.engines.reduce.footprint",), False,
+         "what each step reads and writes, from the IR: the reductions' common ground"),
+        ("reductions", ("checker.engines.reduce.por", "checker.engines.reduce.symmetry",
+                        "checker.engines.reduce.merge"), False,
+         "partial-order reduction, symmetry and step merging, each on the footprints; none uses another"),
         ("explicit clients", ("checker.engines.crosscheck", "checker.engines.liveness", "checker.engines.reduce",
                               "checker.engines.replay", "checker.engines.coverage", "checker.engines.simulate"),
          False,
@@ -125,9 +130,9 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
     ("checker/pipeline.py", "the one module that knows the whole chain", (
         ("run", ("checker.pipeline",), False, "parse, resolve, build, compile, search, explain, in order"),
     )),
-    ("checker/api.py, checker/cli.py, checker/__main__.py", "the entry points", (
-        ("entry points", ("checker.api", "checker.cli"), False,
-         "the Python API and the command line, both over the pipeline; neither uses the other"),
+    ("checker/api.py, checker/cli.py, checker/lsp.py, checker/__main__.py", "the entry points", (
+        ("entry points", ("checker.api", "checker.cli", "checker.lsp"), False,
+         "the Python API, the command line and the language server, all over the pipeline; none uses another"),
         ("main", ("checker.__main__",), False, "`python -m checker`"),
     )),
 )
@@ -147,18 +152,12 @@ EXPORTERS_READ = ("foundation", "results")
 FRONT_END = frozenset({"checker.front", "checker.front.parse", "checker.front.ast", "checker.resolve"} | {
     f"checker.resolve.{part}" for part in ("base", "declarations", "types", "expressions", "statements",
                                            "inlines", "variants", "contexts")})
-ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.__main__"})
+ORCHESTRATORS = frozenset({"checker.pipeline", "checker.api", "checker.cli", "checker.lsp", "checker.__main__"})
 
-#: Private names that code merged from i20-exports (counterexamples that explain
-#: themselves) uses across modules, while checker/export/* and explain.py are being
-#: edited: explain compiles its expressions with compile's _Compiler and _Emitter and
-#: walks ir._exprs. Exempt from the private-name and function-level rules until their
-#: owners make them public where they belong; test_exceptions_are_still_needed says when
-#: an entry can go.
-PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {
-    ("checker.engines.explain", "checker.backends.python"): frozenset({"_Compiler", "_Emitter"}),
-    ("checker.engines.explain", "checker.ir"): frozenset({"_exprs"}),
-}
+#: Private names a module may use from another, each with the reason (none now: explain
+#: uses the Python back end's Compiler and Emitter and ir.op_exprs, public since the move);
+#: test_exceptions_are_still_needed says when an entry can go.
+PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {}
 
 #: the imports that may stay inside a function, each deferring a heavy dependency:
 #: (importer, imported) -> why. A standard-library module cannot import us back, so
@@ -170,7 +169,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("checker.pipeline", "checker.engines.smt.induction"): "Z3, only for --engine induction",
     # start-up (issue 30): `check` on a small model loads only what its run uses
     ("checker.cli", "checker.litmus.axiomatic"): "the axiomatic LKMM, only for a .litmus file",
-    ("checker.cli", "checker.litmus.reader"): "the litmus reader, only for a .litmus file",
+    ("checker.pipeline", "checker.litmus.reader"): "the litmus reader, only for a .litmus file",
     ("checker.pipeline", "checker.backends.promela"): "the Promela back end, only for --promela",
     ("checker.pipeline", "checker.export.itf"): "the ITF reader, only for --replay",
     ("checker.pipeline", "checker.export.json"): "the JSON reader, only for --replay",
@@ -239,7 +238,8 @@ def import_graph(package: Path) -> Graph:
     modules = module_names(package)
     top_name = package.name
     edges, private_uses, dynamic = [], [], []
-    for mod, path in modules.items():
+    def read(mod: str, path: Path) -> None:
+        """One module's imports (a function, so that its helpers bind this module's names)."""
         is_pkg = path.name == "__init__.py"
         here = mod if is_pkg else mod.rpartition(".")[0]
         rel = str(path.relative_to(package.parent))
@@ -300,6 +300,8 @@ def import_graph(package: Path) -> Graph:
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id in aliases and private(node.attr)):
                 private_uses.append((mod, aliases[node.value.id], node.attr, f"{rel}:{node.lineno}"))
+    for mod, path in modules.items():
+        read(mod, path)
     return Graph(modules, tuple(edges), tuple(private_uses), tuple(dynamic))
 
 
@@ -627,3 +629,47 @@ def test_a_back_edge_is_reported(tmp_path):
     assert cycles(g) == [["checker.base.errors", "checker.pipeline"]]
     assert any("inside a function" in p for p in function_level(g))
     assert any("reads checker.pipeline._x" in p for p in private_imports(g))
+
+
+# ---- the README's map of the tree, made from FOLDERS ---------------------------------
+
+README = ROOT / "README.md"
+MAP_START, MAP_END = "<!-- layout: made by `python tests/test_layers.py`, from FOLDERS -->", "<!-- layout end -->"
+
+
+def layout_markdown(graph: Graph) -> str:
+    """The README's table of the tree: each folder, lowest first, with its modules in layer
+    order; the one map, so that it cannot leave a module out."""
+    rows = ["| folder | stage | modules, lowest layer first |", "|---|---|---|"]
+    for folder, why, layers in FOLDERS:
+        names = []
+        for _, members, _, _ in layers:
+            for name in members:
+                if name.endswith(".*"):
+                    prefix = name[:-1]
+                    names += [m for m in sorted(graph.modules) if m.startswith(prefix)]
+                elif name in graph.modules:
+                    names.append(name)
+        files = []
+        for name in names:
+            path = graph.modules[name].relative_to(ROOT)
+            if path.name == "__init__.py" and len(path.parts) > 2:
+                continue  # a folder's package file: the folder stands for it
+            if str(path) in (f.strip() for f in folder.split(",")) or name == "checker":
+                continue
+            files.append(path.name if len(path.parts) == 3 else str(path.relative_to(folder.split(",")[0])))
+        rows.append(f"| `{folder}` | {why} | {', '.join(f'`{f}`' for f in files)} |")
+    return "\n".join([MAP_START, *rows, MAP_END])
+
+
+def test_the_readme_map_is_the_tree(graph):
+    text = README.read_text(encoding="utf-8")
+    assert MAP_START in text and MAP_END in text, "README.md's 'How it is built' has no generated map"
+    now = text[text.index(MAP_START):text.index(MAP_END) + len(MAP_END)]
+    assert now == layout_markdown(graph), "README.md's map is stale: run `python tests/test_layers.py`"
+
+
+if __name__ == "__main__":  # rewrite the README's map
+    text = README.read_text(encoding="utf-8")
+    start, end = text.index(MAP_START), text.index(MAP_END) + len(MAP_END)
+    README.write_text(text[:start] + layout_markdown(import_graph(PACKAGE)) + text[end:], encoding="utf-8")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from checker.cli import main
-from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.reader import parse_litmus
+from checker.pipeline import load_litmus
 from checker.litmus.axiomatic import PRIMITIVES, TooManyCandidates, evaluate, judge_result
 
 LITMUS_C = Path(__file__).parent / "litmus_c"

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from checker.cli import main  # noqa: E402
 from checker.base.errors import SpecError  # noqa: E402
-from checker.litmus.reader import load_litmus, parse_litmus  # noqa: E402
+from checker.litmus.reader import parse_litmus  # noqa: E402
+from checker.pipeline import load_litmus  # noqa: E402
 from checker.litmus.axiomatic import PRIMITIVES, evaluate, format_result  # noqa: E402
 
 HERD = next((d / "shared" / "tools" / "herd7" / "herd7-lkmm" for d in ROOT.parents

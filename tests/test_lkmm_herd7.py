@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.reader import parse_litmus
+from checker.pipeline import load_litmus
 from checker.litmus.axiomatic import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ FENCES = ("smp_mb();", "smp_rmb();", "smp_wmb();", "smp_mb__before_atomic();", "
 def programs(draw):
     nthreads = draw(st.integers(2, 3))
     threads = []
-    for t in range(nthreads):
+    for _ in range(nthreads):
         regs, body = [], []
         for _ in range(draw(st.integers(1, 3))):
             if draw(st.integers(0, 3)) == 0:
@@ -90,7 +91,7 @@ def programs(draw):
     used = sorted({m for _, b in threads for line in b for m in re.findall(r"\b([xyz])\b", line)} | {"x"})
     text = "C gen\n\n{}\n\n"
     for i, (regs, body) in enumerate(threads):
-        params = ", ".join(f"int *{l}" for l in used)
+        params = ", ".join(f"int *{loc}" for loc in used)
         text += f"P{i}({params})\n{{\n" + "".join(f"\tint {r};\n" for r in regs)
         text += "".join(f"\t{b}\n" for b in body) + "}\n\n"
     shown = [f"{i}:{r}" for i, (regs, _) in enumerate(threads) for r in regs] + used

@@ -8,13 +8,13 @@ machine does not explore (NOT_EXPLORED: load buffering, and stores that join coh
 order before an earlier store), which LANGUAGE.md lists.
 """
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from checker.litmus.reader import load_litmus, parse_litmus
+from checker.litmus.reader import parse_litmus
+from checker.pipeline import load_litmus
 from checker.litmus.axiomatic import TooManyCandidates, evaluate
 from checker.pipeline import Options, check_spec, load
 from checker.results.trace import Verdict

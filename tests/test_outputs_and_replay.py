@@ -21,7 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from checker.cli import main
-from checker.export import files
 from helpers import MODELS, run_check, workdir
 
 

@@ -17,7 +17,7 @@ from checker.engines.explicit.fastloop import OWNER_MOD
 from checker.engines.explicit.search import Search, run_levels
 from checker.pipeline import Options, check_spec, compile_variant, load
 from shared_runs import checked
-from test_scale import PHILOSOPHERS, SPECS, eager_workers, one_worker, summary, workers_from_20k  # noqa: F401 - fixtures
+from search_fixtures import PHILOSOPHERS, SPECS, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -179,7 +179,7 @@ def leave_half(monkeypatch):
 
 
 @pytest.fixture
-def worker_0_owns_everything(monkeypatch, workers_from_20k, leave_half):  # noqa: F811 - the fixtures, used
+def worker_0_owns_everything(monkeypatch, workers_from_20k, leave_half):
     """The most uneven partition there is: worker 0 owns every state, so every level the
     other workers expand only what they take from worker 0, and route every successor
     back."""

@@ -31,3 +31,12 @@ def test_readme_example_checks_itself_and_draws_the_race(tmp_path, capsys, monke
     assert main(["lost_update.spec", "--full"]) == 0  # the base variant expects the race
     out = capsys.readouterr().out
     assert diagram.rstrip("\n") in out
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    """The README opens with the two set-up commands; .ci/run's last line is the second."""
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().strip().splitlines()[-1]
+    first_block = fenced_blocks(README)[0]
+    commands = [ln for ln in first_block.splitlines() if ln.startswith("python3 -m venv")]
+    assert len(commands) == 2 and commands[1] == ci
+    assert " -e " not in commands[0]  # the first installs the wheel, as a user gets it

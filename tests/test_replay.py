@@ -4,6 +4,7 @@ whether it still reaches the violation, or at which step and why it no longer ap
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -35,8 +36,11 @@ def test_the_fixed_variant_diverges_and_says_where_and_why(saved):
     rc, out, _ = run_check(saved, "counter", "--replay", "itf/counter.base.both_counted.itf.json",
                            "--variant", "atomic_inc")
     assert rc == 0
-    assert ("step 1: inc[0] at line 10 `r = x;`: no enabled step of inc[0] leads to the recorded state; "
-            "here inc[0] can only run `atomic { x = x + 1; }` (line 8), which changes x = 1") in " ".join(out.split())
+    # `r = x;` is no step of this variant (ATOMIC folds it away): its line is the recorded one, said so
+    assert ("step 1: inc[0] (line 10 when recorded) `r = x;`: no enabled step of inc[0] leads to the recorded "
+            "state; here inc[0] can only run `atomic { x = x + 1; }` (line 8), which changes x = 1") \
+        in " ".join(out.split())
+    assert "1. inc[0] was line 10 r = x; [DIVERGES]" in " ".join(out.split())
     assert "[DIVERGES]" in out and "this trace no longer applies (from step 1 on)" in " ".join(out.split())
 
 
@@ -51,21 +55,72 @@ def test_an_edited_model_with_an_extra_barrier_still_reproduces(saved):
     assert "[ok, changed]" in out
 
 
-def test_a_patch_that_rereads_the_counter_closes_the_race(saved):
+def test_an_edited_file_shows_its_own_lines_not_the_recorded_ones(saved):
+    """Three comment lines above the model move every statement down by 3: the replay
+    matches the steps by what they are and prints where they are written now."""
     spec = (saved / "models/counter.spec").read_text()
-    patched = spec.replace("    x = r + 1;\n", "    atomic { r = x; x = r + 1; }\n")
-    (saved / "models/counter.spec").write_text(patched)
+    (saved / "models/counter.spec").write_text("// a\n// b\n// c\n" + spec)
+    rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
+    assert rc == 0, out
+    rows = [" ".join(line.split()) for line in out.splitlines() if "[ok]" in line]
+    assert rows == ["1. inc[0] line 13 r = x; [ok]", "2. inc[1] line 13 r = x; [ok]",
+                    "3. inc[0] line 14 x = r + 1; [ok]", "4. inc[1] line 14 x = r + 1; [ok]"]
+    # and a divergence names the edited file's line too
+    edit(saved, "    x = r + 1;\n", "    await x == r;\n    x = r + 1;\n")
+    rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
+    text = " ".join(out.split())
+    assert "step 4: inc[1] at line 15 `x = r + 1;`" in text, out
+
+
+def test_a_variable_the_model_no_longer_has_fails_the_replay(saved):
+    """A rename of `x` is no fix: the replay refuses, instead of comparing less."""
+    spec = (saved / "models/counter.spec").read_text()
+    (saved / "models/counter.spec").write_text(re.sub(r"\bx\b", "count", spec))
+    rc, out, err = run_check(saved, "counter", "--replay", "run.json")
+    assert rc == 2 and "reproduces" not in out, out
+    assert "the trace sets `x`, which this model does not declare (step 3, inc[0] `x = r + 1;`)" in err
+    assert "hint: a renamed variable?" in err and "Traceback" not in err
+
+
+def edit(saved, old: str, new: str) -> None:
+    """The saved folder's counter.spec with `old` replaced by `new` (which must be there)."""
+    path = saved / "models/counter.spec"
+    spec = path.read_text()
+    assert old in spec
+    path.write_text(spec.replace(old, new))
+
+
+def test_a_variable_only_the_model_has_is_noted(saved):
+    edit(saved, "var x: 0..2 = 0;", "var x: 0..2 = 0;\nvar ipi: bool;")
+    rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
+    assert rc == 0 and "note: new in this model, free to take any value: ipi" in out
+
+
+def test_a_json_with_several_traces_needs_no_pick_when_the_variant_leaves_one(tmp_path):
+    (tmp_path / "models").mkdir()
+    spec = (MODELS / "counter.spec").read_text() + "variant again { ATOMIC = false; }\n  expect violated both_counted;\n"
+    (tmp_path / "models/counter.spec").write_text(spec)
+    run_check(tmp_path, "counter", "--json", "run.json")
+    rc, _, err = run_check(tmp_path, "counter", "--replay", "run.json")
+    assert rc == 2 and "has 2 counterexamples" in err and "base/both_counted, again/both_counted" in err
+    rc, out, err = run_check(tmp_path, "counter", "--replay", "run.json", "--variant", "again")
+    assert rc == 0, err
+    assert "recorded on variant again" in out and "variant again" in out and "still reproduces" in out
+
+
+def test_a_patch_that_rereads_the_counter_closes_the_race(saved):
+    edit(saved, "    x = r + 1;\n", "    atomic { r = x; x = r + 1; }\n")
     rc, out, _ = run_check(saved, "counter", "--replay", "run.json", "--no-expect")
     assert rc == 0, out
     text = " ".join(out.split())
-    assert ("step 4: inc[1] at line 11 `x = r + 1;`: no enabled step of inc[1] leads to the recorded state; "
+    assert ("step 4: inc[1] (line 11 when recorded) `x = r + 1;`: no enabled step of inc[1] leads to the "
+            "recorded state; "
             "here inc[1] can only run `atomic { r = x; x = r + 1; }` (line 11), which changes x = 2") in text
     assert "3. inc[0] line 11 x = r + 1; [ok, changed] now `atomic { r = x; x = r + 1; }` (line 11)" in text
 
 
 def test_a_changed_initial_state_diverges_at_step_0(saved):
-    spec = (saved / "models/counter.spec").read_text()
-    (saved / "models/counter.spec").write_text(spec.replace("var x: 0..2 = 0;", "var x: 0..2 = 1;"))
+    edit(saved, "var x: 0..2 = 0;", "var x: 0..2 = 1;")
     rc, out, _ = run_check(saved, "counter", "--replay", "run.json")
     assert rc == 0 and "the initial state differs: x is 0 in the trace, 1 here" in out
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import re
 
-from checker.export.mermaid import diagram_for
-from checker.export.text import race_diagram, race_lines
+from checker.export.text import race_lines
 from helpers import ALL_FLAGS, run_check
 
 

@@ -24,7 +24,7 @@ def validate(doc):
 
 def test_every_output_is_valid_sarif_2_1_0(exported):
     assert sarif_schema()["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0")
-    for name, (folder, _, _) in exported.items():
+    for folder, _, _ in exported.values():
         for f in (folder / "out").glob("*.sarif"):
             doc = json.loads(f.read_text())
             assert doc["version"] == "2.1.0"

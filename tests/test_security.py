@@ -1,7 +1,6 @@
 """A spec must never run Python: names reach the generated code only as slot numbers
 and sanitised comments, and the language has no string literals at all."""
 
-import os
 
 import pytest
 

@@ -87,3 +87,59 @@ def test_simulate_options(capsys):
     assert info.value.code == 2
     assert "--simulate" in capsys.readouterr().err
     assert main(sim(COUNTER, "2", "--depth", "3")) in (1, 3)  # --depth goes with --simulate
+
+
+
+DIV0 = """model m;
+var x: 0..1 = 0;
+process p { x = 1; }
+invariant i: x / 0 == 0;
+"""
+
+
+def test_a_property_that_divides_by_zero_is_a_model_error_not_a_traceback(tmp_path, capsys):
+    """round2/repro_simulate_div0_invariant.spec: the search reports the model error; so
+    must a simulation (it used to let ModelError escape)."""
+    path = tmp_path / "div0.spec"
+    path.write_text(DIV0)
+    searched = main([str(path)])
+    search_out = capsys.readouterr().out
+    code = main([str(path), "--simulate", "5"])
+    out, err = capsys.readouterr()
+    assert code == searched == 1 and "Traceback" not in err
+    assert "(model error)  error" in out and "evaluating invariant i: division by zero" in out
+    assert "evaluating invariant i: division by zero" in search_out
+    v = check_spec(parse(DIV0, "d.spec"), Options(simulate=SimulationPlan(5, 10, 0))).variants[0]
+    assert v.model_error is not None and v.model_error.trace.length == 0 and v.model_error.trace.failure is None
+
+
+LOCK = """// nine right choices in a row open the lock; either wrong one resets it
+model lock;
+var pos: 0..9 = 0;
+process p {
+  loop {
+    choose { pos = pos + 1; } or { pos = 0; } or { pos = 0; }
+  }
+}
+invariant closed: pos < 9;
+"""
+
+
+def test_a_shallow_bug_behind_unlikely_choices_is_found():
+    """A 9-step bug in a 10-state model: a uniform walk takes the one right branch of
+    three nine times in a row with probability 1/3^9, and missed it in 200 runs of 30
+    steps (issue 32); the walk that prefers states no run has seen finds it at once."""
+    v = check_spec(parse(LOCK, "lock.spec"), Options(simulate=SimulationPlan(200, 30, 0))).variants[0]
+    by = {o.property: o for o in v.outcomes}
+    assert by["closed"].verdict.value == "violated" and by["closed"].counterexample.trace.length == 9
+    assert v.stats.states == 10  # every state of the model, counted once
+
+
+def test_a_simulation_says_how_much_it_covered(capsys):
+    code = main(sim(COUNTER, "20", "--depth", "10", "--variant", "atomic_inc", "--no-por"))
+    out = capsys.readouterr().out
+    assert code == 3
+    searched = check_spec(load(COUNTER), Options(variants=("atomic_inc",), por=False, symmetry="off")).variants[0].stats.states
+    assert f"not violated in 20 random runs of up to 10 steps (seed 0), through {searched} distinct states" in out
+    row = next(line for line in out.splitlines() if line.startswith("atomic_inc"))
+    assert row.split()[5] == str(searched)  # the table's states column: the distinct states the runs went through

@@ -14,7 +14,7 @@ The encoding is chosen so that pan's state is exactly our state:
   point therefore never changes (the loop is end-labelled), and one of our steps is one
   pan transition. The body is the IR's semantics translated operation by operation, in
   the order the compiled Python evaluates it (side effects of kernel primitives inside
-  an expression happen first, as `_Compiler.builtin` emits them); constants, `self` and
+  an expression happen first, as `python.Compiler.builtin` emits them); constants, `self` and
   quantifiers are folded by the compiler's own `simplify`, so both sides fold alike.
   Scratch values live in globals `tr_t<k>` that every step sets back to 0, so they add
   no state (`hidden` ones would stop pan's breadth-first search, `-DBFS`). spin hides a
@@ -276,7 +276,7 @@ def _render(seq: list, depth: int) -> list[str]:
 class _Seq:
     """The statements of one step's body being built, with hidden scratch variables."""
 
-    def __init__(self, owner: "_Translator"):
+    def __init__(self, owner: _Translator):
         self.owner = owner
         self.stack: list[list] = [[]]
 
@@ -419,7 +419,7 @@ class _Translator:
 
     def declare(self) -> list[str]:
         out = []
-        for (sym, inst), base in self.layout.var_base.items():
+        for sym, inst in self.layout.var_base:
             if sym.scope is m.Scope.LOCAL:
                 instance = self.layout.instance_names[self.layout.gid_base[sym.process] + inst]
                 self.names[(sym, inst)] = self.unique(f"{instance}_{sym.name}", shown=f"{instance}.{sym.name}")
@@ -434,7 +434,7 @@ class _Translator:
                 continue
             elem = t.elem if isinstance(t, m.ArrayT) else t
             ptype = self.ptype(elem)
-            inits = [self.program.init_choices[base + k] for k in range((t.length if isinstance(t, m.ArrayT) else 1))]
+            inits = [self.program.init_choices[base + k] for k in range(t.length if isinstance(t, m.ArrayT) else 1)]
             first = [c[0] for c in inits]
             common = max(set(first), key=first.count)  # the others are set by the chooser
             for k in range(len(first)):
@@ -506,7 +506,7 @@ class _Translator:
             return "byte" if len(self.layout.instance_names) <= 8 else "int"
         raise TypeError(t)
 
-    # -- expressions (the order and the folding of compile._Compiler.expr)
+    # -- expressions (the order and the folding of python.Compiler.expr)
     def simplify(self, x: m.TExpr) -> m.TExpr:
         return simplify(x, self.inst)
 
@@ -655,11 +655,9 @@ class _Translator:
         return f"{name}[{code} - {t.lo}]" if t.lo else f"{name}[{code}]"
 
     def buffered(self, target: m.TExpr) -> StoreBuffer | None:
-        """The store buffer a plain access to `target` goes through (compile._Compiler.buffered)."""
-        if self.buffer is None or self.direct or not isinstance(target, (m.Var, m.Elem)) \
-                or target.sym.scope is not m.Scope.GLOBAL or target.sym not in self.buffer.locations:
-            return None
-        return self.buffer
+        """The store buffer a plain access to `target` goes through (python.Compiler.buffered;
+        the decision is ir.StoreBuffer.holds)."""
+        return self.buffer if self.buffer is not None and not self.direct and self.buffer.holds(target) else None
 
     def slot_code(self, x: m.TExpr, seq: _Seq) -> str:
         """`x`'s address (slot + 1) as code; `lvalue` has already checked a computed index."""
@@ -847,7 +845,7 @@ class _Translator:
             return ""
         raise SpecError(c.span, f"the kernel primitive {c.name}() has no Promela translation")
 
-    # -- stores (compile._Compiler.store_code)
+    # -- stores (python.Compiler.store_code)
     def store(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
         code = self.expr(value, seq)
         self.store_code(target, code, value, seq)
@@ -890,7 +888,7 @@ class _Translator:
                                   ("else", rest)])]
         seq.emit(rest[0])
 
-    # -- operations (compile._Compiler.op)
+    # -- operations (python.Compiler.op)
     def do_loop(self, loop: tuple, ops, seq: _Seq, head=None, tail=None) -> None:
         """`ops` inside `do :: true -> ... od`, with `loop` (kind, label) the target of
         their `break` and `continue`; `head` and `tail` add to the body before and after."""
@@ -1042,7 +1040,7 @@ class _Translator:
         return code
 
     def c_assign(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
-        """`target = value` in C (compile._Compiler.store_code: a C cast is the conversion
+        """`target = value` in C (python.Compiler.store_code: a C cast is the conversion
         modulo 2**width; a range check is a model error)."""
         code = self.cexpr(value, "an assignment")
         tgt = self.cexpr(target, "an assignment")

@@ -36,7 +36,7 @@ of that size.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from .. import model as m
 from ..semantics.primitives import X86, Returns
@@ -140,7 +140,7 @@ class CompiledFlush:
     slot: int
     gid: int  # an actor of its own, numbered after the process instances: the memory
     # system drains every buffer eventually, whatever its CPU does (fairness sees that)
-    steps_at: tuple[tuple["CompiledFlush", ...], ...] = field(default=(), repr=False, compare=False)
+    steps_at: tuple[tuple[CompiledFlush, ...], ...] = field(default=(), repr=False, compare=False)
     packed: Callable | None = field(default=None, compare=False)
     writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
@@ -204,7 +204,7 @@ def packing_of(layout) -> Packing:
     """Bit fields for every slot, in layout order, each as narrow as its type allows."""
     shift, width, los, his = [], [], [], []
     at = 0
-    for k, sl in enumerate(layout.slots):
+    for k in range(len(layout.slots)):
         lo, hi = _slot_bounds(layout, k)
         w = (hi - lo).bit_length()
         shift.append(at)
@@ -319,7 +319,7 @@ def compile_program(program: Program, lazy_propagation: bool = True) -> Compiled
     try:
         if program.model.memory == "lkmm" and program.layout.lkmm is None:
             program = lkmm_machine.extend(program, lazy_propagation)
-        return _Compiler(program).run()
+        return Compiler(program).run()
     except SpecError as e:
         raise e.with_code("TR400") from None
 
@@ -346,7 +346,7 @@ class _Addr:
         return (1 << self.width) - 1
 
 
-class _Emitter:
+class Emitter:
     """Lines of one generated function, with fresh temporaries, and the writes of
     constants to fixed fields not yet emitted (merged into one `v & clear | set`)."""
 
@@ -386,7 +386,7 @@ def _paren(code: str) -> str:
     return code if code.isidentifier() or code.isdigit() else f"({code})"
 
 
-class _Compiler:
+class Compiler:
     def __init__(self, program: Program):
         self.program = program
         self.layout = program.layout
@@ -485,7 +485,7 @@ class _Compiler:
             code = compile(source, f"<timerace {model.name}.{model.variant}>", "exec")
         except (SyntaxError, RecursionError, MemoryError) as e:
             raise self.too_deep(e) from None
-        exec(code, ns)  # noqa: S102
+        exec(code, ns)
         unpack = ns["unpack"]
         pack = _checked_pack(ns["pack"], pk, self.layout)
         instances = []
@@ -564,7 +564,7 @@ class _Compiler:
                          "the model nests too deeply to compile to Python")
 
     def unpack_function(self) -> str:
-        e = _Emitter()
+        e = Emitter()
         e.lines.append("def unpack(s):")
         e.emit("# the packed state as a tuple of slot values (for traces and the tuple-based callers)")
         parts = [self.get("s", self.slot_addr(k)) for k in range(len(self.layout.slots))]
@@ -572,7 +572,7 @@ class _Compiler:
         return "\n".join(e.lines) + "\n"
 
     def pack_function(self) -> str:
-        e = _Emitter()
+        e = Emitter()
         e.lines.append("def pack(t):")
         e.emit("# a tuple of slot values (each within its slot's range) as the packed state")
         pk = self.pk
@@ -608,7 +608,7 @@ class _Compiler:
             return f"(({raw}) {'+' if a.lo > 0 else '-'} {abs(a.lo)})"
         return f"({raw})"
 
-    def put(self, e: _Emitter, a: _Addr, code: str, const: int | None = None):
+    def put(self, e: Emitter, a: _Addr, code: str, const: int | None = None):
         """Write `code` (already within the field's range) into `v`."""
         mark = 0
         if self.marks is not None:
@@ -641,7 +641,7 @@ class _Compiler:
 
     # -- functions
     def step_function(self, fname: str, p: ProcessIR, inst: int, st: Step) -> str:
-        e = _Emitter()
+        e = Emitter()
         self.proc, self.inst = p, inst
         e.lines.append(f"def {fname}(s):")
         where = f"{st.span.file}:{st.span.line}"
@@ -673,7 +673,7 @@ class _Compiler:
         return "\n".join(e.lines) + "\n"
 
     def flush_function(self, fname: str, b: StoreBuffer) -> str:
-        e = _Emitter()
+        e = Emitter()
         self.proc, self.inst = None, None
         e.lines.append(f"def {fname}(s):")
         e.emit(f"# the oldest store in {_comment(b.name)} reaches memory; the others move up")
@@ -700,7 +700,7 @@ class _Compiler:
     def final_state_function(self) -> str:
         """Every process at a valid end and every store buffer empty: where `final`
         conditions are checked (and final states counted)."""
-        e = _Emitter()
+        e = Emitter()
         e.lines.append("def final_state(s):")
         e.emit("# every process at a valid end, every store buffer empty")
         parts = []
@@ -723,7 +723,7 @@ class _Compiler:
         e.emit("return " + " and ".join(parts))
         return "\n".join(e.lines) + "\n"
 
-    def cond_then_flush(self, cond: m.TExpr, e: _Emitter) -> str:
+    def cond_then_flush(self, cond: m.TExpr, e: Emitter) -> str:
         """A branch condition as code, with what evaluating it stored (xchg, cmpxchg, ...)
         written to `v` before the branch: a constant store is otherwise kept pending and
         flushed by the first statement of one branch only, and lost on the other."""
@@ -735,7 +735,7 @@ class _Compiler:
         return code
 
     def predicate(self, fname: str, cond: m.TExpr, what: str) -> str:
-        e = _Emitter()
+        e = Emitter()
         self.proc, self.inst = None, None
         self.buffer, self.direct = None, False  # properties read memory, as other CPUs would
         self.spans[fname] = cond.span
@@ -749,12 +749,12 @@ class _Compiler:
         return simplify(x, self.inst)
 
     # -- operations
-    def ops(self, ops: tuple[Op, ...] | list[Op], e: _Emitter):
+    def ops(self, ops: tuple[Op, ...] | list[Op], e: Emitter):
         for op in ops:
             self.op(op, e)
         e.flush()
 
-    def op(self, op: Op, e: _Emitter):
+    def op(self, op: Op, e: Emitter):
         if isinstance(op, OGoto):
             pc = self.layout.pc_base[self.proc.name] + self.inst
             self.put(e, self.slot_addr(pc), str(op.pc), const=op.pc)
@@ -829,12 +829,12 @@ class _Compiler:
         else:
             raise TypeError(op)
 
-    def store(self, target: m.TExpr, value: m.TExpr, e: _Emitter):
+    def store(self, target: m.TExpr, value: m.TExpr, e: Emitter):
         """target = value (an expression already simplified)."""
         code = self.expr(value, e, "v")
         self.store_code(target, code, value, e)
 
-    def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, e: _Emitter):
+    def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, e: Emitter):
         a = self.address(target, e, "v")
         t = target.type
         const = value.value if isinstance(value, m.Const) else None
@@ -883,13 +883,11 @@ class _Compiler:
         e.emit(f"    _store_buffer_full()  # all {buf.capacity} entries in use: wait for a flush")
 
     def buffered(self, target: m.TExpr) -> StoreBuffer | None:
-        """The store buffer a plain access to `target` goes through, if any (tso)."""
-        if self.buffer is None or self.direct or not isinstance(target, (m.Var, m.Elem)) \
-                or target.sym.scope is not m.Scope.GLOBAL or target.sym not in self.buffer.locations:
-            return None
-        return self.buffer
+        """The store buffer a plain access to `target` goes through, if any (tso); an
+        atomic step's accesses (`direct`) go to memory."""
+        return self.buffer if self.buffer is not None and not self.direct and self.buffer.holds(target) else None
 
-    def load(self, x: m.TExpr, a: _Addr, e: _Emitter, src: str) -> str:
+    def load(self, x: m.TExpr, a: _Addr, e: Emitter, src: str) -> str:
         """A load: the newest entry of this CPU's buffer for that address, else memory."""
         buf = self.buffered(x)
         code = self.get(src, a)
@@ -904,7 +902,7 @@ class _Compiler:
             code = f"{self.get(src, self.slot_addr(val))} if {self.get(src, self.slot_addr(at))} == {addr} else {code}"
         return f"({code})"
 
-    def address(self, target: m.TExpr, e: _Emitter, src: str, inline: bool = False) -> _Addr:
+    def address(self, target: m.TExpr, e: Emitter, src: str, inline: bool = False) -> _Addr:
         """The field of a variable or array element; bounds-checked when the index is
         computed (or folded to a constant out of range: that fails when the step runs).
 
@@ -956,7 +954,7 @@ class _Compiler:
         return sym.name
 
     # -- expressions
-    def expr(self, x: m.TExpr, e: _Emitter, src: str) -> str:
+    def expr(self, x: m.TExpr, e: Emitter, src: str) -> str:
         if isinstance(x, m.Const):
             return str(int(x.value))
         if isinstance(x, (m.Var, m.Elem)):
@@ -1038,7 +1036,7 @@ class _Compiler:
             return self.builtin(x, e, src)
         raise TypeError(x)
 
-    def local_of(self, x: m.LocalOf, e: _Emitter, src: str) -> str:
+    def local_of(self, x: m.LocalOf, e: Emitter, src: str) -> str:
         """`p.r` / `p[i].r` in a property: instances lay their locals out alike, so the
         field of instance i is the field of instance 0 plus i strides."""
         proc = next(p for p in self.program.processes if p.name == x.process)
@@ -1057,7 +1055,7 @@ class _Compiler:
         sh = f"{pk.shift[base]} + {stride} * {_paren(i)}" if pk.shift[base] else f"{stride} * {_paren(i)}"
         return self.get(src, _Addr(x.sym.name, None, "", sh, pk.width[base], pk.lo[base]))
 
-    def builtin(self, c: m.Builtin, e: _Emitter, src: str) -> str:
+    def builtin(self, c: m.Builtin, e: Emitter, src: str) -> str:
         """Emit the side effects of a kernel primitive; return the code of its value.
         Under tso a locked primitive reads and writes memory directly: its step only
         runs with an empty store buffer (`Step.fence`)."""
@@ -1069,7 +1067,7 @@ class _Compiler:
         finally:
             self.direct = outer
 
-    def _core(self, k: Core, e: _Emitter, src: str) -> str:
+    def _core(self, k: Core, e: Emitter, src: str) -> str:
         """One core operation (lower.py), as specialised code."""
         if isinstance(k, Load):
             return self.expr(k.loc, e, src)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -65,8 +66,9 @@ REGISTRY: dict[str, ErrorCode] = {e.code: e for e in (
     ErrorCode("TR105", "unexpected end of file", "The file ends inside a declaration or block; usually a "
               "'{' is never closed."),
     ErrorCode("TR106", "bad literal", "An integer literal starts with 0 or is larger than 2^64 - 1."),
-    ErrorCode("TR107", "nesting too deep", "The syntax tree nests deeper than the checker's limit; split "
-              "long chains of operators or statements."),
+    ErrorCode("TR107", "nesting too deep", "The syntax tree nests deeper than the checker's limit, or "
+              "`inline` and `fn` calls nest deeper than theirs (each call is expanded in place); split long "
+              "chains of operators, statements or calls."),
     ErrorCode("TR108", "property form", "A `property` is `always (P -> eventually Q)` or `always "
               "eventually Q`. `eventually Q` alone (Q holds at some point of every run) is not a form of "
               "the language: for a condition that must keep coming back write `always eventually Q`; "
@@ -128,7 +130,7 @@ class SpecError(Exception):
         self.hint = hint
         self.code = code
 
-    def with_code(self, code: str) -> "SpecError":
+    def with_code(self, code: str) -> SpecError:
         """This error, with `code` if it had none (a stage's default)."""
         if self.code is None:
             self.code = code
@@ -167,7 +169,7 @@ class SpecErrors(SpecError):
         super().__init__(first.span, first.message, first.hint, first.code)
         self.errors = tuple(errors)
 
-    def with_code(self, code: str) -> "SpecError":
+    def with_code(self, code: str) -> SpecError:
         for e in self.errors:
             e.with_code(code)
         self.code = self.errors[0].code
@@ -224,12 +226,12 @@ def display_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
-def closest(name: str, candidates) -> str | None:
+def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The known name a misspelt one most likely meant, for 'did you mean' hints."""
     found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return found[0] if found else None
 
 
-def did_you_mean(name: str, candidates) -> str | None:
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     best = closest(name, candidates)
     return f"did you mean '{best}'?" if best else None

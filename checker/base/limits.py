@@ -11,6 +11,12 @@ after the parser recurse over the tree, and the Python the steps compile to nest
 deep; a limit checked here, far above the deepest shipped model, is an error with a
 position instead of Python's recursion limit somewhere later."""
 
+MAX_EXPANSION = 32
+"""How deep `inline` and `fn` calls may nest (a call inside the body of a call inside
+...): each is expanded in place, so a chain of calls is as deep to the stages after
+the resolver as its bodies nested in one another, past what the spec alone may nest.
+A kernel call chain a model follows is a handful of calls deep."""
+
 MAX_LITERAL = (1 << 64) - 1
 """The largest integer literal: the largest u64, so the largest value of any type."""
 

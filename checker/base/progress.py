@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TextIO
 
 
 def peak_memory_mib() -> float:
@@ -18,7 +19,7 @@ def peak_memory_mib() -> float:
 
 
 class Progress:
-    def __init__(self, enabled: bool | None = None, stream=None, interval: float = 1.0):
+    def __init__(self, enabled: bool | None = None, stream: TextIO | None = None, interval: float = 1.0):
         self.stream = stream or sys.stderr
         if enabled is None:
             enabled = self.stream.isatty() and not os.environ.get("CI")

@@ -17,7 +17,7 @@ _ONE_LINE = re.compile(f"[\t\n{_UNSAFE}]")
 _LINES = re.compile(f"[{_UNSAFE}]")
 
 
-def _escape(m: re.Match) -> str:
+def _escape(m: re.Match[str]) -> str:
     c = ord(m.group())
     if c == 9:
         return "\\t"

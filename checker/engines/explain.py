@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..semantics import contexts
 from .. import ir, model as m
-from ..backends.python import CompiledModel, ModelError, _Compiler, _Emitter
+from ..backends.python import CompiledModel, ModelError, Compiler, Emitter
 from ..semantics.primitives import BUILTINS, Returns
 from ..base.errors import Span, SpecError
 from ..semantics.lower import Add, BitOp, Cas, Wake, Xchg, lower
@@ -52,7 +52,7 @@ class Explainer:
         self.cm = cm
         self.model = cm.program.model
         self.layout = cm.layout
-        self.comp = _Compiler(cm.program)
+        self.comp = Compiler(cm.program)
         self.ns = dict(cm.namespace)
         self.fns: dict = {}
         self.by_name = {inst.name: inst for inst in cm.instances}
@@ -116,7 +116,7 @@ class Explainer:
             c.direct = False
             names = {uid: f"_b{k}" for k, uid in enumerate(bound or {})}
             c.bound = names
-            e = _Emitter()
+            e = Emitter()
             try:
                 codes = [c.expr(c.simplify(x), e, "s") for x in exprs]
             except (TypeError, KeyError, AttributeError):
@@ -125,7 +125,7 @@ class Explainer:
             src = (f"def _explain(s{''.join(', ' + n for n in names.values())}):\n    v = s\n"
                    + "\n".join(e.lines[0:]) + ("\n" if e.lines else "")
                    + f"    return ({', '.join(codes)}{',' if codes else ''})\n")
-            exec(compile(src, "<timerace explain>", "exec"), self.ns)  # noqa: S102
+            exec(compile(src, "<timerace explain>", "exec"), self.ns)
             fn = self.fns[key] = self.ns["_explain"]
         try:
             packed = self.cm.pack(raw) if raw else 0  # a lemma reads no state
@@ -199,7 +199,7 @@ class Explainer:
                 try:
                     if cs.fn(before) is not None and tuple(cs.fn(before)) == after:
                         return inst, cs.step
-                except Exception:  # noqa: BLE001 (a step that errs is not the one taken)
+                except Exception:
                     continue
         return (inst, cands[0].step) if cands else (inst, None)
 
@@ -322,7 +322,7 @@ class Explainer:
             raw = self.encode(t.states[-1])
             if raw is not None:
                 sides = self.sides(prop.cond, raw, within=_union(prop.span, prop.cond.span))
-                cx = replace(cx, violation=tuple(sides) + tuple((f"{p}@", l) for p, l in t.states[-1].pcs))
+                cx = replace(cx, violation=tuple(sides) + tuple((f"{p}@", label) for p, label in t.states[-1].pcs))
         return cx
 
     def lemma(self, cx: Counterexample) -> Counterexample:
@@ -378,7 +378,7 @@ def _calls(op) -> list[m.Builtin]:
     may not run)."""
     if isinstance(op, ir.OInline):  # an inline's body runs as written
         return [b for o in op.body for b in _calls(o)]
-    return [b for x in ir._exprs(op) for b in ir.builtins_in(x)]
+    return [b for x in ir.op_exprs(op) for b in ir.builtins_in(x)]
 
 
 def _stores(op) -> bool:
@@ -463,7 +463,7 @@ def _literal(text: str) -> bool:
 
 def _find_text(ex: Explainer, st: ir.Step, text: str):
     """The argument as substituted into the step: the sub-expression the call site wrote."""
-    todo = [x for op in st.body for o in ir.walk_ops((op,)) for x in ir._exprs(o)]
+    todo = [x for op in st.body for o in ir.walk_ops((op,)) for x in ir.op_exprs(o)]
     if st.guard is not None:
         todo.append(st.guard)
     while todo:
@@ -489,7 +489,7 @@ def explain(cm: CompiledModel, outcomes, model_error: Counterexample | None):
     def annotated(cx):
         try:
             return ex.counterexample(cx)
-        except Exception:  # noqa: BLE001 (the verdict and its trace stand without it)
+        except Exception:
             return cx
 
     out = tuple(replace(o, counterexample=annotated(o.counterexample)) if o.counterexample is not None else o

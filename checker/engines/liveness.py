@@ -379,9 +379,9 @@ class _Graph:
             return [(dst[k], k) for k in self.out(u) if dst[k] in comp]
 
         while need:
-            path = _bfs(states[-1], inside,
-                        stop_state=lambda u: bool(need & ~strong & ~en(u)),
-                        stop_edge=lambda u, k: bool(need & bits[step[k]]))
+            path = _bfs(states[-1], inside,  # the lambdas run within this iteration, on this `need`
+                        stop_state=lambda u: bool(need & ~strong & ~en(u)),  # noqa: B023
+                        stop_edge=lambda u, k: bool(need & bits[step[k]]))  # noqa: B023
             for v, k in path:
                 need &= ~bits[step[k]] & (en(v) | strong)
                 states.append(v)

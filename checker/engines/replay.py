@@ -3,7 +3,8 @@ compiled step functions, and say whether it still reaches the violation or at wh
 step and why it no longer applies. This is how a reviewer checks that a new version of
 a patch closes the race found in the old one.
 
-Matching is by what the trace records, so that an edited model still lines up:
+Matching is by what the trace records, so that an edited model still lines up (and a
+step is shown at its statement's line in the edited file, not the recorded one):
 - a state matches when every variable present in both the trace and the model has
   the recorded value, and every process recorded at a named label (not an unnamed
   `lineN` place, whose name moves with the text) is at that label;
@@ -246,6 +247,33 @@ class Replayer:
         if only_model:
             self.notes.append("new in this model, free to take any value: " + ", ".join(only_model))
 
+    def undeclared(self) -> tuple[str, int, Action] | None:
+        """The first variable a recorded step sets that this model does not have, with
+        the step: such a trace cannot be followed (the step's effect is lost), and
+        reading it as reproducing would hide a rename. A store-buffer column is not a
+        variable (a trace recorded under tso replays under sc)."""
+        model_vars = {name for name, _ in self.decoder.groups}
+        for n, a in enumerate(self.cx.trace.actions, 1):
+            for k, v in a.changes:
+                if k not in model_vars and not isinstance(v, Buffered):
+                    return k, n, a
+        return None
+
+    def line_now(self, a: Action) -> int | None:
+        """The line of a recorded statement in this model, found by what it is (its
+        process and text, at its label when it had a named one), not by the recorded
+        line: None when the model has no such statement or several."""
+        inst = self.by_name.get(a.process)
+        if not isinstance(inst, CompiledInstance):
+            return None
+        steps = [(pc, cs) for pc, table in enumerate(inst.steps_at) for cs in table
+                 if cs.step.text == a.text and cs.step.span]
+        at = None if _UNNAMED.fullmatch(a.pc_from) else inst.process.label_pcs.get(a.pc_from)
+        if at is not None:
+            steps = [(pc, cs) for pc, cs in steps if pc in at] or steps
+        lines = {cs.step.span.line for _, cs in steps}
+        return lines.pop() if len(lines) == 1 else None
+
     # -- matching
     def view(self, st: TraceState) -> dict:
         values = dict(st.values)
@@ -343,7 +371,8 @@ class Replayer:
 
     # -- explaining a divergence
     def explain(self, n: int, a: Action, state: tuple, target: TraceState) -> str:
-        where = f" at line {a.span.line}" if a.span else ""
+        now = self.line_now(a)
+        where = f" at line {now}" if now else (f" (line {a.span.line} when recorded)" if a.span else "")
         head = f"step {n}: {a.process}{where} `{a.text}`: "
         inst = self.by_name.get(a.process)
         if inst is None:
@@ -384,6 +413,14 @@ def replay(cm: CompiledModel, cx: Counterexample, trace_file: str, recorded_vari
                         "a trace replays against the model it was recorded on or an edited version of it; "
                         "was it written for another model, or edited by hand?")
     rp = Replayer(cm, cx)
+    gone = rp.undeclared()
+    if gone is not None:
+        name, n, a = gone
+        raise SpecError(Span(trace_file, 0, 0, 0, 0),
+                        f"{trace_file} does not replay here: the trace sets `{name}`, which this model does not "
+                        f"declare (step {n}, {a.process} `{a.text}`)",
+                        f"a renamed variable? rename `{name}` in the trace file too, or replay it against the "
+                        "model it was recorded on; a step cannot be matched without the value it wrote")
     t = cx.trace
     variant = cm.program.model.variant
 
@@ -416,7 +453,7 @@ def _follow(rp: Replayer, cx: Counterexample, start: int, frontier: list[_Path],
         first_run = None
         if inst is not None:
             for p in frontier:
-                for state, extra, cs in rp.advance(inst, p.state, target):
+                for state, extra, _ in rp.advance(inst, p.state, target):
                     if first_run is None:
                         first_run = extra
                     nxt.append(_Path(state, p.history + (state,)))
@@ -425,18 +462,20 @@ def _follow(rp: Replayer, cx: Counterexample, start: int, frontier: list[_Path],
             if rp.view(t.states[n - 1]) == rp.view(target):
                 skipped = [_Path(p.state, p.history + (p.state,)) for p in frontier]
                 note = "no counterpart here; it changed nothing the trace records, so it is left out"
-                rest = _follow(rp, cx, n + 1, skipped, steps + [ReplayStep(n, a, ReplayStatus.SKIPPED, (), note)],
-                               result)
+                rest = _follow(rp, cx, n + 1, skipped,
+                               steps + [ReplayStep(n, a, ReplayStatus.SKIPPED, (), note, rp.line_now(a))], result)
                 if rest.reproduced or rest.inconclusive:
                     return rest
-            return result(False, reason, steps + [ReplayStep(n, a, ReplayStatus.DIVERGED, (), reason)], n)
+            return result(False, reason, steps + [ReplayStep(n, a, ReplayStatus.DIVERGED, (), reason, rp.line_now(a))],
+                          n)
         nxt = _dedupe(nxt)
         if len(nxt) > MAX_FRONTIER:
             return result(False, f"step {n}: more than {MAX_FRONTIER} model states match the trace here; "
                                  "the replay cannot follow them all", steps, n, inconclusive=True)
         ran = tuple(rp.action(s, cs) for s, cs in first_run)
+        line = ran[-1].span.line if ran[-1].span else None  # where the step that ran is written now
         if len(ran) == 1 and ran[0].text == a.text:
-            steps = steps + [ReplayStep(n, a, ReplayStatus.OK)]
+            steps = steps + [ReplayStep(n, a, ReplayStatus.OK, line=line)]
         else:
             said = []
             if len(ran) > 1:
@@ -444,7 +483,7 @@ def _follow(rp: Replayer, cx: Counterexample, start: int, frontier: list[_Path],
                             + ", ".join(f"`{x.text}`" for x in ran[:-1]))
             if ran[-1].text != a.text:
                 said.append(f"now `{ran[-1].text}`" + (f" (line {ran[-1].span.line})" if ran[-1].span else ""))
-            steps = steps + [ReplayStep(n, a, ReplayStatus.CHANGED, ran, "; ".join(said))]
+            steps = steps + [ReplayStep(n, a, ReplayStatus.CHANGED, ran, "; ".join(said), line)]
         frontier = nxt
     reproduced, reason = _final_check(rp, cx, frontier)
     return result(reproduced, reason, steps, None if reproduced else t.length + 1)

@@ -2,8 +2,12 @@
 search exhaustively.
 
 N runs of at most D steps each; in every state one of the enabled steps (of every
-process instance and store buffer) is chosen uniformly with `random.Random(seed)`, so
-a seed reproduces the same runs. Each state is checked against the invariants, each
+process instance and store buffer) is chosen at random with `random.Random(seed)`, so
+a seed reproduces the same runs: uniformly among the steps to a state no run has been
+in yet, if there are any, else among all. A uniform walk keeps returning to the states
+that most steps lead back to (a retry loop, a reset), and misses a bug a few unlikely
+choices deep even in a small model; preferring new states spreads the runs over the
+state space, and the runs report how many distinct states they went through. Each state is checked against the invariants, each
 step's assertions, deadlock (no step enabled, not every process at a valid end) and the
 `final` conditions in final states. A violation is reported with the run that found it
 (not a shortest trace) through the counterexample path every exporter reads.
@@ -50,18 +54,15 @@ def simulate(cm: CompiledModel, plan: SimulationPlan, check_deadlock: bool = Tru
     found: dict[str, tuple[list, list, object, str, str]] = {}
     model_error = None
     start, steps_taken, deepest = time.monotonic(), 0, 0
+    visited: set[int] = set()  # the distinct states the runs went through: what they covered
     for _ in range(plan.runs):
         s = rng.choice(initial)
         path, ks = [s], []
         for d in range(plan.depth + 1):
-            for fn, name in invariants:
-                if name not in found and not fn(s):
-                    found[name] = (list(path), list(ks), None, "invariant", f"invariant {name} is violated")
-            if finals and cm.final_state_packed(s):
-                for fn, name in finals:
-                    if name not in found and not fn(s):
-                        found[name] = (list(path), list(ks), None, "final",
-                                       f"final condition {name} is violated in a final state")
+            visited.add(s)
+            model_error = _check_state(cm, s, path, ks, invariants, finals, found)
+            if model_error is not None:
+                break
             if d == plan.depth:
                 break
             succ = []
@@ -89,7 +90,8 @@ def simulate(cm: CompiledModel, plan: SimulationPlan, check_deadlock: bool = Tru
                 if stuck and check_deadlock and "deadlock" not in found:
                     found["deadlock"] = (list(path), list(ks), None, "deadlock", stuck_message(cm, cm.unpack(s)))
                 break
-            cs, s = rng.choice(succ)
+            fresh = [x for x in succ if x[1] not in visited]
+            cs, s = rng.choice(fresh or succ)
             path.append(s)
             ks.append(cs)
             steps_taken += 1
@@ -106,15 +108,40 @@ def simulate(cm: CompiledModel, plan: SimulationPlan, check_deadlock: bool = Tru
     if model_error is not None:
         states, ks, failing, msg = model_error
         tuples = [cm.unpack(x) for x in states]
-        error = Counterexample("model error", "model error", msg, builder.trace(tuples, ks, failure=(failing, tuples[-1])))
-    limit = f"simulation: {plan.runs} random runs of up to {plan.depth} steps, seed {plan.seed}"
-    stats = Stats(steps_taken, steps_taken, deepest, time.monotonic() - start, False,
+        failure = (failing, tuples[-1]) if failing is not None else None  # None: evaluating a property failed
+        error = Counterexample("model error", "model error", msg, builder.trace(tuples, ks, failure=failure))
+    limit = f"simulation: {plan.runs} random runs of up to {plan.depth} steps, seed {plan.seed}, " \
+        f"through {len(visited):,} distinct states"
+    stats = Stats(len(visited), steps_taken, deepest, time.monotonic() - start, False,
                   "model error" if error is not None else limit, engine="simulate")
     return cxs, error, stats
 
 
+def _check_state(cm: CompiledModel, s: int, path: list, ks: list, invariants, finals, found: dict):
+    """Records the invariants and final conditions state `s` violates in `found`; a
+    property whose evaluation fails (a division by zero) is the run's model error,
+    returned as the search reports it: (path, steps, no failing step, message)."""
+    for fn, name in invariants:
+        try:
+            if name not in found and not fn(s):
+                found[name] = (list(path), list(ks), None, "invariant", f"invariant {name} is violated")
+        except ModelError as e:
+            return list(path), list(ks), None, f"evaluating invariant {name}: {e}"
+    try:
+        final = bool(finals) and cm.final_state_packed(s)
+    except ModelError as e:
+        return list(path), list(ks), None, f"deciding whether the state is final: {e}"
+    for fn, name in finals if final else ():
+        try:
+            if name not in found and not fn(s):
+                found[name] = (list(path), list(ks), None, "final", f"final condition {name} is violated in a final state")
+        except ModelError as e:
+            return list(path), list(ks), None, f"evaluating final condition {name}: {e}"
+    return None
+
+
 def outcomes(model: m.Model, cxs: dict, error, plan: SimulationPlan, use_expectations: bool,
-             check_deadlock: bool) -> tuple[PropertyOutcome, ...]:
+             check_deadlock: bool, visited: int | None = None) -> tuple[PropertyOutcome, ...]:
     """Each property's outcome: violated with the run that showed it, else not verified."""
     out = []
     for p in model.properties:
@@ -130,6 +157,7 @@ def outcomes(model: m.Model, cxs: dict, error, plan: SimulationPlan, use_expecta
                                        f"random simulation does not check {p.kind.value} properties"))
         else:
             why = "the simulation stopped at a model error" if error is not None else \
-                f"not violated in {plan.runs} random runs of up to {plan.depth} steps (seed {plan.seed})"
+                f"not violated in {plan.runs} random runs of up to {plan.depth} steps (seed {plan.seed})" + \
+                (f", through {visited:,} distinct states" if visited is not None else "")
             out.append(PropertyOutcome(p.name, p.kind.value, Verdict.INCOMPLETE, expected, None, p.span, why))
     return tuple(out)

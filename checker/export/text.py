@@ -92,7 +92,8 @@ def summary_table(result: RunResult, fold: bool = False) -> str:
     memory, notes = ["memory"], [""]  # per row: the variant's memory model; text after the row
     for v in result.variants:
         first = True
-        states = f"{v.stats.states:,}" if v.stats.engine == "explicit" else "-"  # Z3 counts no states
+        # Z3 counts no states; a simulation counts the distinct states its runs went through
+        states = f"{v.stats.states:,}" if v.stats.engine in ("explicit", "simulate") else "-"
         if fold and _foldable(v):
             bad = [o for o in v.outcomes if o.verdict is Verdict.VIOLATED]
             n, k = len(v.outcomes), len(bad)
@@ -464,7 +465,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
     lines.append("  initial state:")
     for chunk in _wrap_assignments([(k, v) for k, v in init.values], width - 6):
         lines.append("      " + chunk)
-    pcs = ", ".join(f"{p}@{l}" for p, l in init.pcs)
+    pcs = ", ".join(f"{p}@{label}" for p, label in init.pcs)
     for chunk in textwrap.wrap(pcs, width - 6) or [""]:
         lines.append("      " + chunk)
     numw = len(str(max(t.length, 1)))
@@ -906,8 +907,6 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
     return "\n".join(parts)
 
 
-def variant_label(v: VariantResult) -> str:
-    return v.variant
 
 
 def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
@@ -919,10 +918,13 @@ def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
     longest = max((len(st.recorded.text) for st in r.steps), default=0)
     marks = {ReplayStatus.OK: "ok", ReplayStatus.CHANGED: "ok, changed", ReplayStatus.SKIPPED: "skipped",
              ReplayStatus.DIVERGED: "DIVERGES"}
-    for st in r.steps:
+    # the edited file's line; a statement it no longer has shows the recorded one, marked
+    wheres = [f"line {st.line}" if st.line else (f"was line {st.recorded.span.line}" if st.recorded.span else "")
+              for st in r.steps]
+    wherew = max(map(len, wheres), default=0)
+    for st, where in zip(r.steps, wheres):
         a = st.recorded
-        where = f"line {a.span.line}" if a.span else ""
-        head = f"  {str(st.number).rjust(numw)}. {a.process:<10} {where:<8} "
+        head = f"  {str(st.number).rjust(numw)}. {a.process:<10} {where:<{wherew}} "
         mark = f"  [{marks[st.status]}]"
         room = max(20, width - len(head) - len(mark))
         text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."

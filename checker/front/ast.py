@@ -2,6 +2,8 @@
 
 This is what the parser produces and the resolver consumes. Names are still plain
 strings here; the resolver binds them to declarations and gives expressions types.
+Spans take no part in `==` or hashing: two trees that say the same thing are equal
+wherever they stand (the parser's tests compare trees without positions).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..base.errors import Span
 
 @dataclass(frozen=True, slots=True)
 class Expr:
-    span: Span
+    span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ class SelfRef(Expr):
 @dataclass(frozen=True, slots=True)
 class Index(Expr):
     name: str
-    name_span: Span
+    name_span: Span = field(compare=False)
     index: Expr
 
 
@@ -68,7 +70,7 @@ class Conditional(Expr):
 @dataclass(frozen=True, slots=True)
 class Call(Expr):
     name: str
-    name_span: Span
+    name_span: Span = field(compare=False)
     args: tuple[Expr, ...]
 
 
@@ -77,10 +79,10 @@ class AtLabel(Expr):
     """`proc@label` or `proc[i]@label`: the process is at that label."""
 
     process: str
-    process_span: Span
+    process_span: Span = field(compare=False)
     index: Expr | None
     label: str
-    label_span: Span
+    label_span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +90,10 @@ class LocalRef(Expr):
     """`proc.name` or `proc[i].name`: a process-local variable, read by a property."""
 
     process: str
-    process_span: Span
+    process_span: Span = field(compare=False)
     index: Expr | None
     name: str
-    name_span: Span
+    name_span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,7 @@ class AnyInit(Expr):
 
 @dataclass(frozen=True, slots=True)
 class TypeExpr:
-    span: Span
+    span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +154,7 @@ class BitsetType(TypeExpr):
 class Dim:
     """An array dimension: a count `N`, a range `lo..hi`, or a process name."""
 
-    span: Span
+    span: Span = field(compare=False)
     count: Expr | None
     lo: Expr | None
     hi: Expr | None
@@ -163,7 +165,7 @@ class Dim:
 
 @dataclass(frozen=True, slots=True)
 class Stmt:
-    span: Span
+    span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,7 @@ class Block(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class LValue:
-    span: Span
+    span: Span = field(compare=False)
     name: str
     index: Expr | None
 
@@ -215,7 +217,7 @@ class Continue(Stmt):
 @dataclass(frozen=True, slots=True)
 class Labeled(Stmt):
     label: str
-    label_span: Span
+    label_span: Span = field(compare=False)
     stmt: Stmt
 
 
@@ -285,7 +287,7 @@ class CallStmt(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Decl:
-    span: Span
+    span: Span = field(compare=False)
     name: str
 
 
@@ -338,7 +340,7 @@ class PreemptionsDecl(Decl):
 class Notifier:
     """`on sched_out { ... }` / `on sched_in { ... }` inside a thread: a preempt notifier."""
 
-    span: Span
+    span: Span = field(compare=False)
     name: str
     body: Block
 
@@ -354,10 +356,10 @@ class ProcessDecl(Decl):
     dim: Dim | None
     locals: tuple[VarDecl, ...]
     body: tuple[Stmt, ...]
-    end_span: Span
+    end_span: Span = field(compare=False)
     # execution contexts: a thread (`on cpu C`), an interrupt handler (`interrupt NAME`)
     cpu: Expr | None = None
-    cpu_span: Span | None = None
+    cpu_span: Span | None = field(default=None, compare=False)
     interrupt: bool = False
     preemptible: bool = False
     notifiers: tuple[Notifier, ...] = ()
@@ -372,7 +374,7 @@ class InlineDecl(Decl):
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    span: Span
+    span: Span = field(compare=False)
     name: str
     type: TypeExpr | None
 
@@ -415,13 +417,13 @@ class PropertyDecl(Decl):
 
 @dataclass(frozen=True, slots=True)
 class ExpectDecl:
-    span: Span
+    span: Span = field(compare=False)
     violated: tuple[tuple[str, Span], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    span: Span
+    span: Span = field(compare=False)
     name: str
     value: Expr
 

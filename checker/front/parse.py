@@ -160,7 +160,7 @@ def _accepted(e: lark.exceptions.UnexpectedInput) -> set[str]:
     if ip is not None:
         try:
             return set(ip.accepts()) - {"$END"} | ({"$END"} & set(getattr(e, "expected", ()) or ()))
-        except Exception:  # noqa: BLE001 - fall back to lark's own list
+        except Exception:
             pass
     return set(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
 

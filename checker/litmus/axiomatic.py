@@ -20,6 +20,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
+from ..model import fold_binop
 from .reader import (
     AddrOf,
     Assign,
@@ -131,21 +132,18 @@ def _arith(op: str, a, b, span):
         if op in ("==", "!="):
             return int((a == b) == (op == "=="))
         raise SpecError(span, f"'{op}' on a pointer is not supported")
-    if op == "+": return a + b
-    if op == "-": return a - b
-    if op == "*": return a * b
-    if op == "/": return int(a / b) if b else 0
-    if op == "%": return a % b if b else 0
-    if op == "&": return a & b
-    if op == "|": return a | b
-    if op == "^": return a ^ b
-    if op == "==": return int(a == b)
-    if op == "!=": return int(a != b)
-    if op == "<": return int(a < b)
-    if op == "<=": return int(a <= b)
-    if op == ">": return int(a > b)
-    if op == ">=": return int(a >= b)
-    raise SpecError(span, f"operator '{op}' is not supported")
+    if op not in _LITMUS_BINOPS:
+        raise SpecError(span, f"operator '{op}' is not supported")
+    if op in ("/", "%") and b == 0:
+        raise SpecError(span, f"'{op}' by zero in a candidate execution",
+                        hint="as in a model, a zero divisor is an error, not a value")
+    value = fold_binop(op, a, b)  # C's semantics, the one definition a model's operators have
+    assert value is not None
+    return value
+
+
+#: the operators of the kernel's litmus C format that a test's expressions may use
+_LITMUS_BINOPS = frozenset({"+", "-", "*", "/", "%", "&", "|", "^", "==", "!=", "<", "<=", ">", ">="})
 
 
 class _Runner:
@@ -535,8 +533,6 @@ def judge(x: Execution, model: str) -> tuple[bool, frozenset]:
     def fencerel(S):  # herd7 stdlib: fencerel(S) = (po ; [S]) ; po
         return seq(restrict(po, None, S), po)
 
-    def idr(S):  # [S]
-        return ident(S)
 
     Plain = tagged("plain") & M  # bell:75-77 Plain = M \ Marked: only `*x` accesses carry no mark
     Marked = E - Plain
@@ -943,11 +939,6 @@ def _rfi_ru(ws, rs, events, po_loc) -> set:
     return out
 
 
-def _last(ws, co):
-    for w in ws:
-        if not any(a == w for a, _ in co):
-            return w
-    return ws[0]
 
 
 def _co_orders(ws, events, po):

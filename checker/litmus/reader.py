@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..base.errors import NOWHERE, Span, SpecError
+from ..base.errors import Span, SpecError
 
 # ---------------------------------------------------------------- syntax tree
 
@@ -625,14 +625,3 @@ class _Parser:
 def parse_litmus(source: str, file: str) -> Litmus:
     """The test, or a SpecError at the first construct this reader does not take."""
     return _Parser(source, file).litmus()
-
-
-def load_litmus(path: str) -> Litmus:
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except FileNotFoundError:
-        raise SpecError(Span(path, 0, 0, 0, 0) if path else NOWHERE, f"cannot read {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(Span(path, 0, 0, 0, 0), f"cannot read {path}: {e}") from None
-    return parse_litmus(source, path)

@@ -51,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .. import model as m
-from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order, RmwOp
+from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import SpecError
 from ..ir import (
     OAssert,
@@ -146,7 +146,6 @@ class Views:
     cpus: tuple[CpuViews, ...]
     gsc: tuple[int, ...]  # the global SC-fence view, by location index
     accesses: dict = field(default_factory=dict)  # (gid, step uid) -> (Access, failure Access or None)
-    by_slot: dict = field(default_factory=dict)  # memory slot -> location index
     lazy: bool = True  # propagations only where they can matter (Machine.propagate)
 
     def cpu(self, gid: int) -> CpuViews | None:
@@ -383,7 +382,7 @@ def extend(program: Program, lazy: bool = True) -> Program:
     accesses = {}
     for key, (a, fail) in per_step.items():
         accesses[key] = (_access(a, index), _access(fail, index) if fail is not None else None)
-    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, index, lazy)
+    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy)
     new_layout = replace(layout, slots=tuple(slots), lkmm=views)
     return replace(program, layout=new_layout, init_choices=tuple(choices))
 
@@ -475,7 +474,7 @@ class Machine:
                 self.encoded.clear()
             self.normalise(t)
             hi = 0
-            for (k, sh, mk, lo), x in zip(self.machine_fields, t[self.first:]):
+            for (_, sh, _, lo), x in zip(self.machine_fields, t[self.first:]):
                 hi |= (x - lo) << sh
             self.encoded[mine] = hi
         return s | hi << self.base

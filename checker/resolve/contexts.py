@@ -27,11 +27,12 @@ class Contexts:
         decls = self.spec.of(ast.CpusDecl)
         self.cpus = None
         if len(decls) > 1:
-            raise SpecError(decls[1].span, "`cpus` is declared twice")
+            raise SpecError(decls[1].span, "`cpus` is declared twice", "declare the CPUs once, `cpus N;`")
         if decls:
             n = self.const_int(decls[0].count, "the number of CPUs")
             if not 1 <= n <= MAX_CPUS:
-                raise SpecError(decls[0].count.span, f"a model has 1 to {MAX_CPUS} CPUs, not {n}")
+                raise SpecError(decls[0].count.span, f"a model has 1 to {MAX_CPUS} CPUs, not {n}",
+                                f"`cpus N;` with N from 1 to {MAX_CPUS}")
             self.cpus = n
         self.interrupt_names = [d.name for d in self.spec.of(ast.ProcessDecl) if d.interrupt]
         self.percpu_names = {d.name for d in self.spec.of(ast.VarDecl) if d.percpu}
@@ -44,7 +45,8 @@ class Contexts:
             raise SpecError(needs_cpus.span, "execution contexts need the model's CPUs",
                             "declare them first: `cpus 2;` (CPUs 0 and 1)")
         if len(bounds) > 1:
-            raise SpecError(bounds[1].span, "`preemptions` is declared twice")
+            raise SpecError(bounds[1].span, "`preemptions` is declared twice",
+                            "declare the bound once, `preemptions K;`")
         self.preemptions = None
         if any(d.preemptible or has_region(d.body) for d in self.spec.of(ast.ProcessDecl)):
             bound = DEFAULT_PREEMPTIONS
@@ -113,7 +115,8 @@ class Contexts:
         notes: dict[str, tuple[m.RStmt, ...]] = {}
         for n in d.notifiers:
             if n.name in notes:
-                raise SpecError(n.span, f"`on {n.name}` is declared twice")
+                raise SpecError(n.span, f"`on {n.name}` is declared twice",
+                                "a process has one handler per event: merge the two bodies")
             inner = dataclasses.replace(ctx, effects=True, in_atomic=True, what=f"`on {n.name}`")
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)

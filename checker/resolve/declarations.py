@@ -25,7 +25,8 @@ class Declarations:
 
         def add(name: str, what: str, span: Span):
             if name in RESERVED_TYPES or name in ("self", "true", "false", "any"):
-                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}", code="TR204")
+                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}",
+                                f"choose another name, e.g. '{name}_'", code="TR204")
             if name in seen:
                 prev_what, prev = seen[name]
                 raise SpecError(span, f"duplicate name '{name}'",
@@ -81,7 +82,8 @@ class Declarations:
         if d.dim is None:
             return None
         if d.dim.count is None:
-            raise SpecError(d.dim.span, "a process array takes a count, `process name[N]`")
+            raise SpecError(d.dim.span, "a process array takes a count, `process name[N]`",
+                            "e.g. `process vcpu[2] { ... }`")
         n = self.const_int(d.dim.count, "a process count")
         if not 1 <= n <= MAX_PROCESSES:
             raise SpecError(d.dim.span, f"a process array has 1 to {MAX_PROCESSES} processes, not {n}",
@@ -93,7 +95,8 @@ class Declarations:
         locals_: dict[str, m.VarSym] = {}
         for v in d.locals:
             if v.name in locals_:
-                raise SpecError(v.span, f"duplicate local variable '{v.name}'", code="TR202")
+                raise SpecError(v.span, f"duplicate local variable '{v.name}'",
+                                "give each local its own name", code="TR202")
             if v.name in self.globals or v.name in self.consts:
                 raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
                                 "give it another name")
@@ -155,7 +158,8 @@ class Declarations:
             if p.type is None:
                 raise SpecError(p.span, f"lemma parameter '{p.name}' needs a type", f"for example `{p.name}: u64`")
             if p.name in bound:
-                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", code="TR202")
+                raise SpecError(p.span, f"duplicate lemma parameter '{p.name}'", "give each parameter its own name",
+                                code="TR202")
             t = self._type(p.type)
             if not isinstance(t, (m.BitVecT, m.IntT, m.BoolT, m.EnumT)):
                 raise SpecError(p.type.span, f"a lemma parameter cannot be a {t.describe()}",

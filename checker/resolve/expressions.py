@@ -9,7 +9,7 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp
+from ..semantics.primitives import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp, signature
 from ..base.errors import Span, SpecError, did_you_mean
 from .base import WAITQUEUE_BUILTINS, Ctx
 
@@ -23,7 +23,7 @@ class Expressions:
         r = self.expr(e, dataclasses.replace(ctx, what=what))
         if not isinstance(r.type, m.BoolT):
             raise SpecError(e.span, f"{what} must be a bool, not {r.type.describe()}",
-                            "compare it, e.g. `x != 0`" if m.is_intlike(r.type) else None)
+                            "compare it, e.g. `x != 0`" if m.is_intlike(r.type) else "a condition is a bool expression")
         return r
 
     def lvalue(self, lv: ast.LValue, ctx: Ctx) -> m.TExpr:
@@ -78,8 +78,9 @@ class Expressions:
         if isinstance(e, ast.Quantifier):
             return self._quant(e, ctx)
         if isinstance(e, (ast.ListInit, ast.AnyInit)):
-            raise SpecError(e.span, "`{...}` and `any` are only allowed as initial values")
-        raise SpecError(e.span, "unsupported expression")
+            raise SpecError(e.span, "`{...}` and `any` are only allowed as initial values",
+                            "initialise the variable with it in its declaration (`var x: T = any;`)")
+        raise SpecError(e.span, "unsupported expression", "spec/LANGUAGE.md lists the expressions")
 
     def _name(self, e: ast.Name, ctx: Ctx, lvalue: bool) -> m.TExpr:
         """The innermost binding wins: a quantifier's or lemma's variable, then a parameter
@@ -128,19 +129,23 @@ class Expressions:
         idx = self._value(self.expr(e.index, ctx))
         t = base.type
         if not m.is_intlike(idx.type):
-            raise SpecError(e.index.span, f"an array index must be an integer, not {idx.type.describe()}")
+            raise SpecError(e.index.span, f"an array index must be an integer, not {idx.type.describe()}",
+                            f"'{e.name}' is indexed {t.lo}..{t.hi}")
         if isinstance(idx, m.Const) and not t.lo <= idx.value <= t.hi:
-            raise SpecError(e.index.span, f"index {idx.value} is outside '{e.name}' ({t.lo}..{t.hi})")
+            raise SpecError(e.index.span, f"index {idx.value} is outside '{e.name}' ({t.lo}..{t.hi})",
+                            f"an index of '{e.name}' is {t.lo} to {t.hi}")
         return m.Elem(e.span, t.elem, base.sym, idx)
 
     def _unary(self, e: ast.Unary, ctx: Ctx) -> m.TExpr:
         x = self.expr(e.operand, ctx)
         if e.op == "!":
             if not isinstance(x.type, m.BoolT):
-                raise SpecError(e.operand.span, f"`!` needs a bool, not {x.type.describe()}")
+                raise SpecError(e.operand.span, f"`!` needs a bool, not {x.type.describe()}",
+                                "compare it, e.g. `x == 0`" if m.is_intlike(x.type) else "`!` negates a condition")
             return m.Const(e.span, m.BOOL, 1 - x.value) if isinstance(x, m.Const) else m.Un(e.span, m.BOOL, "!", x)
         if not m.is_intlike(x.type):
-            raise SpecError(e.operand.span, f"`{e.op}` needs an integer, not {x.type.describe()}")
+            raise SpecError(e.operand.span, f"`{e.op}` needs an integer, not {x.type.describe()}",
+                            "for a bool use `!`" if isinstance(x.type, m.BoolT) else "it applies to integers only")
         t = x.type if isinstance(x.type, m.BitVecT) else m.INT
         if isinstance(x, m.Const):
             v = {"-": -x.value, "+": x.value, "~": ~x.value}[e.op]
@@ -179,13 +184,15 @@ class Expressions:
         elif op in ("<", "<=", ">", ">="):
             for x, s in ((a, e.left), (b, e.right)):
                 if not m.is_intlike(x.type):
-                    raise SpecError(s.span, f"`{op}` compares integers, not {x.type.describe()}")
+                    raise SpecError(s.span, f"`{op}` compares integers, not {x.type.describe()}",
+                                    "compare bools and enum values with == and !=")
             t = m.BOOL
         else:
             for x, s in ((a, e.left), (b, e.right)):
                 if not m.is_intlike(x.type) and not (op in ("&", "|", "^") and isinstance(x.type, m.BitsetT)):
                     raise SpecError(s.span, f"`{op}` needs integers, not {x.type.describe()}",
-                                    "use && and || for bools" if isinstance(x.type, m.BoolT) and op in ("&", "|") else None)
+                                    "use && and || for bools" if isinstance(x.type, m.BoolT) and op in ("&", "|")
+                                    else "arithmetic takes integers (and `&`, `|`, `^` bit sets)")
             t = m.INT
         # Unsigned operands: C's conversions, made explicit as Conv nodes.
         width_t = a.type if op in ("<<", ">>") else m.arith_type(a.type, b.type)
@@ -199,7 +206,8 @@ class Expressions:
         if isinstance(a, m.Const) and isinstance(b, m.Const):
             if isinstance(t, m.BitVecT):
                 if op in ("/", "%") and b.value == 0:
-                    raise SpecError(e.span, "division by zero in a constant expression")
+                    raise SpecError(e.span, "division by zero in a constant expression",
+                                    "the divisor is a constant 0 here: change it or guard the division")
                 return m.Const(e.span, t, m.bv_binop(op, a.value, b.value, t.width, t.signed))
             if isinstance(width_t, m.BitVecT) and op in ("<", "<=", ">", ">="):
                 return m.Const(e.span, t, int(m.bv_compare(op, a.value, b.value, width_t)))
@@ -248,17 +256,21 @@ class Expressions:
             return m.arith_type(a.type, b.type)
         if type(a.type) is type(b.type) and (not isinstance(a.type, m.EnumT) or a.type == b.type):
             return a.type
-        raise SpecError(span, f"the branches of `?:` have different types ({a.type.describe()} and {b.type.describe()})")
+        raise SpecError(span, f"the branches of `?:` have different types ({a.type.describe()} and {b.type.describe()})",
+                        "give both branches the same type")
 
     def _call(self, e: ast.Call, ctx: Ctx) -> m.TExpr:
         if e.name in self.fns:
             return self._expand_fn(e, ctx)
         if m.fixed_width_type(e.name) is not None:
             if len(e.args) != 1:
-                raise SpecError(e.span, f"the conversion '{e.name}(x)' takes one argument")
+                raise SpecError(e.span, f"the conversion '{e.name}(x)' takes one argument",
+                                f"e.g. `{e.name}(x)`")
             x = self.expr(e.args[0], dataclasses.replace(ctx, effects=False))
             if not m.is_intlike(x.type) and not isinstance(x.type, m.BitsetT):
-                raise SpecError(e.args[0].span, f"cannot convert {x.type.describe()} to {e.name}")
+                raise SpecError(e.args[0].span, f"cannot convert {x.type.describe()} to {e.name}",
+                                "a conversion takes an integer or a bit set" + ("; for a bool write `b ? 1 : 0`"
+                                                                                if isinstance(x.type, m.BoolT) else ""))
             t = m.fixed_width_type(e.name)
             return _respan(self._conv(x, t), e.span) if x.type != t else x
         name = ALIASES.get(e.name, e.name)
@@ -275,14 +287,17 @@ class Expressions:
         name = ALIASES.get(e.name, e.name)
         sig = BUILTINS[name]
         if len(e.args) != len(sig.args):
-            raise SpecError(e.span, f"'{e.name}' takes {len(sig.args)} argument(s), not {len(e.args)}")
+            raise SpecError(e.span, f"'{e.name}' takes {len(sig.args)} argument(s), not {len(e.args)}",
+                            f"it is `{signature(sig)}`")
         if sig.effect and not ctx.effects:
             raise SpecError(e.span, f"'{e.name}' changes state and cannot appear in {ctx.what}",
                             "side effects belong in statements: assignments, `if`/`while` conditions, calls")
         if sig.statement_only and not statement:
-            raise SpecError(e.span, f"'{e.name}()' is a statement, not a value")
+            raise SpecError(e.span, f"'{e.name}()' is a statement, not a value",
+                            "call it on a line of its own, `" + e.name + "(...);`")
         if name in WAITQUEUE_BUILTINS and ctx.process is None:
-            raise SpecError(e.span, f"'{e.name}' needs a process context")
+            raise SpecError(e.span, f"'{e.name}' needs a process context",
+                            "wait-queue operations belong in a process body, where a task can sleep")
         bits_t: m.BitsetT | None = None
         resolved: dict[int, m.TExpr] = {}
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
@@ -331,7 +346,8 @@ class Expressions:
                 x = self._value(self.expr(a, dataclasses.replace(ctx, effects=False)))
                 self._check_bitnr_type(x, bits_t, a.span)
                 if isinstance(x, m.Const) and not 0 <= x.value < bits_t.size:
-                    raise SpecError(a.span, f"bit {x.value} is outside {bits_t.describe()}")
+                    raise SpecError(a.span, f"bit {x.value} is outside {bits_t.describe()}",
+                                    f"its bits are 0 to {bits_t.size - 1}")
             else:
                 x = self.expr(a, dataclasses.replace(ctx, effects=False, what="an argument"))
             resolved[i] = x
@@ -352,18 +368,21 @@ class Expressions:
         arith = sig.op in (RmwOp.ADD, RmwOp.SUB, RmwOp.OR)
         if arith and sig.step is None:  # by an argument, in the kernel's order (i, v)
             if not m.is_intlike(args[1].type) or not m.is_intlike(args[0].type):
-                raise SpecError(e.span, f"'{e.name}' works on integers")
+                raise SpecError(e.span, f"'{e.name}' works on integers",
+                                f"it is `{signature(sig)}` on an integer variable")
             if isinstance(args[0].type, m.BitVecT) and args[0].type.signed:  # C converts i to v's type
                 args[0] = self._conv(args[0], args[1].type)
         if sig.op is RmwOp.OR and not isinstance(args[1].type, m.BitVecT):
             raise SpecError(e.args[1].span, f"'{e.name}' needs an unsigned fixed-width variable (u8 .. u64), "
                             f"not {args[1].type.describe()}", "declare it as `var v: u32;`")
         if arith and sig.step is not None and not m.is_intlike(args[0].type):
-            raise SpecError(e.args[0].span, f"'{e.name}' needs an integer variable, not {args[0].type.describe()}")
+            raise SpecError(e.args[0].span, f"'{e.name}' needs an integer variable, not {args[0].type.describe()}",
+                            f"it is `{signature(sig)}` on an int, range or fixed-width variable")
         if sig.cls is Cls.PURE:
             for x, a in zip(args, e.args):
                 if not m.is_intlike(x.type):
-                    raise SpecError(a.span, f"'{name}' takes integers, not {x.type.describe()}")
+                    raise SpecError(a.span, f"'{name}' takes integers, not {x.type.describe()}",
+                                    f"it is `{signature(sig)}`")
             joined = m.arith_type(args[0].type, args[-1].type)
             args = [self._conv(x, joined) for x in args]
         result = {Result.VOID: m.VOID, Result.BOOL: m.BOOL, Result.INT: m.INT}.get(sig.result)
@@ -383,7 +402,7 @@ class Expressions:
                 pick = (min if sig.pure is Pure.MIN else max)(args, key=lambda x: m.value_of(x.value, result))
                 return m.Const(e.span, result, pick.value)
             fold = min if sig.pure is Pure.MIN else max
-            return m.Const(e.span, result, fold(args[0].value, args[1].value))  # type: ignore[return-value]
+            return m.Const(e.span, result, fold(args[0].value, args[1].value))
         return m.Builtin(e.span, result, name, tuple(args))
 
     def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span):
@@ -391,7 +410,8 @@ class Expressions:
             return
         if t.elem is not None:
             if x.type != t.elem and not m.is_intlike(x.type):
-                raise SpecError(span, f"a bit of {t.describe()} is a {t.elem.name} member, not {x.type.describe()}")
+                raise SpecError(span, f"a bit of {t.describe()} is a {t.elem.name} member, not {x.type.describe()}",
+                                f"name a member of {t.elem.name}")
         elif not m.is_intlike(x.type):
             raise SpecError(span, f"a bit number must be an integer, not {x.type.describe()}",
                             "declare the set as bitset(Enum) to use enum members as bits")
@@ -402,22 +422,25 @@ class Expressions:
         count = self.process_counts[e.process]
         if count is None:
             if e.index is not None:
-                raise SpecError(e.index.span, f"'{e.process}' is a single process, not an array")
+                raise SpecError(e.index.span, f"'{e.process}' is a single process, not an array",
+                                f"write `{e.process}`, without an index")
             return None
         if e.index is None:
             raise SpecError(e.process_span, f"'{e.process}' is an array of {count} processes",
                             f"name one: {example}")
         idx = self._value(self.expr(e.index, dataclasses.replace(ctx, effects=False)))
         if not m.is_intlike(idx.type):
-            raise SpecError(e.index.span, "a process index must be an integer")
+            raise SpecError(e.index.span, "a process index must be an integer",
+                            f"'{e.process}' has instances 0..{count - 1}")
         if isinstance(idx, m.Const) and not 0 <= idx.value < count:
-            raise SpecError(e.index.span, f"process index {idx.value} is outside 0..{count - 1}")
+            raise SpecError(e.index.span, f"process index {idx.value} is outside 0..{count - 1}",
+                            f"'{e.process}' has {count} instances, 0 to {count - 1}")
         return idx
 
     def _at(self, e: ast.AtLabel, ctx: Ctx) -> m.TExpr:
         if e.process not in self.process_decls:
-            raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls), code="TR201")
+            raise SpecError(e.process_span, f"unknown process '{e.process}'", _which_process(e.process,
+                            self.process_decls), code="TR201")
         idx = self._process_index(e, ctx, f"{e.process}[i]@{e.label}")
         labels = self.process_labels.get(e.process)
         if labels is None:
@@ -432,8 +455,8 @@ class Expressions:
         """`p.r`: another process's register, visible to properties only (a process reads
         its own locals by name and cannot see another's)."""
         if e.process not in self.process_decls:
-            raise SpecError(e.process_span, f"unknown process '{e.process}'",
-                            did_you_mean(e.process, self.process_decls), code="TR201")
+            raise SpecError(e.process_span, f"unknown process '{e.process}'", _which_process(e.process,
+                            self.process_decls), code="TR201")
         if e.name == "state" and all(v.name != "state" for v in self.process_decls[e.process].locals):
             return self._task_state(e, ctx)
         if ctx.process is not None:
@@ -442,7 +465,8 @@ class Expressions:
         idx = self._process_index(e, ctx, f"{e.process}[i].{e.name}")
         proc = self.processes.get(e.process)
         if proc is None:
-            raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties")
+            raise SpecError(e.span, f"'{e.process}.{e.name}' can only be read by properties",
+                            "a process reads its own locals by name; share a value through a global")
         sym = next((v for v in proc.locals if v.name == e.name), None)
         if sym is not None:
             self.read_locals.add(id(sym))
@@ -472,7 +496,8 @@ class Expressions:
         lo = self.const_int(e.lo, "a quantifier bound")
         hi = self.const_int(e.hi, "a quantifier bound")
         if hi - lo > 64:
-            raise SpecError(e.span, "a quantifier ranges over at most 65 values")
+            raise SpecError(e.span, "a quantifier ranges over at most 65 values",
+                            "narrow the range, or split the property")
         b = m.Bound(e.span, m.IntT(lo, hi) if lo <= hi else m.INT, e.var, next(self.uid))
         inner = dataclasses.replace(ctx, bound={**ctx.bound, e.var: b}, effects=False)
         body = self.cond(e.body, inner, f"the body of `{e.kind}`")
@@ -486,12 +511,14 @@ class Expressions:
             (isinstance(target, m.BitsetT) and (tv == target or m.is_intlike(tv)))
         if not ok:
             raise SpecError(span, f"type mismatch: {what} is {target.describe()}, the value is {tv.describe()}",
-                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT) else None, code="TR203")
+                            "a bool is true/false; compare integers to get one" if isinstance(target, m.BoolT)
+                            else f"give it a value of {target.describe()}", code="TR203")
 
     def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str):
         if isinstance(target, m.IntT) and target.lo is not None and isinstance(value, m.Const) \
                 and not target.lo <= value.value <= target.hi:
-            raise SpecError(span, f"value {value.value} is outside the range of '{name}' ({target.lo}..{target.hi})")
+            raise SpecError(span, f"value {value.value} is outside the range of '{name}' ({target.lo}..{target.hi})",
+                            f"widen the range of '{name}', or store a value in {target.lo}..{target.hi}")
 
 
 # ---- helpers---------------------------------------------------------------
@@ -550,11 +577,12 @@ def _respan(e: m.TExpr, span: Span) -> m.TExpr:
 
 def _fold(op: str, a: int, b: int, span: Span) -> int:
     if op in ("/", "%") and b == 0:
-        raise SpecError(span, "division by zero in a constant expression")
+        raise SpecError(span, "division by zero in a constant expression",
+                        "the divisor is a constant 0 here: change it or guard the division")
     if op in ("<<", ">>") and b < 0:
-        raise SpecError(span, "negative shift count")
+        raise SpecError(span, "negative shift count", "shift by 0 or more")
     if op == "<<" and b > 256:
-        raise SpecError(span, "shift count too large")
+        raise SpecError(span, "shift count too large", "shift by at most 256 in a constant")
     v = m.fold_binop(op, a, b)
     if v is None:
         raise ValueError(op)
@@ -564,3 +592,9 @@ def _fold(op: str, a: int, b: int, span: Span) -> int:
 def _root_name(e: ast.Expr) -> str:
     """The variable an lvalue expression names (`s` of `s` or `s[i]`), for messages."""
     return getattr(e, "name", None) or getattr(getattr(e, "base", None), "name", None) or "it"
+
+
+def _which_process(name: str, processes) -> str:
+    """The hint of an unknown process: the closest name, else every process."""
+    return did_you_mean(name, processes) or ("processes: " + ", ".join(processes) if processes else
+                                             "declare it with `process NAME { ... }`")

@@ -12,8 +12,9 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import ALIASES, BUILTINS
-from ..base.errors import SpecError, did_you_mean
+from ..semantics.primitives import ALIASES, BUILTINS, Cls
+from ..base.errors import Span, SpecError, did_you_mean
+from ..base.limits import MAX_EXPANSION
 from .base import Ctx
 
 
@@ -28,6 +29,9 @@ class Inlines:
         if c.name in self.inlines:
             return self._expand_inline(c, ctx)
         name = ALIASES.get(c.name, c.name)
+        if name in BUILTINS and BUILTINS[name].cls is Cls.PURE:  # it would fold to a constant: no step at all
+            raise SpecError(c.span, f"'{c.name}' computes a value, and this statement drops it",
+                            "use it in an expression, e.g. `x = " + c.name + "(...)`, or delete the statement")
         if name in BUILTINS:
             e = self._builtin(c, dataclasses.replace(ctx, effects=True), statement=True)
             return m.SEval(s.span, e)
@@ -44,6 +48,7 @@ class Inlines:
             chain = " -> ".join(ctx.inline_stack + (c.name,))
             raise SpecError(c.name_span, f"recursive inline procedure '{c.name}' ({chain})",
                             "inline procedures are expanded at each call and cannot recurse")
+        _check_depth(c.name, c.name_span, ctx)
         if len(c.args) != len(d.params):
             raise SpecError(c.span, f"'{c.name}' takes {len(d.params)} argument(s), not {len(c.args)}",
                             f"declared at {d.span}")
@@ -55,7 +60,12 @@ class Inlines:
                         in_loop=False,  # like C: break/continue never leave a procedure
                         inline_in_atomic=ctx.in_atomic,
                         inline_stack=ctx.inline_stack + (c.name,))
-        body = self.stmts(d.body.body, inner)
+        try:
+            body = self.stmts(d.body.body, inner)
+        except RecursionError:  # within the limits, the bodies still nest too deep: said at the first call
+            if ctx.inline_stack:
+                raise
+            raise _too_deep(c.name, c.name_span) from None
         if ctx.in_atomic:
             for st in _walk_loops(body):
                 raise SpecError(st.span, "`return` inside a loop of an inline procedure called in `atomic`",
@@ -83,8 +93,10 @@ class Inlines:
         if e.name in ctx.inline_stack:
             raise SpecError(e.name_span, f"recursive function '{e.name}'",
                             "functions are expanded where they are used and cannot recurse")
+        _check_depth(e.name, e.name_span, ctx)
         if len(e.args) != len(d.params):
-            raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}")
+            raise SpecError(e.span, f"'{e.name}' takes {len(d.params)} argument(s), not {len(e.args)}",
+                            f"declared at {d.span}")
         # Capture-avoiding substitution: the arguments are resolved in the caller's
         # scope, the body in a scope of its own parameters only, so a caller's
         # quantifier variable, lemma parameter or fn parameter named like one of ours
@@ -99,7 +111,12 @@ class Inlines:
             params[p.name] = arg
         inner = dataclasses.replace(ctx, params=params, bound={}, effects=False,
                         inline_stack=ctx.inline_stack + (e.name,), what=f"function '{e.name}'")
-        body = self.expr(d.body, inner)
+        try:
+            body = self.expr(d.body, inner)
+        except RecursionError:
+            if ctx.inline_stack:
+                raise
+            raise _too_deep(e.name, e.name_span) from None
         if d.result is not None:
             rt = self._type(d.result)
             self._check_assignable(rt, body, d.body.span, f"the result of '{e.name}'")
@@ -109,6 +126,22 @@ class Inlines:
 
 
 # ---- helpers---------------------------------------------------------------
+
+
+def _check_depth(name: str, span: Span, ctx: Ctx) -> None:
+    """Refuses a call whose expansion would nest more than MAX_EXPANSION calls deep."""
+    stack = ctx.inline_stack + (name,)
+    if len(stack) > MAX_EXPANSION:
+        chain = " -> ".join(stack) if len(stack) <= 6 else " -> ".join(stack[:3] + ("...",) + stack[-2:])
+        raise SpecError(span, f"inline and fn calls nest {len(stack)} deep here ({chain}); the limit is "
+                        f"{MAX_EXPANSION}", "each call is expanded in place: call the inner ones from a shallower "
+                        "level, or merge procedures that only call the next", code="TR107")
+
+
+def _too_deep(name: str, span: Span) -> SpecError:
+    return SpecError(span, f"the expansion of '{name}' nests too deeply to resolve (its calls' bodies, one "
+                     "inside the other)", "split the nested statements or expressions over more procedures "
+                     "called one after another", code="TR107")
 
 
 def _walk_loops(body, in_loop=False):

@@ -69,12 +69,14 @@ class Statements:
                                 "an atomic block is one step; label the `atomic` statement itself")
             if ctx.labels is not None:
                 if s.label in ctx.labels and not ctx.in_inline:
-                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'", code="TR202")
+                    raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'",
+                                    "give each label its own name in a process", code="TR202")
                 ctx.labels.add(s.label)
             return m.SLabeled(s.span, s.label, self.stmt(s.stmt, ctx))
         if isinstance(s, ast.Goto):
             if ctx.in_atomic:
-                raise SpecError(s.span, "`goto` is not allowed inside `atomic`")
+                raise SpecError(s.span, "`goto` is not allowed inside `atomic`",
+                                "an atomic block runs as one step; jump after it")
             return m.SGoto(s.span, s.label)
         if isinstance(s, ast.Await):
             if ctx.in_atomic:
@@ -97,7 +99,8 @@ class Statements:
             name = s.name or ASSERTIONS
             if s.name is not None:
                 if s.name in (DEADLOCK, ASSERTIONS):
-                    raise SpecError(s.span, f"'{s.name}' is a built-in property name")
+                    raise SpecError(s.span, f"'{s.name}' is a built-in property name",
+                                    "choose another assert name")
                 prev = self.assert_names.get(s.name)
                 if prev is not None and prev != s.span and not ctx.in_inline:
                     raise SpecError(s.span, f"duplicate assertion name '{s.name}'", f"already used at {prev}", code="TR202")
@@ -136,7 +139,7 @@ class Statements:
             return m.SReturn(s.span)
         if isinstance(s, ast.CallStmt):
             return self._call_stmt(s, ctx)
-        raise SpecError(s.span, "unsupported statement")
+        raise SpecError(s.span, "unsupported statement", "spec/LANGUAGE.md lists the statements")
 
     def _as_body(self, s: m.RStmt) -> tuple[m.RStmt, ...]:
         return s.body if isinstance(s, m.SInlined) and s.name == "" else (s,)
@@ -160,7 +163,8 @@ class Statements:
         rest = self.stmts(body, inner)
         for st in m.walk_statements(rest):
             if isinstance(st, m.SEval) and BUILTINS[st.call.name].blocks:
-                raise SpecError(st.span, f"`{st.call.name}()` blocks and cannot be inside `atomic`")
+                raise SpecError(st.span, f"`{st.call.name}()` blocks and cannot be inside `atomic`",
+                                "move it out of the atomic block: a step that waits cannot be part of one")
         return m.SAtomic(s.span, ((guard,) if guard else ()) + rest)
 
     def _check_gotos(self, body, labels: set[str]):

@@ -35,7 +35,8 @@ class Types:
                     raise SpecError(t.size.span, f"'{t.size.name}' is one process, not an array",
                                     "bitset(P) has a bit per instance of `process P[N]`; write bitset(N)")
                 if not 1 <= count <= 64:
-                    raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {count}")
+                    raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {count}",
+                                    "a bit set is one 64-bit word; use an array of bools for more")
                 return m.BitsetT(count)
             if t.size is not None:
                 size = self.const_int(t.size, "a bit set's size")
@@ -45,7 +46,8 @@ class Types:
                     raise SpecError(t.span, "a bit set's bits are numbered from 0", "write bitset(N) or bitset(0..N-1)")
                 size = self.const_int(t.hi, "a bit set's range") + 1
             if not 1 <= size <= 64:
-                raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {size}")
+                raise SpecError(t.span, f"a bit set has 1 to 64 bits, not {size}",
+                                "a bit set is one 64-bit word; use an array of bools for more")
             return m.BitsetT(size)
         if isinstance(t, ast.NamedType):
             if t.name in self.enums:
@@ -57,7 +59,8 @@ class Types:
                             did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES)
                                          + list(m.SIGNED_TYPES))
                             or "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64", code="TR201")
-        raise SpecError(t.span, "unsupported type")
+        raise SpecError(t.span, "unsupported type",
+                        "types are bool, an enum, a range lo..hi, bitset(N), u8 .. u64 or s8 .. s64")
 
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
         if d.count is not None:
@@ -69,13 +72,14 @@ class Types:
                 return 0, n - 1, d.count.name
             n = self.const_int(d.count, "an array size")
             if n < 1:
-                raise SpecError(d.span, f"an array needs at least one element, not {n}")
+                raise SpecError(d.span, f"an array needs at least one element, not {n}",
+                                "an array has 1 or more elements: `var a[N]: T` with N >= 1")
             _check_array_size(n, d.span)
             return 0, n - 1, None
         lo = self.const_int(d.lo, "an array bound")
         hi = self.const_int(d.hi, "an array bound")
         if lo > hi:
-            raise SpecError(d.span, f"empty index range {lo}..{hi}")
+            raise SpecError(d.span, f"empty index range {lo}..{hi}", "an index range lo..hi has lo <= hi")
         _check_array_size(hi - lo + 1, d.span)
         return lo, hi, None
 
@@ -132,7 +136,8 @@ class Types:
             return range(t.lo, t.hi + 1)
         if isinstance(t, m.BitsetT) and t.size <= 12:
             return range(1 << t.size)
-        raise SpecError(span, f"`any` is not allowed for {t.describe()}")
+        raise SpecError(span, f"`any` is not allowed for {t.describe()}",
+                        "`any` takes a bool, an enum, a range, a small bit set or an unsigned type")
 
     def _bitset_value(self, e: ast.ListInit, t: m.BitsetT) -> int:
         mask = 0
@@ -143,16 +148,19 @@ class Types:
 
     def _bitnr(self, nr: m.TExpr, t: m.BitsetT, span: Span) -> int:
         if not isinstance(nr, m.Const):
-            raise SpecError(span, "a bit number here must be a constant", code="TR206")
+            raise SpecError(span, "a bit number here must be a constant",
+                            "a literal, a constant or an enum member of the set's type", code="TR206")
         self._check_bitnr_type(nr, t, span)
         if not 0 <= nr.value < t.size:
-            raise SpecError(span, f"bit {nr.value} is outside {t.describe()} (bits 0..{t.size - 1})")
+            raise SpecError(span, f"bit {nr.value} is outside {t.describe()} (bits 0..{t.size - 1})",
+                            f"its bits are 0 to {t.size - 1}")
         return nr.value
 
     def _init_value(self, e: ast.Expr, t: m.Type, name: str) -> int:
         c = self.expr(e, Ctx(what=f"the initial value of '{name}'"))
         if not isinstance(c, m.Const):
-            raise SpecError(e.span, f"the initial value of '{name}' must be a constant")
+            raise SpecError(e.span, f"the initial value of '{name}' must be a constant",
+                            "literals, constants and enum members; set it from a process's first step otherwise")
         self._check_assignable(t, c, e.span, f"'{name}'")
         if isinstance(t, m.IntT):
             c = self._value(c)

@@ -50,7 +50,8 @@ class Variants:
                     raise SpecError(o.span, f"variant '{variant.name}' sets '{o.name}', which is not a constant",
                                     did_you_mean(o.name, names) or "a variant may only set `const` knobs")
                 if o.name in out:
-                    raise SpecError(o.span, f"variant '{variant.name}' sets '{o.name}' twice")
+                    raise SpecError(o.span, f"variant '{variant.name}' sets '{o.name}' twice",
+                                    "set each constant once per variant")
                 out[o.name] = (o.value, f"variant {variant.name}")
         for name, text in self.defines.items():
             if name not in names:
@@ -115,7 +116,8 @@ class Variants:
     def const_int(self, e: ast.Expr, what: str) -> int:
         c = self._const_expr(e, what)
         if not isinstance(c.type, m.IntT):
-            raise SpecError(e.span, f"{what} must be an integer, not {c.type.describe()}")
+            raise SpecError(e.span, f"{what} must be an integer, not {c.type.describe()}",
+                            "an integer literal or constant")
         return c.value
 
     def _memory(self, variant: ast.VariantDecl | None) -> tuple[str, int | None]:
@@ -123,11 +125,13 @@ class Variants:
         over the variant's `memory` line, which wins over the model's."""
         model_decls = self.spec.of(ast.MemoryDecl)
         if len(model_decls) > 1:
-            raise SpecError(model_decls[1].span, "`memory` is declared twice")
+            raise SpecError(model_decls[1].span, "`memory` is declared twice",
+                            "declare the memory model once (a variant may override it)")
         decls = list(model_decls)
         for v in self.spec.of(ast.VariantDecl):
             if len(v.memory) > 1:
-                raise SpecError(v.memory[1].span, f"variant '{v.name}' declares `memory` twice")
+                raise SpecError(v.memory[1].span, f"variant '{v.name}' declares `memory` twice",
+                                "declare the memory model once per variant")
             decls += v.memory
         for d in decls:
             self._check_memory_decl(d)
@@ -144,7 +148,8 @@ class Variants:
         if self.store_buffer_override is not None:
             bound = self.store_buffer_override
             if not 1 <= bound <= MAX_STORE_BUFFER:
-                raise SpecError(NOWHERE, f"{what} holds 1 to {MAX_STORE_BUFFER} stores, not {bound}")
+                raise SpecError(NOWHERE, f"{what} holds 1 to {MAX_STORE_BUFFER} stores, not {bound}",
+                                f"a bound from 1 to {MAX_STORE_BUFFER}")
             return memory, bound
         for d in (own, top):  # the nearest `memory tso(N)` / `memory lkmm(N)` gives the bound
             if d is not None and d.bound is not None and d.name == memory:
@@ -157,11 +162,13 @@ class Variants:
                             f"use one of: {', '.join(MEMORY_MODELS)}")
         if d.bound is not None:
             if d.name not in BOUNDED:
-                raise SpecError(d.bound.span, f"only tso and lkmm are bounded; `memory {d.name}` takes no size")
+                raise SpecError(d.bound.span, f"only tso and lkmm are bounded; `memory {d.name}` takes no size",
+                                "write `memory sc;`, or `memory tso(N)` / `memory lkmm(N)`")
             what = BOUNDED[d.name]
             n = self.const_int(d.bound, f"the size of {what}")
             if not 1 <= n <= MAX_STORE_BUFFER:
-                raise SpecError(d.bound.span, f"{what} holds 1 to {MAX_STORE_BUFFER} stores, not {n}")
+                raise SpecError(d.bound.span, f"{what} holds 1 to {MAX_STORE_BUFFER} stores, not {n}",
+                                f"a bound from 1 to {MAX_STORE_BUFFER}")
 
 
 # ---- helpers---------------------------------------------------------------

@@ -337,6 +337,7 @@ class ReplayStep:
     status: ReplayStatus
     ran: tuple[Action, ...] = ()  # what the model ran for it (extra steps first), when not exactly the recorded one
     note: str = ""
+    line: int | None = None  # the statement's line in the replayed model (None: it has no such statement)
 
 
 @dataclass(frozen=True, slots=True)

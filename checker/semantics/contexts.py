@@ -257,10 +257,10 @@ class _Lowering:
                          m.ProcessContext(m.ContextKind.SCHEDULER, (), span=self.span))
 
     # -- statements: the context primitives become assignments to the hidden state
-    def stmts(self, body, w: "_Where") -> tuple[m.RStmt, ...]:
+    def stmts(self, body, w: _Where) -> tuple[m.RStmt, ...]:
         return tuple(self.stmt(s, w) for s in body)
 
-    def stmt(self, s: m.RStmt, w: "_Where") -> m.RStmt:
+    def stmt(self, s: m.RStmt, w: _Where) -> m.RStmt:
         x = lambda e: self.expr(e, w)  # noqa: E731
         if isinstance(s, m.SEval):
             p = BUILTINS[s.call.name]
@@ -316,13 +316,13 @@ class _Lowering:
         v = m.Var(span, sym.type, sym)
         return m.SAssign(span, v, m.Bin(span, m.INT, "+" if k > 0 else "-", v, _c(abs(k), span)))
 
-    def cpu_of(self, w: "_Where", span: Span, name: str) -> m.TExpr:
+    def cpu_of(self, w: _Where, span: Span, name: str) -> m.TExpr:
         if w.cpu is None:
             raise SpecError(span, f"'{name}' runs on no CPU in process '{w.proc.name}'",
                             "declare it a thread, `process NAME on cpu 0 { ... }`, or call it in an `interrupt`")
         return dataclasses.replace(w.cpu, span=span)
 
-    def call(self, s: m.SEval, op: CtxOp, w: "_Where") -> m.RStmt:
+    def call(self, s: m.SEval, op: CtxOp, w: _Where) -> m.RStmt:
         span, a = s.span, s.call.args
         name = s.call.name
         off = lambda: self.at(self.irqs_off, self.cpu_of(w, span, name))  # noqa: E731
@@ -372,9 +372,10 @@ class _Lowering:
                                     m.SAssign(span, self.g(self.pending[h.name]), f)))
         if op is CtxOp.THIS_CPU_WRITE:
             return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
-        raise SpecError(span, f"'{name}' has a value: use it in an expression")
+        raise SpecError(span, f"'{name}' has a value: use it in an expression",
+                        f"e.g. `x = {name}(...);` or `if ({name}(...)) ...`")
 
-    def expr(self, e, w: "_Where"):
+    def expr(self, e, w: _Where):
         if isinstance(e, m.Builtin) and BUILTINS[e.name].cls is Cls.CONTEXT:
             op = BUILTINS[e.name].ctx
             if op is CtxOp.CPU_ID:

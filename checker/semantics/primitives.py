@@ -6,10 +6,10 @@ atomic_bitops.txt, memory-barriers.txt) and what x86 runs it as, and the one lin
 spec/LANGUAGE.md shows. `lower.py` turns a call into the few core operations the back
 ends implement; nothing downstream dispatches on a primitive's name.
 
-Today's memory models read only `x86`: sequential consistency ignores orderings, and
-x86-TSO needs only to know which primitives are plain stores, locked instructions or
-fences. `order` (and `failure_order` for the conditional ones) is there for a weaker
-model: it is what the kernel promises, not what x86 happens to give.
+Which columns a memory model reads: sequential consistency ignores orderings; x86-TSO
+reads only `x86` (which primitives are plain stores, locked instructions or fences);
+lkmm (memory/lkmm.py) reads `order` and, for the conditional ones, `failure_order`:
+what the kernel promises, not what x86 happens to give.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ...backends.python import CompiledModel
 from ...base.safe_text import python_comment as _comment
@@ -105,7 +105,7 @@ class LevelLoopWriter:
             ns = dict(self.cm.namespace)  # the step functions, for the steps it calls
             ns["__builtins__"] = dict(ns["__builtins__"], zip=zip, Exception=Exception,
                                       KeyboardInterrupt=KeyboardInterrupt)
-            exec(compile(source, f"<timerace {self.cm.program.model.name} level loop>", "exec"), ns)  # noqa: S102
+            exec(compile(source, f"<timerace {self.cm.program.model.name} level loop>", "exec"), ns)
             fn = self.cache[shape] = ns["level"]
             self.sources[shape] = source
         return fn

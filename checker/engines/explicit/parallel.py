@@ -79,13 +79,9 @@ from .search import (NO_PARENT, OUT_OF_MEMORY, WORD, Exploration, Limits, Reduct
                      explore_one, rss_bytes, run_levels, states_sums)
 
 #: below this many states one process is faster: starting workers (choosing the
-#: partition, forking, each writing its level loop) costs about two tenths of a second.
-#: Since taking states from a busier worker evens out the levels, an early partition costs
-#: little (measured with handoffs, which this replaced: medians of 3
-#: alternating runs, 2 workers, starting at 200,000 / 50,000 states: kvm_vcpus N=3
-#: unreduced 8.90 / 7.97 s, philosophers N=9 unreduced 3.96 / 3.22 s, philosophers N=8
-#: unreduced, 252,160 states, 0.92 / 0.97 s; a search whose levels narrow by then, as
-#: kvm_vcpus N=2's, starts none)
+#: partition, forking, each writing its level loop) costs a fixed start-up. Since taking
+#: states from a busier worker evens out the levels, an early partition costs little
+#: (bench/README.md has the measurements); a search whose levels narrow by then starts none
 PARALLEL_FROM = 50_000
 #: a state costs this many times more under reductions (an ample set, a canonical form
 #: per successor: kvm_vcpus N=3 took 2.4 us a state without them, 9 us with both), so
@@ -305,7 +301,7 @@ def _successors(search: Search, s: int):
         for fn, _ in table[s >> shift & mask]:
             try:
                 t = fn(s)
-            except Exception:  # noqa: BLE001 - a failing step has no successor
+            except Exception:
                 continue
             if t is not None:
                 yield canonical(t) if canonical is not None else t
@@ -599,7 +595,7 @@ class _StopRequest:
         self.asked = False
         self.saved: list = []
 
-    def __enter__(self) -> "_StopRequest":
+    def __enter__(self) -> _StopRequest:
         import threading
 
         if threading.current_thread() is threading.main_thread():
@@ -645,7 +641,7 @@ def _worker_main(team: _Team, w: int, level: list[int], ids: list[int]) -> None:
         _Worker(team, w, level, ids).serve()
     except EOFError:  # the coordinator is gone (where no parent-death signal kills a worker)
         os._exit(0)
-    except Exception:  # noqa: BLE001 - reported to the coordinator, which raises it
+    except Exception:
         team.reports.put({"worker": w, "crash": traceback.format_exc()})
 
 

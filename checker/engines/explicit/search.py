@@ -23,7 +23,7 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Callable
+from collections.abc import Callable
 
 from ... import model as m
 from ...memory.lkmm import propagation_text as lkmm_propagation_text, stale_reads as lkmm_stale_reads
@@ -354,9 +354,6 @@ class Fingerprints:
                     i = (i + 1) & mask
                 table[i] = fp
 
-    def nbytes(self) -> int:
-        return self.table.buffer_info()[1] * self.table.itemsize
-
     def collision_probability(self) -> float:
         """Estimated probability that two of the stored states' fingerprints collided, so
         that a state was taken for one already seen and never explored: the birthday
@@ -475,7 +472,7 @@ class Search:
         return True
 
     # -- one level
-    def level(self, frontier: list[int], ids, depth: int, progress=None, route: "Route | None" = None) -> list[int]:
+    def level(self, frontier: list[int], ids, depth: int, progress=None, route: Route | None = None) -> list[int]:
         """Expand `frontier` (whose states have the ids `ids`, a range or a list) at
         `depth`; return the next level's new states. With `route` (parallel workers), a
         successor that another worker owns is routed to it instead (`Route`)."""
@@ -493,7 +490,7 @@ class Search:
             self._local_steps = (omask, frozenset(k for k, cs in enumerate(self.steps) if not cs.writes & omask))
         return self._local_steps[1]
 
-    def _level_generated(self, frontier: list[int], ids, depth: int, progress, route: "Route | None" = None) -> list[int]:
+    def _level_generated(self, frontier: list[int], ids, depth: int, progress, route: Route | None = None) -> list[int]:
         """`level` through the model's generated loop (fastloop.py), which stops
         at every state that needs a decision; such a state is expanded here by the
         generic loop, and the generated loop resumes after it. A parallel worker (`route`)
@@ -549,7 +546,7 @@ class Search:
             if j >= len(frontier):
                 return nxt
 
-    def _level_generic(self, frontier: list[int], ids, depth: int, progress, route: "Route | None") -> list[int]:
+    def _level_generic(self, frontier: list[int], ids, depth: int, progress, route: Route | None) -> list[int]:
         limits = self.limits
         at_limit = limits.max_depth is not None and depth >= limits.max_depth
         max_states = limits.max_states if limits.max_states is not None else 1 << 62
@@ -859,7 +856,7 @@ class Search:
             result.model_error = Counterexample("model error", "model error", msg, self.trace_to(builder, i, s, cs)[0])
         return result
 
-    def trace_to(self, builder: "TraceBuilder", i: int, s: int, k: int | None) -> tuple[Trace, tuple]:
+    def trace_to(self, builder: TraceBuilder, i: int, s: int, k: int | None) -> tuple[Trace, tuple]:
         """The trace to stored state i (packed s), ending in step k's failure if k is
         given; and the trace's last state."""
         cs = self.steps[k] if k is not None else None

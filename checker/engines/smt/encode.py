@@ -28,7 +28,7 @@ guard `g`, the condition that control reaches the current operation; each write 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import z3
 
@@ -151,7 +151,7 @@ class Evaluator:
     `g` is the guard of the current point. Errors (what raises ModelError in the
     compiled code) and assertion failures are collected with their conditions."""
 
-    def __init__(self, enc: "Encoding | None", width: int, env: list | None = None,
+    def __init__(self, enc: Encoding | None, width: int, env: list | None = None,
                  proc: CompiledInstance | None = None, bound: dict | None = None, ctx=None,
                  ints: bool = False):
         self.enc = enc
@@ -262,10 +262,6 @@ class Evaluator:
         signed = k == "int" or t.signed  # a signed pattern is sign-extended
         return (z3.SignExt if signed else z3.ZeroExt)(w - have, term)
 
-    def truth(self, v, t: m.Type):
-        if kind(t) == "bool":
-            return v
-        return self.as_int(v, t).t != 0 if kind(t) == "int" else v != 0
 
     # -- the state
     def load(self, slot: int, t: m.Type):

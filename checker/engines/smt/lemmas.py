@@ -26,8 +26,6 @@ class _Cache(dict):
     do not re-check it."""
 
 
-def new_cache() -> dict:
-    return _Cache()
 
 
 def _params(ev: Evaluator, lemma: m.Lemma):

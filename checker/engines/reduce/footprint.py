@@ -1,0 +1,405 @@
+"""Footprints: what each step reads and writes, decided once from the IR, for the
+partial-order reduction, the step merging and the symmetry check (the argument is in
+the package's docstring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ... import ir, model as m
+from ...semantics.fold import simplify
+from ...semantics.primitives import BUILTINS, Arg
+from ...semantics.lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
+
+
+# the arguments that a primitive which writes state writes
+_LOCATIONS = (Arg.LV, Arg.BITS, Arg.WQ, Arg.LOCK)
+
+Resource = int | tuple  # a slot number, or ("at", gid, pcs): instance gid is at one of pcs
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    reads: frozenset
+    writes: frozenset
+
+    def conflicts(self, reads: frozenset, writes: frozenset) -> bool:
+        """Dependent on an actor that reads `reads` and writes `writes`."""
+        return bool(self.writes & (reads | writes) or self.reads & writes)
+
+
+def static_value(x: m.TExpr, inst: int | None) -> int | None:
+    """The value of an expression made of constants and `self` (for instance `inst`),
+    or None when it reads the state: what the compiled step folds it to (fold.py), so
+    that a footprint names the slot the step's code accesses."""
+    v = simplify(x, inst)
+    return int(v.value) if isinstance(v, m.Const) else None
+
+
+class Collector:
+    """Reads and writes of IR expressions and operations, for one process instance (or
+    for a property: `proc` None)."""
+
+    def __init__(self, program: ir.Program):
+        self.program = program
+        self.layout = program.layout
+        self.procs = {p.name: p for p in program.processes}
+        self.tso = program.model.memory == "tso"
+
+    def slots(self, sym: m.VarSym, inst: int | None) -> range:
+        base = self.layout.slot_of(sym, inst)
+        n = sym.type.length if isinstance(sym.type, m.ArrayT) else 1
+        return range(base, base + n)
+
+    def instances(self, process: str, index: m.TExpr | None, inst: int | None) -> range:
+        """The instances an `At` or `LocalOf` may name."""
+        p = self.procs[process]
+        if index is None:
+            return range(0, 1)
+        if isinstance(index, m.Const):
+            return range(index.value, index.value + 1)
+        if isinstance(index, m.SelfE) and inst is not None:
+            return range(inst, inst + 1)
+        return range(p.instances)
+
+    def at(self, process: str, k: int, label: str) -> tuple:
+        p = self.procs[process]
+        return ("at", self.layout.gid_base[process] + k, p.label_pcs.get(label, frozenset()))
+
+    def element(self, x: m.Elem, inst: int | None) -> range:
+        """The slots an array access may touch: one when the index is a constant or is
+        computed from `self` and constants only (`fork[(self + 1) % N]`)."""
+        t = x.sym.type
+        full = self.slots(x.sym, inst)
+        k = static_value(x.index, inst)
+        if k is None:
+            return full
+        k -= t.lo
+        return full[k:k + 1] if 0 <= k < t.length else range(0)
+
+    def expr(self, x: m.TExpr | None, inst: int | None):
+        """Add what evaluating x reads (and, for a primitive with side effects inside a
+        condition or a value, writes) to self.reads / self.writes."""
+        if x is None or isinstance(x, (m.Const, m.SelfE, m.Bound)):
+            return
+        if isinstance(x, m.Var):
+            self.reads.update(self.slots(x.sym, inst))
+        elif isinstance(x, m.Elem):
+            self.reads.update(self.element(x, inst))
+            self.expr(x.index, inst)
+        elif isinstance(x, m.LocalOf):
+            for k in self.instances(x.process, x.index, inst):
+                self.reads.update(self.slots(x.sym, k))
+            self.expr(x.index, inst)
+        elif isinstance(x, m.At):
+            for k in self.instances(x.process, x.index, inst):
+                self.reads.add(self.at(x.process, k, x.label))
+            self.expr(x.index, inst)
+        elif isinstance(x, (m.Un, m.Conv)):
+            self.expr(x.operand, inst)
+        elif isinstance(x, m.Bin):
+            self.expr(x.left, inst)
+            self.expr(x.right, inst)
+        elif isinstance(x, m.Ite):
+            for sub in (x.cond, x.then, x.orelse):
+                self.expr(sub, inst)
+        elif isinstance(x, m.Quant):
+            self.expr(x.body, inst)
+        elif isinstance(x, m.Builtin):
+            self.builtin(x, inst)
+        else:
+            raise TypeError(f"no footprint for {type(x).__name__}")
+
+    def target(self, x: m.TExpr, inst: int | None):
+        """An lvalue that is written (its index is read)."""
+        if isinstance(x, m.Var):
+            self.writes.update(self.slots(x.sym, inst))
+        elif isinstance(x, m.Elem):
+            self.writes.update(self.element(x, inst))
+            self.expr(x.index, inst)
+        else:
+            raise TypeError(f"not an lvalue: {type(x).__name__}")
+
+    def builtin(self, b: m.Builtin, inst: int | None):
+        """What a kernel primitive touches, from its row in builtins.py: location, bit set,
+        lock and wait-queue arguments are read, and written by the side-effecting ones; the
+        wait-queue operations also touch task states."""
+        sig = BUILTINS[b.name]
+        for kind, a in zip(sig.args, b.args):
+            self.expr(a, inst)
+            if sig.effect and kind in _LOCATIONS:
+                self.target(a, inst)
+        core = lower(b)
+        if isinstance(core, (WaitAdd, WaitRemove)):
+            self.writes.add(self.task_slot(inst))
+        elif isinstance(core, Wake):
+            self.writes.update(self.layout.task_slot.values())
+
+    def task_slot(self, inst: int | None) -> int:
+        return self.layout.task_slot[self._gid(inst)]
+
+    def _gid(self, inst: int | None) -> int:
+        return self.layout.gid_base[self.proc] + (inst or 0)
+
+    def ops(self, ops, inst: int | None, gotos: set):
+        for op in ops:
+            if isinstance(op, ir.OAssign):
+                self.expr(op.value, inst)
+                self.target(op.target, inst)
+            elif isinstance(op, ir.OEval):
+                self.builtin(op.call, inst)
+            elif isinstance(op, ir.OIf):
+                self.expr(op.cond, inst)
+                self.ops(op.then, inst, gotos)
+                self.ops(op.orelse, inst, gotos)
+            elif isinstance(op, ir.OWhile):
+                self.expr(op.cond, inst)
+                self.ops(op.body, inst, gotos)
+            elif isinstance(op, ir.OInline):
+                self.ops(op.body, inst, gotos)
+            elif isinstance(op, ir.OAssert):
+                self.expr(op.cond, inst)
+            elif isinstance(op, ir.OGoto):
+                gotos.add(op.pc)
+            elif not isinstance(op, (ir.OBreak, ir.OContinue, ir.OReturn, ir.OBarrier)):
+                raise TypeError(f"no footprint for {type(op).__name__}")
+
+    def step(self, p: ir.ProcessIR, inst: int, st: ir.Step) -> tuple[set, set, set, bool]:
+        """(reads, writes, target pcs, always enabled) of one step of one instance, its
+        own pc not included. Always enabled: no guard, no sleep, no store buffer to wait
+        for (so an instance at that pc can surely move)."""
+        self.proc = p.name
+        self.reads, self.writes = set(), set()
+        gotos: set = set()
+        self.expr(st.guard, inst)
+        if st.kind is ir.StepKind.SCHEDULE:
+            self.reads.add(self.task_slot(inst))
+        self.ops(st.body, inst, gotos)
+        reads, writes = self.reads, self.writes
+        always = st.guard is None and st.kind is not ir.StepKind.SCHEDULE
+        buf = self.layout.buffer_of(self._gid(inst)) if self.tso else None
+        if buf is not None:
+            # conservatively: a fence reads the buffer; any access to a location the
+            # CPU may buffer goes through (or past) the buffer
+            located = set()
+            for sym in buf.locations:
+                located.update(self.slots(sym, None))
+            if st.fence or located & (reads | writes):
+                whole = set(range(buf.base, buf.base + 2 * buf.capacity))
+                reads |= whole
+                writes |= whole
+                always = False  # a fence waits for an empty buffer, a store for a free entry
+        return reads, writes, gotos, always
+
+    def reads_of(self, x: m.TExpr | None) -> set:
+        """What a property's expression reads (it has no side effects)."""
+        self.proc = None
+        self.reads, self.writes = set(), set()
+        self.expr(x, None)
+        return self.reads
+
+
+@dataclass
+class Analysis:
+    """Footprints of every step of every actor and what follows from them.
+
+    Actors are numbered by gid: the process instances, then (tso) one flush per store
+    buffer (keyed (gid, 0)). For each instance and pc: the actors whose steps (at any
+    pc) conflict with a step there (`conflicts`, a gid bit mask), whether a step there
+    is visible, whether one closes a loop of the process (a back edge of its control
+    flow: the static cycle proviso), and whether one is always enabled."""
+
+    program: ir.Program
+    footprints: dict = field(default_factory=dict)  # (gid, pc) -> Footprints of its steps
+    visible_resources: frozenset = frozenset()
+    conflicts: dict = field(default_factory=dict)  # (gid, pc) -> mask of other actors
+    visible: dict = field(default_factory=dict)  # (gid, pc) -> a step there is visible
+    closes_loop: dict = field(default_factory=dict)  # (gid, pc) -> a step there is a back edge
+    always_enabled: dict = field(default_factory=dict)  # (gid, pc) -> a step there is always enabled
+    proceeds: dict = field(default_factory=dict)  # (gid, pc) -> ... and surely has a successor (cannot fail)
+    why: dict = field(default_factory=dict)  # (gid, pc) -> what it shares or shows, in words
+
+    def candidate(self, gid: int, pc: int) -> bool:
+        """The instance may be part of an ample set at pc: it has a step there, none is
+        visible and none closes a loop."""
+        key = (gid, pc)
+        return bool(self.footprints.get(key)) and not self.visible[key] and not self.closes_loop[key]
+
+    def independent(self, gid: int, pc: int) -> bool:
+        """A candidate whose steps at pc commute with every other actor's."""
+        return self.candidate(gid, pc) and not self.conflicts[(gid, pc)]
+
+
+def back_edges(p: ir.ProcessIR, targets: dict) -> set:
+    """The pcs of process p with a step that is a back edge of a depth-first search of
+    its control flow from its entry (pc 0): every loop of the process contains one.
+    `targets`: pc -> the pcs its steps lead to."""
+    closing: set = set()
+    state = [0] * len(p.steps_at)  # 0 new, 1 on the stack, 2 done
+    for root in range(len(p.steps_at)):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(sorted(targets.get(root, ()))))]
+        while stack:
+            pc, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[pc] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                closing.add(pc)
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(targets.get(nxt, ())))))
+    return closing
+
+
+def analyse(program: ir.Program) -> Analysis:
+    col = Collector(program)
+    layout = program.layout
+    raw: dict = {}  # (gid, pc) -> list of (reads, writes, gotos)
+    referenced: set = set()  # every place proposition anything reads
+    an = Analysis(program)
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            targets: dict = {}
+            for pc, steps in enumerate(p.steps_at):
+                lst = []
+                always = proceeds = False
+                for st in steps:
+                    r, w, g, a = col.step(p, i, st)
+                    proceeds |= a and cannot_fail(st.body)
+                    referenced.update(x for x in r if isinstance(x, tuple))
+                    lst.append((r, w, g))
+                    targets.setdefault(pc, set()).update(g)
+                    always |= a
+                raw[(gid, pc)] = lst
+                an.always_enabled[(gid, pc)] = always
+                an.proceeds[(gid, pc)] = proceeds
+            closing = back_edges(p, targets)
+            for pc in range(len(p.steps_at)):
+                an.closes_loop[(gid, pc)] = pc in closing
+    visible: set = set()
+    for prop in program.properties:
+        # assertions and deadlocks need no visibility (module docstring): a failing
+        # step is found failing, a deadlock stays one
+        for x in (prop.cond, prop.trigger, prop.goal):
+            visible |= col.reads_of(x)
+    if any(prop.kind is m.PropertyKind.FINAL for prop in program.properties):
+        # a `final` condition is read where every process is at a valid end
+        for p in program.processes:
+            for i in range(p.instances):
+                visible.add(("at", layout.gid_base[p.name] + i, p.end_pcs))
+    an.visible_resources = frozenset(visible)
+    referenced |= {x for x in visible if isinstance(x, tuple)}
+    by_gid: dict = {}
+    for x in referenced:
+        by_gid.setdefault(x[1], []).append(x)
+    for (gid, pc), lst in raw.items():
+        fps = []
+        for r, w, g in lst:
+            # the step writes a place proposition when it can move its instance into or
+            # out of the proposition's pcs
+            moves = {x for x in by_gid.get(gid, ()) if any((t in x[2]) != (pc in x[2]) for t in g)}
+            fps.append(Footprint(frozenset(r), frozenset(w | moves)))
+        an.footprints[(gid, pc)] = tuple(fps)
+    n_inst = len(layout.instance_names)
+    for k, b in enumerate(layout.buffers):
+        whole = frozenset(range(b.base, b.base + 2 * b.capacity))
+        located = set()
+        for sym in b.locations:
+            located.update(col.slots(sym, None))
+        key = (n_inst + k, 0)
+        an.footprints[key] = (Footprint(whole, whole | located),)
+        an.closes_loop[key] = False  # flushes only shrink the buffer: they close no loop
+        an.always_enabled[key] = an.proceeds[key] = False
+    actors: dict = {}  # gid -> (reads, writes) over all its steps
+    for (gid, _pc), fps in an.footprints.items():
+        r, w = actors.setdefault(gid, (set(), set()))
+        for fp in fps:
+            r |= fp.reads
+            w |= fp.writes
+    for key, fps in an.footprints.items():
+        gid = key[0]
+        mask = 0
+        shared: set = set()
+        for g2, (r2, w2) in actors.items():
+            if g2 == gid:
+                continue
+            for fp in fps:
+                if fp.writes & (r2 | w2) or fp.reads & w2:
+                    mask |= 1 << g2
+                    shared |= (fp.writes & (r2 | w2)) | (fp.reads & w2)
+        shows = set().union(*(fp.writes for fp in fps)) & an.visible_resources if fps else set()
+        an.conflicts[key] = mask
+        an.visible[key] = bool(shows)
+        words = []
+        if shared:
+            words.append("shares " + ", ".join(sorted(_name(layout, x) for x in shared)))
+        if shows:
+            words.append("changes what a property reads: " + ", ".join(sorted(_name(layout, x) for x in shows)))
+        if an.closes_loop[key]:
+            words.append("closes a loop")
+        an.why[key] = "; ".join(words)
+    return an
+
+
+def _name(layout: ir.StateLayout, x: Resource) -> str:
+    if isinstance(x, tuple):
+        return f"{layout.instance_names[x[1]]}@pcs{sorted(x[2])}"
+    return layout.slots[x].name
+
+
+def cannot_fail(ops) -> bool:
+    """Ops that surely run to the end (nothing that can fail an assertion or raise a
+    model error): barriers, gotos, branches on conditions that cannot fail, and plain
+    assignments to a scalar of a constant in its range or of a variable of the same
+    type."""
+    for op in ops:
+        if isinstance(op, (ir.OBarrier, ir.OGoto)):
+            continue
+        if isinstance(op, ir.OIf):
+            if expr_cannot_fail(op.cond) and cannot_fail(op.then) and cannot_fail(op.orelse):
+                continue
+            return False
+        if not (isinstance(op, ir.OAssign) and isinstance(op.target, m.Var)):
+            return False
+        t, v = op.target.type, op.value
+        if isinstance(v, m.Var) and v.type == t:
+            continue
+        if not isinstance(v, m.Const):
+            return False
+        if isinstance(t, m.BoolT) and v.value in (0, 1):
+            continue
+        if isinstance(t, m.EnumT) and 0 <= v.value < len(t.members):
+            continue
+        if isinstance(t, m.IntT) and t.lo is not None and t.lo <= v.value <= t.hi:
+            continue
+        return False
+    return True
+
+
+def expr_cannot_fail(x: m.TExpr | None) -> bool:
+    """An expression whose evaluation raises nothing: no division, shift or computed
+    index (any of which may be out of range)."""
+    if x is None or isinstance(x, (m.Const, m.Var, m.SelfE, m.Bound)):
+        return True
+    if isinstance(x, (m.Un, m.Conv)):
+        return expr_cannot_fail(x.operand)
+    if isinstance(x, m.Bin):
+        return x.op not in ("/", "%", "<<", ">>") and expr_cannot_fail(x.left) and expr_cannot_fail(x.right)
+    if isinstance(x, m.Ite):
+        return all(expr_cannot_fail(e) for e in (x.cond, x.then, x.orelse))
+    if isinstance(x, m.At):
+        return x.index is None or isinstance(x.index, m.Const)
+    if isinstance(x, m.Elem):
+        t = x.sym.type
+        return isinstance(x.index, m.Const) and t.lo <= x.index.value <= t.hi
+    if isinstance(x, m.Builtin):
+        core = lower(x)
+        if isinstance(core, TestBit):
+            return isinstance(core.nr, m.Const) and expr_cannot_fail(core.bits)
+        return isinstance(core, SAFE_READS) and all(expr_cannot_fail(a) for a in x.args)
+    return False

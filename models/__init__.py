@@ -1,0 +1,1 @@
+"""The shipped models, installed as the package data checker.models (`check --list-models`)."""

@@ -1,0 +1,85 @@
+"""Searches and helpers that several test files share, as a pytest plugin (conftest's
+`pytest_plugins`), so that no test module imports fixtures from another: every shipped
+model searched once by one worker, worker thresholds lowered for small models, and the
+philosophers model big enough for the workers to start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checker.engines.explicit import parallel
+from checker.results.trace import Verdict
+from shared_runs import checked
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted(ROOT.glob("models/*.spec")) + sorted(ROOT.glob("tests/litmus/*.spec"))
+
+
+def summary(result, fingerprint: bool = True):
+    """What a search found, per variant; its coverage too (the digest of the stored states
+    only where `fingerprint`: --hash-compact digests fingerprints, not states)."""
+    out = {}
+    for v in result.variants:
+        cov = v.coverage
+        coverage = cov and (cov.statements, cov.never_true, cov.silent_processes, fingerprint and cov.fingerprint)
+        out[v.variant] = (v.stats.states, v.stats.transitions, v.stats.depth,
+                          ",".join(sorted(f"{o.property}={o.verdict.value}" for o in v.outcomes
+                                          if o.verdict is not Verdict.HOLDS)),
+                          {o.property: (len(o.counterexample.trace.states), o.counterexample.trace.loop_start)
+                           for o in v.outcomes if o.counterexample is not None},
+                          v.model_error is not None and len(v.model_error.trace.states), coverage)
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    return {p: summary(checked(p, por=False, symmetry="off", workers=1)) for p in SPECS}
+
+
+@pytest.fixture
+def eager_workers(monkeypatch):
+    """Workers even for the small shipped models, so that the parallel search itself
+    is what the comparison tests."""
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(parallel, "LEVEL_FROM", 1)
+
+
+PHILOSOPHERS = """
+model philosophers;
+const N = 7;
+const STRICT = false;
+var fork[N]: 0..N = 0;
+fn first(i) = i == N - 1 ? 0 : i;
+fn second(i) = i == N - 1 ? i : i + 1;
+process phil[N] {
+  loop {
+    think: skip;
+    atomic { await fork[first(self)] == 0; fork[first(self)] = self + 1; }
+    atomic { await fork[second(self)] == 0; fork[second(self)] = self + 1; }
+    eat: assert holds_forks: fork[first(self)] == self + 1 && fork[second(self)] == self + 1;
+    fork[second(self)] = 0;
+    fork[first(self)] = 0;
+  }
+}
+invariant neighbours_apart: forall i in 0..N-1: (!(phil[i]@eat && phil[(i + 1) % N]@eat));
+invariant not_two_apart: STRICT -> forall i in 0..N-1: (!(phil[i]@eat && phil[(i + 3) % N]@eat));
+variant strict { STRICT = true; } expect violated not_two_apart;
+"""
+
+
+@pytest.fixture(scope="module")
+def philosophers(tmp_path_factory):
+    path = tmp_path_factory.mktemp("phil") / "philosophers.spec"
+    path.write_text(PHILOSOPHERS)
+    return path
+
+
+@pytest.fixture
+def workers_from_20k(monkeypatch):
+    """Workers for the 52,224-state philosophers, below the real PARALLEL_FROM, started
+    where a big search would start them (a level of a few thousand states)."""
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 20_000)
+
+
