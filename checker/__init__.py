@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "check_file": "api",
     "check_source": "api",
+    "diagnostics": "api",
     "SpecError": "base.errors",
     "Span": "base.errors",
     "RunResult": "results.trace",

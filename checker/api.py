@@ -15,8 +15,8 @@ from .engines.explicit import Limits
 from .base.errors import NOWHERE, SpecError
 from .front.parse import parse
 from .resolve import MEMORY_MODELS
-from .pipeline import ENGINES, Options, check_spec, load, max_workers, too_many_workers
-from .results.trace import RunResult
+from .pipeline import ENGINES, Options, check_spec, diagnose, load, max_workers, too_many_workers
+from .results.trace import Engine, RunResult
 
 Define = bool | int | str
 
@@ -45,8 +45,17 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
 def check_source(text: str, file: str = "<spec>", **options) -> RunResult:
     """Check a spec given as text (`file` names it in spans and results); the keyword
     arguments are check_file's (another is a TypeError)."""
-    opts = _options(**{**check_file.__kwdefaults__, **options})
+    opts = _options(**{**(check_file.__kwdefaults__ or {}), **options})
     return check_spec(parse(text, file), opts)
+
+
+def diagnostics(text: str, file: str = "<spec>") -> list[SpecError]:
+    """Every error of a spec given as text, in file order, without checking it: its
+    syntax errors, or, when it parses, the errors of every variant (each once; the
+    language server's `diagnose` says which variants). Each has a `span`, a `message`, a
+    `hint` and a `code` (`check --explain CODE`); [] means every variant can be checked.
+    It raises nothing for bad input, and explores nothing."""
+    return [e for e, _ in diagnose(text, file).errors]
 
 
 def _options(*, variants, defines, memory_model, store_buffer, engine, max_states, max_depth, depth, deadlock,
@@ -58,6 +67,8 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
         raise SpecError(NOWHERE, f"unknown memory model {memory_model!r}", f"memory models: {', '.join(MEMORY_MODELS)}")
     if depth is not None and engine == "explicit":
         raise SpecError(NOWHERE, "depth is for engine='bmc' or 'induction'; the explicit engine takes max_depth")
+    if depth is not None and engine == "pdr":
+        raise SpecError(NOWHERE, "engine='pdr' has no bound: it takes no depth")
     if (max_states is not None or max_depth is not None) and engine != "explicit":
         raise SpecError(NOWHERE, f"max_states and max_depth are for the explicit engine; {engine} takes depth")
     for name, value, least in (("max_states", max_states, 1), ("max_depth", max_depth, 0), ("depth", depth, 0),
@@ -74,7 +85,7 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
     return Options(defines=_defines({} if defines is None else defines), variants=(variants,) if isinstance(variants, str) else tuple(variants),
                    use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
                    memory=memory_model, store_buffer=store_buffer, progress=progress,
-                   engine=engine, depth=10 if depth is None else depth, timeout=timeout,
+                   engine=Engine(engine), depth=10 if depth is None else depth, timeout=timeout,
                    workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry)
 
 
@@ -96,4 +107,4 @@ def _defines(defines: Mapping[str, Define]) -> dict[str, str]:
     return out
 
 
-__all__ = ["check_file", "check_source"]
+__all__ = ["check_file", "check_source", "diagnostics"]

@@ -36,7 +36,7 @@ from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
-from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_outputs
+from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
 from .export.text import format_replay, format_run
 from .results.findings import coverage_table
 from .resolve import parse_defines
@@ -56,7 +56,7 @@ from .pipeline import (
     too_many_workers,
 )
 from .base.safe_text import printable
-from .results.trace import ReplayResult, RunResult, Verdict
+from .results.trace import LKMM_NAME, Engine, ReplayResult, RunResult, Verdict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 TEXT_WIDTH = 100  # the text's width when stdout is not a terminal (files, pipes, CI logs): stable output
@@ -86,7 +86,7 @@ how that compares with the file's Result line.
 exit codes:
   0  the Observation is the file's 'Result:' line (or the file has none)
   1  it is not
-  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, loops, ...)
+  2  the file cannot be read: file:line:col, a caret, the construct named (SRCU, for and do loops, ...)
   3  more than --max-candidates candidate executions: no verdict
 """
 class _Parser(argparse.ArgumentParser):
@@ -120,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     z = p.add_argument_group("engines (lemmas are always checked by Z3)")
     z.add_argument("--engine", choices=ENGINES, default="explicit",
                    help="explicit: breadth-first search (default); bmc: bounded model checking in Z3 up to "
-                        "--depth; induction: k-induction in Z3 up to k = --depth")
+                        "--depth; induction: k-induction in Z3 up to k = --depth; pdr: PDR/IC3 in Z3 (Spacer), unbounded "
+                        "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
@@ -189,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "one process's steps, and a long table one row per variant that is as expected")
     p.add_argument("--progress", action="store_true", default=None,
                    help="show progress even when stderr is not a terminal")
-    p.add_argument("--version", action="version", version=f"timerace {__version__}")
+    p.add_argument("--version", action="version", version=f"timerace {__version__}; memory lkmm and "
+                                                              f"FILE.litmus: {LKMM_NAME}")
     p.add_argument("--list-models", action="store_true", help="list the models shipped with timerace and exit")
     return p
 
@@ -276,6 +278,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--simulate runs the compiled steps; it takes no --engine")
     if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
+    if args.depth is not None and args.engine == "pdr":
+        parser.error("--engine pdr has no bound: it takes no --depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
         parser.error(f"--max-states and --max-depth are for the explicit engine; {args.engine} takes --depth")
     if args.engine != "explicit" and (args.replay or args.dot_graph):
@@ -317,6 +321,8 @@ def litmus_main(argv: list[str]) -> int:
         sys.stderr.write(f"{printable(args.file)}: error: the test nests too deeply to check\n")
         return 2
     text = lkmm.format_result(test, result)
+    if result.loop_cut:  # herd7 warns "unrolling limit exceeded, legal outcomes may be missing"
+        text += "\n" + lkmm.LOOP_NOTE
     said, race = lkmm.judge_result(test, result)
     if test.expected is None:
         text += "\nResult: no 'Result:' line in the file: nothing to compare"
@@ -394,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"check: error: {printable(problem)}\n")
         return EXIT_INPUT
     source = None
+    command = "check " + " ".join(shlex.quote(a) for a in argv)
     try:
         defines = parse_defines(args.defines)
         spec = load(args.file)
@@ -401,19 +408,19 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(defines=defines, variants=tuple(args.variant), use_expectations=not args.no_expect,
                        limits=Limits(args.max_states, args.max_depth, not args.no_deadlock),
                        memory=args.memory_model, store_buffer=args.store_buffer, preemptions=args.preemptions, progress=args.progress,
-                       command="check " + " ".join(shlex.quote(a) for a in argv),
+                       command=command,
                        graph_limit=args.graph_max_states if args.dot_graph else None,
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
-                       engine=args.engine, depth=10 if args.depth is None else args.depth,
+                       engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
                        coverage=not args.no_coverage)
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:
-            for v in selected_variants(spec, opts.variants):
-                cm = compile_variant(spec, v, opts)
+            for name in selected_variants(spec, opts.variants):
+                cm = compile_variant(spec, name, opts)
                 if not _print(cm.source + "\n" + level_loop_source(cm, opts.limits.check_deadlock,
                                                                    opts.hash_compact)):
                     break
@@ -428,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         if e.span.line and (source is None or e.span.file != args.file):
             source = read_for_display(e.span.file)  # the error is in another file than the spec
         sys.stderr.write(printable(e.with_code("TR600").render(source), multiline=True) + "\n")
+        _write_errors(e, req, args.file, command)
         return EXIT_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted before the search started\n")
@@ -534,6 +542,22 @@ def _promela_problems(out: str | None, spec: str) -> list[str]:
     if os.path.isdir(out):
         return check_output_paths([], [("--promela", out)])
     return check_output_paths([("--promela", out)], [], (spec,))
+
+
+def _write_errors(e: SpecError, req, spec: str, command: str) -> None:
+    """The --json and --sarif files of a spec that cannot be checked: its errors."""
+    try:
+        written = write_error_outputs(e, req, spec, command)
+    except BrokenPipeError:  # `--json - | head`
+        _silence_stdout()
+        return
+    except OSError as err:
+        sys.stderr.write(f"check: error: cannot write {printable(str(err.filename or 'an output file'))}: "
+                         f"{err.strerror}\n")
+        return
+    if written:
+        sys.stderr.write(f"check: wrote {len(written)} file{'s' if len(written) != 1 else ''} with the errors: "
+                         + ", ".join(printable(w) for w in written) + "\n")
 
 
 def _print(text: str, stream=None) -> bool:

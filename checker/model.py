@@ -246,6 +246,24 @@ _INT_BINOPS = {
 # ---- symbols -------------------------------------------------------------------
 
 
+class MemoryModel(str, enum.Enum):
+    """The memory models a variant is checked under (`memory X;`, --memory-model): the one
+    definition. A str enum, so that the name a user writes is the member's value."""
+
+    SC = "sc"  # sequential consistency: every access in one order
+    TSO = "tso"  # x86-TSO: a store buffer per CPU (ir.StoreBuffer)
+    LKMM = "lkmm"  # the Linux-kernel memory model, operationally (memory/lkmm.py)
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__  # equal to its name, so hashed as it: MemoryModel.TSO and "tso" are one key
+
+
+#: the names, in the order the documentation gives them
+MEMORY_MODELS = tuple(mm.value for mm in MemoryModel)
+
+
 class Scope(enum.Enum):
     GLOBAL = "global"
     LOCAL = "local"
@@ -473,6 +491,23 @@ class SFair(RStmt):
 
 PREEMPTIBLE_REGION = "<preemptible>"  # the SInlined name of a `preemptible { ... }` region
 
+# The execution-context state (semantics/contexts.py makes it), named as traces print it;
+# properties read it by these names (resolve/contexts.py)
+CONTEXT_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
+CONTEXT_LOCALS = ("preempt_count", "asleep", "in_region", "exit_reason")  # a thread's, besides its `cpu`
+IRQ_IDLE = "end_irq"  # a handler's idle pc: a valid end
+GUEST_MODE = "guest_mode"  # per CPU, in a model whose threads enter the guest: it runs a guest
+MAX_PREEMPT_DEPTH = 3  # the deepest preempt_disable nesting a thread's count holds
+
+
+def pending_name(irq: str) -> str:
+    """The flag (array, for one handler per CPU) saying interrupt `irq` is pending."""
+    return f"pending_{irq}"
+
+
+def armed_name(timer: str) -> str:
+    return f"armed_{timer}"
+
 
 def walk_statements(body: tuple[RStmt, ...]):
     """Every statement of `body`, nested ones included (branches, loop and atomic
@@ -525,6 +560,7 @@ class ProcessContext:
     span: Span | None = None  # the `on cpu` clause, or the declaration
     hrtimer: bool = False  # an interrupt raised by its timer's expiry (`hrtimer NAME on cpu C`)
     regions: bool = False  # preemptible only inside its `preemptible { ... }` regions
+    posted: bool = False  # an interrupt processed in guest mode without a VM exit
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,7 +623,8 @@ class Model:
     source: str
     variant: str  # "base" or a variant's name
     constants: dict[str, int | bool | str]
-    memory: str  # "sc" | "tso"
+    memory: MemoryModel  # what the variant is checked under
+    declared_memory: MemoryModel  # what the spec declares for it (--memory-model may override it)
     globals: tuple[VarSym, ...]
     processes: tuple[Process, ...]
     properties: tuple[Property, ...]

@@ -18,7 +18,7 @@ from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
-from .base.errors import NOWHERE, Span, SpecError, SpecErrors, did_you_mean
+from .base.errors import NOWHERE, Span, SpecError, combined, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
 from .front.parse import parse
@@ -26,6 +26,7 @@ from .base.progress import Progress
 from .resolve import BASE, header_comment, resolve, variant_names
 from .results.trace import (
     LKMM_HOLDS_NOTE,
+    Engine,
     Counterexample,
     PropertyOutcome,
     ReplayResult,
@@ -36,7 +37,7 @@ from .results.trace import (
 )
 
 
-ENGINES = ("explicit", "bmc", "induction")
+ENGINES = tuple(e.value for e in Engine)  # the one list: results.trace.Engine
 #: Stats.limit of a search that ends the whole run: the variants after it are not checked
 CUT_SHORT = ("interrupted", OUT_OF_MEMORY)
 #: Stats.limit of a variant the run never reached
@@ -60,10 +61,10 @@ class Options:
     workers: int = 1  # processes sharing the explicit search (engines/explicit/parallel.py)
     workers_asked: bool = False  # --workers was given: say why a search ran in fewer processes
     hash_compact: bool = False  # store 64-bit fingerprints instead of states
-    engine: str = "explicit"  # for invariants, asserts, deadlock; lemmas always go to Z3
-    depth: int = 10  # bmc: the bound; induction: the largest k
+    engine: Engine = Engine.EXPLICIT  # for invariants, asserts, deadlock; lemmas always go to Z3
+    depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
-    por: bool = True  # partial-order reduction (engines/reduce.py)
+    por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
@@ -247,7 +248,16 @@ def diagnose(source: str, file: str) -> Diagnosis:
 
 def _each(e: SpecError) -> tuple[SpecError, ...]:
     """The errors one SpecError stands for (a SpecErrors holds several), each with a code."""
-    return tuple(x.with_code("TR001") for x in (e.errors if isinstance(e, SpecErrors) else (e,)))
+    return tuple(x.with_code("TR001") for x in e.errors)
+
+
+def _variant_errors(spec: Spec, variant: str, opts: Options) -> tuple[SpecError, ...]:
+    """The errors that keep `variant` from being compiled (none if it can be)."""
+    try:
+        compile_variant(spec, variant, opts)
+    except SpecError as e:
+        return e.errors
+    return ()
 
 
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
@@ -312,6 +322,17 @@ def _timeout(opts: Options) -> float:
 
 def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | None = None) -> VariantResult:
     cm = compile_variant(spec, variant, opts)
+    vr = _check_compiled(spec, variant, cm, opts, lemma_cache)
+    model = cm.program.model
+    if model.declared_memory != model.memory:  # never drop a variant's memory model silently
+        note = (f"--memory-model {model.memory} overrides the variant's `memory {model.declared_memory}`: "
+                f"what only {model.declared_memory} allows is not checked")
+        vr = replace(vr, stats=replace(vr.stats, notes=vr.stats.notes + (note,)))
+    return vr
+
+
+def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
+                    lemma_cache: dict | None) -> VariantResult:
     model = cm.program.model
     if opts.simulate is not None:
         return _check_simulated(cm, variant, opts)
@@ -321,11 +342,8 @@ def check_variant(spec: Spec, variant: str, opts: Options, lemma_cache: dict | N
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        if model.memory == "lkmm":
-            raise SpecError(model.processes[0].span if model.processes else NOWHERE,
-                            f"--engine {opts.engine} has no `memory lkmm`: the machine's views and histories "
-                            "live in the explicit engine (checker/memory/lkmm.py)",
-                            "check this variant with --engine explicit, or under --memory-model tso or sc")
+        if model.memory != "sc":
+            return _explicit_only(spec, cm, opts, lemma_findings)
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
     progress.label = f"{variant}: "
@@ -467,14 +485,9 @@ def _outcome(prop: m.Property, expected: bool, finding) -> PropertyOutcome:
                            prop.span, finding.note, finding.bound)
 
 
-def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
-    """The bmc or induction engine on one variant (lemmas already checked)."""
-    from .engines.smt.bmc import bmc
-    from .engines.smt.induction import induction
-
-    model = cm.program.model
-    run_engine = bmc if opts.engine == "bmc" else induction
-    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
+def _z3_outcomes(model: m.Model, opts: Options, lemma_findings: dict, other) -> list[PropertyOutcome]:
+    """Each property's outcome under a Z3 engine: lemmas as Z3 decided them, the rest by
+    `other(property, expected)`; deadlock only when it is checked."""
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -482,15 +495,46 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
         expected = prop.name in model.expected_violations and opts.use_expectations
         if prop.kind is m.PropertyKind.LEMMA:
             outcomes.append(_outcome(prop, expected, lemma_findings[prop.name]))
-        elif prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, f"{prop.kind.value} properties are not checked by the "
-                                            f"{opts.engine} engine"))
-        elif prop.name not in sym.findings:  # the engine was interrupted before it decided this one
-            outcomes.append(PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                            prop.span, sym.stats.limit or "not checked"))
         else:
-            outcomes.append(_outcome(prop, expected, sym.findings[prop.name]))
+            outcomes.append(other(prop, expected))
+    return outcomes
+
+
+def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings: dict) -> VariantResult:
+    """A variant under tso or lkmm, which the Z3 engines do not encode (store buffers,
+    the LKMM machine's views): listed as not checked, so the rest of the file runs.
+    Lemmas do not depend on the memory model and keep their Z3 verdicts."""
+    model = cm.program.model
+    why = (f"{NOT_CHECKED}: {model.memory} is explicit-only (--engine {opts.engine} encodes sequential "
+           "consistency; --engine explicit checks this variant)")
+    outcomes = _z3_outcomes(model, opts, lemma_findings, lambda prop, expected: PropertyOutcome(
+        prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span, why))
+    return _expect_spans(spec, VariantResult(model.variant,
+                                             tuple(model.constants.items()), tuple(outcomes),
+                                             Stats(complete=False, limit=why, engine=opts.engine), model.memory,
+                                             fairness_of(model)))
+
+
+def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findings: dict) -> VariantResult:
+    """The bmc, induction or pdr engine on one variant (lemmas already checked)."""
+    from .engines.smt.bmc import bmc
+    from .engines.smt.induction import induction
+    from .engines.smt.pdr import pdr
+
+    model = cm.program.model
+    run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
+    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
+
+    def decided(prop: m.Property, expected: bool) -> PropertyOutcome:
+        if prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
+            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span,
+                                   f"{prop.kind.value} properties are not checked by the {opts.engine} engine")
+        if prop.name not in sym.findings:  # the engine was interrupted before it decided this one
+            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
+                                   prop.span, sym.stats.limit or "not checked")
+        return _outcome(prop, expected, sym.findings[prop.name])
+
+    outcomes = _z3_outcomes(model, opts, lemma_findings, decided)
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
     return VariantResult(variant, constants, outcomes, sym.stats, model.memory,
@@ -579,6 +623,9 @@ def check_spec(spec: Spec, opts: Options) -> RunResult:
     for k, v in enumerate(variants):
         try:
             results.append(check_variant(spec, v, opts, lemma_cache))
+        except SpecError as e:  # with the errors of the other variants: all of them in one run
+            later = [x for w in variants[k + 1:] for x in _variant_errors(spec, w, opts)]
+            raise combined(list(e.errors) + later) from None
         except KeyboardInterrupt:  # outside a search (compiling, a lemma, the liveness graph)
             results.append(unfinished(spec, v, opts, "interrupted", "interrupted"))
         except MemoryError as e:  # str(e): why, when it is more than "no memory" (a killed worker)

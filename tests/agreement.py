@@ -67,3 +67,35 @@ def assert_engines_agree(cm, depth: int) -> tuple[dict, dict]:
         if d_got is not None and d_got <= limit:
             assert d_exp == d_got, (name, d_exp, d_got)
     return exp, got
+
+
+def assert_pdr_agrees(cm, timeout: float = 60) -> dict[str, str]:
+    """PDR against a complete explicit search: a safety property is violated (with a
+    replayed path) exactly when the explicit engine finds it violated, and proved
+    exactly when it holds; a model error is found when the explicit search stops at one
+    (the other properties are then left undecided, as the explicit search leaves them).
+    Returns property -> PDR's verdict."""
+    from checker.engines.smt.pdr import pdr
+
+    ex = explore(cm)
+    assert ex.stats.complete or ex.model_error is not None
+    r = pdr(cm, 0, timeout)
+    assert not r.checker_bugs, r.checker_bugs
+    skip = {p.name for p in cm.program.model.properties
+            if p.kind in (PropertyKind.REACHABLE, PropertyKind.LIVENESS, PropertyKind.LEMMA)}
+    if ex.model_error is not None:
+        assert r.model_error is not None, "pdr missed the model error"
+        assert all(f.verdict in (Verdict.INCOMPLETE, Verdict.PROVED) for f in r.findings.values()), r.findings
+        return {n: f.verdict.value for n, f in r.findings.items()}
+    assert r.model_error is None, "pdr found a model error the explicit engine does not reach"
+    for p in cm.program.model.properties:
+        if p.name in skip:
+            continue
+        f = r.findings[p.name]
+        if p.name in ex.counterexamples:
+            assert f.verdict is Verdict.VIOLATED, (p.name, "explicit: violated", f.verdict, f.note)
+            assert f.counterexample.trace.length >= ex.counterexamples[p.name].trace.length
+        else:
+            assert f.verdict is Verdict.PROVED, (p.name, "explicit: holds", f.verdict, f.note)
+    assert r.stats.complete
+    return {n: f.verdict.value for n, f in r.findings.items()}

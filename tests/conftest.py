@@ -84,3 +84,16 @@ def exported(tmp_path_factory):
                                             junit="out/spin.xml"))
     out["spin-lasso"] = (folder, None, result)
     return out
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many comparisons with herd7 ran live and how many read its recorded reports
+    (tests/oracle.py): without ../shared/tools/herd7 every one is from a recording."""
+    import oracle
+
+    c = oracle.COUNTS
+    if any(c.values()):
+        line = (f"herd7 oracle: {c['live']} comparison{'s' * (c['live'] != 1)} live, {c['recorded']} from recordings"
+                + (f", {c['unrecorded']} skipped without a recording" if c["unrecorded"] else "")
+                + f" (TIMERACE_HERD7={oracle.MODE})")
+        terminalreporter.write_line(line)

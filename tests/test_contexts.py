@@ -175,10 +175,16 @@ def test_context_models_explicit_and_bmc_agree(path):
     ("model x; cpus 2; interrupt h[1] { skip; } process p { send_IPI(0, h); }", "one handler per CPU"),
     ("model x; cpus 1; process p on cpu 0 { raise_irq(q); }", "needs an interrupt's name"),
     ("model x; cpus 1; var y: bool = false; process p on cpu 0 { y = this_cpu_read(y); }", "per-CPU variable"),
-    ("model x; cpus 1; memory tso; process p on cpu 0 { skip; }", "not supported yet"),
     ("model x; cpus 1; memory lkmm; process p on cpu 0 { skip; }", "under `memory lkmm` are not supported yet"),
     ("model x; cpus 2; process p on cpu 0 { cpu = 1; }", "assigns its own CPU"),
     ("model x; cpus 1; preemptible process p { skip; }", "runs on no CPU"),
+    # guest mode (issue 27)
+    ("model g; cpus 1; process p on cpu 0 { skip; } invariant a: guest_mode[0];", "no thread of this model enters the guest"),
+    ("model g; cpus 1; interrupt h on cpu 0 { skip; } process p on cpu 0 { if (vm_exit_by(h)) skip; }",
+     "which never enters the guest"),
+    ("model g; cpus 1; interrupt h on cpu 0 { guest_enter(); } process p on cpu 0 { skip; }", "outside a thread's body"),
+    ("model g; cpus 1; process p on cpu 0 { atomic { guest_enter(); } }", "blocks and cannot be inside `atomic`"),
+    ("model g; cpus 1; process p on cpu 0 { skip; } invariant a: p.exit_reason == 0;", "never enters the guest"),
 ])
 def test_context_errors_name_the_construct(text, words):
     with pytest.raises(SpecError) as e:

@@ -51,7 +51,7 @@ def position(err: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("brk", ODD_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
-def test_odd_line_break_shows_wrong_statement_in_traces(tmp_path, brk):
+def test_odd_line_breaks_keep_each_statement_on_its_own_line_in_traces(tmp_path, brk):
     """A form feed (or \\v, \\x1c-\\x1e, \\x85, U+2028) in a comment: the trace, the ITF
     and the Mermaid diagram show the statement, not a slice of another line."""
     spec = write(tmp_path, f"model ff; // a page break follows: {brk}\nvar x: 0..1 = 0;\n"
@@ -66,7 +66,7 @@ def test_odd_line_break_shows_wrong_statement_in_traces(tmp_path, brk):
 
 
 @pytest.mark.parametrize("brk", ODD_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
-def test_odd_line_break_puts_caret_under_wrong_line(tmp_path, brk):
+def test_odd_line_breaks_put_the_caret_under_the_right_line(tmp_path, brk):
     spec = write(tmp_path, f"model m; // page break: {brk}\nvar x: 0..1 = 0;\nprocess p {{ x = y; }}\n")
     rc, _, err = check(spec)
     assert rc == 2
@@ -133,7 +133,7 @@ DEEP = {
 
 
 @pytest.mark.parametrize("kind", sorted(DEEP))
-def test_deep_nesting_traceback(tmp_path, kind):
+def test_deep_nesting_is_an_input_error_with_a_position(tmp_path, kind):
     """488 chained `if`s (or ~500 nested `->`, `?:`, ...) ended in lark's VisitError
     wrapping a RecursionError, exit 1; now: exit 2 with the position where the nesting
     passes the limit, the depth and the limit."""
@@ -174,7 +174,7 @@ def test_deep_nesting_reviewers_reproducer():
 
 
 @pytest.mark.parametrize("literal", ["9" * 4301, "0x" + "f" * 3600, "18446744073709551616", "0x10000000000000000"])
-def test_long_literal_traceback(tmp_path, literal):
+def test_a_literal_past_u64_is_an_input_error(tmp_path, literal):
     spec = write(tmp_path, f"model b;\nvar x: 0..1 = {literal};\nprocess p {{ x = 1; }}\n")
     rc, _, err = check(spec)
     assert rc == 2, err
@@ -183,7 +183,7 @@ def test_long_literal_traceback(tmp_path, literal):
     assert f"larger than {MAX_LITERAL}" in err and len(first.removeprefix(str(spec))) < 160  # the path varies
 
 
-def test_long_literal_leading_zero_traceback(tmp_path):
+def test_a_literal_with_a_leading_zero_is_an_input_error(tmp_path):
     """`07` went to int(text, 0), which refuses a leading zero: a traceback."""
     rc, _, err = check(write(tmp_path, "model b;\nvar x: 0..9 = 07;\nprocess p { x = 00; }\n"))
     assert rc == 2 and position(err) == (2, 15) and "starts with 0" in err and "octal" in err
@@ -198,7 +198,7 @@ def test_long_literal_largest_u64_is_fine(tmp_path):
 
 
 @pytest.mark.parametrize("value", ["9" * 5000, "-" + "9" * 5000, "0x" + "f" * 5000])
-def test_long_literal_traceback_in_define(tmp_path, value):
+def test_a_literal_past_u64_in_a_define_is_an_input_error(tmp_path, value):
     spec = write(tmp_path, "model b;\nconst N = 1;\nvar x: 0..1 = 0;\nprocess p { x = 1; }\n")
     rc, _, err = check(spec, "-D", f"N={value}")
     assert rc == 2, err
@@ -206,7 +206,7 @@ def test_long_literal_traceback_in_define(tmp_path, value):
 
 
 @pytest.mark.parametrize("dim", ["100000000000", "(1 << 70)", "0..100000000000", "-5..65531"])
-def test_huge_array_traceback(tmp_path, dim):
+def test_a_huge_array_is_an_input_error(tmp_path, dim):
     """`var a[100000000000]` ran out of memory, `var a[2**70]` overflowed: now exit 2 at
     the dimension, with the limit."""
     spec = write(tmp_path, f"model b;\nvar a[{dim}]: bool;\nprocess p {{ a[0] = true; }}\n")

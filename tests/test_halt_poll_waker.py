@@ -55,7 +55,7 @@ def test_lkmm_counterexample_is_the_waiter_test_reading_a_stale_queue():
     assert len(stale) == 1
     i, a = stale[0]
     assert (a.process, a.text) == ("hrtimer", "if (swait_active(wait))")
-    assert a.detail.startswith("read wait = {}, an older store than memory's {vcpu}: the newer store had not "
+    assert a.detail.startswith("not taken: read wait = {}, an older store than memory's {vcpu}: the newer store had not "
                                "propagated to hrtimer")
     before = t.states[i]
     assert before.get("view(hrtimer)") == (("wait", ()),) and before.get("wait") == ("vcpu",)

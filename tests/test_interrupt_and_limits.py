@@ -149,7 +149,7 @@ HEADROOM_MIB = {1: 24, 2: 40}
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_out_of_memory_in_a_search_gives_a_traceback_and_no_result(tmp_path, started, workers):
+def test_out_of_memory_in_a_search_gives_a_partial_result(tmp_path, started, workers):
     """A search that ran out of memory ended in a MemoryError traceback (with --workers, a
     worker's RuntimeError), exit 1, no table, no partial result, no JSON. It must end as a
     limit does: "out of memory after N states", exit 3, the --json file written and
@@ -234,6 +234,24 @@ def test_ctrl_c_under_z3_interrupts_one_query_and_the_run_goes_on(tmp_path, star
     assert {o["verdict"] for o in base["outcomes"]} == {"incomplete"}
     assert rest["stats"]["limit"] == "not checked"  # today: checked (violated), as if nothing had happened
     assert {o["verdict"] for o in rest["outcomes"]} == {"incomplete"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["bmc", "pdr"])
+def test_sigterm_under_z3_cuts_the_query_under_way_short(tmp_path, started, engine):
+    """Python's handler cannot run while Z3 holds the main thread; the watchdog thread
+    (engines/smt/solver.py) interrupts Z3 when the signal arrives. Each query may take
+    WAIT * 5 seconds: without the watchdog the run would wait for the query to end."""
+    p = started(tmp_path, [BIG[0], *BIG[1:], "--engine", engine, "--timeout", str(WAIT * 5), "--json", "r.json"]
+                + (["--depth", "40"] if engine == "bmc" else []))
+    _solving(p, tmp_path)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=WAIT)
+    err = (tmp_path / "err.txt").read_text()
+    assert rc == 3, err
+    assert "Traceback" not in err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["variants"][0]["stats"]["limit"] == "interrupted"
 
 
 # ---- item 11: the variants an interrupted run never reached are listed, not checked ------
@@ -323,7 +341,7 @@ def test_ctrl_c_in_a_lemma_query_only_makes_it_unknown(tmp_path, monkeypatch, ca
 
 
 @pytest.mark.parametrize("where", ["publish", "level", "take_in"])
-def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path, where):
+def test_a_worker_out_of_memory_ends_the_parallel_search_as_a_limit(monkeypatch, tmp_path, where):
     """A MemoryError in a worker was a crash: the coordinator raised RuntimeError, no
     result. Wherever in its level it happens (before it published the level, while it
     expands, after the exchange), the others must finish the level, the search end with
@@ -361,7 +379,7 @@ def test_worker_out_of_memory_crashes_the_parallel_search(monkeypatch, tmp_path,
     assert rest and all(v.stats.limit == "not checked" for v in rest)
 
 
-def test_killed_worker_is_a_checker_bug_traceback(tmp_path, started):
+def test_a_killed_worker_is_reported_as_a_checker_bug(tmp_path, started):
     """A worker killed by SIGKILL (the OOM killer's signal) ended the run in a RuntimeError
     traceback, exit 1, as if the checker were wrong. It is a resource limit: exit 3, the
     reason on stderr, the --json file written with every verdict incomplete."""

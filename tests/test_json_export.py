@@ -83,3 +83,26 @@ def test_counterexamples_read_back_unchanged(exported):
     for name, (folder, _, result) in exported.items():
         doc = json.loads(next((folder / "out").glob("*.json")).read_text())
         assert jx.read_json(doc) == [(v.variant, cx) for v, cx in counterexamples(result)], name
+
+
+def test_an_lkmm_run_validates_against_the_schema(tmp_path):
+    """`--memory-model lkmm` writes memory_model "lkmm" and its history bound, which the
+    schema lists (it once allowed only sc and tso, and every lkmm run failed it)."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from checker.cli import main
+
+    out = tmp_path / "counter.json"
+    spec = Path(__file__).parent / "models" / "counter.spec"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main([str(spec), "--memory-model", "lkmm", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert {v["memory_model"] for v in doc["variants"]} == {"lkmm"}
+    assert all(v["store_buffer"] == 2 for v in doc["variants"])
+    broken = json.loads(json.dumps(doc))
+    broken["variants"][0]["memory_model"] = "arm"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(broken)

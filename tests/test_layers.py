@@ -116,8 +116,9 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
          "the reductions (partial-order, symmetry) handed to explore(), replay of saved traces, "
          "coverage, random simulation"),
         ("bmc", ("checker.engines.smt.bmc",), False, "bounded model checking (replays what Z3 finds)"),
-        ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas"), False,
-         "k-induction on top of bmc's unrolling; lemmas over bmc's findings"),
+        ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas", "checker.engines.smt.pdr"),
+         False, "k-induction on top of bmc's unrolling; lemmas over bmc's findings; PDR through Spacer, its "
+         "paths pinned to bmc's unrolling"),
         ("explanations", ("checker.engines.explain",), False,
          "what each step of a counterexample decided, evaluated with the compiled model; the pipeline "
          "attaches it to the results, so that no exporter re-runs anything"),
@@ -180,6 +181,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("checker.export.outputs", "checker.export.markdown"): "an exporter, only for --report",
     ("checker.export.outputs", "checker.export.sarif"): "an exporter, only for --sarif",
     ("checker.export.outputs", "checker.export.junit"): "an exporter (and xml.etree), only for --junit",
+    ("checker.pipeline", "checker.engines.smt.pdr"): "Z3, only for --engine pdr",
 }
 
 #: calls that import by name at run time, allowed only here: module -> why
@@ -189,7 +191,8 @@ DYNAMIC = {"checker": "the lazy public names (`from checker import check_file`):
 #: modules that may load it at all (their top-level imports reach it)
 TOP_LEVEL_HEAVY = {
     "z3": frozenset({"checker.engines.smt.solver", "checker.engines.smt.terms", "checker.engines.smt.encode",
-                     "checker.engines.smt.bmc", "checker.engines.smt.induction", "checker.engines.smt.lemmas"}),
+                     "checker.engines.smt.bmc", "checker.engines.smt.induction", "checker.engines.smt.lemmas",
+                     "checker.engines.smt.pdr"}),
     "lark": frozenset({"checker.front.parse"}),
     "networkx": frozenset(),
 }

@@ -96,3 +96,16 @@ def test_expect_violated_names_a_lemma(tmp_path, capsys):
     f.write_text(HV.replace("expect violated not_after_deadline;", ""))
     assert main([str(f), "--brief"]) == 1
     assert "unguarded  not_after_deadline  violated  holds     UNEXPECTED" in capsys.readouterr().out
+
+
+def test_a_wrap_inside_an_fn_under_a_shift_is_shown(tmp_path, capsys):
+    """The comparison's operand (`twice(a) >> 1`) shows no wrap by itself; the `+` inside
+    the fn that wrapped is listed too, with its wrapped value."""
+    from checker.cli import main
+    f = tmp_path / "w.spec"
+    f.write_text("model w;\nfn twice(x: u8): u8 = x + x;\nlemma halves: forall (a: u8) (twice(a) >> 1) == a;\n"
+                 "process p { skip; }\n")
+    assert main([str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "twice(a) (wrapped) = 0 (0x0)" in out
+    assert "a                  = 128 (0x80)" in out

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,9 +30,8 @@ from checker.litmus.reader import parse_litmus  # noqa: E402
 from checker.pipeline import load_litmus  # noqa: E402
 from checker.litmus.axiomatic import PRIMITIVES, evaluate, format_result  # noqa: E402
 
-HERD = next((d / "shared" / "tools" / "herd7" / "herd7-lkmm" for d in ROOT.parents
-             if (d / "shared" / "tools" / "herd7" / "herd7-lkmm").exists()),
-            ROOT.parent / "shared" / "tools" / "herd7" / "herd7-lkmm")
+import oracle  # noqa: E402
+
 LITMUS_C = Path(__file__).parent / "litmus_c"
 
 
@@ -45,20 +43,13 @@ def _kernel_dir() -> Path | None:
 
 KERNEL = _kernel_dir()
 KERNEL_FILES = sorted(KERNEL.glob("*.litmus")) if KERNEL else []
-needs_herd = pytest.mark.skipif(not HERD.exists(), reason="herd7 (../shared/tools/herd7) is not here")
 needs_kernel = pytest.mark.skipif(KERNEL is None, reason="the kernel's litmus tests are not here "
                                   "(set TIMERACE_KERNEL_LITMUS to tools/memory-model/litmus-tests)")
-# herd7 7.56 refuses `spinlock_t l;` in the initial state (its README: leave it out; the
-# lock still works), so herd7 reads each file with those lines removed
-_SPINLOCK_DECL = re.compile(r"^\s*spinlock_t\s+\w+\s*;\s*$\n?", re.M)
 
 
-def herd7_report(source: str, tmp: Path) -> str:
-    """herd7's report for `source`, without its Time and Hash lines."""
-    path = tmp / "herd.litmus"
-    path.write_text(_SPINLOCK_DECL.sub("", source))
-    out = subprocess.run([str(HERD), str(path)], capture_output=True, text=True, timeout=60).stdout
-    return "\n".join(line for line in out.splitlines() if line and not line.startswith(("Time ", "Hash=")))
+def herd7_report(source: str, path: Path | None = None) -> str:
+    """herd7's report for `source` (recorded, tests/oracle.py), without its Time and Hash lines."""
+    return oracle.report(source, path)
 
 
 def our_report(test) -> str:
@@ -95,22 +86,21 @@ def test_kernel_test_verdict_equals_its_result_line(path):
 
 
 @needs_kernel
-@needs_herd
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: p.stem)
-def test_kernel_test_report_is_herd7s(path, tmp_path):
-    """States, Ok/No, witnesses, flags, condition and Observation, line for line."""
+def test_kernel_test_report_is_herd7s(path):
+    """States, Ok/No, witnesses, flags, condition and Observation, line for line (the
+    kernel's files are not vendored: their recordings are keyed by their text)."""
     test = load_litmus(str(path))
-    assert our_report(test) == herd7_report(test.source, tmp_path)
+    assert our_report(test) == herd7_report(test.source)
 
 
 # ------------------------------------------------------------ tests/litmus_c
 
-@needs_herd
 @pytest.mark.parametrize("path", sorted(LITMUS_C.glob("*.litmus")), ids=lambda p: p.stem)
-def test_litmus_c_report_is_herd7s(path, tmp_path):
+def test_litmus_c_report_is_herd7s(path):
     """The whole report, flags included (test_lkmm_herd7.py compares states and counts)."""
     test = load_litmus(str(path))
-    assert our_report(test) == herd7_report(test.source, tmp_path)
+    assert our_report(test) == herd7_report(test.source, path)
 
 
 # ------------------------------------------------------------ regressions: what main refused or got wrong
@@ -146,7 +136,7 @@ exists (x=1 /\\ y=1)
 """
 
 
-def test_plain_c_accesses_were_refused(tmp_path):
+def test_plain_c_accesses_are_read(tmp_path):
     """The kernel's dep+plain: plain accesses carry dependencies (bell:80-83), so the
     control dependency through `*z2` orders the write; main exited 2 on `*z1 = a`."""
     code, out, err = _run(DEP_PLAIN, tmp_path)
@@ -173,7 +163,7 @@ exists (1:r0=1 /\\ 1:r1=0)
 """
 
 
-def test_data_race_flag_was_missing(tmp_path):
+def test_the_data_race_flag_is_reported(tmp_path):
     """herd7 prints `Flag data-race` after the witnesses when an allowed execution races."""
     code, out, _ = _run(RACE, tmp_path)
     assert code == 0
@@ -218,7 +208,7 @@ exists (1:r1=1 /\\ 1:r2=0 /\\ 1:r3=1)
 """
 
 
-def test_spin_is_locked_was_refused(tmp_path):
+def test_spin_is_locked_is_read(tmp_path):
     """The kernel's MP+polockonce+poacquiresilsil (herd7: Sometimes 1 11); with
     smp_mb__after_spinlock() in P0 it is Never (MP+polockmbonce+poacquiresilsil)."""
     code, out, err = _run(SILSIL, tmp_path)
@@ -235,7 +225,7 @@ def test_lock_reads_follow_lock_cat(tmp_path):
     assert (res.observation, res.positive, res.negative, res.flags) == ("Never", 0, 1, ("mixed-lock-accesses",))
 
 
-def test_synchronize_rcu_was_refused():
+def test_synchronize_rcu_is_read():
     """The RCU guarantee (linux-kernel.cat:111-148): a grace period orders a read-side
     section whole; without the section, or with one grace period for two sections, no."""
     verdicts = {name: evaluate(load_litmus(str(LITMUS_C / f"{name}.litmus"))).observation
@@ -266,7 +256,7 @@ def test_srcu_is_refused_by_name(tmp_path):
     assert "t.litmus:6:7: error: 'srcu_read_lock': SRCU is not supported" in err and "Traceback" not in err
 
 
-def test_negated_exists_was_printed_as_allowed(tmp_path):
+def test_a_negated_exists_prints_its_own_verdict(tmp_path):
     """herd7: `Test NAME Forbidden` for ~exists, the witnesses counted for ~P, the
     Observation for P; the condition printed with `[x]` for a location."""
     code, out, _ = _run((LITMUS_C / "MP+filter-locations.litmus").read_text(), tmp_path)
@@ -277,7 +267,7 @@ def test_negated_exists_was_printed_as_allowed(tmp_path):
     assert "Condition exists ([x]=2 /\\ 1:r0=1)" in out
 
 
-def test_result_line_datarace_deadlock_and_maybe_were_unread(tmp_path):
+def test_result_lines_with_datarace_deadlock_and_maybe_are_read(tmp_path):
     """The kernel's judgelitmus.sh conventions: `Result: Sometimes DATARACE` predicts the
     data-race flag (and its absence predicts none), DEADLOCK means no execution, Maybe
     takes any verdict; main's reader dropped all three."""
@@ -357,24 +347,24 @@ def programs(draw):
     return text
 
 
-@needs_herd
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(programs())
-def test_generated_programs_report_as_herd7(tmp_path, text):
+def test_generated_programs_report_as_herd7(text):
     """Plain accesses, locks, spin_is_locked, RCU and fences mixed: the same report."""
-    assert our_report(parse_litmus(text, "gen.litmus")) == herd7_report(text, tmp_path), text
+    assert our_report(parse_litmus(text, "gen.litmus")) == herd7_report(text), text
 
 
 # ------------------------------------------------------------ the agreement table
 
-def agreement_table(tmp: Path) -> str:
+def agreement_table() -> str:
     """file, its Result line, herd7's Observation, ours, and whether the reports agree."""
     rows = []
     for p in KERNEL_FILES:
         test = load_litmus(str(p))
         ours = our_report(test)
-        herd = herd7_report(test.source, tmp) if HERD.exists() else ""
+        rec = oracle.recording_of(None, test.source)
+        herd = herd7_report(test.source) if rec.exists() or oracle.MODE != "recorded" else ""
         rows.append((p.stem, test.expected or "-", _observation(herd) if herd else "(no herd7)",
                      _observation(ours), "yes" if herd and herd == ours else ("-" if not herd else "NO")))
     w = max([len(r[0]) for r in rows] + [4])
@@ -388,6 +378,4 @@ def agreement_table(tmp: Path) -> str:
 
 
 if __name__ == "__main__":
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        print(agreement_table(Path(d)) if KERNEL_FILES else "no kernel litmus tests found")
+    print(agreement_table() if KERNEL_FILES else "no kernel litmus tests found")

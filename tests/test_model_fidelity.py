@@ -42,7 +42,7 @@ def test_unguarded_hv_timer_claimed_a_lost_timer():
     assert v["unguarded_no_range_check"]["deadlock"] is Verdict.VIOLATED
 
 
-def test_stale_expired_deadline_trace_was_not_the_race_described():
+def test_stale_expired_deadline_trace_is_the_race_described():
     # v4 as posted, HLT in the guest: the early interrupt was posted by the hrtimer
     posted = trace("pi_timer", "v4_stale_posted", "no_early_timer_irq")
     texts = [(a.process, a.text) for a in posted.actions]
@@ -72,7 +72,7 @@ def test_atomic_entry_hid_the_entry_barrier_under_tso():
     assert ipi["no_entry_mb"]["ipi_taken"] is Verdict.HOLDS
 
 
-def test_pi_timer_exit_window_was_unreachable():
+def test_pi_timer_exit_window_is_reachable():
     # after a VM exit the CPU is in root mode with mode still IN_GUEST_MODE: a
     # notification sent then is latched for the host handler, with ON left set
     cm = compile_variant(load(str(MODELS / "pi_timer.spec")), "base", Options())

@@ -17,7 +17,7 @@ from checker.engines.explicit.fastloop import OWNER_MOD
 from checker.engines.explicit.search import Search, run_levels
 from checker.pipeline import Options, check_spec, compile_variant, load
 from shared_runs import checked
-from search_fixtures import PHILOSOPHERS, SPECS, summary
+from search_fixtures import PHILOSOPHERS, SMALL_SPECS, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -219,7 +219,7 @@ def test_taken_states_with_fingerprints_and_wide_states(tmp_path, worker_0_owns_
     assert all(v.stats.workers == 2 and taken_share(v.stats) >= 30 for v in two.variants)
 
 
-@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+@pytest.mark.parametrize("path", SMALL_SPECS, ids=[p.stem for p in SMALL_SPECS])
 def test_every_model_agrees_when_worker_0_owns_everything(path, one_worker, eager_workers, leave_half,
                                                           monkeypatch):
     """Every shipped model and litmus test (asserts, deadlocks, `final`, model errors,
@@ -291,7 +291,7 @@ def shown(result) -> dict:
             for v in result.variants}
 
 
-@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+@pytest.mark.parametrize("path", SMALL_SPECS, ids=[p.stem for p in SMALL_SPECS])
 def test_taking_states_changes_nothing_a_run_shows(path, eager_workers, monkeypatch):
     """Which worker expands a state depends on timing; what a run shows must not. With
     the partition the search chooses, a run where no state can be taken and a run where

@@ -1,4 +1,4 @@
-"""Partial-order reduction and symmetry (engines/reduce.py) keep every verdict.
+"""Partial-order reduction and symmetry (engines/reduce/) keep every verdict.
 
 Three kinds of evidence:
 - every shipped model, litmus test and test model, checked with and without each

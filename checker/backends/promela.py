@@ -298,6 +298,12 @@ class _Seq:
 
 
 class _Translator:
+    """IR -> the Promela twin. One class of about 800 lines, on purpose: it is one
+    translation, section by section (names, declarations, expressions, stores,
+    operations, the chooser, the claims), whose parts share the naming state and the
+    current step; split, each part would take all of it as arguments. Its sections
+    follow python.Compiler's in order, so that a reader can hold the two side by side."""
+
     def __init__(self, program: Program):
         self.program = program
         self.model = program.model

@@ -42,7 +42,7 @@ from .. import model as m
 from ..semantics.primitives import X86, Returns
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
-from ..base.limits import MAX_NESTING
+from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
 from ..semantics.lower import (
     Abs,
     Add,
@@ -296,6 +296,13 @@ def _bv(op: str, a: int, b: int, width: int, signed: bool = False) -> int:
     return m.bv_binop(op, a, b, width, signed)
 
 
+def _step_loop_error(repeats: bool, line: int, col: int):
+    why = ("comes back to a state it was in: it never ends" if repeats
+           else f"runs {MAX_STEP_LOOP} iterations without ending")
+    raise ModelError(f"the loop whose `while` condition is at line {line}, col {col} {why}, inside one step "
+                     "(an atomic block or a notifier)")
+
+
 def _assert_failed(prop: str):
     raise AssertionViolation(prop)
 
@@ -306,10 +313,10 @@ def _store_buffer_full():
 
 _RUNTIME = {
     "__builtins__": {"min": min, "max": max, "any": any, "all": all, "range": range,
-                     "list": list, "len": len, "bool": bool},
+                     "list": list, "len": len, "bool": bool, "set": set},
     "_range_error": _range_error, "_index_error": _index_error, "_ix": _ix, "_div": _div, "_mod": _mod,
     "_shl": _shl, "_shr": _shr, "_bv": _bv,
-    "_assert_failed": _assert_failed, "_store_buffer_full": _store_buffer_full,
+    "_assert_failed": _assert_failed, "_step_loop_error": _step_loop_error, "_store_buffer_full": _store_buffer_full,
 }
 
 
@@ -387,6 +394,11 @@ def _paren(code: str) -> str:
 
 
 class Compiler:
+    """IR -> the generated Python of every step, the packing and the predicates. About
+    800 lines, on purpose: one translation in sections (names and packing, expressions,
+    stores, loads through store buffers, operations, the core operations, the run) that
+    share the emitter's state; promela._Translator follows the same sections."""
+
     def __init__(self, program: Program):
         self.program = program
         self.layout = program.layout
@@ -791,9 +803,16 @@ class Compiler:
                 self.ops(op.orelse, e)
                 e.depth -= 1
         elif isinstance(op, OWhile):
+            # a loop inside one step: the state is all it depends on (loads read the state,
+            # nothing else is chosen), so a state seen before at its head means it never ends
             e.flush()
+            seen, span = e.fresh(), op.cond.span
+            e.emit(f"{seen} = set()  # the states at the loop's head")
             e.emit("while True:")
             e.depth += 1
+            e.emit(f"if v in {seen} or len({seen}) >= {MAX_STEP_LOOP}:")
+            e.emit(f"    _step_loop_error(v in {seen}, {span.line}, {span.col})")
+            e.emit(f"{seen}.add(v)")
             c = self.cond_then_flush(self.simplify(op.cond), e)
             e.emit(f"if not ({c}):")
             e.emit("    break")

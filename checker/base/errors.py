@@ -130,6 +130,11 @@ class SpecError(Exception):
         self.hint = hint
         self.code = code
 
+    @property
+    def errors(self) -> tuple[SpecError, ...]:
+        """Every error this one stands for, in file order: itself (SpecErrors: all)."""
+        return (self,)
+
     def with_code(self, code: str) -> SpecError:
         """This error, with `code` if it had none (a stage's default)."""
         if self.code is None:
@@ -160,14 +165,19 @@ class SpecError(Exception):
 
 
 class SpecErrors(SpecError):
-    """Several errors of one run (one per declaration that failed), in source order; it
-    stands for the first, so every handler of a SpecError still works, and renders all."""
+    """Several errors of one run, in file order (each error once); it stands for the
+    first, so every handler of a SpecError still works, and renders all, then their
+    number."""
 
     def __init__(self, errors: list[SpecError]):
-        errors = sorted(errors, key=lambda e: (e.span.file, e.span.line, e.span.col))
+        errors = sorted(distinct(errors), key=_position)
         first = errors[0]
         super().__init__(first.span, first.message, first.hint, first.code)
-        self.errors = tuple(errors)
+        self._errors = tuple(errors)
+
+    @property
+    def errors(self) -> tuple[SpecError, ...]:
+        return self._errors
 
     def with_code(self, code: str) -> SpecError:
         for e in self.errors:
@@ -180,12 +190,32 @@ class SpecErrors(SpecError):
         return "\n".join(parts) + f"\n{len(self.errors)} errors"
 
 
+class Echo(SpecError):
+    """An error that follows from one already reported: a use of a name whose
+    declaration failed, or of a name already reported unknown. It stops the statement
+    or declaration it is in, like any error, and is never reported itself."""
+
+
+def _position(e: SpecError) -> tuple[str, int, int]:
+    return (e.span.file, e.span.line, e.span.col)
+
+
+def distinct(errors: Iterable[SpecError]) -> list[SpecError]:
+    """Each error once: an inline procedure's body is resolved at every call, and an
+    error in it is the same error at each."""
+    return list({(e.span, e.message): e for e in errors}.values())
+
+
+def combined(errors: list[SpecError]) -> SpecError:
+    """One error for several (at least one): itself if there is one, else SpecErrors."""
+    errors = distinct(errors)
+    return errors[0] if len(errors) == 1 else SpecErrors(errors)
+
+
 def raise_all(errors: list[SpecError]) -> None:
     """Raise the errors collected so far: nothing if none, the one, or all of them."""
-    if len(errors) == 1:
-        raise errors[0]
     if errors:
-        raise SpecErrors(errors)
+        raise combined(errors)
 
 
 @functools.lru_cache(maxsize=8)

@@ -26,3 +26,17 @@ MAX_VALUES = 65536
 """The most values a model's state holds (variables and array elements, every process
 instance's locals counted): each is a slot of the state layout, with Python objects
 per slot in every stage, so an array of 10^11 elements would exhaust memory."""
+
+MAX_STEP_LOOP = 1 << 16
+"""The most iterations a `while` runs within one step (inside `atomic`, a notifier, an
+inline) in the explicit engine: a loop whose state repeats is reported at once as one
+that never ends; one that keeps changing its state past this many is reported too, as a
+model error with its position, rather than searching on inside a single step."""
+
+MAX_SYNTAX_ERRORS = 10
+"""The most syntax errors one run reports: the parser parses the file again after
+each (see front/parse.py), and past a few errors the rest are seldom independent."""
+
+RECOVERY_BUDGET = 32 << 20
+"""How many characters the parser may parse again, in all, to find the syntax errors
+after the first: a spec of a few MB gets the first few errors, not a minute's wait."""

@@ -336,8 +336,9 @@ class Explainer:
             return cx
         sides = self.sides(lm.body, (), None, bound, within=_union(lm.span, lm.body.span))
         names = {b.name for b in lm.params}  # a side that is a parameter is listed already
+        wrapped = tuple((k, str(v)) for k, v in values.items() if k.endswith(" (wrapped)"))  # engines/smt/lemmas.py
         return replace(cx, violation=tuple((b.name, str(values[b.name])) for b in lm.params)
-                       + tuple(s for s in sides if s[0] not in names))
+                       + tuple(s for s in sides if s[0] not in names) + wrapped)
 
 
 def _union(a: Span, b: Span | None) -> Span:

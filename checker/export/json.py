@@ -15,7 +15,7 @@ import json
 from importlib import resources
 
 from .. import __version__
-from ..base.errors import Span
+from ..base.errors import NOWHERE, REGISTRY, Span, SpecError
 from ..results.trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
 from .files import dump_json, write_text
 from ..results.findings import run_warnings
@@ -156,13 +156,46 @@ def to_dict(result: RunResult, timing: bool = False) -> dict:
 
 
 def write_json(result: RunResult, path: str, timing: bool = False) -> None:
-    text = dump_json(to_dict(result, timing))
+    _write(dump_json(to_dict(result, timing)), path)
+
+
+def _write(text: str, path: str) -> None:
     if path == "-":
         import sys
 
         sys.stdout.write(text)
         return
     write_text(path, text)
+
+
+# ---- a spec that cannot be checked ----------------------------------------------
+
+ERRORS_SCHEMA_FILE = "errors-schema.json"
+ERRORS_VERSION = 1
+
+
+def errors_schema() -> dict:
+    """The JSON Schema of the errors file, as shipped in the package."""
+    return json.loads(resources.files("checker.spec").joinpath(ERRORS_SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+def error(e: SpecError) -> dict:
+    s = e.span
+    code = e.code or "TR001"
+    return {"file": None if s.file == NOWHERE.file else s.file, "line": s.line or None, "column": s.col or None,
+            "end_line": s.end_line or None, "end_column": s.end_col or None, "code": code,
+            "title": REGISTRY[code].title, "message": e.message, "hint": e.hint}
+
+
+def errors_to_dict(e: SpecError, file: str, command: str | None) -> dict:
+    """The errors file: every error `e` stands for, in file order."""
+    return {"schema": "timerace-errors", "version": ERRORS_VERSION,
+            "tool": {"name": "timerace", "version": __version__}, "file": file, "command": command,
+            "count": len(e.errors), "errors": [error(x) for x in e.errors]}
+
+
+def write_errors_json(e: SpecError, file: str, command: str | None, path: str) -> None:
+    _write(dump_json(errors_to_dict(e, file, command)), path)
 
 
 # ---- reading back (for --replay) ----------------------------------------------

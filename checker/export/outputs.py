@@ -1,11 +1,13 @@
 """Which files a run writes: the CLI fills an OutputRequest from its flags, and this
-module calls each exporter asked for. Every exporter takes the finished RunResult, and
-is imported only when asked for: a run that writes no file never loads one."""
+module calls each exporter asked for. Every exporter takes the finished RunResult; for a
+spec that cannot be checked, the JSON and SARIF exporters take its errors instead. An
+exporter is imported only when asked for: a run that writes no file never loads one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..base.errors import SpecError
 from ..results.trace import RunResult
 from .files import check_output_paths
 
@@ -39,6 +41,25 @@ def path_problems(req: OutputRequest, inputs: tuple[str, ...] = ()) -> list[str]
     folders = [(flag, path) for flag, path in (("--itf", req.itf), ("--mermaid", req.mermaid), ("--dot", req.dot))
                if path]
     return check_output_paths(files, folders, inputs)
+
+
+def write_error_outputs(e: SpecError, req: OutputRequest, file: str, command: str | None) -> list[str]:
+    """For a spec that cannot be checked: the JSON and SARIF files asked for, carrying
+    every error `e` stands for (the other outputs describe a run, and there was none).
+    Returns the paths written; OSError propagates."""
+    written = []
+    if req.json:
+        from .json import write_errors_json
+
+        write_errors_json(e, file, command, req.json)
+        if req.json != "-":
+            written.append(req.json)
+    if req.sarif:
+        from .sarif import write_errors_sarif
+
+        write_errors_sarif(e, file, command, req.sarif)
+        written.append(req.sarif)
+    return written
 
 
 def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], list[str]]:

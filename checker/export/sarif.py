@@ -14,7 +14,7 @@ import os
 from urllib.parse import quote
 
 from .. import __version__
-from ..base.errors import Span
+from ..base.errors import NOWHERE, REGISTRY, Span, SpecError
 from ..results.trace import Action, Counterexample, RunResult, Verdict, show_value
 from .files import dump_json, write_text
 from .markdown import root_of
@@ -230,3 +230,38 @@ def to_sarif(result: RunResult) -> dict:
 
 def write_sarif(result: RunResult, path: str) -> None:
     write_text(path, dump_json(to_sarif(result)))
+
+
+def errors_to_sarif(e: SpecError, file: str, command: str | None) -> dict:
+    """A spec that cannot be checked: one result per error (every error `e` stands for),
+    one rule per error code, located at the error (at the spec for one without a
+    position, such as a bad option)."""
+    rules: dict[str, dict] = {}
+    for x in e.errors:
+        code = x.code or "TR001"
+        entry = REGISTRY[code]
+        rules.setdefault(code, {"id": code, "name": entry.title, "shortDescription": {"text": entry.title},
+                                "fullDescription": {"text": entry.explanation},
+                                "help": {"text": f"`check --explain {code}` prints this explanation."},
+                                "defaultConfiguration": {"level": "error"}})
+    rule_ids = list(rules)
+    results = []
+    for x in e.errors:
+        code = x.code or "TR001"
+        located = x.span.line > 0 and x.span.file != NOWHERE.file
+        text = x.message + (f" (hint: {x.hint})" if x.hint else "")
+        results.append({"ruleId": code, "ruleIndex": rule_ids.index(code), "level": "error",
+                        "message": {"text": text},
+                        "locations": [_location(x.span if located else None, file)],
+                        "partialFingerprints": {"timerace/v1": fingerprint(file, code, x.message)}})
+    run = {
+        "tool": {"driver": {"name": "timerace", "version": __version__, "rules": list(rules.values())}},
+        "invocations": [{"executionSuccessful": True, "commandLine": command or f"check {file}"}],
+        "artifacts": [{"location": _artifact(file)}],
+        "results": results,
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def write_errors_sarif(e: SpecError, file: str, command: str | None, path: str) -> None:
+    write_text(path, dump_json(errors_to_sarif(e, file, command)))

@@ -31,8 +31,9 @@ MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO", "lkmm": "lkmm 
 
 
 CTI = "counterexample to induction"
-MERGED = "local steps merged into the step that follows them"  # engines/reduce.py's note
+MERGED = "local steps merged into the step that follows them"  # engines/reduce/'s note
 ENGINE_WORDS = {"bmc": "bounded model checking (Z3)", "induction": "k-induction (Z3)",
+                "pdr": "PDR/IC3 (Z3 Spacer; invariants certified by one-step induction)",
                 "simulate": "random simulation (finds violations, verifies nothing)"}
 
 
@@ -308,6 +309,8 @@ def footer(result: RunResult, full: bool = True) -> str:
     for v in incomplete:
         if v.stats.limit == "not checked":  # run.NOT_CHECKED
             lines.append(f"{v.variant}: not checked: the run was cut short before this variant")
+        elif (v.stats.limit or "").startswith("not checked: "):
+            lines.append(f"{v.variant}: {v.stats.limit}")
         elif v.stats.engine == "explicit":
             lines.append(f"{v.variant}: search incomplete ({v.stats.limit}) after {v.stats.states:,} states; "
                          "properties without a counterexample are not verified")

@@ -364,6 +364,7 @@ class ProcessDecl(Decl):
     preemptible: bool = False
     notifiers: tuple[Notifier, ...] = ()
     hrtimer: bool = False  # `hrtimer NAME on cpu C { callback }`: an interrupt that a timer raises
+    posted: bool = False  # `interrupt NAME ... posted { ... }`: processed in guest mode, no VM exit
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,15 @@ import dataclasses
 import functools
 import hashlib
 import os
+import re
 from importlib import resources
 
 import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast
-from ..base.errors import Span, SpecError, source_lines
-from ..base.limits import MAX_LITERAL, MAX_NESTING
+from ..base.errors import Span, SpecError, combined, source_lines
+from ..base.limits import MAX_LITERAL, MAX_NESTING, MAX_SYNTAX_ERRORS, RECOVERY_BUDGET
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
@@ -66,7 +67,7 @@ def parse(source: str, file: str = "<spec>") -> ast.Spec:
     try:
         tree = _parser().parse(source)
     except lark.exceptions.UnexpectedInput as e:
-        raise _syntax_error(e, source, file).with_code("TR100") from None
+        raise combined(_syntax_errors(e, source, file)) from None
     try:
         _check_nesting(tree, file)
         items = _Builder(file).transform(tree)
@@ -77,6 +78,166 @@ def parse(source: str, file: str = "<spec>") -> ast.Spec:
             raise e.orig_exc.with_code("TR100") from None
         raise
     return ast.Spec(file=file, source=source, items=items)
+
+
+# after these the rest of the file is not code as written: no error after them is sure
+_LAST = ("TR102", "TR103", "TR105")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
+_BOUNDARY = re.compile(_COMMENT.pattern + r"|[;{}]", re.S)
+_GOES_ON = re.compile(r"\s*(?:else|or)\b")  # a statement that goes on after its block
+_MAX_CLOSED = 3  # the most `}` tried for a block left open
+
+
+def _syntax_errors(first: lark.exceptions.UnexpectedInput, source: str, file: str) -> list[SpecError]:
+    """The first syntax error and those after it that do not depend on it. Lark stops at
+    the first; to go on, the text is mended and parsed again, every line and column kept:
+
+    * a line that parses once the blocks above it are closed (`process` inside a process
+      whose `}` is missing) gets the missing `}`s at the end of the line before it;
+    * else the statement around the error (from the `;`, `{` or `}` before it to the `;`
+      or block that ends it) is blanked out; for a missing `;`, only what comes before the
+      token that should have followed it, which starts a statement; between declarations
+      (statements left outside a block whose `{` is missing), everything up to the next
+      line that starts a declaration.
+
+    One error per line: a second on the line of the last is mostly the first seen again.
+    At most MAX_SYNTAX_ERRORS, and RECOVERY_BUDGET characters parsed again in all."""
+    errors: list[SpecError] = []
+    text, e, mended_to, last_at, budget = source, first, -1, -1, RECOVERY_BUDGET
+    quiet_line = 0  # the line of the last error, unless `}`s were added before it
+    while e is not None:
+        at = _error_offset(e, text)
+        if at < mended_to:  # it follows from the mending, not from the text
+            break
+        tok = getattr(e, "token", None)
+        width = max(1, len(str(tok))) if tok is not None else 1
+        err = None
+        if at != last_at and quiet_line != text.count("\n", 0, at) + 1:
+            err = _syntax_error(e, source, file).with_code("TR100")
+            errors.append(err)
+            quiet_line = err.span.line
+            if err.code in _LAST or _stops(err, len(errors), budget < len(text) * (_MAX_CLOSED + 1)):
+                break
+        budget -= len(text) * (_MAX_CLOSED + 1)
+        last_at = at
+        closed = _close_blocks(text, e, width) if err is not None and err.code == "TR100" else None
+        if closed is not None:
+            n, text, mended_to, e = closed
+            errors[-1] = _unclosed(err, n, source)
+            last_at = quiet_line = -1
+            continue
+        start, mended_to = _statement_around(text, at, width, err is not None and err.code == "TR101")
+        text = text[:start] + re.sub(r"[^\n]", " ", text[start:mended_to]) + text[mended_to:]
+        e = _parse_error(text)
+    return errors
+
+
+def _parse_error(text: str) -> lark.exceptions.UnexpectedInput | None:
+    try:
+        _parser().parse(text)
+    except lark.exceptions.UnexpectedInput as e:
+        return e
+    return None
+
+
+def _stops(err: SpecError, count: int, out_of_budget: bool) -> bool:
+    """Whether the parser looks no further after `err`; if so its hint says so."""
+    if count < MAX_SYNTAX_ERRORS and not out_of_budget:
+        return False
+    why = f"after {MAX_SYNTAX_ERRORS} errors" if count >= MAX_SYNTAX_ERRORS else f"after {count} in a text this long"
+    err.hint = (err.hint + "; " if err.hint else "") + f"the parser stops {why}: there may be more after this line"
+    return True
+
+
+def _close_blocks(text: str, e: lark.exceptions.UnexpectedInput, width: int):
+    """(how many `}`, the text with them at the end of the last line before the error's
+    that does not end in a comment, where the mended text starts to count, the next
+    error or None) if that many `}` (1 to _MAX_CLOSED) let the parser past the token;
+    None if none does."""
+    at = _error_offset(e, text)
+    if isinstance(e, lark.exceptions.UnexpectedCharacters):
+        return None
+    comments = [(k.start(), k.end()) for k in _COMMENT.finditer(text, 0, at)]
+    line_start = text.rfind("\n", 0, at)  # the end of a line before, outside its comments
+    while line_start >= 0 and any(a < line_start <= b for a, b in comments):
+        line_start = text.rfind("\n", 0, line_start)
+    if line_start < 0:
+        return None
+    for n in range(1, _MAX_CLOSED + 1):
+        mended = text[:line_start] + "}" * n + text[line_start:]
+        again = _parse_error(mended)
+        if again is None or _error_offset(again, mended) >= at + n + width:
+            return n, mended, at + n, again
+        if _error_offset(again, mended) < line_start + n:  # a `}` too many
+            return None
+    return None
+
+
+def _unclosed(err: SpecError, n: int, source: str) -> SpecError:
+    """The error of a line that needs `n` more `}` before it, at the line's first token
+    (the parser may have read a keyword there as a name, and stopped at the next)."""
+    line = err.span.line
+    text = source_lines(source)[line - 1]
+    col = len(text) - len(text.lstrip()) + 1
+    name = re.match(r"\w+", text[col - 1:])
+    word = name.group() if name else text[col - 1:col] or " "
+    return SpecError(Span(err.span.file, line, col, line, col + len(word)), f"unexpected {word!r}",
+                     "a '{' above is never closed: " + ("add the missing '}' before this line" if n == 1
+                                                        else f"{n} '}}' are missing before this line"), "TR100")
+
+
+_DECLARATION = re.compile(r"^[ \t]*(?:model|memory|const|enum|var|waitqueue|process|cpus|preemptions|percpu|ghost|"
+                          r"interrupt|hrtimer|inline|fn|invariant|final|reachable|sometimes|property|variant|"
+                          r"expect|lemma|preemptible|unfair)\b", re.M)
+
+
+def _next_declaration(text: str, at: int) -> int:
+    """The offset of the next line after `at`'s that starts with a declaration's keyword
+    (outside comments), or the end of the text (or the start of a comment that does not
+    end)."""
+    line_end = text.find("\n", at)
+    if line_end < 0:
+        return len(text)
+    comments = [(k.start(), k.end()) for k in _COMMENT.finditer(text, line_end)]
+    unclosed = next((a for a, b in comments if text.startswith("/*", a) and not text.endswith("*/", a + 2, b)),
+                    len(text))
+    for k in _DECLARATION.finditer(text, line_end + 1, unclosed):
+        if not any(a <= k.end() - 1 < b for a, b in comments):
+            return k.start()
+    return unclosed  # not into a comment that never ends: that is an error of its own
+
+
+def _statement_around(text: str, at: int, width: int, before_token: bool) -> tuple[int, int]:
+    """(start, end) offsets of what to blank for the error at `at`: from after the last
+    `;`, `{` or `}` before it (comments skipped) to the `;` that ends its statement, the
+    `}` of a block it opened (and of an `else` or `or` part after that), or the `}` that
+    closes the block around it (kept); between declarations, to the next one.
+    `before_token`: up to `at` only."""
+    marks = [(k.start(), k.group()) for k in _BOUNDARY.finditer(text) if k.group() in ";{}"]
+    start = max((k + 1 for k, _ in marks if k < at), default=0)
+    if before_token:
+        return start, max(at, start)
+    if sum(1 if ch == "{" else -1 for k, ch in marks if k < start and ch != ";") <= 0:
+        return start, max(_next_declaration(text, at), at + width)
+    depth, end = 0, len(text)
+    for k, ch in marks:
+        if k < at:
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == ";" and depth == 0:
+            end = k + 1
+            if not _GOES_ON.match(text, k + 1):
+                break
+        elif ch == "}":
+            if depth == 0:
+                end = k
+                break
+            depth -= 1
+            if depth == 0 and not _GOES_ON.match(text, k + 1):
+                end = k + 1
+                break
+    return start, max(end, at + width)
 
 
 def _check_nesting(tree: lark.Tree, file: str) -> None:
@@ -375,7 +536,10 @@ class _Builder(Transformer):
                                interrupt, preemptible, notifiers)
 
     def interrupt_decl(self, m, c):
-        return self.process_decl(m, c, interrupt=True)
+        c = list(c)
+        posted = any(isinstance(x, Token) and x.type == "POSTED" for x in c)
+        c = [x for x in c if not (isinstance(x, Token) and x.type == "POSTED")]  # its placeholder None is ignored
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), posted=posted)
 
     def hrtimer_decl(self, m, c):
         return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)

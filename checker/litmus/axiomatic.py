@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
-from ..model import fold_binop
+from ..model import MEMORY_MODELS, fold_binop
 from .reader import (
     AddrOf,
     Assign,
@@ -31,14 +31,18 @@ from .reader import (
     ExprStmt,
     If,
     Litmus,
+    LoopCut,
     Name,
     Num,
     PropOp,
     Store,
+    UNROLL,
     Unary,
 )
 
-MODELS = ("lkmm", "tso", "sc")
+MODELS = tuple(reversed(MEMORY_MODELS))  # model.MemoryModel; the LKMM first, the litmus default
+LOOP_NOTE = (f"Loop: a while loop would run more than {UNROLL} times (herd7's unrolling): the executions that "
+             "loop longer are left out, so outcomes may be missing")
 DEFAULT_LIMIT = 200_000  # candidate executions; beyond it the verdict is "cannot decide" (exit 3)
 
 
@@ -131,6 +135,16 @@ def _arith(op: str, a, b, span):
     if isinstance(a, Loc) or isinstance(b, Loc):
         if op in ("==", "!="):
             return int((a == b) == (op == "=="))
+        # diy7's address dependency: `y + (r0 & 128)`, an offset that is 0 but depends on a read
+        if op in ("+", "-") and isinstance(a, Loc) and not isinstance(b, Loc) or (
+                op == "+" and isinstance(b, Loc) and not isinstance(a, Loc)):
+            ptr, offset = (a, b) if isinstance(a, Loc) else (b, a)
+            if offset == 0:
+                return ptr
+            raise SpecError(span, f"'{op}' moves the pointer '{ptr}' by {offset}: a location beside '{ptr}' is a "
+                                  "mixed-size access", "herd7 refuses it too (without -variant mixed); "
+                                                       "an address dependency adds an offset that is 0, "
+                                                       "as diy7 writes it: 'y + (r0 & 128)'")
         raise SpecError(span, f"'{op}' on a pointer is not supported")
     if op not in _LITMUS_BINOPS:
         raise SpecError(span, f"operator '{op}' is not supported")
@@ -149,14 +163,18 @@ _LITMUS_BINOPS = frozenset({"+", "-", "*", "/", "%", "&", "|", "^", "==", "!=", 
 class _Runner:
     """Runs one thread on every guess of its read values (values from `domain`)."""
 
-    def __init__(self, thread, domain, locations, model="lkmm"):
+    def __init__(self, thread, domain, locations, model="lkmm", all_arms=False):
         self.thread = thread
         self.model = model
+        self.all_arms = all_arms  # both arms of every `if`: the writes any path could make
+        self.cut = False  # some path reached a LoopCut (herd7's "unrolling limit exceeded")
         self.domain = domain  # loc -> set of values
         self.locations = locations
 
     def runs(self):
         start = ThreadRun(regs={r: (0, frozenset()) for r in self.thread.registers})
+        for r, v in self.thread.reg_init:  # `0:r0=1;` in the initial state
+            start.regs[r] = (Loc(v) if isinstance(v, str) else v, frozenset())
         yield from self._stmts(list(self.thread.body), 0, start, frozenset())
 
     # Continuation style: each statement list is run on each state; branching over guesses.
@@ -165,12 +183,16 @@ class _Runner:
             yield st
             return
         s = stmts[i]
+        if isinstance(s, LoopCut):  # the loop would run once more than herd7 unrolls it: no run
+            self.cut = True
+            return
         if isinstance(s, If):
             for st2, (v, deps) in self._expr(s.cond, st, ctrl):
-                arm = s.then if _truthy(v, s.span) else s.orelse
+                arms = (s.then, s.orelse) if self.all_arms else (s.then if _truthy(v, s.span) else s.orelse,)
                 inner = ctrl | deps  # ctrl covers only the arms (herd7's C front end)
-                for st3 in self._stmts(list(arm), 0, st2, inner):
-                    yield from self._stmts(stmts, i + 1, st3, ctrl)
+                for arm in arms:
+                    for st3 in self._stmts(list(arm), 0, st2, inner):
+                        yield from self._stmts(stmts, i + 1, st3, ctrl)
             return
         if isinstance(s, Assign):
             for st2, (v, deps) in self._expr(s.value, st, ctrl):
@@ -688,6 +710,7 @@ class Result:
     negative: int
     candidates: int
     flags: tuple = ()  # herd7's `Flag NAME` lines, in FLAGS order
+    loop_cut: bool = False  # a `while` ran past herd7's unrolling: outcomes may be missing
 
     @property
     def observation(self) -> str:
@@ -773,27 +796,36 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
     init = {name: 0 for name in locs}
     for name, v in test.init:
         init[name] = Loc(v) if isinstance(v, str) else v
-    # The values a read may return: a fixpoint over "what some write could store". A value
-    # of a real execution comes from a chain of at most (number of write sites) writes, so
-    # that many rounds reach every such value; extra guesses are pruned by rf below.
+    # The values a read may return: herd7 solves each execution's read values from its rf,
+    # so a read may return any value some write of some path stores, that path's own
+    # branch conditions included (load buffering whose values justify themselves: each
+    # thread takes the branch the other's store enables). The domain is that fixpoint:
+    # every path of every thread (both arms of each `if`) run on the values so far. A
+    # value of a real execution comes from a chain of at most (number of write events)
+    # writes, so that many rounds reach every such value; extra guesses are pruned by rf.
     domain = {name: {v} for name, v in init.items()}
-    runs, rounds, writes_bound = None, 0, 1
+    rounds, writes_bound = 0, 1
     while True:
-        runs = [list(_Runner(t, domain, set(locs), model).runs()) for t in test.threads]
-        if sum(len(r) for r in runs) > limit:
+        paths = [list(_Runner(t, domain, set(locs), model, all_arms=True).runs()) for t in test.threads]
+        if sum(len(r) for r in paths) > limit:
             raise TooManyCandidates(f"more than {limit:,} thread runs")
         new = {k: set(v) for k, v in domain.items()}
-        for rs in runs:
+        for rs in paths:
             for run in rs:
                 for e in run.events:
                     if e.kind == "W":
                         new[e.loc].add(e.val)
         writes_bound = max(writes_bound, sum(max((sum(e.kind == "W" for e in run.events) for run in rs), default=0)
-                                             for rs in runs))
+                                             for rs in paths))
         rounds += 1
         if new == domain or rounds > writes_bound:
             break
         domain = new
+    runners = [_Runner(t, domain, set(locs), model) for t in test.threads]
+    runs = [list(r.runs()) for r in runners]
+    loop_cut = any(r.cut for r in runners)
+    if sum(len(r) for r in runs) > limit:
+        raise TooManyCandidates(f"more than {limit:,} thread runs")
     shown = _shown(test)
     final_locs = {name for th, name in shown if th is None}
     outcomes: dict = {}
@@ -858,7 +890,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
                 if visit is not None:
                     visit(key, x)
     ordered = tuple(sorted(outcomes.items(), key=lambda kv: [_order_key(v) for _, v in kv[0].values]))
-    return Result(model, ordered, positive, negative, candidates, tuple(f for f in FLAGS if f in flags))
+    return Result(model, ordered, positive, negative, candidates, tuple(f for f in FLAGS if f in flags), loop_cut)
 
 
 def _coherent(name, ws, rs, events, po, rmw, budget):
@@ -883,7 +915,7 @@ def _coherent(name, ws, rs, events, po, rmw, budget):
         if budget[0] < 0:
             raise TooManyCandidates("too many coherence orders")
         pos = {w: i for i, w in enumerate(order)}
-        if any(pos[a] > pos[b] for a, b in same_thread):
+        if any(pos.get(a, -1) > pos.get(b, len(pos)) for a, b in same_thread):  # an unmatched UL has no place
             continue
         last = order[-1]
         choices = []
@@ -942,8 +974,11 @@ def _rfi_ru(ws, rs, events, po_loc) -> set:
 
 
 def _co_orders(ws, events, po):
-    """Coherence orders of one location: the initial write first, then every order of the
-    rest, with lock.cat's rule that an unlock follows its lock's write at once (lock.cat:130)."""
+    """Coherence orders of one location as lock.cat builds them: the initial write first,
+    then every order of the rest, an unlock straight after its lock's write (lock.cat:130),
+    an unmatched lock write after every other lock write (lock.cat:125) and at most one of
+    them (lock.cat:76), and an unmatched unlock in no coherence order at all (lock.cat:130
+    merges only the ULs of `critical`), so no spin_lock reads from it."""
     init = [w for w in ws if "IW" in events[w].tags]
     rest = [w for w in ws if "IW" not in events[w].tags]
     # lock.cat:71 critical: each UL matches the last po-earlier LKW of its thread on that lock
@@ -955,9 +990,16 @@ def _co_orders(ws, events, po):
                                                if {"LKW", "UL"} & events[o].tags)]
             if lkws:
                 match[u] = lkws[-1]
+    rest = [w for w in rest if "UL" not in events[w].tags or w in match]
+    lkws = [w for w in rest if "LKW" in events[w].tags]
+    unmatched_lkw = [w for w in lkws if w not in match.values()]
+    if len(unmatched_lkw) > 1:  # lock.cat:76 unmatched-locks: more than one must deadlock
+        return
     for perm in itertools.permutations(rest):
         pos = {w: i for i, w in enumerate(perm)}
         if any(pos[u] != pos[w] + 1 for u, w in match.items()):
+            continue
+        if unmatched_lkw and any(pos[w] > pos[unmatched_lkw[0]] for w in lkws):
             continue
         order = init + list(perm)
         yield order, {(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))}
@@ -1012,7 +1054,8 @@ def format_result(test: Litmus, res: Result) -> str:
         ok = res.negative == 0
     # herd7 counts the witnesses of the condition (of ~P for ~exists), the Observation of P
     pos, neg = (res.negative, res.positive) if q == "~exists" else (res.positive, res.negative)
-    lines += ["Ok" if ok else "No", "Witnesses", f"Positive: {pos} Negative: {neg}"]
+    lines += [("Loop " if res.loop_cut else "") + ("Ok" if ok else "No"), "Witnesses",
+              f"Positive: {pos} Negative: {neg}"]
     lines += [f"Flag {f}" for f in res.flags]
     lines += [f"Condition {q} ({_pp(test.condition.prop)})",
               f"Observation {test.name} {res.observation} {res.positive} {res.negative}"]

@@ -97,12 +97,21 @@ class If:
 
 
 @dataclass(frozen=True, slots=True)
+class LoopCut:
+    """Where herd7's unrolling of a `while` stops: a path that would run the body once
+    more is left out (herd7 prints `Loop` before Ok/No and warns)."""
+
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Thread:
     index: int
     params: tuple[str, ...]
     body: tuple
     registers: tuple[str, ...]
     span: Span
+    reg_init: tuple[tuple[str, object], ...] = ()  # `0:r0=1;` in the initial state: int or location name
 
 
 # condition propositions
@@ -157,6 +166,8 @@ _TOKEN = re.compile(r"""
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>/\\|\\/|==|!=|<=|>=|&&|\|\||[-+*/%&|^!~<>=(){}\[\];,:.])
 """, re.X)
+
+UNROLL = 2  # herd7's -unroll default: a `while` body runs at most this many times
 
 _TYPES = {"int", "long", "unsigned", "char", "short", "atomic_t", "atomic_long_t", "spinlock_t", "u32", "u64",
           "u8", "u16", "bool", "intptr_t", "uintptr_t", "volatile", "const", "struct", "srcu_struct"}
@@ -225,14 +236,32 @@ def _tokens(source: str, file: str) -> list[Tok]:
 EXPECTED_RE = re.compile(r"Result:[ \t]*(Never|Sometimes|Always|DEADLOCK|Maybe)\b([ \t]+DATARACE\b)?")
 
 
+# diy7's header lines between the name line and the initial state (Generator=, Hash=,
+# Com=, Orig=, Cycle=, Relax=, Safe=, Prefetch=, ...): herd7 reads any `Key=...` line there
+# as information about the test, and so does this reader (it skips them)
+_INFO_LINE = re.compile(r"[ \t]*[A-Za-z][A-Za-z0-9_.-]*[ \t]*=")
+
+
+def _without_info_lines(source: str) -> str:
+    """The source with its header lines blanked (line numbers kept for the spans)."""
+    lines = source.split("\n")
+    for i in range(1, len(lines)):
+        if lines[i].lstrip().startswith("{"):
+            break
+        if _INFO_LINE.match(lines[i]):
+            lines[i] = ""
+    return "\n".join(lines)
+
+
 class _Parser:
     def __init__(self, source: str, file: str):
         self.file = file
         self.source = source
-        toks = _tokens(source, file)
+        toks = _tokens(_without_info_lines(source), file)
         self.comments = [t for t in toks if t.kind == "comment"]
         self.toks = [t for t in toks if t.kind != "comment"]
         self.i = 0
+        self.reg_init: list = []  # (thread, register, value, token) from the initial state
 
     # helpers
     def peek(self, k: int = 0) -> Tok:
@@ -290,6 +319,9 @@ class _Parser:
             threads.append(self.thread(len(threads)))
         if not threads:
             raise self.error(self.peek(), "expected a thread 'P0(...) { ... }'")
+        for tid, reg, _, tok in self.reg_init:
+            if tid >= len(threads):
+                raise self.error(tok, f"initial value of '{tid}:{reg}', but the test has no thread P{tid}")
         locations, filt = (), None
         while True:
             if self.at("locations"):
@@ -318,9 +350,18 @@ class _Parser:
             if self.peek().kind == "eof":
                 raise self.error(self.peek(), "the initial state '{' is never closed")
             start = self.peek()
-            if start.kind == "tid":
-                raise self.error(start, "initial register values ('0:r0=...') are not supported",
-                                 "initialise the register in its thread instead")
+            if start.kind == "tid":  # `0:r0=1;`: a register's value when its thread starts
+                tid = int(start.text[:-1])
+                self.next()
+                reg = self.name("a register after the thread number")
+                value = 0
+                if self.at("="):
+                    self.next()
+                    value = self.init_value()
+                self.reg_init.append((tid, reg.text, value, start))
+                if not self.at("}"):
+                    self.expect(";", "after an initial value")
+                continue
             words = []
             while self.peek().kind == "name" or self.at("*"):
                 words.append(self.next())
@@ -333,16 +374,7 @@ class _Parser:
             value: object = 0
             if self.at("="):
                 self.next()
-                v = self.peek()
-                if self.at("&"):
-                    self.next()
-                    value = self.name("a location after '&'").text
-                elif v.kind == "name":
-                    value = self.next().text
-                elif v.kind == "num":
-                    value = int(self.next().text, 0)
-                else:
-                    raise self.error(v, "expected a number or a location as an initial value")
+                value = self.init_value()
             if self.at("["):
                 raise self.error(self.peek(), "arrays are not supported in litmus tests")
             items.append((loc, value))
@@ -353,6 +385,30 @@ class _Parser:
         for loc, v in items:
             seen[loc] = v
         return list(seen.items())
+
+    def init_value(self):
+        """A number, a location (`x` or `&x`) or `ATOMIC_INIT(n)`; a leading '-' negates a number."""
+        v = self.peek()
+        if self.at("&"):
+            self.next()
+            return self.name("a location after '&'").text
+        if v.kind == "name" and v.text in ("ATOMIC_INIT", "ATOMIC_LONG_INIT"):
+            self.next()
+            self.expect("(", f"after '{v.text}'")
+            n = self.init_value()
+            if not isinstance(n, int):
+                raise self.error(v, f"'{v.text}' takes a number")
+            self.expect(")", f"to close '{v.text}('")
+            return n
+        if v.kind == "name":
+            return self.next().text
+        sign = 1
+        if self.at("-") and self.peek(1).kind == "num":
+            self.next()
+            sign, v = -1, self.peek()
+        if v.kind == "num":
+            return sign * int(self.next().text, 0)
+        raise self.error(v, "expected a number, a location or ATOMIC_INIT(n) as an initial value")
 
     def thread(self, index: int) -> Thread:
         head = self.next()
@@ -373,10 +429,11 @@ class _Parser:
             if not self.at(")"):
                 self.expect(",", "between parameters")
         self.next()
-        self.registers: list[str] = []
+        init_regs = [(reg, v) for tid, reg, v, _ in self.reg_init if tid == index]
+        self.registers: list[str] = [reg for reg, _ in init_regs]
         self.params = params
         body = self.block()
-        return Thread(index, tuple(params), tuple(body), tuple(self.registers), self.span(head))
+        return Thread(index, tuple(params), tuple(body), tuple(self.registers), self.span(head), tuple(init_regs))
 
     def block(self) -> list:
         self.expect("{")
@@ -408,10 +465,21 @@ class _Parser:
                 self.next()
                 orelse = self.statement()
             return [If(cond, tuple(then), tuple(orelse), self.span(t))]
-        if t.kind == "name" and t.text in ("while", "for", "do", "goto", "return", "switch", "break",
-                                           "continue"):
-            raise self.error(t, f"'{t.text}' is not supported: litmus tests here are loop-free",
-                             "the axiomatic evaluator needs loop-free code; unroll by hand")
+        if t.kind == "name" and t.text == "while":
+            self.next()
+            self.expect("(", "after 'while'")
+            cond = self.expr()
+            self.expect(")", "to close the condition")
+            body = tuple(self.statement())
+            # herd7's unrolling: the condition is tested up to UNROLL + 1 times; a path on
+            # which it still holds the last time is cut (LoopCut), not run further
+            loop: tuple = (If(cond, (LoopCut(self.span(t)),), (), self.span(t)),)
+            for _ in range(UNROLL):
+                loop = (If(cond, body + loop, (), self.span(t)),)
+            return list(loop)
+        if t.kind == "name" and t.text in ("for", "do", "goto", "return", "switch", "break", "continue"):
+            raise self.error(t, f"'{t.text}' is not supported in litmus tests here",
+                             "herd7's unrolled loops are read as 'while (c) ...'; write the loop that way")
         if t.kind == "name" and self.peek(1).text == "=" and self.peek(1).kind == "op":
             if t.text not in self.registers:
                 if t.text in self.params:

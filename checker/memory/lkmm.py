@@ -726,6 +726,36 @@ def stale_reads(views: Views, gid: int, uid: int, failed: bool, before, after, v
     return "; ".join(notes)
 
 
+def step_notes(views: Views, gid: int, uid: int, failed: bool, cas_failed: bool, branch: bool | None, before,
+               value) -> str:
+    """A step's trace note under the machine, as the sc trace has it: whether a branch
+    was taken (`branch`, None for a step that is not one) with the values it read
+    through the view, that a cmpxchg failed (`failed`: the failure form that reads the
+    view; `cas_failed`: any failure), and which older store it read."""
+    notes = []
+    cpu = views.cpu(gid)
+    acc = None
+    if cpu is not None and (gid, uid) in views.accesses:
+        acc, fail = views.accesses[(gid, uid)]
+        acc = fail if failed and fail is not None else acc
+    if branch is not None:
+        reads = []
+        for j in sorted(acc.view_reads) if acc is not None else ():
+            loc = views.locations[j]
+            lag = before[cpu.cur[j]]
+            if not 0 < lag < views.bound:  # the newest store: stale_reads says nothing of it
+                reads.append(f"{loc.name} = {value(loc.slot, before[loc.slot])}")
+        notes.append(("taken" if branch else "not taken") + (": " + ", ".join(reads) if reads else ""))
+    if cas_failed:
+        notes.append("cmpxchg failed: it read another value than it expected, and stored nothing")
+    stale = stale_reads(views, gid, uid, failed, before, None, value)
+    if stale and notes and notes[-1] in ("taken", "not taken"):  # the branch tested what it read
+        notes[-1] += ": " + stale
+    elif stale:
+        notes.append(stale)
+    return "; ".join(notes)
+
+
 def meaning(p) -> str:
     """What a primitive (a builtins.Primitive) does under the machine, in one phrase:
     every primitive has one (tests/test_lkmm_operational.py)."""

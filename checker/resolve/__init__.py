@@ -20,7 +20,7 @@ import itertools
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS
-from ..base.errors import NOWHERE, STAGE_CODES, Span, SpecError, did_you_mean, raise_all
+from ..base.errors import NOWHERE, STAGE_CODES, Echo, Span, SpecError, combined, did_you_mean
 from ..base.limits import MAX_VALUES
 from .contexts import Contexts
 from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, header_comment, variant_names
@@ -43,10 +43,12 @@ def resolve(spec: ast.Spec, variant: str = BASE, defines: dict[str, str] | None 
             preemptions: int | str | None = None) -> m.Model:
     """`memory`, `store_buffer` and `preemptions` (a bound or "unbounded") come from the
     command line and override the spec."""
+    r = _Resolver(spec, variant, defines or {}, memory, store_buffer, preemptions)
     try:
-        return _Resolver(spec, variant, defines or {}, memory, store_buffer, preemptions).run()
+        return r.run()
     except SpecError as e:
-        raise e.with_code(STAGE_CODES["resolve"]) from None
+        r.note(e)
+        raise r.failure().with_code(STAGE_CODES["resolve"]) from None
 
 
 # ---- the resolver --------------------------------------------------------------
@@ -81,6 +83,35 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
         self.read_locals: set[int] = set()  # ids of the local VarSyms some expression reads
         self.task_syms: dict[str, m.VarSym] = {}  # process -> its task state, once `P.state` is read
         self.writing: str | None = None  # the name an assignment is storing to (not a read)
+        self.cpus: int | None = None  # `cpus N;`, once the contexts header is read (constants come first)
+        # every error of the spec in one run: each declaration and statement is resolved
+        # on after an error (`attempt`); a name whose declaration failed, or that was
+        # reported unknown, is in `failed`, and a use of it is an Echo, not reported again
+        self.errors: list[SpecError] = []
+        self.echoes: list[Echo] = []
+        self.failed: set[str] = set()  # names, `p.local` and `p@label` of p's
+        self.failed_properties: set[str] = set()
+
+    # -- errors
+    def note(self, e: SpecError) -> None:
+        for x in e.errors:
+            (self.echoes if isinstance(x, Echo) else self.errors).append(x)
+
+    def attempt(self, fn, *args, name: str | None = None, default=None):
+        """fn(*args), or `default` when it fails: the error is noted and `name` (what
+        the call declares) marked failed, so that its uses are not reported again."""
+        try:
+            return fn(*args)
+        except SpecError as e:
+            self.note(e)
+            if name is not None:
+                self.failed.add(name)
+            return default
+
+    def failure(self) -> SpecError:
+        """What the run raises: every error noted, in file order (an echo only if,
+        against the rule, nothing it echoes was reported)."""
+        return combined(self.errors or self.echoes[:1])
 
     # -- top level
     def run(self) -> m.Model:
@@ -91,10 +122,15 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
                             did_you_mean(self.variant, variant_names(spec))
                             or f"variants: {', '.join(variant_names(spec))}", code="TR205")
         self._check_duplicates()
-        overrides = self._collect_overrides(variants.get(self.variant))
+        overrides = self.attempt(self._collect_overrides, variants.get(self.variant), default={})
         self._resolve_consts(overrides)
-        memory, store_buffer = self._memory(variants.get(self.variant))
-        self._contexts_header(self.preemptions_override)
+        memory_name, store_buffer = self.attempt(self._memory, variants.get(self.variant), default=("sc", None))
+        memory = m.MemoryModel(memory_name)
+        try:
+            self._contexts_header(self.preemptions_override)
+        except SpecError as e:  # what comes next reads the CPUs and the preemption bound
+            self.note(e)
+            raise self.failure() from None
         for d in spec.of(ast.EnumDecl):
             t = m.EnumT(d.name, tuple(n for n, _ in d.members))
             self.enums[d.name] = t
@@ -102,43 +138,45 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
                 self.members[n] = (t, i)
         for d in spec.of(ast.ProcessDecl):
             self.process_decls[d.name] = d
-            self.process_counts[d.name] = self._process_count(d)
+            self.process_counts[d.name] = self.attempt(self._process_count, d, name=d.name)
         for d in spec.of(ast.InlineDecl):
             self.inlines[d.name] = d
         for d in spec.of(ast.FnDecl):
             self.fns[d.name] = d
-        # several errors per run: each declaration of a group is resolved even when one
-        # before it failed, and the group's errors are reported together; the next group
-        # is not started (its errors could be echoes of these)
-        errors: list[SpecError] = []
+        # every group is resolved even when one before it failed: what would only echo
+        # an earlier error is an Echo (see `failed`), and the rest are errors of their own
         for d in spec.items:
-            try:
-                if isinstance(d, ast.VarDecl):
-                    self.globals[d.name] = self._var(self._percpu_decl(d) if d.percpu else d, m.Scope.GLOBAL, None)
-                elif isinstance(d, ast.WaitQueueDecl):
-                    self.globals[d.name] = self._waitqueue(d)
-            except SpecError as e:
-                errors.append(e)
-        raise_all(errors)
+            if isinstance(d, ast.VarDecl):
+                sym = self.attempt(self._var, self._percpu_decl(d) if d.percpu else d, m.Scope.GLOBAL, None,
+                                   name=d.name)
+            elif isinstance(d, ast.WaitQueueDecl):
+                sym = self.attempt(self._waitqueue, d, name=d.name)
+            else:
+                continue
+            if sym is not None:
+                self.globals[d.name] = sym
         processes = []
         for d in spec.of(ast.ProcessDecl):
-            try:
-                processes.append(self._process(d))
-            except SpecError as e:
-                errors.append(e)
-        raise_all(errors)
+            if d.name in self.failed:  # its count failed: its body would be resolved against nothing
+                continue
+            p = self.attempt(self._process, d, name=d.name)
+            if p is not None:
+                processes.append(p)
         processes = tuple(processes)
         self.process_labels = {p.name: set(p.labels) for p in processes}
         self.processes = {p.name: p for p in processes}
-        if not processes and not spec.of(ast.LemmaDecl):
+        if not spec.of(ast.ProcessDecl) and not spec.of(ast.LemmaDecl):
             raise SpecError(Span(spec.file, 1, 1, 1, 1), "the model declares no process",
                             "add `process NAME { ... }` (or a `lemma`)")
         properties = self._properties()
         expected = self._expectations(variants.get(self.variant), properties)
+        if self.errors or self.echoes:
+            raise self.failure()
         constants = {n: self._const_value(c) for n, c in self.consts.items()}
         return m.Model(
             name=spec.name, file=spec.file, source=spec.source, variant=self.variant,
-            constants=constants, memory=memory, globals=tuple(self.globals.values()),
+            constants=constants, memory=memory, declared_memory=m.MemoryModel(self.declared_memory),
+            globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
             store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties),

@@ -19,7 +19,7 @@ from ..base.errors import source_lines
 BASE = "base"
 DEADLOCK = "deadlock"
 ASSERTIONS = "assertions"
-MEMORY_MODELS = ("sc", "tso", "lkmm")
+MEMORY_MODELS = m.MEMORY_MODELS  # the one definition: model.MemoryModel
 # the bounded models and what their bound counts: tso a CPU's store buffer, lkmm the
 # stores of one location a CPU may still read (spec/LANGUAGE.md, "memory lkmm")
 BOUNDED = {"tso": "a store buffer", "lkmm": "a location's history"}
@@ -86,4 +86,34 @@ class Ctx:
     inline_in_atomic: bool = False  # the innermost inline was expanded inside this atomic step
     inline_stack: tuple[str, ...] = ()
     labels: set[str] | None = None
+    failed: frozenset[str] = frozenset()  # the process's locals whose declaration failed
     what: str = "expression"
+    property: bool = False  # an invariant, final, reachable or liveness condition: reads context state
+
+
+def labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
+    """The labels of a process's body as written, with those of the inline procedures
+    it calls (for `p@label` before p is resolved, and for `goto` after a failed body).
+    Walked with a stack: a chain of inline calls may be longer than Python's recursion."""
+    out: set[str] = set()
+    seen: set[str] = set()
+    stack = list(d.body)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, ast.Labeled):
+            out.add(s.label)
+            stack.append(s.stmt)
+        if isinstance(s, ast.Fair):
+            stack.append(s.stmt)
+        for attr in ("then", "orelse", "body"):
+            sub = getattr(s, attr, None)
+            if isinstance(sub, ast.Stmt):
+                stack.append(sub)
+            elif isinstance(sub, tuple):
+                stack.extend(sub)
+        if isinstance(s, ast.Choose):
+            stack.extend(s.branches)
+        if isinstance(s, ast.CallStmt) and s.call.name in inlines and s.call.name not in seen:
+            seen.add(s.call.name)
+            stack.append(inlines[s.call.name].body)
+    return out

@@ -10,7 +10,7 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import Arg
+from ..semantics.primitives import BUILTINS, Arg, Cls
 from ..base.errors import Span, SpecError, did_you_mean
 from .base import Ctx
 
@@ -121,7 +121,8 @@ class Contexts:
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)
         return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
-                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None)
+                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None,
+                                posted=d.posted)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
         """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
@@ -139,6 +140,45 @@ class Contexts:
         return x
 
 
+    def context_global(self, name: str) -> m.VarSym | None:
+        """The execution-context state named `name` as traces print it (`irqs_off[c]`,
+        `in_irq[c]`, `curr[c]`, `pending_H`, `armed_T`, `preemptions`), typed as
+        semantics/contexts.py makes it: a stand-in that the lowering replaces with the
+        state itself. None when the model has no such state."""
+        if self.cpus is None:
+            return None
+        decls = {d.name: d for d in self.spec.of(ast.ProcessDecl)}
+        per_cpu = lambda elem: m.ArrayT(elem, 0, self.cpus - 1, None)  # noqa: E731
+        typ = None
+        if name in ("irqs_off", "in_irq", m.GUEST_MODE):
+            typ = per_cpu(m.BOOL)
+        elif name == "curr":
+            threads = 0
+            for d in decls.values():
+                if d.cpu is not None and not d.interrupt:
+                    threads += int(self.process_counts[d.name] or 1)
+            typ = per_cpu(m.IntT(0, threads))
+        elif name == "preemptions" and self.preemptions is not None:
+            typ = m.IntT(0, self.preemptions)
+        else:
+            irq = next((d for d in decls.values() if d.interrupt and name in (m.pending_name(d.name),
+                                                                             m.armed_name(d.name) if d.hrtimer else None)),
+                       None)
+            if irq is not None:
+                typ = per_cpu(m.BOOL) if name.startswith("pending_") and self.process_counts[irq.name] else m.BOOL
+        if typ is None:
+            return None
+        return m.VarSym(name, typ, m.Scope.GLOBAL, self.spec.of(ast.CpusDecl)[0].span, ((0,),))
+
+    def context_local(self, proc: m.Process, name: str) -> m.VarSym:
+        """A thread's `preempt_count`, `asleep` or `in_region`, as a property reads it: a
+        stand-in, like `context_global`'s (the lowering says when the thread has none)."""
+        typ = m.IntT(0, m.MAX_PREEMPT_DEPTH) if name == "preempt_count" else m.BOOL
+        if name == "exit_reason":  # 0: none yet, k: the k-th interrupt declared
+            typ = m.IntT(0, len(self.interrupt_names))
+        return m.VarSym(name, typ, m.Scope.LOCAL, proc.span, ((0,),), proc.name)
+
+
 def _cpu_value(x: m.TExpr, i: int) -> int:
     """The CPU of instance i: a constant, or an expression of `self`."""
     if isinstance(x, m.Const):
@@ -152,6 +192,11 @@ def _cpu_value(x: m.TExpr, i: int) -> int:
                     "write `on cpu 0`, or `on cpu self` in a process array")
 
 
+#: what a notifier may not call: it runs inside the scheduler (kernel/sched/core.c runs the
+#: preempt notifiers with the runqueue lock held), as a step of its own, not as the task
+_BLOCKING = (Cls.SCHEDULE, Cls.WQ_ADD, Cls.WQ_REMOVE)
+
+
 def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
     """A notifier is straight-line code run by the scheduler in the thread's name: it may
     read the thread's locals but not write them (they are the thread's, not the scheduler's)."""
@@ -160,6 +205,11 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
         if target is not None and isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.LOCAL:
             raise SpecError(s.span, f"`on {n.name}` writes {proc}'s local '{target.sym.name}'",
                             "a notifier runs in the scheduler: it may write globals and per-CPU variables")
+        if isinstance(s, m.SEval) and BUILTINS[s.call.name].cls in _BLOCKING:
+            raise SpecError(s.call.span, f"`on {n.name}` calls '{s.call.name}', which "
+                            + ("blocks" if BUILTINS[s.call.name].cls is Cls.SCHEDULE else "changes the task's wait state"),
+                            "a notifier runs inside the scheduler, in one step, and cannot sleep or wait: "
+                            f"move '{s.call.name}' into {proc}'s body")
         if isinstance(s, (m.SLoop, m.SChoose, m.SLabeled, m.SGoto, m.SAwait)):
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")

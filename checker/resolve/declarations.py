@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..front import ast
 from .. import model as m
-from ..base.errors import Span, SpecError, did_you_mean, raise_all, source_text
+from ..base.errors import Span, SpecError, did_you_mean, source_text
 from ..base.limits import MAX_PROCESSES
-from .base import ASSERTIONS, BASE, DEADLOCK, RESERVED_TYPES, Ctx
+from .base import ASSERTIONS, BASE, DEADLOCK, RESERVED_TYPES, Ctx, labels_of
 
 
 class Declarations:
@@ -25,13 +25,14 @@ class Declarations:
 
         def add(name: str, what: str, span: Span):
             if name in RESERVED_TYPES or name in ("self", "true", "false", "any"):
-                raise SpecError(span, f"'{name}' is a reserved word and cannot name a {what}",
-                                f"choose another name, e.g. '{name}_'", code="TR204")
-            if name in seen:
+                self.note(SpecError(span, f"'{name}' is a reserved word and cannot name a {what}",
+                                    f"choose another name, e.g. '{name}_'", code="TR204"))
+            elif name in seen:
                 prev_what, prev = seen[name]
-                raise SpecError(span, f"duplicate name '{name}'",
-                                f"already declared as a {prev_what} at {prev}", code="TR202")
-            seen[name] = (what, span)
+                self.note(SpecError(span, f"duplicate name '{name}'",
+                                    f"already declared as a {prev_what} at {prev}", code="TR202"))
+            else:
+                seen[name] = (what, span)
 
         for d in self.spec.items:
             if isinstance(d, ast.ConstDecl):
@@ -51,20 +52,23 @@ class Declarations:
             elif isinstance(d, (ast.InvariantDecl, ast.FinalDecl, ast.PropertyDecl, ast.LemmaDecl,
                                 ast.ReachableDecl)):
                 if d.name in props or d.name in (DEADLOCK, ASSERTIONS):
-                    raise SpecError(d.span, f"duplicate property name '{d.name}'",
-                                    "deadlock and assertions are built-in property names"
-                                    if d.name in (DEADLOCK, ASSERTIONS)
-                                    else f"already declared at {props[d.name]}", code="TR202")
-                props[d.name] = d.span
+                    self.note(SpecError(d.span, f"duplicate property name '{d.name}'",
+                                        "deadlock and assertions are built-in property names"
+                                        if d.name in (DEADLOCK, ASSERTIONS)
+                                        else f"already declared at {props[d.name]}", code="TR202"))
+                else:
+                    props[d.name] = d.span
             elif isinstance(d, ast.VariantDecl):
                 if d.name in variants or d.name == BASE:
-                    raise SpecError(d.span, f"duplicate variant name '{d.name}'",
-                                    "'base' names the model without overrides"
-                                    if d.name == BASE else f"already declared at {variants[d.name]}", code="TR202")
-                variants[d.name] = d.span
+                    self.note(SpecError(d.span, f"duplicate variant name '{d.name}'",
+                                        "'base' names the model without overrides"
+                                        if d.name == BASE else f"already declared at {variants[d.name]}",
+                                        code="TR202"))
+                else:
+                    variants[d.name] = d.span
         models = self.spec.of(ast.ModelDecl)
         if len(models) > 1:
-            raise SpecError(models[1].span, "a spec declares one model", "remove this `model` line")
+            self.note(SpecError(models[1].span, "a spec declares one model", "remove this `model` line"))
 
     def _unread_locals(self, processes) -> tuple[tuple[int, str], ...]:
         """(line, message) for each process-local variable nothing reads: it only widens
@@ -93,34 +97,43 @@ class Declarations:
     def _process(self, d: ast.ProcessDecl) -> m.Process:
         count = self.process_counts[d.name]
         locals_: dict[str, m.VarSym] = {}
+        failed: set[str] = set()
         for v in d.locals:
-            if v.name in locals_:
-                raise SpecError(v.span, f"duplicate local variable '{v.name}'",
-                                "give each local its own name", code="TR202")
-            if v.name in self.globals or v.name in self.consts:
-                raise SpecError(v.span, f"local variable '{v.name}' shadows a global name",
-                                "give it another name")
-            locals_[v.name] = self._var(v, m.Scope.LOCAL, d.name)
+            if v.name in locals_ or v.name in failed:
+                self.note(SpecError(v.span, f"duplicate local variable '{v.name}'",
+                                    "give each local its own name", code="TR202"))
+            elif v.name in self.globals or v.name in self.consts:
+                self.note(SpecError(v.span, f"local variable '{v.name}' shadows a global name",
+                                    "give it another name"))
+            else:
+                sym = self.attempt(self._var, v, m.Scope.LOCAL, d.name)
+                if sym is None:
+                    failed.add(v.name)
+                else:
+                    locals_[v.name] = sym
+        self.failed |= {f"{d.name}.{n}" for n in failed}  # for `p.n` in properties
         self._thread_locals(d, locals_)
         labels: set[str] = set()
         proc_stub = m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), (),
                               frozenset(), d.end_span)
-        ctx = Ctx(process=proc_stub, process_count=count, locals=locals_, labels=labels)
+        ctx = Ctx(process=proc_stub, process_count=count, locals=locals_, labels=labels, failed=frozenset(failed))
+        before = len(self.errors) + len(self.echoes)
         body = self.stmts(d.body, ctx)
-        self._check_gotos(body, labels)
+        # a label inside a statement that failed was never collected: check against them all
+        self._check_gotos(body, labels if len(self.errors) + len(self.echoes) == before
+                          else labels | labels_of(d, self.inlines))
         context = self._process_context(d, count, ctx)
         return m.Process(d.name, d.span, count, d.unfair, tuple(locals_.values()), body,
                          frozenset(labels), d.end_span, context)
 
     def _properties(self) -> tuple[m.Property, ...]:
         props: list[m.Property] = []
-        errors: list[SpecError] = []
         for d in self.spec.items:
             try:
                 self._property(d, props)
             except SpecError as e:
-                errors.append(e)
-        raise_all(errors)
+                self.note(e)
+                self.failed_properties.add(d.name)  # an `expect` naming it is no error of its own
         for name, span in self.assert_names.items():
             props.append(m.Property(name, m.PropertyKind.ASSERT, span))
         if self.spec.of(ast.ProcessDecl):
@@ -132,16 +145,16 @@ class Declarations:
         """Resolve top-level declaration d into `props` if it is a property."""
         if isinstance(d, ast.InvariantDecl):
             props.append(m.Property(d.name, m.PropertyKind.INVARIANT, d.span,
-                                    cond=self.cond(d.cond, Ctx(what=f"invariant '{d.name}'"), "an invariant")))
+                                    cond=self.cond(d.cond, Ctx(what=f"invariant '{d.name}'", property=True), "an invariant")))
         elif isinstance(d, ast.ReachableDecl):
             props.append(m.Property(d.name, m.PropertyKind.REACHABLE, d.span,
-                                    cond=self.cond(d.cond, Ctx(what=f"reachable '{d.name}'"), "a reachable condition")))
+                                    cond=self.cond(d.cond, Ctx(what=f"reachable '{d.name}'", property=True), "a reachable condition")))
         elif isinstance(d, ast.FinalDecl):
             props.append(m.Property(d.name, m.PropertyKind.FINAL, d.span,
-                                    cond=self.cond(d.cond, Ctx(what=f"final condition '{d.name}'"),
+                                    cond=self.cond(d.cond, Ctx(what=f"final condition '{d.name}'", property=True),
                                                    "a final condition")))
         elif isinstance(d, ast.PropertyDecl):
-            ctx = Ctx(what=f"property '{d.name}'")
+            ctx = Ctx(what=f"property '{d.name}'", property=True)
             trig = self.cond(d.trigger, ctx, "a property's condition") if d.trigger is not None else None
             goal = self.cond(d.goal, ctx, "a property's goal")
             props.append(m.Property(d.name, m.PropertyKind.LIVENESS, d.span, trigger=trig, goal=goal))
@@ -184,9 +197,9 @@ class Declarations:
         out = set()
         for x in expects:
             for name, span in x.violated:
-                if name not in names:
-                    raise SpecError(span, f"`expect` names an unknown property '{name}'",
-                                    did_you_mean(name, names) or f"properties: {', '.join(sorted(names))}")
+                if name not in names and name not in self.failed_properties:
+                    self.note(SpecError(span, f"`expect` names an unknown property '{name}'",
+                                        did_you_mean(name, names) or f"properties: {', '.join(sorted(names))}"))
                 out.add(name)
         return frozenset(out)
 

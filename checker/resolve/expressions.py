@@ -10,14 +10,16 @@ import dataclasses
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp, signature
-from ..base.errors import Span, SpecError, did_you_mean
-from .base import WAITQUEUE_BUILTINS, Ctx
+from ..base.errors import Echo, Span, SpecError, did_you_mean
+from .base import WAITQUEUE_BUILTINS, Ctx, labels_of
 
 
 class Expressions:
     """Typed expressions. Constants fold as they are built (so a knob set to false
     removes the test it guards); fixed-width operands follow C's usual conversions, each
-    made explicit as a Conv node so that every back end computes the same value."""
+    made explicit as a Conv node so that every back end computes the same value. About
+    500 lines: the expression grammar's cases, each short, and the built-in calls'
+    argument checks, which read one table row; a split would cut the recursion apart."""
 
     def cond(self, e: ast.Expr, ctx: Ctx, what: str) -> m.TExpr:
         r = self.expr(e, dataclasses.replace(ctx, what=what))
@@ -114,10 +116,21 @@ class Expressions:
             return m.Const(e.span, t, i)
         if n in m.TASK_STATE_NAMES and not lvalue:  # what `P.state` compares with
             return m.Const(e.span, m.TASK_STATE, m.TASK_STATE_NAMES[n])
-        known = list(ctx.bound) + list(ctx.params) + list(ctx.locals) + list(self.globals) \
-            + list(self.consts) + list(members)
+        state = self.context_global(n)
+        if state is not None:
+            if ctx.property and not lvalue:
+                return m.Var(e.span, state.type, state)
+            raise SpecError(e.span, f"'{n}' is execution-context state: properties read it, code does not",
+                            "in code ask `irqs_disabled()` or `smp_processor_id()`, or keep a variable of your own")
         if n in self.process_decls:
             raise SpecError(e.span, f"'{n}' is a process, not a value", f"write `{n}@label` to ask where it is")
+        if n in ctx.failed or n in self.failed:
+            raise Echo(e.span, f"'{n}' failed to resolve before")
+        known = list(ctx.bound) + list(ctx.params) + list(ctx.locals) + list(self.globals) \
+            + list(self.consts) + list(members)
+        self.failed.add(n)  # reported at its first use only, and so is `p.n` in properties
+        if ctx.process is not None:
+            self.failed.add(f"{ctx.process.name}.{n}")
         raise SpecError(e.span, f"unknown name '{n}'",
                         did_you_mean(n, known) or "declare it with `var`, `const` or `enum`", code="TR201")
 
@@ -279,6 +292,9 @@ class Expressions:
         if e.name in self.inlines:
             raise SpecError(e.name_span, f"inline procedure '{e.name}' has no value",
                             "call it as a statement; for a value use `fn NAME(args) = expr;`")
+        if e.name in self.failed:
+            raise Echo(e.name_span, f"'{e.name}' failed to resolve before")
+        self.failed.add(e.name)
         raise SpecError(e.name_span, f"unknown function '{e.name}'",
                         did_you_mean(e.name, list(self.fns) + list(BUILTINS) + list(ALIASES))
                         or "declare it with `fn NAME(args) = expr;`", code="TR201")
@@ -438,14 +454,21 @@ class Expressions:
         return idx
 
     def _at(self, e: ast.AtLabel, ctx: Ctx) -> m.TExpr:
+        if e.process in self.failed:
+            raise Echo(e.process_span, f"process '{e.process}' failed to resolve before")
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'", _which_process(e.process,
                             self.process_decls), code="TR201")
         idx = self._process_index(e, ctx, f"{e.process}[i]@{e.label}")
         labels = self.process_labels.get(e.process)
-        if labels is None:
-            labels = _labels_of(self.process_decls[e.process], self.inlines)
+        if labels is None or self.errors:  # a label in a statement that failed was never collected
+            labels = (labels or set()) | labels_of(self.process_decls[e.process], self.inlines)
+        if self.process_decls[e.process].interrupt:  # a handler waiting for its interrupt
+            labels = set(labels) | {m.IRQ_IDLE}
         if e.label not in labels and e.label != "end":  # `end`: at any valid end state
+            if f"{e.process}@{e.label}" in self.failed:
+                raise Echo(e.label_span, f"'{e.process}@{e.label}' failed to resolve before")
+            self.failed.add(f"{e.process}@{e.label}")  # reported at its first use only
             raise SpecError(e.label_span, f"process '{e.process}' has no label '{e.label}'",
                             did_you_mean(e.label, labels) or
                             (f"its labels: {', '.join(sorted(labels))}" if labels else "it has no labels"))
@@ -454,6 +477,8 @@ class Expressions:
     def _local_ref(self, e: ast.LocalRef, ctx: Ctx) -> m.TExpr:
         """`p.r`: another process's register, visible to properties only (a process reads
         its own locals by name and cannot see another's)."""
+        if e.process in self.failed or f"{e.process}.{e.name}" in self.failed:
+            raise Echo(e.span, f"'{e.process}.{e.name}' failed to resolve before")
         if e.process not in self.process_decls:
             raise SpecError(e.process_span, f"unknown process '{e.process}'", _which_process(e.process,
                             self.process_decls), code="TR201")
@@ -470,6 +495,8 @@ class Expressions:
         sym = next((v for v in proc.locals if v.name == e.name), None)
         if sym is not None:
             self.read_locals.add(id(sym))
+        elif e.name in m.CONTEXT_LOCALS and proc.context is not None and proc.context.kind is m.ContextKind.THREAD:
+            sym = self.context_local(proc, e.name)
         if sym is None:
             names = [v.name for v in proc.locals]
             raise SpecError(e.name_span, f"process '{e.process}' has no local variable '{e.name}'",
@@ -522,35 +549,6 @@ class Expressions:
 
 
 # ---- helpers---------------------------------------------------------------
-
-
-def _labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
-    out: set[str] = set()
-    seen: set[str] = set()
-
-    def walk(s):
-        if isinstance(s, ast.Labeled):
-            out.add(s.label)
-            walk(s.stmt)
-        if isinstance(s, ast.Fair):
-            walk(s.stmt)
-        for attr in ("then", "orelse", "body"):
-            sub = getattr(s, attr, None)
-            if isinstance(sub, ast.Stmt):
-                walk(sub)
-            elif isinstance(sub, tuple):
-                for x in sub:
-                    walk(x)
-        if isinstance(s, ast.Choose):
-            for b in s.branches:
-                walk(b)
-        if isinstance(s, ast.CallStmt) and s.call.name in inlines and s.call.name not in seen:
-            seen.add(s.call.name)
-            walk(inlines[s.call.name].body)
-
-    for s in d.body:
-        walk(s)
-    return out
 
 
 def _has_effects(e: m.TExpr) -> bool:

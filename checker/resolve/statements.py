@@ -10,7 +10,7 @@ import dataclasses
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import BUILTINS
-from ..base.errors import Span, SpecError, did_you_mean
+from ..base.errors import Echo, Span, SpecError, did_you_mean
 from .base import ASSERTIONS, DEADLOCK, Ctx
 
 
@@ -21,7 +21,19 @@ class Statements:
     branches, the right operand of `&&`, arguments)."""
 
     def stmts(self, body, ctx: Ctx) -> tuple[m.RStmt, ...]:
-        return tuple(self.stmt(s, ctx) for s in body)
+        """The statements of a body; one that fails is noted and left out, and the next
+        is resolved (the model is not built when any failed)."""
+        out = []
+        for s in body:
+            r = self.attempt(self.stmt, s, ctx)
+            if r is not None:
+                out.append(r)
+        return tuple(out)
+
+    def _part(self, s: ast.Stmt, ctx: Ctx) -> tuple[m.RStmt, ...]:
+        """A branch or a loop's body: resolved even when the condition before it failed."""
+        out = self.stmts((s,), ctx)
+        return self._as_body(out[0]) if out else ()
 
     def stmt(self, s: ast.Stmt, ctx: Ctx) -> m.RStmt:
         eff = dataclasses.replace(ctx, effects=True)
@@ -43,14 +55,18 @@ class Statements:
             self._check_static_range(target.type, value, s.value.span, s.target.name)
             return m.SAssign(s.span, target, value)
         if isinstance(s, ast.If):
-            cond = self.cond(s.cond, eff, "an `if` condition")
-            then = self._as_body(self.stmt(s.then, ctx))
-            orelse = self._as_body(self.stmt(s.orelse, ctx)) if s.orelse else ()
+            cond = self.attempt(self.cond, s.cond, eff, "an `if` condition")
+            then = self._part(s.then, ctx)
+            orelse = self._part(s.orelse, ctx) if s.orelse else ()
+            if cond is None:
+                raise Echo(s.cond.span, "the condition failed")
             return m.SIf(s.span, cond, then, orelse)
         if isinstance(s, ast.While):
-            cond = self.cond(s.cond, eff, "a `while` condition")
-            inner = dataclasses.replace(ctx, in_loop=True)
-            return m.SWhile(s.span, cond, self._as_body(self.stmt(s.body, inner)))
+            cond = self.attempt(self.cond, s.cond, eff, "a `while` condition")
+            body = self._part(s.body, dataclasses.replace(ctx, in_loop=True))
+            if cond is None:
+                raise Echo(s.cond.span, "the condition failed")
+            return m.SWhile(s.span, cond, body)
         if isinstance(s, ast.Loop):
             if ctx.in_atomic:
                 raise SpecError(s.span, "`loop` inside `atomic` would never end",
@@ -170,8 +186,9 @@ class Statements:
     def _check_gotos(self, body, labels: set[str]):
         for s in m.walk_statements(body):
             if isinstance(s, m.SGoto) and s.label not in labels:
-                raise SpecError(s.span, f"goto to an unknown label '{s.label}'",
-                                did_you_mean(s.label, labels) or "labels are `name:` before a statement", code="TR201")
+                self.note(SpecError(s.span, f"goto to an unknown label '{s.label}'",
+                                    did_you_mean(s.label, labels) or "labels are `name:` before a statement",
+                                    code="TR201"))
 
 
 def fair_end_traps(processes, properties) -> tuple[tuple[int, str], ...]:

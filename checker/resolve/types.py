@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..front import ast
 from .. import model as m
-from ..base.errors import Span, SpecError, did_you_mean
+from ..base.errors import Echo, Span, SpecError, did_you_mean
 from ..base.limits import MAX_VALUES
 from .base import Ctx
 
@@ -30,6 +30,8 @@ class Types:
                 e = self.enums[t.size.name]
                 return m.BitsetT(len(e.members), e)
             if t.size is not None and isinstance(t.size, ast.Name) and t.size.name in self.process_decls:
+                if t.size.name in self.failed:
+                    raise Echo(t.size.span, f"process '{t.size.name}' failed to resolve before")
                 count = self.process_counts.get(t.size.name)  # bitset(vcpu): one bit per instance
                 if count is None:
                     raise SpecError(t.size.span, f"'{t.size.name}' is one process, not an array",
@@ -55,6 +57,9 @@ class Types:
             fixed = m.fixed_width_type(t.name)
             if fixed is not None:
                 return fixed
+            if t.name in self.failed:
+                raise Echo(t.span, f"type '{t.name}' failed to resolve before")
+            self.failed.add(t.name)
             raise SpecError(t.span, f"unknown type '{t.name}'",
                             did_you_mean(t.name, list(self.enums) + ["bool"] + list(m.BITVEC_TYPES)
                                          + list(m.SIGNED_TYPES))
@@ -65,6 +70,8 @@ class Types:
     def _dim(self, d: ast.Dim) -> tuple[int, int, str | None]:
         if d.count is not None:
             if isinstance(d.count, ast.Name) and d.count.name in self.process_counts:
+                if d.count.name in self.failed:
+                    raise Echo(d.count.span, f"process '{d.count.name}' failed to resolve before")
                 n = self.process_counts[d.count.name]
                 if n is None:
                     raise SpecError(d.count.span, f"'{d.count.name}' is a single process, not an array of processes",

@@ -10,7 +10,7 @@ import re
 
 from ..front import ast
 from .. import model as m
-from ..base.errors import NOWHERE, SpecError, did_you_mean
+from ..base.errors import NOWHERE, Echo, SpecError, did_you_mean
 from ..front.parse import literal_value
 from .base import BOUNDED, DEFAULT_STORE_BUFFER, MAX_STORE_BUFFER, MEMORY_MODELS, Ctx
 
@@ -63,24 +63,28 @@ class Variants:
 
     def _resolve_consts(self, overrides):
         for d in self.spec.of(ast.ConstDecl):
-            expr, origin = overrides.get(d.name, (d.value, None))
-            default = self._const_expr(d.value, f"constant '{d.name}'")
-            if origin is None:
-                self.consts[d.name] = default
-                continue
-            try:
-                value = self._const_expr(expr, f"constant '{d.name}'")
-            except SpecError as e:
-                if origin.startswith("-D"):
-                    raise SpecError(NOWHERE, f"{origin}: {e.message}", e.hint) from None
-                raise
-            if type(value.type) is not type(default.type) or (
-                    isinstance(default.type, m.EnumT) and value.type != default.type):
-                msg = (f"{origin}: '{d.name}' is a {default.type.describe()} constant, "
-                       f"not {_article(value.type.describe())}")
-                span = NOWHERE if origin.startswith("-D") else expr.span
-                raise SpecError(span, msg, f"its default is {self._show(default)}")
-            self.consts[d.name] = m.Const(d.span, value.type, value.value)
+            self.attempt(self._resolve_const, d, overrides, name=d.name)
+
+    def _resolve_const(self, d: ast.ConstDecl, overrides):
+        """One constant: its default, then the override that replaces it, if any."""
+        expr, origin = overrides.get(d.name, (d.value, None))
+        default = self._const_expr(d.value, f"constant '{d.name}'")
+        if origin is None:
+            self.consts[d.name] = default
+            return
+        try:
+            value = self._const_expr(expr, f"constant '{d.name}'")
+        except SpecError as e:
+            if origin.startswith("-D") and not isinstance(e, Echo):
+                raise SpecError(NOWHERE, f"{origin}: {e.message}", e.hint) from None
+            raise
+        if type(value.type) is not type(default.type) or (
+                isinstance(default.type, m.EnumT) and value.type != default.type):
+            msg = (f"{origin}: '{d.name}' is a {default.type.describe()} constant, "
+                   f"not {_article(value.type.describe())}")
+            span = NOWHERE if origin.startswith("-D") else expr.span
+            raise SpecError(span, msg, f"its default is {self._show(default)}")
+        self.consts[d.name] = m.Const(d.span, value.type, value.value)
 
     def _show(self, c: m.Const) -> str:
         v = self._const_value(c)
@@ -138,7 +142,8 @@ class Variants:
         top = model_decls[0] if model_decls else None
         own = variant.memory[0] if variant is not None and variant.memory else None
         chosen = own or top
-        memory = self.memory_override or (chosen.name if chosen else "sc")
+        self.declared_memory = chosen.name if chosen else "sc"
+        memory = self.memory_override or self.declared_memory
         if self.memory_override and self.memory_override not in MEMORY_MODELS:
             raise SpecError(NOWHERE, f"unknown memory model '{self.memory_override}'",
                             f"use one of: {', '.join(MEMORY_MODELS)}")

@@ -17,15 +17,22 @@ from ..ir import SlotKind, StateLayout, TASK_STATES
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
+#: the LKMM both `memory lkmm` and `check FILE.litmus` are measured against: the .cat
+#: files pinned in ../shared/tools/herd7/lkmm (SOURCES.tsv), which herd7 7.56 runs
+LKMM_NAME = ("the LKMM of linux-kernel.cat at torvalds/linux eb5cc113dd2f and lock.cat at 3867a24cc408 "
+             "(herd7 7.56; before lkmmv2, without rmw-sequences)")
 #: what a "holds" under `memory lkmm` rests on (checker/memory/lkmm.py; run.py puts it on
 #: every such verdict, and the text output says it once)
 LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
                      "of its own: LB and its variants, and every outcome that needs a store to become visible "
                      "before an earlier load of its CPU without a dependency), a store placed before an earlier "
-                     "store in coherence order (2+2W, S), and smp_mb__before_atomic(), smp_mb__after_atomic() "
+                     "store in coherence order (2+2W, S), smp_mb__before_atomic(), smp_mb__after_atomic() "
                      "and smp_mb__after_spinlock() ordering less than smp_mb() (the machine takes them as full "
-                     "barriers wherever they stand)")
-LKMM_HOLDS_NOTE = "holds for the LKMM outcomes this semantics explores; not explored: " + LKMM_NOT_EXPLORED
+                     "barriers wherever they stand), and a release that does not order through another CPU's "
+                     "relaxed RMW (the machine carries a release's view through it, as the newer model's "
+                     "rmw-sequences do; the pinned linux-kernel.cat does not)")
+LKMM_HOLDS_NOTE = ("holds for the LKMM outcomes this semantics explores (" + LKMM_NAME + "); not explored: "
+                   + LKMM_NOT_EXPLORED)
 MEMORY = "memory"  # the process an Action names when a store-buffer flush makes a store visible
 
 
@@ -39,6 +46,21 @@ class Buffered(tuple):
     """A CPU's store buffer (tso): (location, value) pairs, oldest first."""
 
     __slots__ = ()
+
+
+class Engine(str, enum.Enum):
+    """What decided a property: the one list of engines (--engine). A str enum, so that
+    the command line's word is the member and results compare and print as that word."""
+
+    EXPLICIT = "explicit"  # the breadth-first search (engines/explicit)
+    BMC = "bmc"  # bounded model checking with Z3
+    INDUCTION = "induction"  # k-induction with Z3
+    PDR = "pdr"  # PDR/IC3 through Z3's Spacer
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__  # equal to its word, so hashed as it
 
 
 class Verdict(enum.Enum):

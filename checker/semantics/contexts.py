@@ -32,6 +32,12 @@ assertion `scheduling_while_atomic` fails there, with a trace, rather than the t
 sleeping with its CPU's interrupts still off.
 Sched-in steps belong to the thread, so weak fairness makes them eventual; preemption
 belongs to an unfair process, so fairness never forces it.
+
+Under `memory tso` the context state is outside the memory model (ghost), and x86's
+drains are explicit: at each pc a thread has a fence step that sets `sb_drained[c]`, which
+a handler's entry and a preemption wait for when a thread is on CPU c, and which the
+thread's next step clears; handler entry and exit, schedule(), sched-in and the raising
+primitives are fences (LANGUAGE.md, "Under x86-TSO").
 """
 
 from __future__ import annotations
@@ -42,11 +48,15 @@ from .. import model as m
 from .primitives import BUILTINS, Arg, Cls, CtxOp
 from ..base.errors import Span, SpecError
 
-HIDDEN_GLOBALS = ("irqs_off", "in_irq", "curr", "preemptions")
+HIDDEN_GLOBALS = m.CONTEXT_GLOBALS
 SCHEDULER = "scheduler"
-MAX_PREEMPT_DEPTH = 3
-IRQ_IDLE = "end_irq"  # the handler's idle pc: a valid end
-SLEEP_IN_ATOMIC = "scheduling_while_atomic"  # the built-in assertion schedule() checks
+MAX_PREEMPT_DEPTH = m.MAX_PREEMPT_DEPTH
+IRQ_IDLE = m.IRQ_IDLE
+DRAINED = "sb_drained"  # tso: per CPU, its thread's store buffer is empty for an interrupt or preemption
+SLEEP_IN_ATOMIC = "scheduling_while_atomic"
+GUEST_MODE = m.GUEST_MODE  # per CPU: it runs a vCPU thread's guest (VMX non-root)
+EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that caused its last VM exit
+VM_EXIT = "VM exit"  # the built-in assertion schedule() checks
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,10 +80,11 @@ class _Lowering:
         self.texts: list = []
         span = next((p.context.span for p in model.processes if p.context), model.processes[0].span)
         self.span = span
-        if model.memory != "sc":  # the context state would go through store buffers / views
-            raise SpecError(span, f"execution contexts under `memory {model.memory}` are not supported yet",
-                            f"check the context model under sc (the default), or the {model.memory} protocol "
+        if model.memory == "lkmm":
+            raise SpecError(span, "execution contexts under `memory lkmm` are not supported yet",
+                            "check the context model under sc (the default) or tso, or the lkmm protocol "
                             "without contexts")
+        self.tso = model.memory == "tso"
         taken = {g.name for g in model.globals} | {p.name for p in model.processes}
         self.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
         self.threads: list[_Thread] = []
@@ -82,9 +93,9 @@ class _Lowering:
                 for i in range(p.instances):
                     self.threads.append(_Thread(p, i, len(self.threads) + 1))
         self.preemptible = [t for t in self.threads if t.proc.context.preemptible]
-        pending_names = [f"pending_{h.name}" for h in self.irqs]
+        pending_names = [m.pending_name(h.name) for h in self.irqs]
         self.timers = [h for h in self.irqs if h.context.hrtimer]
-        timer_names = [f"armed_{h.name}" for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
+        timer_names = [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
         for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
                 + ((SCHEDULER,) if self.preemptible else ()):
             if name in taken:
@@ -95,21 +106,37 @@ class _Lowering:
                 raise SpecError(h.context.span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
                                 f"the model has {self.n} CPUs: write `interrupt {h.name}[{self.n}]`")
         arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
-        self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
-        self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n)
+        # the CPU's own state, not memory: never in a store buffer (a `ghost var`)
+        self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True)
+        self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True)
         first = [next((t.id for t in self.threads if t.proc.context.cpus[t.index] == c), 0) for c in range(self.n)]
         self.curr = m.VarSym("curr", arr(m.IntT(0, len(self.threads))), m.Scope.GLOBAL, span,
-                             tuple((v,) for v in first))
+                             tuple((v,) for v in first), ghost=True)
+        # guest mode, when a thread enters the guest: per CPU, and per such thread why it last exited
+        guests = [p for p in {t.proc.name: t.proc for t in self.threads}.values()
+                  if _calls(p.body, lambda q: q.ctx is CtxOp.GUEST_ENTER)]
+        if guests and GUEST_MODE in taken:
+            raise SpecError(span, f"'{GUEST_MODE}' names the execution-context state in a model with `cpus`",
+                            f"rename the model's '{GUEST_MODE}'")
+        self.guest_mode = m.VarSym(GUEST_MODE, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
+            if guests else None
+        self.exit_sym = {p.name: m.VarSym(EXIT_REASON, m.IntT(0, len(self.irqs)), m.Scope.LOCAL, p.context.span,
+                                          ((0,),), p.name) for p in guests}
+        self.entries = 0
+        # tso: the thread on CPU c has drained its store buffer for an interrupt or a preemption
+        self.drained = m.VarSym(DRAINED, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
+            if self.tso else None
         self.pending = {}
         for h, name in zip(self.irqs, pending_names):
             typ = arr(m.BOOL) if h.count is not None else m.BOOL
-            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1))
-        self.armed = {h.name: m.VarSym(f"armed_{h.name}", m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),))
-                      for h in self.timers}
+            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1),
+                                            ghost=True)
+        self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),),
+                                       ghost=True) for h in self.timers}
         self.bound = model.preemptions if self.preemptible else None
         self.budget = None
         if self.preemptible and self.bound is not None:
-            self.budget = m.VarSym("preemptions", m.IntT(0, self.bound), m.Scope.GLOBAL, span, ((0,),))
+            self.budget = m.VarSym("preemptions", m.IntT(0, self.bound), m.Scope.GLOBAL, span, ((0,),), ghost=True)
         # per-thread locals
         self.cpu_sym: dict[str, m.VarSym] = {}
         self.pc_sym: dict[str, m.VarSym] = {}
@@ -118,7 +145,7 @@ class _Lowering:
         for p in {t.proc.name: t.proc for t in self.threads}.values():
             if p.context.regions:
                 self.region_sym[p.name] = m.VarSym("in_region", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
-            for name in ("preempt_count", "asleep", "in_region"):
+            for name in m.CONTEXT_LOCALS:
                 if any(v.name == name for v in p.locals):
                     raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
                                     "execution-context state", f"rename the local '{name}'")
@@ -140,13 +167,7 @@ class _Lowering:
 
     def pend(self, cpu: m.TExpr) -> m.TExpr:
         """Some interrupt is pending on CPU `cpu`."""
-        terms = []
-        for h in self.irqs:
-            sym = self.pending[h.name]
-            if h.count is not None:
-                terms.append(self.at(sym, cpu))
-            else:
-                terms.append(_and(_eq(cpu, _c(h.context.cpus[0], cpu.span)), self.g(sym)))
+        terms = [self.pending_on(h, cpu) for h in self.irqs]
         return _or(*terms) if terms else _c(0, cpu.span, m.BOOL)
 
     def runnable_here(self, cpu: m.TExpr) -> m.TExpr:
@@ -169,7 +190,8 @@ class _Lowering:
             elif ctx.kind is m.ContextKind.THREAD:
                 where = _Where(p, m.Var(ctx.span, self.cpu_sym[p.name].type, self.cpu_sym[p.name]),
                                self.pc_sym.get(p.name))
-                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym, self.region_sym) if p.name in d)
+                extra = tuple(d[p.name] for d in (self.pc_sym, self.asleep_sym, self.region_sym, self.exit_sym)
+                              if p.name in d)
                 body = self.stmts(p.body, where)
                 out = self.stmts(ctx.sched_out, where)
                 inn = self.stmts(ctx.sched_in, where)
@@ -181,14 +203,49 @@ class _Lowering:
         if self.preemptible:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
-            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ())
-        props = self.model.properties
+            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ()) \
+            + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ())
+        props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
         if sleeper is not None and all(q.name != SLEEP_IN_ATOMIC for q in props):
             props = props + (m.Property(SLEEP_IN_ATOMIC, m.PropertyKind.ASSERT, sleeper.context.span),)
         return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
                                    step_texts=tuple(self.texts), properties=props)
+
+    def reads(self, prop: m.Property, hidden: tuple) -> m.Property:
+        """`prop` reading the context state itself where the resolver put stand-ins for
+        it (the names traces print: resolve/contexts.py)."""
+        state = {s.name: s for s in hidden}
+        if self.guest_mode is None:
+            state.pop(GUEST_MODE, None)
+        mine = {(p, s.name): s for d in (self.pc_sym, self.asleep_sym, self.region_sym, self.exit_sym)
+                for p, s in d.items()}
+
+        def real(x):
+            if isinstance(x, (m.Var, m.Elem)) and x.sym.name == GUEST_MODE and self.guest_mode is None \
+                    and x.sym not in self.model.globals:
+                raise SpecError(x.span, f"'{GUEST_MODE}': no thread of this model enters the guest",
+                                "a vCPU thread enters it with `guest_enter()`")
+            if isinstance(x, (m.Var, m.Elem)) and x.sym.scope is m.Scope.GLOBAL and x.sym.name in state \
+                    and x.sym is not state[x.sym.name]:
+                if isinstance(x, m.Elem):  # `irqs_off[c]`: the index may read stand-ins too
+                    return dataclasses.replace(x, sym=state[x.sym.name], index=_map(x.index, real))
+                return dataclasses.replace(x, sym=state[x.sym.name])
+            if isinstance(x, m.LocalOf) and x.sym.name in m.CONTEXT_LOCALS \
+                    and all(v is not x.sym for p in self.model.processes if p.name == x.process for v in p.locals):
+                sym = mine.get((x.process, x.sym.name))
+                if sym is None:
+                    why = {"preempt_count": "is never preempted and never calls schedule(): its count is not kept",
+                           "asleep": "never calls schedule()",
+                           "in_region": "has no `preemptible { ... }` region",
+                           "exit_reason": "never enters the guest (`guest_enter()`)"}[x.sym.name]
+                    raise SpecError(x.span, f"'{x.process}.{x.sym.name}': thread '{x.process}' {why}")
+                return dataclasses.replace(x, sym=sym)
+            return None
+
+        fields = {f: _map(getattr(prop, f), real) for f in ("cond", "trigger", "goal") if getattr(prop, f) is not None}
+        return dataclasses.replace(prop, **fields)
 
     def handler(self, p: m.Process) -> m.Process:
         ctx = p.context
@@ -198,10 +255,14 @@ class _Lowering:
         pending = self.g(sym) if p.count is None else self.at(sym, cpu)
         where = _Where(p, cpu, None)
         body = self.stmts(p.body, where)
-        entry = m.SAtomic(span, (
-            m.SAwait(span, _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))),
-            m.SAssign(span, pending, _c(0, span, m.BOOL)),
-            m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL))))
+        due = _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))
+        if self.guest_mode is not None and not ctx.posted:  # in guest mode it is a VM exit first
+            due = _and(due, _not(self.at(self.guest_mode, cpu)))
+        take = (m.SAssign(span, pending, _c(0, span, m.BOOL)), m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL)))
+        if self.tso:  # the thread on the CPU drained its store buffer first (`finish`)
+            due = _and(due, _or(_eq(self.at(self.curr, cpu), _c(0, span)), self.at(self.drained, cpu)))
+            take += (m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)),)
+        entry = m.SAtomic(span, (m.SAwait(span, due),) + take)
         leave = m.SAssign(p.end_span, self.at(self.in_irq, cpu), _c(0, span, m.BOOL))
         self.texts.append(((p.name, span), f"irq entry: {p.name}"))
         self.texts.append(((p.name, p.end_span), f"irq exit: {p.name}"))
@@ -210,15 +271,75 @@ class _Lowering:
 
     def expiry(self, h: m.Process) -> m.Process:
         """The timer hardware of hrtimer `h`: while armed it may expire, raising `h`'s
-        interrupt; weakly fair, so an armed timer eventually fires."""
+        interrupt; weakly fair, so an armed timer eventually fires. An unpinned hrtimer
+        (`hrtimer T[N]`) was queued on a CPU the kernel chose (get_nohz_timer_target: a
+        busy housekeeping CPU): any, one expiry process per CPU, which nothing observes
+        before the callback runs there."""
         span = h.context.span
         armed = self.g(self.armed[h.name])
+        cpu = m.SelfE(span, m.IntT(0, h.count - 1)) if h.count is not None else None
+        pending = self.g(self.pending[h.name]) if cpu is None else self.at(self.pending[h.name], cpu)
         fire = m.SAtomic(span, (m.SAwait(span, armed), m.SAssign(span, armed, _c(0, span, m.BOOL)),
-                                m.SAssign(span, self.g(self.pending[h.name]), _c(1, span, m.BOOL))))
+                                m.SAssign(span, pending, _c(1, span, m.BOOL))))
         name = f"{h.name}_expiry"
-        self.texts.append(((name, span), f"hrtimer {h.name} expires"))
+        self.texts.append(((name, span), f"hrtimer {h.name} expires" + ("" if cpu is None else " here")))
         loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
-        return m.Process(name, span, None, False, (), (loop,), frozenset({"end_armed"}), span)
+        return m.Process(name, span, h.count, False, (), (loop,), frozenset({"end_armed"}), span)
+
+    def guest_enter(self, span: Span, w: _Where) -> m.SInlined:
+        """VM entry (interrupts on atomically, as VMLAUNCH/VMRESUME with the host's IF
+        restored in guest mode) and the VM exit that a host interrupt aimed at this CPU
+        causes: the thread resumes with interrupts off (acknowledge-on-exit: the handler
+        runs at its local_irq_enable) and `vm_exit_by(H)` says which. Posted vectors do
+        not exit: their handler runs in guest mode. The guest may run for ever: the wait
+        for the exit is a valid end (`end_guest`)."""
+        cpu = self.cpu_of(w, span, "guest_enter")
+        if w.proc.context.kind is not m.ContextKind.THREAD or w.instance is not None:
+            raise SpecError(span, "'guest_enter' outside a thread's body", "a vCPU thread enters the guest")
+        t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
+        enter = m.SAtomic(span, (m.SAssign(span, self.at(self.guest_mode, cpu), t),
+                                 m.SAssign(span, self.at(self.irqs_off, cpu), f)))
+        exiting = [h for h in self.irqs if not h.context.posted]
+        why = m.Var(span, self.exit_sym[w.proc.name].type, self.exit_sym[w.proc.name])
+        reason: m.TExpr = _c(0, span)
+        for h in reversed(exiting):  # the lowest-numbered pending interrupt is the reason
+            reason = m.Ite(span, m.INT, self.pending_on(h, cpu), _c(self.irqs.index(h) + 1, span), reason)
+        at = dataclasses.replace(span, end_col=span.end_col + 1)  # a span of its own: its own trace text
+        leave = m.SAtomic(at, (m.SAwait(at, _or(*(self.pending_on(h, cpu) for h in exiting)) if exiting else f),
+                               m.SAssign(at, why, reason), m.SAssign(at, self.at(self.guest_mode, cpu), f),
+                               m.SAssign(at, self.at(self.irqs_off, cpu), t)))
+        self.texts.append(((w.proc.name, span), "VM entry (interrupts on)"))
+        self.texts.append(((w.proc.name, at), VM_EXIT))
+        self.entries += 1
+        label = "end_guest" if self.entries == 1 else f"end_guest{self.entries}"
+        return m.SInlined(span, "", (enter, m.SLabeled(at, label, leave)))
+
+    def pending_on(self, h: m.Process, cpu: m.TExpr) -> m.TExpr:
+        """Interrupt `h` is pending on CPU `cpu`."""
+        if h.count is not None:
+            return self.at(self.pending[h.name], cpu)
+        return _and(_eq(cpu, _c(h.context.cpus[0], cpu.span)), self.g(self.pending[h.name]))
+
+    def cancel(self, op: CtxOp, arg: m.Const, span: Span, name: str, target: m.TExpr | None) -> m.SAtomic:
+        """hrtimer_cancel waits until the callback is not running, hrtimer_try_to_cancel
+        gives -1 then (kernel/time/hrtimer.c); otherwise both disarm the timer, drop an
+        expiry not yet handled, and give whether it was queued (armed or expired, not run)."""
+        h = self.timer(arg, span, name)
+        f = _c(0, span, m.BOOL)
+        first = (_mb(span),) if self.tso else ()  # the clock base's lock: a locked instruction
+        cpus = [None] if h.count is None else [_c(c, span) for c in range(h.count)]
+        idle = _and(*(m.At(span, m.BOOL, h.name, c, IRQ_IDLE) for c in cpus))
+        armed = self.g(self.armed[h.name])
+        pending = [self.g(self.pending[h.name]) if c is None else self.at(self.pending[h.name], c) for c in cpus]
+        queued = m.Ite(span, m.INT, _or(armed, *pending), _c(1, span), _c(0, span))
+        off = (m.SAssign(span, armed, f),) + tuple(m.SAssign(span, p, f) for p in pending)
+        if op is CtxOp.TIMER_CANCEL:
+            got = () if target is None else (m.SAssign(span, target, queued),)
+            return m.SAtomic(span, (m.SAwait(span, idle),) + first + got + off)
+        if target is None:
+            return m.SAtomic(span, first + (m.SIf(span, idle, off, ()),))
+        value = m.Ite(span, m.INT, idle, queued, _c(-1, span))
+        return m.SAtomic(span, first + (m.SAssign(span, target, value), m.SIf(span, idle, off, ())))
 
     def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
         h = self.irqs[arg.value]
@@ -241,8 +362,14 @@ class _Lowering:
                          _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)), _not(self.pend(cpu)))
             if p.name in self.region_sym:  # preempted only inside its `preemptible { ... }` regions
                 guard = _and(guard, m.LocalOf(span, m.BOOL, self.region_sym[p.name], p.name, idx))
+            if self.tso:  # the thread drained its store buffer first (`finish`)
+                guard = _and(guard, self.at(self.drained, cpu))
+            if self.guest_mode is not None:  # a thread in guest mode is preempted through a VM exit only
+                guard = _and(guard, _not(self.at(self.guest_mode, cpu)))
             body = [m.SAwait(span, guard if self.budget is None else
                              _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
+            if self.tso:
+                body.append(m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)))
             where = _Where(p, cpu, None, instance=idx)
             body += list(self.stmts(ctx.sched_out, where))
             body.append(m.SAssign(span, self.at(self.curr, cpu), _c(0, span)))
@@ -287,6 +414,8 @@ class _Lowering:
                                 "a thread's `cpu` changes only when the scheduler migrates it; "
                                 "keep the value in a local of your own")
             v = s.value
+            if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
+                return self.cancel(BUILTINS[v.name].ctx, v.args[0], s.span, v.name, x(s.target))
             if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx is CtxOp.GET_CPU:
                 cpu = self.cpu_of(w, s.span, v.name)
                 ops = (m.SAssign(s.span, x(s.target), cpu),)
@@ -322,7 +451,7 @@ class _Lowering:
                             "declare it a thread, `process NAME on cpu 0 { ... }`, or call it in an `interrupt`")
         return dataclasses.replace(w.cpu, span=span)
 
-    def call(self, s: m.SEval, op: CtxOp, w: _Where) -> m.RStmt:
+    def call(self, s: m.SEval, op: CtxOp, w: _Where, fenced: bool = False) -> m.RStmt:
         span, a = s.span, s.call.args
         name = s.call.name
         off = lambda: self.at(self.irqs_off, self.cpu_of(w, span, name))  # noqa: E731
@@ -351,6 +480,12 @@ class _Lowering:
             if w.count is None:
                 return m.SSkip(span)  # a thread never preempted, or a handler: nothing to count
             return self.add(w.count, 1 if op is CtxOp.PREEMPT_OFF else -1, span)
+        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START):
+            # what raising orders: the kernel's IPI send fences before its ICR write
+            # (weak_wrmsr_fence), a device's MSI is posted after its DMA writes (PCIe
+            # ordering), hrtimer_start/cancel take the clock base's lock: earlier stores first
+            inner = self.call(s, op, w, fenced=True)
+            return m.SAtomic(span, (_mb(span),) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
         if op is CtxOp.RAISE:
             h = self.irqs[a[0].value]
             if h.count is not None:
@@ -365,11 +500,10 @@ class _Lowering:
             return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
         if op is CtxOp.TIMER_START:
             return m.SAssign(span, self.g(self.armed[self.timer(a[0], span, name).name]), t)
-        if op is CtxOp.TIMER_CANCEL:  # hrtimer_cancel waits for a running callback
-            h = self.timer(a[0], span, name)
-            idle = m.At(span, m.BOOL, h.name, None, IRQ_IDLE)
-            return m.SAtomic(span, (m.SAwait(span, idle), m.SAssign(span, self.g(self.armed[h.name]), f),
-                                    m.SAssign(span, self.g(self.pending[h.name]), f)))
+        if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
+            return self.cancel(op, a[0], span, name, None)
+        if op is CtxOp.GUEST_ENTER:
+            return self.guest_enter(span, w)
         if op is CtxOp.THIS_CPU_WRITE:
             return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
         raise SpecError(span, f"'{name}' has a value: use it in an expression",
@@ -386,8 +520,14 @@ class _Lowering:
                 return self.at(e.args[0].sym, self.cpu_of(w, e.span, e.name))
             if op is CtxOp.PER_CPU:
                 return self.at(e.args[0].sym, self.expr(e.args[1], w))
+            if op is CtxOp.EXIT_BY:
+                sym = self.exit_sym.get(w.proc.name)
+                if sym is None or w.instance is not None:
+                    raise SpecError(e.span, f"'{e.name}' in '{w.proc.name}', which never enters the guest",
+                                    "call it in a thread after its `guest_enter()`")
+                return _eq(m.Var(e.span, sym.type, sym), _c(e.args[0].value + 1, e.span))
             raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
-                            "`c = get_cpu();` is the one assignment it may be")
+                            f"or assign its value on its own: `r = {e.name}(...);`")
         if isinstance(e, m.Builtin) and w.count is not None and w.proc.context.preemptible \
                 and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
             raise SpecError(e.span, f"'{e.name}' in a preemptible thread is not supported yet",
@@ -434,7 +574,8 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
     low.n, low.span = model.cpus, model.processes[0].span
     low.irqs_off, low.in_irq, low.curr = g["irqs_off"], g["in_irq"], g["curr"]
     low.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
-    low.pending = {h.name: g[f"pending_{h.name}"] for h in low.irqs}
+    low.pending = {h.name: g[m.pending_name(h.name)] for h in low.irqs}
+    low.tso, low.drained = model.memory == "tso", g.get(DRAINED)
     low.threads = []
     for p in model.processes:
         if p.context and p.context.kind is m.ContextKind.THREAD:
@@ -448,6 +589,12 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
         if any(k[0] == p.name for k in texts):
             steps_at = tuple(tuple(_retext(st, texts) for st in at) for at in pir.steps_at)
             pir = dataclasses.replace(pir, steps_at=steps_at, steps=tuple(_retext(st, texts) for st in pir.steps))
+        if p.context and p.context.kind is m.ContextKind.INTERRUPT and low.tso:
+            # x86: taking an interrupt drains the store buffer and IRET is serializing (SDM
+            # vol. 3A, "Store Buffer", "Serializing Instructions"): entry and exit are fences
+            fenced = lambda st: dataclasses.replace(st, fence=True) if st.generated else st  # noqa: E731
+            pir = dataclasses.replace(pir, steps_at=tuple(tuple(fenced(st) for st in at) for at in pir.steps_at),
+                                      steps=tuple(fenced(st) for st in pir.steps))
         out.append(pir)
     return tuple(out)
 
@@ -485,14 +632,22 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         atomic = _or(atomic, m.Bin(span, m.BOOL, ">", m.Var(span, count_sym.type, count_sym), _c(0, span)))
     remade: dict[int, object] = {}
     uid = max((st.uid for st in pir.steps), default=-1) + 1
+    # tso: `sb_drained[c]` says the thread on CPU c has an empty store buffer, for an
+    # interrupt entry or a preemption to rely on; any step of the thread clears it
+    undrain = (ir.OAssign(low.at(low.drained, cpu), _c(0, span, m.BOOL)),) if low.tso else ()
+    texts = dict(model.step_texts)
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
-        body = tuple(frees(st.body))
+        body = undrain + tuple(frees(st.body))
+        fence = st.fence
+        if texts.get((p.name, st.span)) == VM_EXIT:  # taken exactly when an interrupt is due here
+            guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)), st.guard)
+            fence = fence or low.tso  # an interrupt drains the store buffer
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
             guard = _or(here, asleep)
             body = (ir.OAssert(SLEEP_IN_ATOMIC, _or(asleep, _not(atomic)), st.span),
                     ir.OAssign(asleep, _c(0, span, m.BOOL))) + body
-        remade[st.uid] = dataclasses.replace(st, guard=guard, body=body)
+        remade[st.uid] = dataclasses.replace(st, guard=guard, body=body, fence=fence)
     sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
     sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
     targets = range(low.n) if p.context.preemptible else [None]
@@ -503,10 +658,26 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         if any(st.kind is ir.StepKind.SCHEDULE for st in at):
             # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
             where_s = next(st.span for st in at if st.kind is ir.StepKind.SCHEDULE)
-            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + tuple(sched_out) \
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + undrain + tuple(sched_out) \
                 + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
             text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None, generated=True)
+            # a context switch takes the runqueue lock: a full barrier (tso: a fence)
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None,
+                         fence=low.tso, generated=True)
+            uid += 1
+            new.append(st)
+            extra.append(st)
+        if pc not in end_pcs and low.tso:
+            # the thread drains its store buffer (a fence step) before an interrupt due on
+            # its CPU is taken, and whenever it may be preempted
+            due = _and(_not(low.at(low.irqs_off, cpu)), low.pend(cpu))
+            if p.context.preemptible:
+                due = _c(1, span, m.BOOL)
+            guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)),
+                         _not(low.at(low.drained, cpu)), due)
+            body = (ir.OAssign(low.at(low.drained, cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
+            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
+                         fence=True, generated=True)
             uid += 1
             new.append(st)
             extra.append(st)
@@ -518,10 +689,15 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                 if asleep is not None:  # a sleeper comes back through schedule() first
                     guard = _and(guard, _not(asleep))
                 body = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
+                if low.tso:
+                    body.append(ir.OAssign(low.at(low.drained, dest), _c(0, span, m.BOOL)))
                 body += [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
                 text = f"sched in{where}" + (" (sched_in)" if p.context.sched_in else "")
-                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None, generated=True)
+                # migration: the old CPU's accesses before the new one's (kernel/sched/core.c,
+                # "Notes on Program-Order guarantees on SMP systems"): tso, a fence
+                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None,
+                             fence=low.tso, generated=True)
                 uid += 1
                 new.append(st)
                 extra.append(st)
@@ -534,19 +710,26 @@ def _subst(x, sym: m.VarSym, by: m.TExpr):
     """`x` (an expression or an IR operation) with the variable `sym` read as `by`: the
     sched-in notifier sees the CPU the thread is put on, whatever order the step's
     operations read their operands in."""
-    if isinstance(x, m.Var) and x.sym is sym:
-        return by
+    return _map(x, lambda e: by if isinstance(e, m.Var) and e.sym is sym else None)
+
+
+def _map(x, f):
+    """`x` (an expression or an IR operation) with each node for which `f` gives a
+    replacement replaced, the rest rebuilt only where something below changed."""
+    got = f(x)
+    if got is not None:
+        return got
     if isinstance(x, tuple):
-        return tuple(_subst(a, sym, by) for a in x)
+        return tuple(_map(a, f) for a in x)
     if not dataclasses.is_dataclass(x) or isinstance(x, (m.Const, m.Var, m.Type, m.VarSym)):
         return x
     changes = {}
-    for f in dataclasses.fields(x):
-        v = getattr(x, f.name)
+    for fl in dataclasses.fields(x):
+        v = getattr(x, fl.name)
         if isinstance(v, (m.TExpr, tuple)) or (dataclasses.is_dataclass(v) and not isinstance(v, (m.Type, m.VarSym))):
-            nv = _subst(v, sym, by)
+            nv = _map(v, f)
             if nv is not v:
-                changes[f.name] = nv
+                changes[fl.name] = nv
     return dataclasses.replace(x, **changes) if changes else x
 
 
@@ -576,6 +759,11 @@ def _calls(body, pred) -> bool:
 
 
 # ---- small expression builders
+
+
+def _mb(span: Span) -> m.SEval:
+    """smp_mb(): under tso, what makes a step a fence (ir.is_fence)."""
+    return m.SEval(span, m.Builtin(span, m.VOID, "smp_mb", ()))
 
 
 def _c(v: int, span: Span, t: m.Type = m.INT) -> m.Const:

@@ -5,7 +5,7 @@ assignment (`store_needs`).
 Both back ends that write code from the IR use these, compile.py (Python, the search)
 and promela.py (the Promela twins SPIN checks): a twin counts the same states as the
 search only if both fold the same subexpressions and check the same stores, so there is
-one definition of each. Partial-order reduction (engines/reduce.py) folds array indices
+one definition of each. Partial-order reduction (engines/reduce/) folds array indices
 with `simplify` too, so that a step's footprint names the slots its compiled code uses.
 """
 

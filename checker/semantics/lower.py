@@ -1,7 +1,7 @@
 """A kernel primitive's call -> the core operation the back ends implement.
 
 The back ends (compile.py, promela.py, engines/encode.py) and the footprints of
-engines/reduce.py know these few operations, never a primitive's name: a new primitive
+engines/reduce/ know these few operations, never a primitive's name: a new primitive
 is a row of builtins.py, and a new lowering rule only when its shape is new. Each core
 operation carries the row it came from (`prim`), so its ordering travels with it.
 

@@ -77,6 +77,9 @@ class CtxOp(Enum):
     PER_CPU = "a CPU's copy"
     TIMER_START = "arm an hrtimer"
     TIMER_CANCEL = "cancel an hrtimer"
+    TIMER_TRY_CANCEL = "try to cancel an hrtimer"
+    GUEST_ENTER = "enter guest mode until a VM exit"
+    EXIT_BY = "the last VM exit's interrupt"
 
 
 class RmwOp(Enum):
@@ -159,19 +162,20 @@ class Primitive:
     def effect(self) -> bool:
         """Whether it writes state (and so may only appear where side effects may)."""
         if self.cls is Cls.CONTEXT:
-            return self.ctx not in (CtxOp.IRQS_DISABLED, CtxOp.CPU_ID, CtxOp.THIS_CPU_READ, CtxOp.PER_CPU)
+            return self.ctx not in (CtxOp.IRQS_DISABLED, CtxOp.CPU_ID, CtxOp.THIS_CPU_READ, CtxOp.PER_CPU,
+                                    CtxOp.EXIT_BY)
         return self.cls not in (Cls.LOAD, Cls.PURE, Cls.FENCE, Cls.WQ_TEST)
 
     @property
     def statement_only(self) -> bool:
         """Barriers, schedule() and spin_lock() have no value and take a step of their own."""
-        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE,
-                                                                                 CtxOp.TIMER_CANCEL)
+        return self.cls in (Cls.FENCE, Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE, CtxOp.GUEST_ENTER)
 
     @property
     def blocks(self) -> bool:
         """It may wait, so it cannot be part of an `atomic` block."""
-        return self.cls in (Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE, CtxOp.TIMER_CANCEL)
+        return self.cls in (Cls.SCHEDULE, Cls.LOCK) or self.ctx in (CtxOp.LOCK_IRQSAVE, CtxOp.TIMER_CANCEL,
+                                                                     CtxOp.GUEST_ENTER)
 
     @property
     def needs_process(self) -> bool:
@@ -324,8 +328,15 @@ _ROWS: list[Primitive] = [
         ("per_cpu", (_P, _V), Result.LV, CtxOp.PER_CPU, X86.PLAIN, "CPU `cpu`'s copy of `x`"),
         ("hrtimer_start", (_I,), Result.VOID, CtxOp.TIMER_START, X86.PLAIN,
          "arms hrtimer `h`: it expires some time later (eventually, under weak fairness)"),
-        ("hrtimer_cancel", (_I,), Result.VOID, CtxOp.TIMER_CANCEL, X86.PLAIN,
-         "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped)"),
+        ("hrtimer_cancel", (_I,), Result.INT, CtxOp.TIMER_CANCEL, X86.PLAIN,
+         "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped); "
+         "1 if it was queued, else 0"),
+        ("hrtimer_try_to_cancel", (_I,), Result.INT, CtxOp.TIMER_TRY_CANCEL, X86.PLAIN,
+         "-1 if `h`'s callback is running (nothing changes); else as `hrtimer_cancel`, without waiting"),
+        ("guest_enter", (), Result.VOID, CtxOp.GUEST_ENTER, X86.PLAIN,
+         "VM entry with interrupts enabled atomically; returns at the VM exit a host interrupt causes"),
+        ("vm_exit_by", (_I,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
+         "whether interrupt `h` caused this thread's last VM exit"),
     )],
 ]
 

@@ -7,7 +7,7 @@ checks that, and that the rest of checker/ imports this package, never a part):
 * `fastloop`: writes the generated level loop, one function per variant with every
   step's body pasted in place, from the actor tables it shares with the search;
 * `search`: the search itself (`Search`), its visited sets, traces and limits, and the
-  `Reduction` interface that engines/reduce.py implements (partial-order reduction and
+  `Reduction` interface that engines/reduce/ implements (partial-order reduction and
   symmetry, decided from the IR before the search: a plug-in handed to `explore`, not a
   part of the search, so it stays beside the other engines);
 * `parallel`: the same search shared among worker processes, level by level.

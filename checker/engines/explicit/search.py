@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from collections.abc import Callable
 
+from ... import ir
+from ...semantics.lower import Cas, lower
 from ... import model as m
-from ...memory.lkmm import propagation_text as lkmm_propagation_text, stale_reads as lkmm_stale_reads
+from ...memory.lkmm import propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
 from ...backends.python import (
     AssertionViolation,
     CompiledFlush,
@@ -119,6 +121,18 @@ class Exploration:
     digest: int | None = None
 
 
+def _branch_taken(step, pc_after: int) -> bool | None:
+    """Whether a branch step went to its `then` side, read off the pc it reached (under
+    lkmm the condition read the CPU's view, which a trace state does not hold)."""
+    if step.kind is not ir.StepKind.BRANCH or not step.body or not isinstance(step.body[0], ir.OIf):
+        return None
+    then = [op.pc for op in step.body[0].then if isinstance(op, ir.OGoto)]
+    orelse = [op.pc for op in step.body[0].orelse if isinstance(op, ir.OGoto)]
+    if then and orelse and then[0] != orelse[0]:
+        return pc_after == then[0]
+    return None
+
+
 def decoder_for(cm: CompiledModel) -> StateDecoder:
     return StateDecoder(cm.layout, {inst.name: inst.process.pc_names for inst in cm.instances})
 
@@ -130,6 +144,7 @@ class TraceBuilder:
         self.cm = cm
         self.decoder = decoder_for(cm)
         self.by_gid = {inst.gid: inst for inst in cm.instances}
+        self._slots = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
 
     def action(self, step: CompiledStep | CompiledFlush, before, after, kind: str = "step") -> Action:
         if isinstance(step, CompiledFlush):
@@ -140,11 +155,40 @@ class TraceBuilder:
         pc_to = pcs[after[inst.pc_slot]] if after is not None else pcs[before[inst.pc_slot]]
         ch = changes(b, self.decoder.decode(after)) if after is not None else ()
         detail = ""
-        if self.cm.layout.lkmm is not None:  # lkmm: which older store a load read, and why it could
-            detail = lkmm_stale_reads(self.cm.layout.lkmm, step.gid, step.step.uid, step.name.endswith("_fails"),
-                                      before, after, lambda k, raw: show_value(self.decoder.value(k, raw)))
+        if self.cm.layout.lkmm is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
+            stale_form = step.name.endswith("_fails")  # the form of a failed cmpxchg that reads its view
+            detail = lkmm_step_notes(self.cm.layout.lkmm, step.gid, step.step.uid, stale_form,
+                                     stale_form or self.cas_failed(inst, step.step, before),
+                                     _branch_taken(step.step, after[inst.pc_slot]) if after is not None else None,
+                                     before, lambda k, raw: show_value(self.decoder.value(k, raw)))
         return Action(inst.name, step.step.span, step.step.text, pcs[before[inst.pc_slot]], pc_to,
                       ch, kind, step.step.inline, detail)
+
+    def cas_failed(self, inst, step, before) -> bool:
+        """Whether the step's cmpxchg, in the form that reads the newest store (the value
+        of its variable in `before`), found another value than the one it expected; told
+        only for a scalar variable and an expected value that is a constant or a scalar
+        variable (anything else: no note)."""
+        calls = [op.value if isinstance(op, ir.OAssign) else op.call for op in step.body
+                 if isinstance(op, (ir.OAssign, ir.OEval))]
+        cas = [c for x in calls for c in ir.builtins_in(x) if isinstance(lower(c), Cas)]
+        if len(cas) != 1 or len(cas[0].args) < 2:
+            return False
+        read, expected = (self.raw_operand(x, before, inst) for x in cas[0].args[:2])
+        return read is not None and expected is not None and read != expected
+
+    def raw_operand(self, x, raw, inst):
+        while isinstance(x, m.Conv):
+            x = x.operand
+        if isinstance(x, m.Const):
+            return x.value
+        if isinstance(x, m.Var):
+            if self._slots is None:
+                self._slots = {name: slots[0] for name, slots in self.decoder.groups if len(slots) == 1}
+            name = x.sym.name if x.sym.scope is m.Scope.GLOBAL else f"{inst.name}.{x.sym.name}"
+            k = self._slots.get(name)
+            return None if k is None else raw[k]
+        return None
 
     def flush_action(self, flush: CompiledFlush, before, after) -> Action:
         """A flush is shown as the `memory` moving: which CPU's store became visible."""
@@ -177,7 +221,7 @@ def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> 
 
 
 class Reduction:
-    """Hooks through which a state-space reduction (engines/reduce.py) shapes the search;
+    """Hooks through which a state-space reduction (engines/reduce/) shapes the search;
     the engine calls them with packed states. The base class reduces nothing.
 
     `ample(s, actors)`: the actors (rows of `Search.actors`) to expand in state s, a
@@ -472,6 +516,13 @@ class Search:
         return True
 
     # -- one level
+    # Three level loops stand side by side, each a copy of the same expansion, and they
+    # must stay separate: _level_generated runs the loop generated for this model (the
+    # hot path: no per-step dispatch, inlined lookups); _level_generic is the same
+    # search in plain Python, for the first levels, a depth bound, and the state where
+    # the generated loop stopped on a model error; _level_graph also records every edge
+    # for the liveness graph. A change to what a level does is made in all three (the
+    # tests run every shipped model through both of the first two and compare).
     def level(self, frontier: list[int], ids, depth: int, progress=None, route: Route | None = None) -> list[int]:
         """Expand `frontier` (whose states have the ids `ids`, a range or a list) at
         `depth`; return the next level's new states. With `route` (parallel workers), a

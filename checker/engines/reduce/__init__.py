@@ -70,6 +70,8 @@ Symmetry is described in symmetry.py, at `Symmetry`.
 
 from __future__ import annotations
 
+import enum
+
 from ...backends.python import CompiledModel
 from ..explicit import Reduction
 from .footprint import Analysis, Footprint, analyse
@@ -84,11 +86,17 @@ __all__ = ["Analysis", "Domain", "Footprint", "PartialOrder", "Plan", "Symmetry"
 # ---- what a run applies ---------------------------------------------------------------
 
 
-class SymmetryMode:
+class SymmetryMode(str, enum.Enum):
     """How --symmetry is set: AUTO applies it where the analysis proves the model
-    symmetric, ON does the same and says why wherever it cannot, OFF never."""
+    symmetric, ON does the same and says why wherever it cannot, OFF never. A str enum:
+    the command line's word is the member's value."""
 
     AUTO, ON, OFF = "auto", "on", "off"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __hash__ = str.__hash__  # equal to its word, so hashed as it
 
 
 class Plan(Reduction):

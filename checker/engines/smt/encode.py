@@ -147,6 +147,10 @@ Deferred = Callable[[object], object]  # lazy guard -> value (BoolRef | BitVecRe
 class Evaluator:
     """Symbolic execution of expressions and operations, mirroring the compiled code.
 
+    About 700 lines, on purpose: it mirrors python.Compiler section by section
+    (expressions, loads, stores, core operations, operations), so that the Z3 twin of
+    each piece of generated code stands in one place, beside the others.
+
     `env` is the symbolic state (one term per slot) and changes as operations run;
     `g` is the guard of the current point. Errors (what raises ModelError in the
     compiled code) and assertion failures are collected with their conditions."""

@@ -10,6 +10,8 @@ a reader sees which part is false (a delta of 18446744073709551615 says "wrapped
 
 from __future__ import annotations
 
+import dataclasses
+
 import z3
 
 from ... import model as m
@@ -153,6 +155,20 @@ def _comparisons(x: m.TExpr):
         yield x
 
 
+def _wrapping_terms(x: m.TExpr):
+    """Every unsigned +, -, * and << in `x`, however deep (inside an expanded `fn`, under a
+    shift or a comparison): the terms whose value may have wrapped around."""
+    todo = [x]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, m.Bin) and t.op in ("+", "-", "*", "<<") and isinstance(t.type, m.BitVecT) \
+                and not t.type.signed:
+            yield t
+        for f in dataclasses.fields(t):
+            v = getattr(t, f.name)
+            todo.extend(c for c in (v if isinstance(v, tuple) else (v,)) if isinstance(c, m.TExpr))
+
+
 def _witness(model: m.Model, lemma: m.Lemma, ev: Evaluator, params, zm) -> Counterexample:
     values = []
     for b in lemma.params:
@@ -172,6 +188,23 @@ def _witness(model: m.Model, lemma: m.Lemma, ev: Evaluator, params, zm) -> Count
                 continue  # e.g. a division by zero on this side: its value is not defined
             seen.add(text)
             values.append((text, _value(zm, v, side.type)))
+    for x in _wrapping_terms(lemma.body):  # a wrap inside an `fn` or under a shift shows too
+        text = source_text(model.source, x.span, 80)
+        if not text or text in seen or f"{text} (wrapped)" in seen:  # an operand shown already
+            continue
+        parts = []
+        for part in (x.left, x.right, x):
+            part_ev = Evaluator(None, ev.W, bound=params, ctx=ev.ctx, ints=ev.ints)
+            v = part_ev.now(part)
+            if part_ev.needed > ev.W or any(z3.is_true(zm.eval(e, model_completion=True)) for e in part_ev.errs):
+                break
+            parts.append(_value(zm, v, part.type))
+        else:
+            left, right, got = parts
+            exact = {"+": left + right, "-": left - right, "*": left * right, "<<": left << right}[x.op]
+            if exact != got:
+                seen.add(f"{text} (wrapped)")
+                values.append((f"{text} (wrapped)", got))
     shown = ", ".join(f"{n} = {show_number(v)}" for n, v in values[:len(lemma.params)])
     message = f"lemma {lemma.name} is false for {shown}"
     if ev.errs and any(z3.is_true(zm.eval(e, model_completion=True)) for e in ev.errs):

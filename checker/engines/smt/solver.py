@@ -1,6 +1,6 @@
 """The one place Z3 solvers are made: fixed seeds, one timeout, one logic.
 
-Every Z3 engine (bmc, induction, lemmas) gets its solvers here, so that the same
+Every Z3 engine (bmc, induction, pdr, lemmas) gets its solvers here, so that the same
 input gives the same answer and the same counterexample on every run: Z3 is
 deterministic for a fixed seed and a fixed order of assertions, and the engines add
 assertions in a fixed order. The timeout is wall-clock time per query (`--timeout`);
@@ -14,6 +14,7 @@ checker bug).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -34,12 +35,20 @@ def _configure() -> None:
         _configured = True
 
 
+def _watch(ctx: z3.Context | None) -> None:
+    """Let the watchdog interrupt `ctx` (only while an engine runs under one)."""
+    ctx = z3.get_ctx(ctx)
+    if _watching and all(c is not ctx for c in _contexts):
+        _contexts.append(ctx)
+
+
 def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None,
                logic: str | None = "QF_BV") -> z3.Solver:
     """A solver for `logic` (quantifier-free bit-vectors by default) with fixed seeds and
     the given timeout, in `ctx` (each engine run makes its own context, so earlier runs
     cannot change it)."""
     _configure()
+    _watch(ctx)
     s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
     s.__class__ = _Solver
     s.set("random_seed", SEED)
@@ -56,13 +65,22 @@ CTRL_C_REASON = "interrupted from keyboard"
 _interrupt_pending = False
 
 
+#: the contexts of the solvers made since the engine started: the watchdog interrupts them
+_contexts: list = []
+_watching = False
+
+
 @contextlib.contextmanager
 def interrupts_deferred():
     """While a Z3 engine runs, Ctrl-C (and SIGTERM, which the command line treats alike)
     only notes the request, and the next query raises KeyboardInterrupt before or after
     it runs. Raised at any bytecode instead, it can land inside ctypes' conversion of a
-    Z3 call's arguments, which turns it into a `ctypes.ArgumentError` traceback. While
-    Z3 itself solves, it catches SIGINT and answers unknown (see `_Solver.check`)."""
+    Z3 call's arguments, which turns it into a `ctypes.ArgumentError` traceback.
+
+    A query under way is cut short at once: Python's handler cannot run while Z3 holds
+    the main thread, but the signal's wake-up byte reaches a watchdog thread, which notes
+    the request and interrupts every Z3 context the engine made (Z3 then answers unknown,
+    and the query raises KeyboardInterrupt, see `_Solver.check`)."""
     global _interrupt_pending
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -72,10 +90,35 @@ def interrupts_deferred():
         global _interrupt_pending
         _interrupt_pending = True
 
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+
+    def watchdog():
+        global _interrupt_pending
+        while True:
+            data = os.read(r, 64)
+            if not data or 0 in data:  # the engine is done
+                return
+            _interrupt_pending = True
+            for ctx in list(_contexts):
+                ctx.interrupt()
+
+    global _watching
     old = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    _watching = True
+    dog = threading.Thread(target=watchdog, name="z3-interrupt", daemon=True)
+    dog.start()
     try:
         yield
     finally:
+        signal.set_wakeup_fd(old_fd)
+        os.write(w, b"\0")
+        dog.join()
+        os.close(r)
+        os.close(w)
+        _contexts.clear()
+        _watching = False
         for sig, handler in old.items():
             signal.signal(sig, handler)
         pending, _interrupt_pending = _interrupt_pending, False
@@ -100,19 +143,67 @@ class _Solver(z3.Solver):
         _raise_if_interrupted()
         start = time.monotonic()
         r = super().check(*assumptions)
-        _raise_if_interrupted()
-        if r == z3.unknown:
-            reason = self.reason_unknown()
-            # Some of Z3's procedures report Ctrl-C as "canceled", as they report a
-            # timeout; nothing else cancels a query here, so a cancellation well inside
-            # the budget was Ctrl-C.
-            early = self.budget is None or time.monotonic() - start < 0.9 * self.budget
-            if reason == CTRL_C_REASON or (reason == "canceled" and early):
-                raise KeyboardInterrupt
+        _raise_if_cut_short(self, r, start)
         return r
 
 
-def why_unknown(s: z3.Solver) -> str:
+def _raise_if_cut_short(engine, r, start: float) -> None:
+    """KeyboardInterrupt if Ctrl-C or SIGTERM came while `engine` answered `r`."""
+    _raise_if_interrupted()
+    if r == z3.unknown:
+        reason = engine.reason_unknown()
+        # Some of Z3's procedures report Ctrl-C as "canceled", as they report a
+        # timeout; nothing else cancels a query here, so a cancellation well inside
+        # the budget was Ctrl-C.
+        early = engine.budget is None or time.monotonic() - start < 0.9 * engine.budget
+        if reason == CTRL_C_REASON or (reason == "canceled" and early):
+            raise KeyboardInterrupt
+
+
+class _Fixedpoint(z3.Fixedpoint):
+    """Z3's fixedpoint engine (Spacer) whose query, cut short by Ctrl-C, raises
+    KeyboardInterrupt like `_Solver.check`."""
+
+    budget: float | None = None
+    cut = False  # the last query ended in Z3's "canceled" error (a timeout, or Ctrl-C)
+
+    def reason_unknown(self) -> str:
+        return "canceled" if self.cut else super().reason_unknown()
+
+    def query(self, *formulas):
+        self.cut = False
+        _raise_if_interrupted()
+        start = time.monotonic()
+        try:
+            r = super().query(*formulas)
+        except z3.Z3Exception as e:  # Spacer reports a timeout as an error, not as unknown
+            if "canceled" not in str(e):
+                raise
+            self.cut = True
+            r = z3.unknown
+        _raise_if_cut_short(self, r, start)
+        return r
+
+
+def new_fixedpoint(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None = None) -> z3.Fixedpoint:
+    """A Spacer (PDR/IC3 over constrained Horn clauses) engine with a fixed seed and the
+    given timeout per query. Its rule transformations stay off: they would inline and
+    slice the one relation away, and with it the derivation a counterexample is read from."""
+    _configure()
+    _watch(ctx)
+    fp = z3.Fixedpoint(ctx=ctx)
+    fp.__class__ = _Fixedpoint
+    fp.set("engine", "spacer")
+    fp.set("spacer.random_seed", SEED)
+    for name in ("xform.slice", "xform.inline_linear", "xform.inline_eager"):
+        fp.set(name, False)
+    fp.budget = timeout
+    if timeout is not None:
+        fp.set("timeout", max(1, int(timeout * 1000)))
+    return fp
+
+
+def why_unknown(s: z3.Solver | z3.Fixedpoint) -> str:
     reason = s.reason_unknown()
     if reason in ("timeout", "canceled"):
         return "the solver timed out (raise --timeout)"

@@ -1,0 +1,159 @@
+"""--engine pdr (engines/smt/pdr.py): PDR/IC3 through Z3's Spacer.
+
+Proofs come with an invariant that an independent one-step query re-checks;
+violations at any depth come with a path replayed through the compiled steps; PDR
+agrees with a complete explicit search on generated specs, and a mutated encoding
+(one step dropped from the transition relation) makes that agreement fail."""
+
+import os
+
+import pytest
+import z3
+from hypothesis import HealthCheck, event, given, settings
+
+from agreement import assert_pdr_agrees, compiled
+from checker.cli import main
+from checker.engines.smt import encode
+from checker.engines.smt.encode import Encoding
+from checker.engines.smt.pdr import certify, pdr
+from checker.results.trace import Verdict
+from test_engines_agree import models
+
+# two processes taking turns to count: x reaches b only after 2 * b steps, far beyond
+# bmc's default depth; x stops at `top`, below the top of its range
+COUNTER = """model counter;
+var x: 0..63 = 0;
+var turn: bool = false;
+process a {{ loop {{ await !turn; if (x < {top}) {{ x = x + 1; }} turn = true; }} }}
+process b {{ loop {{ await turn; if (x < {top}) {{ x = x + 1; }} turn = false; }} }}
+invariant below: {inv};
+"""
+
+
+def test_a_holding_invariant_is_proved_with_a_certified_invariant():
+    cm = compiled(COUNTER.format(top=40, inv="x <= 40"))
+    r = pdr(cm, 0, 60)
+    assert not r.checker_bugs
+    assert r.findings["below"].verdict is Verdict.PROVED
+    assert "certified" in r.findings["below"].note
+    assert r.stats.complete and r.stats.engine == "pdr"
+    assert any(line.startswith("pdr: inductive invariant proving") for line in r.stats.notes)
+
+
+@pytest.mark.slow
+def test_a_deep_violation_is_found_and_replays():
+    cm = compiled(COUNTER.format(top=40, inv="x != 6"))
+    r = pdr(cm, 0, 60)
+    assert not r.checker_bugs
+    f = r.findings["below"]
+    assert f.verdict is Verdict.VIOLATED
+    # 6 increments of 3 steps (await, increment, turn) but the last one's turn: 17 steps
+    # and more (Spacer's path need not be a shortest one)
+    assert f.counterexample.trace.length >= 17
+    assert f.counterexample.engine == "pdr"
+
+
+def test_a_query_that_times_out_leaves_only_its_property_undecided():
+    cm = compiled(COUNTER.format(top=40, inv="x != 37"))
+    r = pdr(cm, 0, 1)
+    f = r.findings["below"]
+    assert f.verdict is Verdict.UNKNOWN
+    assert f.note.startswith("pdr gave up: the solver timed out (raise --timeout), with Spacer's frames at level")
+    assert r.findings["deadlock"].verdict is Verdict.PROVED
+    assert not r.stats.complete
+
+
+def test_the_certificate_refuses_what_is_not_an_inductive_invariant():
+    enc = Encoding(compiled(COUNTER.format(top=4, inv="x != 3")))
+    bad = enc.properties[0].bad
+    x = next(v for v in enc.cur if str(v) == "x")
+    assert certify(enc, x != 0, [bad], 10) == "an initial state falsifies it"
+    assert certify(enc, x <= 1, [bad], 10) == "a step leaves it"
+    assert certify(enc, enc.T, [bad], 10) == "a state it allows is bad"
+    assert certify(enc, enc.T, [z3.BoolVal(False, enc.ctx)], 10) == ""
+
+
+def test_a_model_error_stops_the_run_as_the_explicit_search_stops():
+    text = """model err;
+var x: 0..3 = 0;
+process p { loop { x = x + 1; } }
+invariant small: x <= 3;
+"""
+    r = pdr(compiled(text), 0, 60)
+    assert r.model_error is not None and r.model_error.engine == "pdr"
+    assert r.findings["small"].verdict is Verdict.INCOMPLETE
+    assert r.findings["small"].note == "search stopped at a model error"
+    assert not r.stats.complete
+
+
+def test_command_line(tmp_path, capsys):
+    spec = tmp_path / "counter.spec"
+    spec.write_text(COUNTER.format(top=3, inv="x != 2") + "expect violated below;\n")
+    assert main([str(spec), "--engine", "pdr"]) == 0
+    out = capsys.readouterr().out
+    assert "PDR/IC3" in out and "violated" in out
+    with pytest.raises(SystemExit) as e:
+        main([str(spec), "--engine", "pdr", "--depth", "3"])
+    assert e.value.code == 2
+    assert "pdr has no bound" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(models())
+def test_pdr_agrees_with_the_explicit_engine(text):
+    for name, verdict in sorted(assert_pdr_agrees(compiled(text)).items()):  # --hypothesis-show-statistics
+        event(f"{name if name in ('inv', 'deadlock') else 'assert'} {verdict}")
+
+
+def test_agreement_fails_on_a_mutated_encoding(monkeypatch):
+    """Drop one step (b's increment) from the transition relation: PDR then proves, with
+    an invariant its certificate accepts (it checks against the same encoding), what
+    the explicit engine refutes; only the agreement with the explicit engine sees it."""
+    text = COUNTER.format(top=4, inv="x != 2")
+    cm = compiled(text)
+    assert_pdr_agrees(cm)
+    build = Encoding._build
+
+    def mutated(self, width):
+        needed = build(self, width)
+        drop = next(tr.index for tr in self.transitions if tr.instance.name == "b" and tr.updates)
+        self.trans = z3.And(self.trans, self.sel != drop)
+        return needed
+
+    monkeypatch.setattr(encode.Encoding, "_build", mutated)
+    with pytest.raises(AssertionError, match="explicit: violated"):
+        assert_pdr_agrees(cm)
+
+
+def test_an_undecided_model_error_leaves_the_proofs_qualified(monkeypatch):
+    from checker.engines.smt import pdr as engine
+
+    ask = engine.Query.ask
+
+    def undecided_errors(self, bad):
+        if bad.eq(next(p.bad for p in self.enc.properties if p.name == encode.MODEL_ERROR)):
+            return z3.unknown, None, "the solver timed out (raise --timeout)"
+        return ask(self, bad)
+
+    monkeypatch.setattr(engine.Query, "ask", undecided_errors)
+    r = pdr(compiled(COUNTER.format(top=4, inv="x <= 4")), 0, 60)
+    f = r.findings["below"]
+    assert f.verdict is Verdict.PROVED
+    assert f.note.endswith("it holds in every state reached without a model error, but model errors not "
+                           "ruled out (pdr gave up: the solver timed out (raise --timeout))")
+    assert not r.stats.complete and r.stats.limit.startswith("model errors not ruled out")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, variant", [("hv_timer_preempt", "base"), ("hv_timer_preempt", "fixed"),
+                                            ("halt_poll", "no_poll"), ("halt_poll", "poll_for_timer"),
+                                            ("ipi_fastpath", "v5_kick"), ("ipi_fastpath_reenter", "base")])
+def test_shipped_variants_pdr_decides_as_the_explicit_engine(model, variant):
+    """Shipped variants PDR decides within its default timeout (bench/pdr_table.py
+    measures the others, and says why it gives up on them): each holding safety property
+    proved, each violated one found, as the explicit engine says."""
+    path = f"{os.path.dirname(__file__)}/../models/{model}.spec"
+    verdicts = assert_pdr_agrees(compiled(open(path, encoding="utf-8").read(), variant, path))
+    assert "proved" in verdicts.values()
