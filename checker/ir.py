@@ -207,6 +207,9 @@ class Step:
     label: str | None
     fence: bool = False  # tso: runs only with an empty store buffer (see `is_fence`)
     generated: bool = False  # made by contexts.py (sched-in, preemption, irq entry/exit), not written
+    # a step the partial-order reduction merged (engines/reduce.py): the uids of the steps
+    # it runs, in order (coverage counts each of them as run when it runs)
+    parts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,8 @@ from .engines.replay import malformed, replay
 from .base.errors import NOWHERE, Span, SpecError, combined, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
-from .export.itf import TraceFormatError, read_itf
-from .export.json import read_json
 from .front.parse import parse
-from .litmus.reader import Litmus, parse_litmus
 from .base.progress import Progress
-from .backends.promela import translate
 from .resolve import BASE, header_comment, resolve, variant_names
 from .results.trace import (
     LKMM_HOLDS_NOTE,
@@ -70,31 +66,47 @@ class Options:
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
-    coverage: bool = True  # after a complete search: dead statements, vacuity (engines/coverage.py)
+    coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
 
 
 WORKERS_PER_CORE = 4  # workers beyond this many per core only add processes that wait (and open files)
 
 
-def default_workers() -> int:
-    """The cores this process may run on. Small searches never start a worker (below
-    engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
+def free_cores(n: int, load: float) -> int:
+    """Of n cores with a run queue of `load` processes (the last minute's load average),
+    those no other process is using: a worker on a busy core only takes turns with what
+    runs there, and the exchange between workers then makes two slower than one."""
+    return max(1, min(n, int(n - load + 0.5)))
+
+
+def default_workers() -> int:
+    """The cores that are free now (`free_cores`). Small searches never start a worker
+    (below engines/explicit/parallel.PARALLEL_FROM states); bench/README.md has measurements."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: assume the machine is ours
+        load = 0.0
+    return free_cores(cores(), load)
+
+
 def max_workers() -> int:
     """The most worker processes a search may ask for here (`--workers`, the API's `workers`)."""
-    return WORKERS_PER_CORE * default_workers()
+    return WORKERS_PER_CORE * cores()
 
 
 def too_many_workers() -> str:
     """Why more than max_workers() are refused, said the same by the CLI and the API."""
-    cores = default_workers()
-    return (f"at most {max_workers()} here ({WORKERS_PER_CORE} per core, {cores} core{'s' if cores != 1 else ''}); "
+    n = cores()
+    return (f"at most {max_workers()} here ({WORKERS_PER_CORE} per core, {n} core{'s' if n != 1 else ''}); "
             "more only wait for a core")
 
 
@@ -102,8 +114,11 @@ def load(path: str) -> Spec:
     return parse(read_input(path, "a spec"), path)
 
 
-def load_litmus(path: str) -> Litmus:
-    """A kernel litmus C test, read as a spec is (the same cap and errors)."""
+def load_litmus(path: str):
+    """A kernel litmus C test (a litmus.reader.Litmus), read as a spec is (the same cap
+    and errors)."""
+    from .litmus.reader import parse_litmus  # (only for a .litmus file)
+
     return parse_litmus(read_input(path, "a litmus test"), path)
 
 
@@ -248,6 +263,8 @@ def _variant_errors(spec: Spec, variant: str, opts: Options) -> tuple[SpecError,
 def promela_twin(spec: Spec, variant: str, opts: Options) -> tuple[str, str]:
     """(`<model>.<variant>` as a file stem, the variant's Promela twin); a SpecError if the
     variant cannot be translated faithfully."""
+    from .backends.promela import translate  # (only for --promela)
+
     model = resolve(spec, variant, opts.defines, opts.memory, opts.store_buffer, opts.preemptions)
     return f"{safe_name(model.name)}.{safe_name(variant)}", translate(ir.build(model))
 
@@ -340,8 +357,9 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
     red = reduce.plan(searched, opts.por, opts.symmetry, whole_graph=wants_graph, merged=merged)
     exploration = explore(searched, opts.limits, progress, graph=wants_liveness or wants_graph,
                           reduction=red if red.active else None,
-                          hash_compact=opts.hash_compact, workers=opts.workers)
+                          hash_compact=opts.hash_compact, workers=opts.workers, coverage=opts.coverage)
     stats = exploration.stats
+    cov, cov_note = _coverage(cm, searched, stats, exploration, _reductions(red, merged))
     if stats.workers == 1 and not opts.workers_asked:
         stats = replace(stats, workers_note="")  # the automatic choice needs no explanation
     if opts.hash_compact and stats.collision_probability is None:
@@ -397,7 +415,6 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
-    cov, cov_note = _coverage(cm, stats, exploration, opts)
     return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory,
                                              fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
@@ -405,22 +422,22 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
                                              preemptions=model.preemptions))
 
 
-def _coverage(cm: CompiledModel, stats: Stats, exploration: Exploration, opts: Options):
-    """(coverage, why none) of a variant: a post-pass over the unreduced graph
+def _reductions(red: reduce.Plan, merged: int) -> str:
+    """The reductions that shaped a search, in words ("" for none)."""
+    names = [what for what, on in (("partial-order reduction", red.selects or merged), ("symmetry", red.canonicalises))
+             if on]
+    return " and ".join(names)
+
+
+def _coverage(cm: CompiledModel, searched: CompiledModel, stats: Stats, exploration: Exploration, reduced: str):
+    """(coverage, why none) of a variant, from what its search recorded
     (engines/coverage.py), only after a complete search without a model error."""
-    if not opts.coverage:
+    if exploration.marks is None:
         return None, ""
     if not stats.complete or exploration.model_error is not None:
         return None, "coverage not computed: the search was not complete"
-    if stats.states > coverage.MAX_STATES:  # the unreduced graph is at least as large
-        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states"
-    try:
-        cov = coverage.analyse(cm)
-    except KeyboardInterrupt:
-        return None, "coverage not computed: interrupted"
-    if cov is None:
-        return None, f"coverage not computed: more than {coverage.MAX_STATES:,} states without reduction"
-    return cov, ""
+    return coverage.from_search(cm, searched, exploration.marks, exploration.held, stats.states,
+                                exploration.digest, reduced), ""
 
 
 def _reachable_verdict(witness: Counterexample | None, exploration: Exploration, stats: Stats):
@@ -648,6 +665,9 @@ def load_trace(path: str, pick: str | None = None, variants: tuple[str, ...] = (
         raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
     except RecursionError:
         raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
+    from .export.itf import TraceFormatError, read_itf  # (only for --replay)
+    from .export.json import read_json
+
     try:
         if isinstance(doc, dict) and doc.get("schema") == "timerace-result":
             found = read_json(doc)

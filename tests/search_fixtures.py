@@ -24,15 +24,19 @@ SMALL = ("hv_timer_preempt", "timer_migration", "vcpu_requests", "vcpu_preempted
 SMALL_SPECS = [p for p in SPECS if p.parent.name != "models" or p.stem in SMALL]
 
 
-def summary(result):
+def summary(result, fingerprint: bool = True):
+    """What a search found, per variant; its coverage too (the digest of the stored states
+    only where `fingerprint`: --hash-compact digests fingerprints, not states)."""
     out = {}
     for v in result.variants:
+        cov = v.coverage
+        coverage = cov and (cov.statements, cov.never_true, cov.silent_processes, fingerprint and cov.fingerprint)
         out[v.variant] = (v.stats.states, v.stats.transitions, v.stats.depth,
                           ",".join(sorted(f"{o.property}={o.verdict.value}" for o in v.outcomes
                                           if o.verdict is not Verdict.HOLDS)),
                           {o.property: (len(o.counterexample.trace.states), o.counterexample.trace.loop_start)
                            for o in v.outcomes if o.counterexample is not None},
-                          v.model_error is not None and len(v.model_error.trace.states))
+                          v.model_error is not None and len(v.model_error.trace.states), coverage)
     return out
 
 

@@ -140,3 +140,21 @@ def test_readme_python_example_prints_what_it_shows(monkeypatch):
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})
     assert out.getvalue() == shown
+
+
+def test_check_of_a_small_model_loads_only_what_its_run_uses():
+    """Start-up (issue 30): `check FILE` without output files, on a model without
+    liveness, loads no Z3, networkx, exporter of files, litmus reader or axiomatic
+    LKMM, Promela back end, nor multiprocessing (the workers start only on a large
+    model). Which modules load is what this checks; the CPU it saves is bench's."""
+    code = ("import sys\n"
+            "from checker.cli import main\n"
+            f"code = main([{COUNTER!r}, '--brief'])\n"
+            "assert code in (0, 1), code\n"
+            "heavy = ['z3', 'networkx', 'multiprocessing', 'checker.litmus.axiomatic', 'checker.litmus.reader',\n"
+            "         'checker.backends.promela', 'checker.export.json', 'checker.export.sarif', 'checker.export.dot',\n"
+            "         'checker.export.junit', 'checker.export.itf', 'checker.export.mermaid', 'checker.export.markdown']\n"
+            "loaded = [m for m in heavy if m in sys.modules]\n"
+            "assert not loaded, loaded\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=TESTS.parent)
+    assert done.returncode == 0, done.stderr

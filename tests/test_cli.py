@@ -125,3 +125,16 @@ def test_same_results_under_different_hash_seeds(counter, tmp_path):
 def test_python_dash_m_and_version():
     r = subprocess.run([sys.executable, "-m", "checker", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("timerace ")
+
+
+def test_workers_default_to_the_free_cores():
+    """--workers defaults to the cores no other process keeps busy (issue 30): a worker
+    sharing a core only takes turns, and two such workers lose to one."""
+    from checker.pipeline import free_cores
+
+    assert free_cores(2, 0.0) == 2
+    assert free_cores(2, 0.4) == 2  # a little background work leaves both
+    assert free_cores(2, 1.0) == 1
+    assert free_cores(2, 9.5) == 1  # a busy machine: one, never none
+    assert free_cores(8, 3.2) == 5
+    assert free_cores(4, -1.0) == 4  # never more than there are

@@ -39,7 +39,19 @@ def _same_search(cm, **kw) -> Search:
     assert (fast.ample_states, fast.buffer_full, fast.limit) == (slow.ample_states, slow.buffer_full, slow.limit)
     assert fast.found == slow.found
     assert fast.model_error == slow.model_error
+    assert _coverage(fast) == _coverage(slow)
+    assert fast.held == slow.held
     return fast
+
+
+def _coverage(search: Search):
+    """Per step: whether it ran, and for a condition the pcs it went to (the generic loop
+    also records the pc after other steps, which coverage does not read)."""
+    if search.marks is None:
+        return None
+    branches = search.loops.branches() if search.loops is not None else LevelLoopWriter(
+        search.cm, search.actors).branches()
+    return [(bool(h), h >> 1 if k in branches else None) for k, h in enumerate(search.marks)]
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -52,8 +64,8 @@ def test_random_models_search_the_same(seed):
     except SpecError as e:
         pytest.skip(f"generated model refused: {e.message}")
     _same_search(cm)
-    _same_search(cm, hash_compact=True)
-    _same_search(cm, reduction=reduce.plan(cm, por=True, symmetry=reduce.SymmetryMode.ON))
+    _same_search(cm, hash_compact=True, coverage=True)
+    _same_search(cm, reduction=reduce.plan(cm, por=True, symmetry=reduce.SymmetryMode.ON), coverage=True)
 
 
 @pytest.mark.parametrize("model", sorted(p.name for p in (ROOT / "models").glob("*.spec")))
@@ -65,7 +77,7 @@ def test_shipped_models_search_the_same(model):
             _ = cm.program.initial_states
         except SpecError:
             continue  # an `any` too wide to enumerate: for the Z3 engines only
-        assert _same_search(cm, reduction=reduce.plan(cm, por=True)).count > 0
+        assert _same_search(cm, reduction=reduce.plan(cm, por=True), coverage=True).count > 0
 
 
 def test_limits_stop_where_the_generic_loop_stops():

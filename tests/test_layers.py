@@ -164,11 +164,24 @@ PENDING_PRIVATE: dict[tuple[str, str], frozenset[str]] = {}
 #: (importer, imported) -> why. A standard-library module cannot import us back, so
 #: its imports may sit anywhere.
 LAZY: dict[tuple[str, str], str] = {
-    ("checker.engines.liveness", "networkx"): "networkx, only for models with liveness properties",
     ("checker.pipeline", "checker.engines.smt.solver"): "Z3, only to read the default timeout of a Z3 engine",
     ("checker.pipeline", "checker.engines.smt.lemmas"): "Z3, only for models with lemmas",
     ("checker.pipeline", "checker.engines.smt.bmc"): "Z3, only for --engine bmc",
     ("checker.pipeline", "checker.engines.smt.induction"): "Z3, only for --engine induction",
+    # start-up (issue 30): `check` on a small model loads only what its run uses
+    ("checker.cli", "checker.litmus.axiomatic"): "the axiomatic LKMM, only for a .litmus file",
+    ("checker.pipeline", "checker.litmus.reader"): "the litmus reader, only for a .litmus file",
+    ("checker.pipeline", "checker.backends.promela"): "the Promela back end, only for --promela",
+    ("checker.pipeline", "checker.export.itf"): "the ITF reader, only for --replay",
+    ("checker.pipeline", "checker.export.json"): "the JSON reader, only for --replay",
+    ("checker.export.outputs", "checker.export.json"): "an exporter, only when its file is asked for",
+    ("checker.export.outputs", "checker.export.itf"): "an exporter, only when its files are asked for",
+    ("checker.export.outputs", "checker.export.mermaid"): "an exporter, only when its files are asked for",
+    ("checker.export.outputs", "checker.export.dot"): "an exporter (and subprocess), only for --dot",
+    ("checker.export.outputs", "checker.export.markdown"): "an exporter, only for --report",
+    ("checker.export.outputs", "checker.export.html"): "an exporter, only for --html",
+    ("checker.export.outputs", "checker.export.sarif"): "an exporter, only for --sarif",
+    ("checker.export.outputs", "checker.export.junit"): "an exporter (and xml.etree), only for --junit",
     ("checker.pipeline", "checker.engines.smt.pdr"): "Z3, only for --engine pdr",
 }
 

@@ -190,6 +190,10 @@ class CompiledModel:
     unpack: Callable | None = field(default=None, repr=False)  # int -> state tuple
     final_state_packed: Callable | None = field(default=None, repr=False)
     liveness_packed: tuple = field(default=(), repr=False)  # `liveness` on packed states, in the same order
+    # the questions of vacuity, in property order: the trigger of `always (P -> eventually
+    # Q)` and the left side of an invariant's `->`; the search records whether a reachable
+    # state satisfies each (engines/coverage.py)
+    premises: tuple[CompiledPredicate, ...] = ()
 
     @property
     def layout(self):
@@ -456,11 +460,16 @@ class Compiler:
         inv_names: list[tuple[m.Property, str]] = []
         final_names: list[tuple[m.Property, str]] = []
         live_names: list[tuple[m.Property, str | None, str]] = []
+        premise_names: list[tuple[m.Property, str]] = []
         for k, prop in enumerate(self.program.properties):
             if prop.kind is m.PropertyKind.INVARIANT:
                 fname = f"invariant_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(fname, prop.cond, f"invariant {prop.name}"))
                 inv_names.append((prop, fname))
+                if isinstance(prop.cond, m.Bin) and prop.cond.op == "->":
+                    premise = f"premise_{k}_{_ident(prop.name)}"
+                    self.src.append(self.predicate(premise, prop.cond.left, f"invariant {prop.name}: left side"))
+                    premise_names.append((prop, premise))
             elif prop.kind is m.PropertyKind.REACHABLE:  # searched for as a violation of !P
                 fname = f"reachable_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(fname, m.Un(prop.cond.span, m.BoolT(), "!", prop.cond),
@@ -475,6 +484,7 @@ class Compiler:
                 if prop.trigger is not None:
                     trig = f"trigger_{k}_{_ident(prop.name)}"
                     self.src.append(self.predicate(trig, prop.trigger, f"property {prop.name}: condition"))
+                    premise_names.append((prop, trig))
                 goal = f"goal_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(goal, prop.goal, f"property {prop.name}: goal"))
                 live_names.append((prop, trig, goal))
@@ -538,7 +548,9 @@ class Compiler:
         return CompiledModel(self.program, tuple(instances), invariants, liveness, source, ns,
                              tuple(flushes), finals, _pred_on_tuples(final_packed, pack) if finals else None,
                              pk, pack, unpack, final_packed,
-                             tuple((prop, ns[t] if t else None, ns[g]) for prop, t, g in live_names))
+                             tuple((prop, ns[t] if t else None, ns[g]) for prop, t, g in live_names),
+                             tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], raw), f, ns[f])
+                                   for prop, f in premise_names))
 
     # -- the state as a tuple and back
     def too_deep(self, error: Exception) -> SpecError:

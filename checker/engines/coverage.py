@@ -1,31 +1,27 @@
-"""Coverage and vacuity of one variant, from a post-pass over its reachable states.
+"""Coverage and vacuity of one variant, from what its search recorded as it ran.
 
-The search (explicit.py) keeps no state set it hands back, and under partial-order
-reduction it skips interleavings on purpose: a statement the reduced search never ran
-may still be reachable. So coverage is computed by a separate breadth-first pass over
-the *unreduced* graph of the variant's compiled steps (no merged steps, no ample sets,
-no symmetry): exact, at the price of a second search, which is why it is capped
-(MAX_STATES) and only run after a search that was complete.
+The search (engines/explicit) marks, per step number, that the step ran and, for an
+`if`/`while`, which pc it went to (a local set in the generated level loop, a bit in a
+list in the generic one), and evaluates each question of vacuity (`CompiledModel.premises`:
+the trigger of `always (P -> eventually Q)`, the left side of an invariant's `->`) until
+some state satisfies it. No second search: this module only turns the marks into
+statements of the spec, and the stored states into a digest that tells two variants with
+the same states apart from two that merely look alike.
 
-Per process instance it records which steps ran and, for an `if`/`while`, which way
-the condition went; per vacuity question (the trigger of `always (P -> eventually Q)`,
-the left side of an invariant's `->`) whether some reachable state satisfies it; and a
-fingerprint of the reachable states, so that two variants with the same state space
-can be told apart from two that merely look alike.
+A reduced search (partial-order reduction, symmetry, merged local steps) explores only
+some interleavings. A statement it ran, a branch it took, a premise it saw hold are so in
+the model too; what it never saw may still be reachable in an interleaving it skipped.
+Such findings say so (`Coverage.decided_by`), and `--no-por --no-symmetry` decides them
+over every state.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .. import model as m
-from ..backends.python import AssertionViolation, CompiledModel, ModelError, StoreBufferFull, compile_program
+from ..backends.python import CompiledModel
 from ..base.errors import source_lines
 from ..ir import OGoto, OIf, StepKind
 from ..results.findings import Coverage, StatementCoverage, explanations, variant_explanations
-
-#: the most states the coverage pass explores; beyond it coverage is not reported
-MAX_STATES = 200_000
 
 
 def _triggers(model: m.Model) -> list[tuple[str, str, m.TExpr]]:
@@ -48,75 +44,35 @@ def _text(source: str, x: m.TExpr) -> str:
     return "condition"
 
 
-def analyse(cm: CompiledModel, max_states: int = MAX_STATES) -> Coverage | None:
-    """Coverage of compiled variant cm (unreduced), or None when it has more than
-    max_states reachable states."""
-    model = cm.program.model
-    questions = _triggers(model)
-    # each question is compiled as a `reachable` property (the predicate of !P)
-    probes = tuple(m.Property(f"__probe{k}", m.PropertyKind.REACHABLE, q[2].span, cond=q[2])
-                   for k, q in enumerate(questions))
-    probe_fns = []
-    if probes:
-        extra = compile_program(replace(cm.program, properties=tuple(cm.program.properties) + probes))
-        by_name = {inv.property.name: inv.packed for inv in extra.invariants}
-        probe_fns = [by_name[p.name] for p in probes]
-    pk = cm.packing
-    actors = []
-    for inst in cm.instances:
-        shift, mask = pk.field(inst.pc_slot)
-        actors.append((shift, mask, inst.steps_at, inst.gid))
-    flushes = [(pk.field(f.slot)[0], pk.field(f.slot)[1], f.steps_at) for f in cm.flushes]
+def from_search(cm: CompiledModel, searched: CompiledModel, marks, held: tuple[bool, ...], states: int,
+                digest: int, reduced: str = "") -> Coverage:
+    """Coverage of variant cm from its search of `searched` (cm itself, or cm with local
+    steps merged): `marks` pairs each step the search numbered with its mark
+    (`Search.marks`), `held` says per premise of `searched` whether a state satisfied it,
+    `digest` is the stored states' (`states_sums`, hashed). `reduced`: which reduction
+    shaped the search, "" for none."""
     ran: set[tuple[int, int]] = set()  # (gid, step uid)
     went: set[tuple[int, int, int]] = set()  # (gid, step uid, pc after)
-    held = [False] * len(probe_fns)
-    seen = {cm.pack(s) for s in cm.program.initial_states}
-    level = list(seen)
-    while level:
-        nxt = []
-        for s in level:
-            for k, fn in enumerate(probe_fns):
-                try:
-                    if not held[k] and not fn(s):
-                        held[k] = True
-                except ModelError:  # e.g. an index out of range: the search reports the property's own
-                    pass
-            succ = []
-            for shift, mask, table, gid in actors:
-                pc = s >> shift & mask
-                for cs in table[pc]:
-                    try:
-                        t = cs.packed(s)
-                    except (AssertionViolation, ModelError):
-                        ran.add((gid, cs.step.uid))  # it ran, and failed: the search reports that
-                        continue
-                    except StoreBufferFull:
-                        continue
-                    if t is None:
-                        continue
-                    ran.add((gid, cs.step.uid))
-                    if cs.step.kind is StepKind.BRANCH:
-                        went.add((gid, cs.step.uid, t >> shift & mask))
-                    succ.append(t)
-            for shift, mask, table in flushes:
-                for fl in table[s >> shift & mask]:
-                    try:
-                        t = fl.packed(s)
-                    except ModelError:
-                        continue
-                    if t is not None:
-                        succ.append(t)
-            for t in succ:
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-            if len(seen) > max_states:
-                return None
-        level = nxt
-    return _summarise(cm, ran, went, questions, held, seen)
+    for cs, mark in marks:
+        st = getattr(cs, "step", None)  # (a flush or an lkmm propagation is no statement)
+        if not mark or st is None:
+            continue
+        uids = st.parts or (st.uid,)  # a merged step ran every step it is made of
+        ran.update((cs.gid, uid) for uid in uids)
+        if st.kind is StepKind.BRANCH:  # (the condition is the last part of a merged step)
+            pcs, pc = mark >> 1, 0
+            while pcs:
+                if pcs & 1:
+                    went.add((cs.gid, uids[-1], pc))
+                pcs >>= 1
+                pc += 1
+    by_name = {p.property.name: h for p, h in zip(searched.premises, held)}
+    questions = _triggers(cm.program.model)
+    return _summarise(cm, ran, went, questions, [by_name.get(q[0], False) for q in questions], states, digest,
+                      reduced)
 
 
-def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
+def _summarise(cm: CompiledModel, ran, went, questions, held, states: int, digest: int, reduced: str) -> Coverage:
     stmts = []
     silent = []
     for proc in cm.program.processes:
@@ -147,11 +103,11 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, seen) -> Coverage:
         if not moved and any(not st.generated for st in proc.steps):
             silent.append(proc.name)
     never = tuple((name, what) for (name, what, _), h in zip(questions, held) if not h)
-    names = tuple(sl.name for sl in cm.layout.slots) if hasattr(cm.layout, "slots") else ()
-    fingerprint = hash((names, frozenset(cm.unpack(s) for s in seen)))
-    return Coverage(len(seen), tuple(stmts), never, tuple(silent), fingerprint,
+    pk = cm.packing  # the same states packed alike: the same layout, the same fields
+    fingerprint = hash((tuple(sl.name for sl in cm.layout.slots), pk.shift, pk.width, pk.lo, bool(reduced), digest))
+    return Coverage(states, tuple(stmts), never, tuple(silent), fingerprint,
                     explanations(cm.program.model.source or ""),
-                    variant_explanations(cm.program.model.source or ""))
+                    variant_explanations(cm.program.model.source or ""), reduced)
 
 
 def _targets(st) -> tuple[int, ...]:

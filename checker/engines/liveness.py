@@ -217,21 +217,16 @@ class _Graph:
     def fair_components(self, in_r: bytearray):
         """SCCs of the graph restricted to R; the fair ones, and who made the others unfair.
 
-        networkx finds the components: its iterative algorithm is well tested and R is
-        rarely more than a fraction of the state space. Everything else here is plain
-        array work on the explicit engine's graph.
+        The components are found on the explicit engine's own arrays (`components`, an
+        iterative Tarjan), with no copy of the graph.
         """
-        import networkx as nx  # here, not at the top: a run without liveness properties never loads it
-
         n, dst, step, bits, fair, strong = self.n, self.g.dst, self.g.step, self.step_bits, self.fair, self.strong
-        dg = nx.DiGraph()
+        first = self.g.first
         nodes = [u for u in range(n) if in_r[u]]
-        dg.add_nodes_from(nodes)
-        dg.add_edges_from((u, dst[k]) for u in nodes for k in self.out(u) if dst[k] < n and in_r[dst[k]])
         comps: list[frozenset | None] = [None]  # 0: the states no fair run stays among
         comp_of: dict[int, int] = {u: 0 for u in nodes}
         starved_by = 0
-        todo = list(nx.strongly_connected_components(dg))
+        todo = components(nodes, set(nodes), first, dst, n)
         while todo:
             comp = todo.pop()
             moved = disabled = somewhere = 0
@@ -246,7 +241,7 @@ class _Graph:
             if unmet:  # a strongly fair action enabled here and never taken: drop where it is enabled
                 starved_by |= unmet
                 rest = [u for u in comp if not self.en(u) & unmet]
-                todo.extend(nx.strongly_connected_components(dg.subgraph(rest)))
+                todo.extend(components(rest, set(rest), first, dst, n))
                 continue
             starved = fair & ~strong & ~moved & ~disabled
             if starved:
@@ -478,6 +473,56 @@ class _Graph:
                             f"`{_short(cs.step.text)}` (line {cs.step.span.line}) stays enabled and is never taken; "
                             "if it must happen, mark it `fair` (`or fair { ... }` on its `choose` branch)")
         return ""
+
+
+def components(nodes: list[int], inside: set[int], first, dst, n: int) -> list[frozenset[int]]:
+    """The strongly connected components of the graph restricted to `inside` (states
+    `nodes`, in that order), whose edges out of state u are dst[first[u]:first[u + 1]]
+    (targets >= n were never expanded and are left out): Tarjan's algorithm with an
+    explicit stack, so no recursion limit, and no copy of the graph."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    out: list[frozenset[int]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, first[root])]  # (state, its next edge to look at)
+        while work:
+            u, k = work[-1]
+            end = first[u + 1]
+            while k < end:
+                v = dst[k]
+                k += 1
+                if v >= n or v not in inside:
+                    continue
+                if v not in index:  # descend; u resumes at edge k
+                    work[-1] = (u, k)
+                    index[v] = low[v] = len(index)
+                    stack.append(v)
+                    on_stack.add(v)
+                    work.append((v, first[v]))
+                    break
+                if v in on_stack and index[v] < low[u]:
+                    low[u] = index[v]
+            else:  # every edge of u done
+                work.pop()
+                if work and low[u] < low[work[-1][0]]:
+                    low[work[-1][0]] = low[u]
+                if low[u] == index[u]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == u:
+                            break
+                    out.append(frozenset(comp))
+    return out
 
 
 def _short(text: str) -> str:

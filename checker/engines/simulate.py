@@ -19,7 +19,6 @@ random prefix shows neither a fair cycle nor a proof nor unreachability).
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass
 
@@ -41,6 +40,8 @@ UNCHECKED = (m.PropertyKind.LIVENESS, m.PropertyKind.LEMMA, m.PropertyKind.REACH
 
 def simulate(cm: CompiledModel, plan: SimulationPlan, check_deadlock: bool = True):
     """(counterexamples by property, model error or None, Stats) of plan's random runs."""
+    import random  # (only when simulating)
+
     rng = random.Random(plan.seed)
     initial = [cm.pack(s) for s in cm.program.initial_states]
     pk = cm.packing

@@ -1,6 +1,7 @@
 """Which files a run writes: the CLI fills an OutputRequest from its flags, and this
 module calls each exporter asked for. Every exporter takes the finished RunResult; for a
-spec that cannot be checked, the JSON and SARIF exporters take its errors instead."""
+spec that cannot be checked, the JSON and SARIF exporters take its errors instead. An
+exporter is imported only when asked for: a run that writes no file never loads one."""
 
 from __future__ import annotations
 
@@ -8,15 +9,7 @@ from dataclasses import dataclass
 
 from ..base.errors import SpecError
 from ..results.trace import RunResult
-from .dot import GraphvizMissing, render_svg, write_dot
 from .files import check_output_paths
-from .html import write_html
-from .itf import write_itf
-from .json import write_errors_json, write_json
-from .junit import write_junit
-from .markdown import write_report
-from .mermaid import write_mermaid
-from .sarif import write_errors_sarif, write_sarif
 
 DEFAULT_GRAPH_LIMIT = 2000  # --dot-graph draws variants with at most this many states
 
@@ -59,10 +52,14 @@ def write_error_outputs(e: SpecError, req: OutputRequest, file: str, command: st
     Returns the paths written; OSError propagates."""
     written = []
     if req.json:
+        from .json import write_errors_json
+
         write_errors_json(e, file, command, req.json)
         if req.json != "-":
             written.append(req.json)
     if req.sarif:
+        from .sarif import write_errors_sarif
+
         write_errors_sarif(e, file, command, req.sarif)
         written.append(req.sarif)
     return written
@@ -73,14 +70,22 @@ def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], lis
     written: list[str] = []
     warnings: list[str] = []
     if req.json:
+        from .json import write_json
+
         write_json(result, req.json, req.timing)
         if req.json != "-":
             written.append(req.json)
     if req.itf:
+        from .itf import write_itf
+
         written += write_itf(result, req.itf)
     if req.mermaid:
+        from .mermaid import write_mermaid
+
         written += write_mermaid(result, req.mermaid)
     if req.dot:
+        from .dot import GraphvizMissing, render_svg, write_dot
+
         dots = write_dot(result, req.dot, req.dot_graph)
         written += dots
         if req.dot_graph:
@@ -94,13 +99,21 @@ def write_outputs(result: RunResult, req: OutputRequest) -> tuple[list[str], lis
             except (GraphvizMissing, RuntimeError) as e:
                 warnings.append(f"--svg: {e}; wrote the .dot files only")
     if req.report:
+        from .markdown import write_report
+
         written += write_report(result, req.report, req.timing, req.trace_url)
     if req.html:
+        from .html import write_html
+
         written += write_html(result, req.html)
     if req.sarif:
+        from .sarif import write_sarif
+
         write_sarif(result, req.sarif)
         written.append(req.sarif)
     if req.junit:
+        from .junit import write_junit
+
         write_junit(result, req.junit, req.timing)
         written.append(req.junit)
     return written, warnings

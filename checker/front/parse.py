@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 import re
 from importlib import resources
@@ -37,9 +38,9 @@ def grammar_text() -> str:
 def _parser() -> Lark:
     """The LALR parser. Building its tables takes about a quarter of a second, as long
     as checking a small model, so lark keeps them in the user's cache directory
-    (`$XDG_CACHE_HOME/timerace`, else `~/.cache/timerace`); lark checks the grammar's
-    hash on loading, rebuilds when it differs, and carries on without the cache when
-    the directory cannot be written."""
+    (`$XDG_CACHE_HOME/timerace`, else `~/.cache/timerace`), a file per grammar; lark
+    checks the grammar's hash on loading, rebuilds when it differs, and carries on
+    without the cache when the directory cannot be written."""
     # not strict=True: the grammar resolves two shift/reduce conflicts by shifting on
     # purpose (the dangling `else` binds to the nearest `if`; an `expect` after a variant
     # belongs to it), and lark's strict mode refuses every such conflict
@@ -54,7 +55,10 @@ def _cache_file() -> str | bool:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError:
         return False
-    return os.path.join(folder, f"grammar-lark-{lark.__version__}.cache")
+    # one file per grammar: checkouts of different versions (branches, a venv per project)
+    # would otherwise overwrite each other's tables, and each would rebuild them in turn
+    digest = hashlib.sha256(grammar_text().encode()).hexdigest()[:16]
+    return os.path.join(folder, f"grammar-lark-{lark.__version__}-{digest}.cache")
 
 
 def parse(source: str, file: str = "<spec>") -> ast.Spec:

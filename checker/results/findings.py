@@ -1,4 +1,4 @@
-"""Coverage and vacuity findings as results: what the coverage pass
+"""Coverage and vacuity findings as results: what the search recorded
 (engines/coverage.py) hands to the exporters, and the warnings every exporter shows.
 It sits with the results (trace.py), below the exporters, so that text, JSON and SARIF
 read the same warnings without importing an engine."""
@@ -33,7 +33,7 @@ class StatementCoverage:
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
-    """What the post-pass found for one variant (`note` says why it is None elsewhere)."""
+    """What the search recorded for one variant (`note` says why it is None elsewhere)."""
 
     states: int
     statements: tuple[StatementCoverage, ...]
@@ -45,6 +45,9 @@ class Coverage:
     # (variant, reason) of each `variant NAME ... // coverage: reason` line: it explains
     # that variant's findings of no one line (a process that never moves, the same states)
     variant_explained: tuple[tuple[str, str], ...] = ()
+    # the reduction that shaped the search ("partial-order reduction", ...), "" for none:
+    # what such a search never saw may happen in an interleaving it skipped
+    reduced: str = ""
 
     def dead(self) -> tuple[StatementCoverage, ...]:
         return tuple(s for s in self.statements if s.dead)
@@ -55,6 +58,9 @@ class Coverage:
                 for s in self.statements if s.missed_branches()]
         out += [f"{name}: {what} never holds in a reachable state: the property holds vacuously"
                 for name, what in self.never_true]
+        if self.reduced:  # the search skipped interleavings: say how the finding was decided
+            out = [f"{w} (in the search with {self.reduced}; --no-por --no-symmetry decides it over every state)"
+                   for w in out]
         return out
 
 
@@ -172,7 +178,7 @@ def coverage_table(result) -> str:
         cov = v.coverage
         ran = sum(not s.dead for s in cov.statements)
         lines.append(f"coverage of {v.variant}: {ran}/{len(cov.statements)} statements executed "
-                     f"({cov.states:,} states, without reduction)")
+                     f"({cov.states:,} states, {'with ' + cov.reduced if cov.reduced else 'without reduction'})")
         why = dict(cov.explained)
         for s in cov.statements:
             mark = "DEAD" if s.dead else f"{s.executed}/{s.instances}"

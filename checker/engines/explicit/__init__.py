@@ -40,12 +40,13 @@ __all__ = ["OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", 
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
             graph: bool = False, hash_compact: bool = False, reduction: Reduction | None = None,
-            workers: int = 1) -> Exploration:
+            workers: int = 1, coverage: bool = False) -> Exploration:
     """Breadth-first search of one compiled variant. `graph` keeps the state graph (the
     liveness engine and --dot-graph need it); `hash_compact` stores fingerprints instead
     of states; `workers` > 1 partitions the states across processes when the model is
-    big enough to pay for them (parallel.py), never with `graph`."""
+    big enough to pay for them (parallel.py), never with `graph`; `coverage` records
+    which steps ran and which premises held (engines/coverage.py reads them)."""
     if workers > 1 and not graph:
-        return explore_parallel(cm, limits, progress, hash_compact, reduction, workers)
+        return explore_parallel(cm, limits, progress, hash_compact, reduction, workers, coverage)
     note = "liveness needs the whole graph in one process" if workers > 1 else ""
-    return explore_one(cm, limits, progress, graph, hash_compact, reduction, note)
+    return explore_one(cm, limits, progress, graph, hash_compact, reduction, note, coverage)

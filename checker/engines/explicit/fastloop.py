@@ -24,11 +24,13 @@ states that need no decision cheaper. `check --dump-python` prints it.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from collections.abc import Callable
 
 from ...backends.python import CompiledModel
 from ...base.safe_text import python_comment as _comment
+from ...ir import StepKind
 
 #: what a generated loop returns first: the level is done, state j needs the generic
 #: loop, the state limit was reached after state j - 1, or Ctrl-C arrived at state j
@@ -60,6 +62,11 @@ class LoopShape:
     # alone (CompiledStep.writes & omask == 0), whose successors are this worker's too
     # (without symmetry, which may move any bits)
     local_steps: frozenset[int] = frozenset()
+    # coverage: each step marks, in a local of its own, that it ran (a condition: which
+    # pc it went to), and the loop returns the marks; a premise of vacuity not yet seen
+    # to hold sends a state where it holds to the generic loop, which records it
+    marks: bool = False
+    premises: tuple[int, ...] = ()
 
 
 class _Unsupported(Exception):
@@ -71,6 +78,9 @@ _LOOP_NAMES = frozenset({
     "frontier", "ids", "j", "count", "expanded", "max_states", "seen", "seen_add", "nxt_append",
     "parent_append", "via_append", "tick", "ample_mask", "actors", "canonical", "transitions", "ample_states",
     "before", "sid", "succ", "field", "am", "route", "me", "owners", "omask", "sent", "sent_add", "rt", "rp", "rk"})
+# the coverage marks' locals, h0, h1, ...: a body assigning such a name is called instead
+_MARK = re.compile(r"h[0-9]+")
+
 
 
 class LevelLoopWriter:
@@ -85,6 +95,8 @@ class LevelLoopWriter:
         self.functions = {node.name: node for node in ast.parse(cm.source).body if isinstance(node, ast.FunctionDef)}
         self.cache: dict[LoopShape, Callable] = {}
         self.sources: dict[LoopShape, str] = {}
+        self._branches: frozenset[int] | None = None
+        self.field = (0, 0)  # (shift, mask) of the actor whose steps are being written
 
     def loop(self, shape: LoopShape) -> Callable:
         fn = self.cache.get(shape)
@@ -112,16 +124,25 @@ class LevelLoopWriter:
         if shape.route:
             lines.insert(3, "    me, owners, omask, sent = route.me, route.owners, route.omask, route.sent")
             lines.insert(4, "    sent_add, (rt, rp, rk) = sent.add, route.routed")
+        hits = "()"
+        if shape.marks:
+            names = [f"h{k}" for k in range(len(self.steps()))]
+            lines.insert(3, "    " + " = ".join(names) + " = 0" if names else "    pass")
+            hits = "(" + ", ".join(names) + ",)" if names else "()"
         body: list[str] = []
         for k in shape.invariants:
             inv = self.cm.invariants[k]
             body.append(f"# invariant {_comment(inv.property.name)}")
             body.append(f"if not ({self.predicate(inv.name)}):")
-            body.append("    return 1, j, count, expanded, transitions, ample_states")
+            body.append("    return 1, j, count, expanded, transitions, ample_states, " + hits)
+        for n in shape.premises:
+            body.append(f"# premise {_comment(self.cm.premises[n].property.name)}: not yet seen to hold")
+            body.append(f"if {self.predicate(self.cm.premises[n].name)}:")
+            body.append("    return 1, j, count, expanded, transitions, ample_states, " + hits)
         if shape.finals:  # rare states: the generic loop counts them and checks the conditions
             body.append("# a final state: `final` conditions are the generic loop's")
             body.append(f"if {self.predicate('final_state')}:")
-            body.append("    return 1, j, count, expanded, transitions, ample_states")
+            body.append("    return 1, j, count, expanded, transitions, ample_states, " + hits)
         if shape.ample:
             body.append("am = ample_mask(s, actors)")
         for g, (shift, mask, table) in enumerate(self.actor_tables):
@@ -137,7 +158,7 @@ class LevelLoopWriter:
                 body.extend(self.actor(shift, mask, cases, shape))
         if shape.deadlock:
             body.append("if transitions == before:  # no successor: the generic loop judges the state")
-            body.append("    return 1, j, count, expanded, transitions, ample_states")
+            body.append("    return 1, j, count, expanded, transitions, ample_states, " + hits)
         if shape.ample:  # counted once the state is done: it may still go to the generic loop
             body.append(f"if am != {(1 << len(self.actor_tables)) - 1:#x}:")
             body.append("    ample_states += 1")
@@ -147,16 +168,28 @@ class LevelLoopWriter:
             body.append("if not expanded & 1023:")
             body.append("    tick(count, count - expanded)")
         body.append("if count >= max_states and expanded < count:")
-        body.append("    return 2, j, count, expanded, transitions, ample_states")
+        body.append("    return 2, j, count, expanded, transitions, ample_states, " + hits)
         lines.extend("            " + line for line in body)
         lines += [
             "    except KeyboardInterrupt:",
-            "        return 3, j, count, expanded, before, ample_states",
+            "        return 3, j, count, expanded, before, ample_states, " + hits,
             "    except Exception:  # the generic loop expands state j again and reports what failed",
-            "        return 1, j, count, expanded, before, ample_states",
-            "    return 0, j, count, expanded, transitions, ample_states",
+            "        return 1, j, count, expanded, before, ample_states, " + hits,
+            "    return 0, j, count, expanded, transitions, ample_states, " + hits,
         ]
         return "\n".join(lines) + "\n"
+
+    def steps(self) -> tuple:
+        """Every step, numbered as the search numbers them (`actor_tables`)."""
+        return actor_tables(self.cm)[0]
+
+    def branches(self) -> frozenset[int]:
+        """The numbers of the steps that are conditions (`if`, `while`): their marks say
+        which pc they went to."""
+        if self._branches is None:
+            self._branches = frozenset(k for k, cs in enumerate(self.steps())
+                                       if getattr(getattr(cs, "step", None), "kind", None) is StepKind.BRANCH)
+        return self._branches
 
     def actor_name(self, g: int) -> str:
         cm = self.cm
@@ -174,6 +207,7 @@ class LevelLoopWriter:
                 runs[-1][1] = value
             else:
                 runs.append([value, value, at])
+        self.field = (shift, mask)
         return [f"field = s & {mask << shift:#x}"] + self.dispatch(runs, shift, shape)
 
     def dispatch(self, runs: list, shift: int, shape: LoopShape) -> list[str]:
@@ -200,15 +234,20 @@ class LevelLoopWriter:
             if node is None:
                 raise _Unsupported(fname)
             assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            if assigned & (_LOOP_NAMES | {"s"}) or node.args.args[0].arg != "s":
+            if assigned & (_LOOP_NAMES | {"s"}) or node.args.args[0].arg != "s" \
+                    or any(_MARK.fullmatch(n) for n in assigned):
                 raise _Unsupported(fname)
             return _unparse(_paste(node.body, store))
         except _Unsupported:
             return [f"succ = {fname}(s)", "if succ is not None:"] + ["    " + line for line in _unparse(store)]
 
     def store(self, k: int, shape: LoopShape) -> list[ast.stmt]:
-        """What replaces `return succ`: count the transition; store succ if new."""
+        """What replaces `return succ`: count the transition (and mark the step, for
+        coverage: a condition with the pc it went to); store succ if new."""
         lines = ["transitions += 1"]
+        if shape.marks:
+            shift, mask = self.field
+            lines.append(f"h{k} |= 2 << (succ >> {shift} & {mask:#x})" if k in self.branches() else f"h{k} = 1")
         if shape.canonical:
             lines.append("succ = canonical(succ)")
         new = ["nxt_append(succ)", "parent_append(sid)", f"via_append({k})", "count += 1"]

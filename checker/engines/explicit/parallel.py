@@ -63,7 +63,6 @@ from __future__ import annotations
 import errno
 import functools
 import mmap
-import multiprocessing as mp
 import os
 import queue as queue_mod
 import signal
@@ -77,7 +76,7 @@ from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import OWNER_MOD
 from .search import (NO_PARENT, OUT_OF_MEMORY, WORD, Exploration, Limits, Reduction, Route, Search, StopSearch,
-                     explore_one, rss_bytes, run_levels)
+                     explore_one, rss_bytes, run_levels, states_sums)
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs a fixed start-up. Since taking
@@ -94,17 +93,14 @@ LEVEL_FROM = 500
 
 
 def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
-                     reduction: Reduction | None, workers: int) -> Exploration:
+                     reduction: Reduction | None, workers: int, coverage: bool = False) -> Exploration:
     start = time.monotonic()
     rss = rss_bytes()
-    search = Search(cm, limits, False, hash_compact, reduction)
+    search = Search(cm, limits, False, hash_compact, reduction, coverage=coverage)
     note = ""
     if limits.max_states is not None:
         note = "--max-states stops at an exact state, which one process does"
-    try:
-        ctx = mp.get_context("fork")
-    except ValueError:
-        ctx = None
+    if not hasattr(os, "fork"):
         note = "no fork start method on this platform"
 
     reduced = reduction is not None and (reduction.selects or reduction.canonicalises)
@@ -130,8 +126,10 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         memory = grown - rss if rss is not None and grown is not None else None
         return search.exploration(time.monotonic() - start, memory, 1, note)
     with _StopRequest() as stop:
+        import multiprocessing as mp  # (here: importing it costs as much as a small model's search)
+
         try:
-            team = _Team(ctx, search, workers, level, first_id, depth, stop, ticking=progress is not None)
+            team = _Team(mp.get_context("fork"), search, workers, level, first_id, depth, stop, ticking=progress is not None)
         except MemoryError:  # no room for the shared memory the workers take states through
             team = None
         if team is not None:
@@ -157,7 +155,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
             progress.done()
         return search.exploration(time.monotonic() - start, None, 1,
                                   "no memory to start the workers; the search went on in one process")
-    again = explore_one(cm, limits, progress, False, hash_compact, reduction)
+    again = explore_one(cm, limits, progress, False, hash_compact, reduction, coverage=coverage)
     stats = again.stats
     object.__setattr__(stats, "workers_note", "a model error stopped the parallel search; "
                        "searched again in one process to report exactly what one worker finds")
@@ -452,6 +450,9 @@ class _Team:
                     search.model_error = r["model_error"]
                 if r["limit"] and search.limit is None:
                     search.limit = r["limit"]
+                if search.marks is not None:  # coverage: what ran anywhere ran
+                    search.marks[:] = [a | b for a, b in zip(search.marks, r["marks"])]
+                    search.held[:] = [a or b for a, b in zip(search.held, r["held"])]
             search.found.update(found)
             self.depth = depth
             if search.model_error is not None:
@@ -529,7 +530,15 @@ class _Team:
         search.buffer_full += self.total("buffer_full")
         search.ample_states += self.total("ample")
         search.steps_to = self.steps_to  # parent links live in the workers
-        result = search.exploration(seconds, memory, self.workers, note)
+        sums = None
+        if search.marks is not None:  # each worker's visited set: the prefix and the states it owns
+            got = []
+            for w in range(self.workers):  # one at a time: _answer drops what it is not waiting for
+                self.commands[w].put(("sums", None))
+                got.append(self._answer(w, "sums"))
+            prefix = states_sums(search.seen)
+            sums = tuple(sum(x[k] for x in got) - (self.workers - 1) * prefix[k] for k in range(3))
+        result = search.exploration(seconds, memory, self.workers, note, sums)
         if search.hash_compact:  # a collision only hides a state within one worker's table
             p = sum(r["collision"] for r in self.reported)
             object.__setattr__(result.stats, "collision_probability", min(1.0, p))
@@ -544,17 +553,17 @@ class _Team:
             else:
                 w = (i - self.prefix) % self.workers
                 self.commands[w].put(("parent", (i - self.prefix) // self.workers))
-                parent, via = self._answer(w)
+                parent, via = self._answer(w, "parent")
             if parent == NO_PARENT:
                 return i, ks[::-1]
             ks.append(via)
             i = parent
 
-    def _answer(self, w: int):
+    def _answer(self, w: int, what: str):
         while True:
             r = self.reports.get(timeout=60)
-            if r.get("worker") == w and "parent" in r:
-                return r["parent"]
+            if r.get("worker") == w and what in r:
+                return r[what]
 
     def close(self) -> None:
         for c in self.commands:
@@ -691,6 +700,9 @@ class _Worker:
             if cmd == "parent":
                 team.reports.put({"worker": self.w, "parent": (s.parent[arg], s.via[arg])})
                 continue
+            if cmd == "sums":
+                team.reports.put({"worker": self.w, "sums": states_sums(s.seen)})
+                continue
             try:
                 self.run_level(*arg)
             except MemoryError:
@@ -756,6 +768,7 @@ class _Worker:
             "grown": grown - self.rss if grown is not None and self.rss is not None else 0,
             "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
             "expanded": s.expanded - self.expanded_before, "taken": self.n_taken,
+            "marks": s.marks, "held": s.held,
         }
 
     def out_of_memory(self, depth: int) -> None:

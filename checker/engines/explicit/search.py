@@ -17,6 +17,7 @@ are also counted.
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from array import array
@@ -113,6 +114,11 @@ class Exploration:
     counterexamples: dict[str, Counterexample] = field(default_factory=dict)
     model_error: Counterexample | None = None
     graph: StateGraph | None = None
+    # coverage as the search recorded it (`Search.marks`, `Search.held`), and a digest of
+    # the stored states (`states_digest`); None when not asked for
+    marks: tuple | None = None  # (step, mark) pairs
+    held: tuple[bool, ...] = ()
+    digest: int | None = None
 
 
 def _branch_taken(step, pc_after: int) -> bool | None:
@@ -431,7 +437,8 @@ class Search:
     routing successors they do not own to their owners."""
 
     def __init__(self, cm: CompiledModel, limits: Limits, graph: bool = False, hash_compact: bool = False,
-                 reduction: Reduction | None = None, generate_from: int | None = GENERATE_FROM):
+                 reduction: Reduction | None = None, generate_from: int | None = GENERATE_FROM,
+                 coverage: bool = False):
         self.cm = cm
         self.limits = limits
         self.graph = graph
@@ -474,6 +481,12 @@ class Search:
         self.settled: dict | set = self.found
         self.rank: Callable[[int, int], tuple] | None = None
         self.model_error: tuple[int, int, int | None, str] | None = None
+        # coverage, recorded as the search runs (engines/coverage.py reads it): per step
+        # number, bit 0 set when it ran and failed, bit pc + 1 when it ran and its actor's
+        # field was pc after it; and which premises (CompiledModel.premises) held somewhere
+        self.marks: list[int] | None = [0] * len(self.steps) if coverage else None
+        self.held = [False] * len(cm.premises)
+        self.premises = [(p.packed, n) for n, p in enumerate(cm.premises)] if coverage else []
 
     # -- storing states
     def add_initial(self) -> list[int]:
@@ -556,9 +569,10 @@ class Search:
                 compact=self.hash_compact, canonical=canonical,
                 ample=red is not None and red.selects, progress=progress is not None, route=route is not None,
                 route_all=route is not None and route.me < 0,
-                finals=bool(self.finals), local_steps=local_steps)
+                finals=bool(self.finals), local_steps=local_steps, marks=self.marks is not None,
+                premises=tuple(n for _, n in self.premises))
             loop = self.loops.loop(shape)
-            status, j, count, expanded, transitions, ample_states = loop(
+            status, j, count, expanded, transitions, ample_states, hits = loop(
                 frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,
                 self.parent.append, self.via.append, tick, red.ample_mask if shape.ample else None, self.actors,
                 red.canonical if shape.canonical else None, route)
@@ -566,6 +580,11 @@ class Search:
             self.transitions += transitions
             self.ample_states += ample_states
             del self.parent[count:], self.via[count:]  # an interrupt may leave a half record
+            if hits:
+                marks = self.marks
+                for k, h in enumerate(hits):
+                    if h:
+                        marks[k] |= h
             if status == DONE:
                 return nxt
             if status == FULL:
@@ -585,7 +604,8 @@ class Search:
         self.depth = max(self.depth, depth)
         actors = self.actors
         invariants = [x for x in self.invariants if x[1] not in self.settled]
-        checks = bool(invariants or self.finals)
+        checks = bool(invariants or self.finals or self.premises)
+        marks = self.marks
         deadlock_wanted = limits.check_deadlock and "deadlock" not in self.settled
         red = self.reduction
         ample = red.ample if red is not None and red.selects else None
@@ -619,6 +639,8 @@ class Search:
                             invariants = [x for x in invariants if x[1] not in self.settled]
                     if finals:
                         self._check_final(s, i)
+                    if self.premises:
+                        self._check_premises(s)
                 moved = full = False
                 if ample is None:
                     chosen = actors
@@ -632,6 +654,8 @@ class Search:
                             t = fn(s)
                         except AssertionViolation as a:
                             moved = True
+                            if marks is not None:
+                                marks[k] |= 1
                             self._violated(a.property, i, s, k, m.PropertyKind.ASSERT.value,
                                            f"assertion {a.property} failed")
                             continue
@@ -645,6 +669,8 @@ class Search:
                             continue
                         moved = True
                         transitions += 1
+                        if marks is not None:  # (before canonical, which may move the actor)
+                            marks[k] |= 2 << (t >> shift & mask)
                         if canonical is not None:
                             t = canonical(t)
                         # another worker's state goes to its owner (all of them, for a worker
@@ -703,10 +729,13 @@ class Search:
         gids = self.gids
         index, states = self.index, self.states
         first, dst, step, enabled = self.first, self.dst, self.step, self.enabled
+        marks = self.marks
         nxt: list[int] = []
         try:
             for s, i in zip(frontier, ids):
                 self._check_state(s, i)
+                if self.premises:
+                    self._check_premises(s)
                 moved = full = False
                 can_move = 0
                 chosen = actors if ample is None else ample(s, actors)
@@ -717,6 +746,8 @@ class Search:
                         except AssertionViolation as a:
                             moved = True
                             can_move |= 1 << gids[k]
+                            if marks is not None:
+                                marks[k] |= 1
                             self._violated(a.property, i, s, k, m.PropertyKind.ASSERT.value,
                                            f"assertion {a.property} failed")
                             continue
@@ -731,6 +762,8 @@ class Search:
                         moved = True
                         can_move |= 1 << gids[k]
                         self.transitions += 1
+                        if marks is not None:
+                            marks[k] |= 2 << (t >> shift & mask)
                         if canonical is not None:
                             t = canonical(t)
                         j = index.get(t)
@@ -772,6 +805,16 @@ class Search:
         self._check_predicates(self.invariants, s, i, m.PropertyKind.INVARIANT, "invariant {} is violated")
         if self.finals:
             self._check_final(s, i)
+
+    def _check_premises(self, s: int) -> None:
+        """Mark the premises that hold in s; once one has, it is no longer evaluated."""
+        for fn, n in self.premises:
+            try:
+                if fn(s):
+                    self.held[n] = True
+            except ModelError:  # e.g. an index out of range: the property reports its own
+                pass
+        self.premises = [x for x in self.premises if not self.held[x[1]]]
 
     def _check_final(self, s: int, i: int) -> None:
         if not self.cm.final_state_packed(s):
@@ -830,7 +873,10 @@ class Search:
         return states, steps
 
     # -- the result
-    def exploration(self, seconds: float, memory: int | None, workers: int = 1, note: str = "") -> Exploration:
+    def exploration(self, seconds: float, memory: int | None, workers: int = 1, note: str = "",
+                    sums: tuple[int, int, int] | None = None) -> Exploration:
+        """The result; `sums`: `states_sums` of every stored state, where they are not
+        all in this process (parallel workers)."""
         limit = self.limit
         if self.model_error is not None:
             limit = "model error"
@@ -842,6 +888,9 @@ class Search:
                       ample_states=self.ample_states if self.reduction is not None and self.reduction.selects
                       else None)
         result = Exploration(stats)
+        if self.marks is not None:
+            result.marks, result.held = tuple(zip(self.steps, self.marks)), tuple(self.held)
+            result.digest = hash(sums if sums is not None else states_sums(self.states if self.graph else self.seen))
         builder = TraceBuilder(self.cm)
         if self.graph:
             expanded = len(self.enabled)
@@ -872,13 +921,25 @@ class Search:
         return builder.trace(states, steps, failure=failure), states[-1]
 
 
+def states_sums(states) -> tuple[int, int, int]:
+    """(number, sum, sum of squares) of a set of packed states (a set, a list, or
+    `Fingerprints`): each a pass in C, and additive over disjoint sets (parallel
+    workers). Two variants with the same sums have, but by accident, the same states."""
+    if isinstance(states, Fingerprints):
+        n, states = states.count, states.table  # free slots are 0, which adds nothing
+    else:
+        n = len(states)
+    return n, sum(states), sum(map(operator.mul, states, states))
+
+
 def explore_one(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,
-                reduction: Reduction | None, note: str = "") -> Exploration:
+                reduction: Reduction | None, note: str = "", coverage: bool = False) -> Exploration:
     """The search in this process (`explore` in the package decides between this and the
-    workers); `note` says why it ran in one process although more workers were asked for."""
+    workers); `note` says why it ran in one process although more workers were asked for;
+    `coverage`: record which steps ran (`Search.marks`)."""
     start = time.monotonic()
     rss = rss_bytes()
-    search = Search(cm, limits, graph, hash_compact, reduction)
+    search = Search(cm, limits, graph, hash_compact, reduction, coverage=coverage)
     run_levels(search, search.add_initial(), 0, 0, progress)
     if progress is not None:
         progress.done()

@@ -76,12 +76,13 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
                     and nxt[0].kind is not ir.StepKind.STUTTER:  # (a stutter stays a step that changes nothing)
                 u = nxt[0]
                 step = replace(first, uid=uid, kind=u.kind, guard=u.guard, body=tuple(ops) + u.body,
-                               text="; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), fence=u.fence)
+                               text="; ".join([p.steps_at[pc][0].text for pc in chain] + [u.text]), fence=u.fence,
+                               parts=_parts(p, chain) + _parts(p, [after]))
                 gone.update(chain)
             elif len(chain) >= 2:
                 step = replace(first, uid=uid, guard=None, body=tuple(ops) + (ir.OGoto(after),),
                                text="; ".join(p.steps_at[pc][0].text for pc in chain),
-                               fence=p.steps_at[chain[-1]][0].fence)
+                               fence=p.steps_at[chain[-1]][0].fence, parts=_parts(p, chain))
                 gone.update(chain[:-1])
             else:
                 continue
@@ -91,6 +92,11 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
         merged_count += len(gone) * p.instances
         procs.append(replace(p, steps_at=tuple(steps_at), steps=tuple(new_steps)))
     return replace(program, processes=tuple(procs)), merged_count
+
+
+def _parts(p: ir.ProcessIR, pcs) -> tuple[int, ...]:
+    """The uids of the steps at pcs (coverage counts each as run when the merged step runs)."""
+    return tuple(uid for pc in pcs for st in p.steps_at[pc][:1] for uid in (st.parts or (st.uid,)))
 
 
 def _buffered(layout: ir.StateLayout, fp: Footprint) -> bool:
