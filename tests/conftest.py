@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,12 @@ import pytest
 from checker.export.outputs import DEFAULT_GRAPH_LIMIT
 from checker.pipeline import Options, check_spec, load
 from helpers import EXPORT_MODELS, export_all, lasso_result, workdir
+
+# pytest-xdist's workers inherit a COLUMNS of the controller's terminal, and `check` in a
+# pipe obeys COLUMNS (cli.text_width): the tests expect the pipe's own width unless they
+# set one (monkeypatch.setenv), so a test's output does not depend on who ran the suite.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 pytest_plugins = ["search_fixtures"]  # shared searches and fixtures (tests/search_fixtures.py)
 
