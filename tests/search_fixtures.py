@@ -40,9 +40,18 @@ def summary(result, fingerprint: bool = True):
     return out
 
 
-@pytest.fixture(scope="module")
+class _OneWorker(dict):
+    """Spec path -> the summary of its one-worker unreduced search, made on first use, so
+    that a test about one model searches only that model (in its xdist group's worker)."""
+
+    def __missing__(self, path):
+        self[path] = summary(checked(path, por=False, symmetry="off", workers=1))
+        return self[path]
+
+
+@pytest.fixture(scope="session")
 def one_worker():
-    return {p: summary(checked(p, por=False, symmetry="off", workers=1)) for p in SPECS}
+    return _OneWorker()
 
 
 @pytest.fixture
