@@ -37,7 +37,7 @@ from .base.errors import REGISTRY, SpecError, explain
 from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
-from .export.text import format_replay, format_run, wrap_cell
+from .export.text import format_replay, format_run
 from .results.findings import coverage_table
 from .resolve import parse_defines
 from .pipeline import (
@@ -237,7 +237,18 @@ def wrote_line(written: list[str], width: int) -> str:
                 seen.add(folder)
                 said.append(f"{folder or '.'}/ ({folders[folder]} files)")
         names = said
-    return "\n".join(wrap_cell(head + ", ".join(names), width, rest="  "))
+    # wrapped between names, never inside one (a path is copied from here): a name that
+    # does not fit starts a line of its own
+    lines, line, first = [], head.rstrip(), True
+    for name in names:
+        sep = " " if first else ", "
+        if len(line) + len(sep) + len(name) > width:
+            lines.append(line if first else line + ",")
+            line = "  " + name
+        else:
+            line += sep + name
+        first = False
+    return "\n".join([*lines, line])
 
 
 def _seconds(text: str) -> float:
