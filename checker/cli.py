@@ -40,21 +40,8 @@ from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, w
 from .export.text import format_replay, format_run
 from .results.findings import coverage_table
 from .resolve import parse_defines
-from .pipeline import (
-    ENGINES,
-    Options,
-    default_workers,
-    max_workers,
-    check_spec,
-    compile_variant,
-    load,
-    load_litmus,
-    promela_twin,
-    read_for_display,
-    replay_trace,
-    selected_variants,
-    too_many_workers,
-)
+from .pipeline import (ENGINES, Options, default_workers, max_workers, check_spec, compile_variant, load, load_litmus,
+                       promela_twin, read_for_display, replay_trace, selected_variants, too_many_workers)
 from .base.safe_text import printable
 from .results.trace import LKMM_NAME, Engine, ReplayResult, RunResult, Verdict
 

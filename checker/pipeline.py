@@ -24,17 +24,8 @@ from .export.files import safe_name
 from .front.parse import parse
 from .base.progress import Progress
 from .resolve import BASE, header_comment, resolve, variant_names
-from .results.trace import (
-    LKMM_HOLDS_NOTE,
-    Engine,
-    Counterexample,
-    PropertyOutcome,
-    ReplayResult,
-    RunResult,
-    Stats,
-    VariantResult,
-    Verdict,
-)
+from .results.trace import (LKMM_HOLDS_NOTE, Engine, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
+                            VariantResult, Verdict)
 
 
 ENGINES = tuple(e.value for e in Engine)  # the one list: results.trace.Engine

@@ -77,45 +77,10 @@ from .. import model as m
 from ..semantics.primitives import BUILTINS, X86, Cls, Returns
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits, fits_bv, simplify, store_needs
-from ..semantics.lower import (
-    Abs,
-    Add,
-    BitOp,
-    Cas,
-    Core,
-    Load,
-    MinMax,
-    Or,
-    Store,
-    TestBit,
-    WaitAdd,
-    WaitRemove,
-    Wake,
-    Xchg,
-    Zero,
-    lower,
-)
-from ..ir import (
-    OAssert,
-    OAssign,
-    OBarrier,
-    OBreak,
-    OContinue,
-    OEval,
-    OGoto,
-    OIf,
-    OInline,
-    OReturn,
-    OWhile,
-    Program,
-    ProcessIR,
-    Step,
-    StepKind,
-    StoreBuffer,
-    builtins_in,
-    plain_stores,
-    walk_ops,
-)
+from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
+                               Xchg, Zero, lower)
+from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Program,
+                  ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed int

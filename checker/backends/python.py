@@ -43,45 +43,11 @@ from ..semantics.primitives import X86, Returns
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
 from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
-from ..semantics.lower import (
-    Abs,
-    Add,
-    BitOp,
-    Cas,
-    Core,
-    Load,
-    MinMax,
-    Or,
-    Store,
-    TestBit,
-    WaitAdd,
-    WaitRemove,
-    Wake,
-    Xchg,
-    Zero,
-    lower,
-)
+from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
+                               Xchg, Zero, lower)
 from ..memory import lkmm as lkmm_machine
-from ..ir import (
-    OAssert,
-    OAssign,
-    OBarrier,
-    OBreak,
-    OContinue,
-    OEval,
-    OGoto,
-    OIf,
-    OInline,
-    OReturn,
-    OWhile,
-    Op,
-    Program,
-    ProcessIR,
-    SlotKind,
-    Step,
-    StepKind,
-    StoreBuffer,
-)
+from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
+                  Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
 
 

@@ -26,31 +26,12 @@ import re
 from dataclasses import dataclass
 
 from .. import model as m
-from ..backends.python import (
-    AssertionViolation,
-    CompiledFlush,
-    CompiledInstance,
-    CompiledModel,
-    CompiledStep,
-    ModelError,
-    StoreBufferFull,
-)
+from ..backends.python import (AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep,
+                               ModelError, StoreBufferFull)
 from ..base.errors import Span, SpecError
 from ..ir import TASK_STATES, SlotKind, StepKind
-from ..results.trace import (
-    MEMORY,
-    Action,
-    Buffered,
-    Counterexample,
-    Members,
-    ReplayResult,
-    ReplayStatus,
-    ReplayStep,
-    Trace,
-    TraceState,
-    Value,
-    show_value,
-)
+from ..results.trace import (MEMORY, Action, Buffered, Counterexample, Members, ReplayResult, ReplayStatus, ReplayStep,
+                             Trace, TraceState, Value, show_value)
 from .explicit import TraceBuilder
 
 MAX_EXTRA = 8

@@ -17,17 +17,7 @@ import json
 import re
 
 from ..base.errors import Span
-from ..results.trace import (
-    Action,
-    Buffered,
-    Counterexample,
-    Members,
-    RunResult,
-    Trace,
-    TraceState,
-    Value,
-    changes,
-)
+from ..results.trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value, changes
 from .files import counterexamples, dump_json, file_stem, write_text
 
 SPEC_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"

@@ -21,24 +21,8 @@ from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
 from ..model import MEMORY_MODELS, fold_binop
-from .reader import (
-    AddrOf,
-    Assign,
-    Atom,
-    Binary,
-    Call,
-    Deref,
-    ExprStmt,
-    If,
-    Litmus,
-    LoopCut,
-    Name,
-    Num,
-    PropOp,
-    Store,
-    UNROLL,
-    Unary,
-)
+from .reader import (AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, LoopCut, Name, Num, PropOp, Store,
+                     UNROLL, Unary)
 
 MODELS = tuple(reversed(MEMORY_MODELS))  # model.MemoryModel; the LKMM first, the litmus default
 LOOP_NOTE = (f"Loop: a while loop would run more than {UNROLL} times (herd7's unrolling): the executions that "

@@ -53,21 +53,8 @@ from dataclasses import dataclass, field, replace
 from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import SpecError
-from ..ir import (
-    OAssert,
-    OAssign,
-    OBarrier,
-    OEval,
-    OIf,
-    OWhile,
-    Program,
-    Slot,
-    SlotKind,
-    StateLayout,
-    Step,
-    StepKind,
-    walk_ops,
-)
+from ..ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
+                  walk_ops)
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2

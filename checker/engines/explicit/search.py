@@ -29,26 +29,10 @@ from ... import ir
 from ...semantics.lower import Cas, lower
 from ... import model as m
 from ...memory.lkmm import propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
-from ...backends.python import (
-    AssertionViolation,
-    CompiledFlush,
-    CompiledModel,
-    CompiledStep,
-    ModelError,
-    StoreBufferFull,
-)
+from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
+                                StoreBufferFull)
 from ...base.progress import Progress
-from ...results.trace import (
-    MEMORY,
-    Action,
-    Counterexample,
-    StateDecoder,
-    StateSpace,
-    Stats,
-    Trace,
-    changes,
-    show_value,
-)
+from ...results.trace import MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes, show_value
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
 
 

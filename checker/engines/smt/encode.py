@@ -36,38 +36,10 @@ from ... import model as m
 from ...backends.python import CompiledInstance, CompiledModel, CompiledStep
 from ...semantics.primitives import Returns
 from ...base.errors import NOWHERE, SpecError
-from ...semantics.lower import (
-    Abs,
-    Add,
-    BitOp,
-    Cas,
-    Load,
-    MinMax,
-    Or,
-    Store,
-    TestBit,
-    WaitAdd,
-    WaitRemove,
-    Wake,
-    Xchg,
-    Zero,
-    lower,
-)
-from ...ir import (
-    OAssert,
-    OAssign,
-    OBarrier,
-    OBreak,
-    OContinue,
-    OEval,
-    OGoto,
-    OIf,
-    OInline,
-    OReturn,
-    OWhile,
-    Op,
-    StepKind,
-)
+from ...semantics.lower import (Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg,
+                                Zero, lower)
+from ...ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
+                   StepKind)
 from .terms import conj as _and, disj as _or, negate as _not
 
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows

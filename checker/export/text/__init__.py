@@ -12,12 +12,7 @@ import textwrap
 
 from ...base.safe_text import printable
 from ..files import counterexamples, race_key
-from ...results.trace import (
-    Counterexample,
-    ReplayResult,
-    ReplayStatus,
-    RunResult,
-)
+from ...results.trace import Counterexample, ReplayResult, ReplayStatus, RunResult
 from .race import race_diagram, race_lines, race_runs
 from .table import MAX_WARNING_LINES, coverage_lines, footer, header, history_notes, summary_table, verdict_word
 from .trace import compact_counterexample, format_counterexample, format_trace, violation_lines

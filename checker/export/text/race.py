@@ -5,12 +5,7 @@ from __future__ import annotations
 
 
 from ..files import loop_back
-from ...results.trace import (
-    MEMORY,
-    Buffered,
-    Trace,
-    show_value,
-)
+from ...results.trace import MEMORY, Buffered, Trace, show_value
 from .words import effect_text, on_cpu, who
 from .wrap import clip, share_columns, wrap_cell
 

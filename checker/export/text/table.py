@@ -6,12 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...base.safe_text import printable
-from ...results.trace import (
-    LKMM_HOLDS_NOTE,
-    RunResult,
-    Verdict,
-    VariantResult,
-)
+from ...results.trace import LKMM_HOLDS_NOTE, RunResult, Verdict, VariantResult
 from ...results.findings import explained_warnings, run_warnings
 from .trace import liveness_summary
 from .words import CTI, FEW

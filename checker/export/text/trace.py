@@ -8,15 +8,7 @@ import textwrap
 
 from ...base.safe_text import printable
 from ..files import describe, loop_back, shape
-from ...results.trace import (
-    LKMM_HOLDS_NOTE,
-    Counterexample,
-    RunResult,
-    Trace,
-    Verdict,
-    show_number,
-    show_value,
-)
+from ...results.trace import LKMM_HOLDS_NOTE, Counterexample, RunResult, Trace, Verdict, show_number, show_value
 from .race import race_diagram, race_lines, race_runs
 from .words import BOTH, COMPACT, CTI, DIAGRAM, FEW, TRACE, who
 from .wrap import KEEP, wrap_cell

@@ -4,10 +4,7 @@ counterexample view shows; shared by the traces, the race diagrams and the table
 from __future__ import annotations
 
 
-from ...results.trace import (
-    Buffered,
-    show_value,
-)
+from ...results.trace import Buffered, show_value
 
 
 DIAGRAM, TRACE, BOTH, COMPACT = "diagram", "trace", "both", "compact"  # what format_counterexample shows of a trace
