@@ -40,6 +40,7 @@ from ...semantics.lower import (Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, T
                                 Zero, lower)
 from ...ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                    StepKind)
+from .solver import new_solver
 from .terms import conj as _and, disj as _or, negate as _not
 
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
@@ -157,8 +158,9 @@ class Evaluator:
             return True
         if self.enc is None:
             return False
-        s = z3.SolverFor("QF_BV", ctx=self.ctx)
-        s.set("timeout", 2000)
+        # through new_solver, as every query: a bare solver would swallow Ctrl-C (Z3 catches
+        # SIGINT while it solves), and the run would go on as if nothing had happened
+        s = new_solver(timeout=2.0, ctx=self.ctx)
         s.add(self.enc.domain_of(self.enc.cur), cond)
         return s.check() == z3.unsat
 
