@@ -34,6 +34,7 @@ from . import __version__
 from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
+from .base.limits import STRENGTHEN_STATES
 from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
@@ -111,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
+    z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
+                   help="induction: first search up to STATES states explicitly (default "
+                        f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
+                        "proves (Houdini); the invariants used are printed")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
                    help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
                         "no run has been in: finds violations, never says holds (exit 3 when none is found), "
@@ -309,6 +314,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--simulate runs the compiled steps; it takes no --engine")
     if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
+    if args.strengthen is not None and args.engine != "induction":
+        parser.error("--strengthen is for --engine induction")
     if args.depth is not None and args.engine == "pdr":
         parser.error("--engine pdr has no bound: it takes no --depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
@@ -444,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
-                       timeout=args.timeout,
+                       timeout=args.timeout, strengthen=args.strengthen,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
                        coverage=not args.no_coverage)
         if args.promela:

@@ -104,16 +104,17 @@ def counterexample(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling,
 def interruptible(engine):
     """A Z3 engine that Ctrl-C (a KeyboardInterrupt from a query, engines/solver.py) stops
     with what it decided so far; the properties it did not decide have no finding, and
-    the stats say "interrupted". The engine takes the result to fill as its last argument."""
+    the stats say "interrupted". The engine takes the result to fill after the common
+    arguments, and its own options (by keyword) after that."""
 
     @functools.wraps(engine)
     def run(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
-            check_deadlock: bool = True) -> SymbolicResult:
+            check_deadlock: bool = True, **options) -> SymbolicResult:
         start = time.monotonic()
         result = SymbolicResult(Stats(engine=engine.__name__))
         try:
             with interrupts_deferred():
-                return engine(cm, depth, timeout, check_deadlock, result)
+                return engine(cm, depth, timeout, check_deadlock, result, **options)
         except KeyboardInterrupt:
             result.stats = Stats(seconds=time.monotonic() - start, complete=False, limit="interrupted",
                                  engine=engine.__name__)
@@ -138,10 +139,9 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         bads = {p.name: enc.at(p.bad, frame) for p in open_props}
         overflow = enc.at(enc.overflow, frame)
         r, _, reason = unroll.check(disj(enc.ctx, *bads.values(), overflow))
-        if r == z3.unknown:
-            stop = f"{reason} at depth {k}"
-            break
-        if r == z3.sat:
+        # sat, or unknown: each property asked alone, so that a query that runs out of
+        # time leaves only its property undecided (the rest go deeper)
+        if r != z3.unsat:
             r, _, reason = unroll.check(overflow)
             if r != z3.unsat:
                 stop = (f"an atomic `while` loop runs longer than the encoding unrolls, at depth {k}"
