@@ -44,6 +44,7 @@ class SymbolicResult:
     findings: dict[str, Finding] = field(default_factory=dict)
     model_error: Counterexample | None = None
     checker_bugs: list[str] = field(default_factory=list)
+    invariants: list = field(default_factory=list)  # induction --strengthen: the mined ones proved and assumed
 
 
 class Unrolling:

@@ -78,8 +78,10 @@ class Mined:
     limit: str
 
     def describe(self) -> str:
-        seen = "all" if self.complete else f"{self.limit}:"
-        return f"{len(self.candidates)} candidate invariants mined from {seen} {self.states:,} reachable states"
+        if self.complete:
+            return f"{len(self.candidates)} candidate invariants mined from all {self.states:,} reachable states"
+        return (f"{len(self.candidates)} candidate invariants mined from {self.states:,} reachable states "
+                f"(not all: {self.limit})")
 
 
 def mine(cm: CompiledModel, enc: Encoding, max_states: int = STRENGTHEN_STATES,

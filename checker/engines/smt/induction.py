@@ -305,4 +305,5 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
     result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (stop or f"k = {reached}"), engine="induction",
                          notes=cands.notes())
+    result.invariants = [c for c, _ in cands.proved]
     return result
