@@ -18,6 +18,7 @@ fixpoint), so what it assumes in the end is jointly inductive whatever the searc
 from __future__ import annotations
 
 import enum
+import itertools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -234,7 +235,8 @@ class Miner:
         if not pcs:
             return
         at: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
-        for c, w in zip(zip(*[self.columns[p] for p in pcs]), zip(*[self.columns[y] for y in others])):
+        rows = zip(*[self.columns[y] for y in others]) if others else itertools.repeat(())
+        for c, w in zip(zip(*[self.columns[p] for p in pcs]), rows):
             at.setdefault(c, set()).add(w)
         if len(at) > MAX_CONTROL or max(len(v) for v in at.values()) > MAX_VALUATIONS:
             return
