@@ -152,7 +152,7 @@ class Miner:
         if sl.kind is SlotKind.PC:
             for v in range(dom_lo, dom_hi + 1):
                 if v not in vals:
-                    self.add(f"!{self.atom_text(j, v)}", z3.Not(self.atom(j, v)), lambda s, v=v: s[j] != v)
+                    self.add(f"!{self.atom_text(j, v)}", z3.Not(self.atom(j, v)), _differs(j, v))
         elif self.ordered(j):
             if vals[0] > dom_lo:
                 lo = vals[0]
@@ -223,7 +223,7 @@ class Miner:
             for v in self.values[p]:
                 if v not in differ:
                     self.add(f"{self.atom_text(p, v)} -> {text}", z3.Implies(self.atom(p, v), eq),
-                             lambda s, v=v, p=p: s[p] != v or s[a] == s[b])
+                             _equal_unless_at(p, v, a, b))
 
     def seen_at_control(self, pcs: list[int], others: list[int]) -> None:
         """Per control location, the valuations of the other varying slots seen there,
@@ -257,8 +257,7 @@ class Miner:
                                      for val in vals) + "}") if len(vals) <= 3 else f"one of {len(vals)} valuations seen"
             within = frozenset(vals)
             self.add(f"({where}) -> ({names}) in {shown}", z3.Implies(premise, concl),
-                     lambda st, c=c, within=within: tuple(st[p] for p in pcs) != c
-                     or tuple(st[y] for y in others) in within)
+                     _within_unless_at(pcs, c, others, within))
 
     def at_control(self, pcs: list[int], others: list[int]) -> None:
         """Per control location (the pcs of every process at once, as the search saw
@@ -278,7 +277,7 @@ class Miner:
             for c, w in zip(keys, self.columns[y]):
                 at.setdefault(c, set()).add(w)
             for c in control:
-                self.implied(f"({texts[c]})", terms[c], lambda st, c=c: tuple(st[p] for p in pcs) != c, y, at[c])
+                self.implied(f"({texts[c]})", terms[c], _elsewhere(pcs, c), y, at[c])
 
     def always(self, rel, a: int, b: int) -> bool:
         return all(map(rel, self.columns[a], self.columns[b]))
@@ -293,7 +292,7 @@ class Miner:
         t = self.layout.slots[j].type
         if isinstance(t, m.BitVecT):
             return 0, t.mask
-        if isinstance(t, m.IntT) and t.lo is not None:
+        if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None:
             return t.lo, t.hi
         if isinstance(t, m.BoolT):
             return 0, 1
@@ -355,3 +354,23 @@ class Miner:
         if isinstance(t, m.EnumT):
             return f"{sl.name} == {t.members[v]}"
         return f"{sl.name} == {self.shown(j, v)}"
+
+
+# the Python tests of candidates made in loops (a closure per value, not per loop)
+Test = Callable[[Sequence[int]], bool]
+
+
+def _differs(j: int, v: int) -> Test:
+    return lambda s: s[j] != v
+
+
+def _elsewhere(pcs: list[int], c: tuple[int, ...]) -> Test:
+    return lambda s: tuple(s[p] for p in pcs) != c
+
+
+def _equal_unless_at(p: int, v: int, a: int, b: int) -> Test:
+    return lambda s: s[p] != v or s[a] == s[b]
+
+
+def _within_unless_at(pcs: list[int], c: tuple[int, ...], others: list[int], within: frozenset) -> Test:
+    return lambda s: tuple(s[p] for p in pcs) != c or tuple(s[y] for y in others) in within

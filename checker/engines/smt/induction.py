@@ -154,13 +154,14 @@ def joint_step(enc: Encoding, step: Unrolling, k: int, props: list[SafetyPropert
     open_c = list(cands.open)
     flags: dict[int, object] = {}
     step.solver.push()
-    for n, item in enumerate([*props, *open_c]):
+    items: list[SafetyProperty | Candidate] = [*props, *open_c]
+    for n, item in enumerate(items):
         flag = z3.Bool(f"houdini {k} {n}", ctx)
         flags[id(item)] = flag
-        if isinstance(item, Candidate):
-            held = [negate(cands.bad(item, frames, i)) for i in range(k + 1)]
-        else:
+        if isinstance(item, SafetyProperty):
             held = [negate(enc.at(item.bad, frames[i])) for i in range(k + 1)]
+        else:
+            held = [negate(cands.bad(item, frames, i)) for i in range(k + 1)]
         step.solver.add(z3.Implies(flag, conj(ctx, *held)))
     try:
         while True:
