@@ -70,10 +70,16 @@ def test_plain_induction_fails_and_the_strengthened_one_proves_at_k_0():
     f = r.findings["y_small"]
     assert f.verdict is Verdict.PROVED and f.note == "proved by k-induction, k = 0, with 3 mined invariants"
     assert r.stats.complete
-    assert [c.text for c in r.invariants] == ["x <= 5", "y <= 5", "x == y"]
+    # a complete search: the states it reached, proved closed, and the bounds
+    assert [c.text for c in r.invariants] == ["(x, y) in one of 6 valuations seen", "x <= 5", "y <= 5"]
     assert r.stats.notes[0] == ("induction --strengthen: 3 candidate invariants mined from all 6 reachable states; "
                                 "3 proved by k-induction (k = 0) and assumed in the step cases:")
     assert_strengthened_agrees(cm)
+    # 4 states: the valuations seen are not closed (x reaches 4); `x == y` is what proves it
+    r = induction(cm, 2, strengthen=4)
+    assert r.findings["y_small"].verdict is Verdict.PROVED
+    assert [c.text for c in r.invariants] == ["x == y"]
+    assert_strengthened_agrees(cm, states=4)
 
 
 def test_a_bounded_minings_false_guesses_are_dropped():
@@ -132,7 +138,7 @@ def test_command_line(tmp_path, capsys):
     spec.write_text(STAIRS)
     assert main([str(spec), "--engine", "induction", "--depth", "2"]) == 3
     capsys.readouterr()
-    assert main([str(spec), "--engine", "induction", "--depth", "2", "--strengthen"]) == 0
+    assert main([str(spec), "--engine", "induction", "--depth", "2", "--strengthen", "4"]) == 0
     out = capsys.readouterr().out
     assert "y_small   proved" in out and "base:   x == y" in out
     with pytest.raises(SystemExit) as e:

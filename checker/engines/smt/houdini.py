@@ -32,7 +32,7 @@ from ...base.errors import SpecError
 from ...base.limits import STRENGTHEN_STATES
 from ...ir import TASK_STATES, SlotKind
 from ..explicit import Limits, explore
-from .encode import Encoding
+from .encode import Encoding, slot_interval
 from .terms import conj, disj
 
 #: a slot with at most this many values is a premise of implications (`x == v -> ...`)
@@ -99,13 +99,14 @@ def mine(cm: CompiledModel, enc: Encoding, max_states: int = STRENGTHEN_STATES,
     limit = "" if complete else (ex.stats.limit or "the search stopped at a model error")
     if not states:
         return Mined((), 0, complete, limit)
-    return Mined(tuple(Miner(cm, enc, states).candidates()), len(states), complete, limit)
+    return Mined(tuple(Miner(cm, enc, states, complete).candidates()), len(states), complete, limit)
 
 
 class Miner:
     """The candidate families over one set of states (each a tuple in the layout's order)."""
 
-    def __init__(self, cm: CompiledModel, enc: Encoding, states: Sequence[tuple[int, ...]]):
+    def __init__(self, cm: CompiledModel, enc: Encoding, states: Sequence[tuple[int, ...]], complete: bool = False):
+        self.complete = complete  # the states are every reachable state
         self.enc = enc
         self.layout = cm.layout
         self.pc_names = {inst.name: inst.process.pc_names for inst in cm.instances}
@@ -121,10 +122,12 @@ class Miner:
         pcs = [j for j in varying if self.layout.slots[j].kind is SlotKind.PC]
         others = [j for j in varying if j not in pcs]
         self.family = Family.REACHED
-        self.seen_at_control(pcs, others)
+        exact = self.seen_at_control(pcs, others)
         self.family = Family.VALUES
         for j in range(n):
             self.ranges(j)
+        if exact and self.complete:
+            return self.out  # every other family's true guesses follow from the states reached
         self.family = Family.PAIR
         for a in varying:
             for b in varying:
@@ -225,28 +228,32 @@ class Miner:
                     self.add(f"{self.atom_text(p, v)} -> {text}", z3.Implies(self.atom(p, v), eq),
                              _equal_unless_at(p, v, a, b))
 
-    def seen_at_control(self, pcs: list[int], others: list[int]) -> None:
+    def seen_at_control(self, pcs: list[int], others: list[int]) -> bool:
         """Per control location, the valuations of the other varying slots seen there,
         `(a@L && b@M) -> (x, y) in {...}`: together (with the constants) exactly the
         states the search reached. When it reached them all, that set is closed under
-        every step, so these candidates are inductive at k = 0 and every other
-        candidate is inductive relative to them; when it was cut short, the locations
-        at its frontier fail and the weaker families below are what is left."""
-        if not pcs:
-            return
+        every step, so these candidates are inductive at k = 0 and every other true
+        invariant is implied by them; when it was cut short, the locations at its
+        frontier fail and the weaker families are what is left. Whether they were made
+        (not with too many locations or valuations)."""
+        if not pcs and not others:
+            return False
+        n = len(self.columns[0])
+        keys = zip(*[self.columns[p] for p in pcs]) if pcs else itertools.repeat((), n)
+        rows = zip(*[self.columns[y] for y in others]) if others else itertools.repeat((), n)
         at: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
-        rows = zip(*[self.columns[y] for y in others]) if others else itertools.repeat(())
-        for c, w in zip(zip(*[self.columns[p] for p in pcs]), rows):
+        for c, w in zip(keys, rows):
             at.setdefault(c, set()).add(w)
         if len(at) > MAX_CONTROL or max(len(v) for v in at.values()) > MAX_VALUATIONS:
-            return
+            return False
         ctx = self.enc.ctx
-        locations = frozenset(at)
-        self.add(f"the pcs are at one of the {len(at)} control locations seen",
-                 disj(ctx, *[conj(ctx, *[self.atom(p, v) for p, v in zip(pcs, c)]) for c in sorted(at)]),
-                 lambda st: tuple(st[p] for p in pcs) in locations)
+        if pcs:
+            locations = frozenset(at)
+            self.add(f"the pcs are at one of the {len(at)} control locations seen",
+                     disj(ctx, *[conj(ctx, *[self.atom(p, v) for p, v in zip(pcs, c)]) for c in sorted(at)]),
+                     lambda st: tuple(st[p] for p in pcs) in locations)
         if not others:
-            return
+            return True
         names = ", ".join(self.layout.slots[y].name for y in others)
         for c in sorted(at):
             where = " && ".join(self.atom_text(p, v) for p, v in zip(pcs, c))
@@ -255,9 +262,9 @@ class Miner:
             concl = disj(ctx, *[conj(ctx, *[self.atom(y, w) for y, w in zip(others, val)]) for val in vals])
             shown = ("{" + ", ".join("(" + ", ".join(self.shown(y, w) for y, w in zip(others, val)) + ")"
                                      for val in vals) + "}") if len(vals) <= 3 else f"one of {len(vals)} valuations seen"
-            within = frozenset(vals)
-            self.add(f"({where}) -> ({names}) in {shown}", z3.Implies(premise, concl),
-                     _within_unless_at(pcs, c, others, within))
+            self.add(f"({where}) -> ({names}) in {shown}" if pcs else f"({names}) in {shown}",
+                     z3.Implies(premise, concl), _within_unless_at(pcs, c, others, frozenset(vals)))
+        return True
 
     def at_control(self, pcs: list[int], others: list[int]) -> None:
         """Per control location (the pcs of every process at once, as the search saw
@@ -289,16 +296,8 @@ class Miner:
             self.out.append(Candidate(text, holds, test, self.family))
 
     def domain(self, j: int) -> tuple[int, int]:
-        t = self.layout.slots[j].type
-        if isinstance(t, m.BitVecT):
-            return 0, t.mask
-        if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None:
-            return t.lo, t.hi
-        if isinstance(t, m.BoolT):
-            return 0, 1
-        if isinstance(t, m.EnumT):
-            return 0, len(t.members) - 1
-        return min(self.values[j]), max(self.values[j])
+        """The values slot j's type allows (the encoding's one definition)."""
+        return slot_interval(self.layout, j)
 
     def ordered(self, j: int) -> bool:
         """Whether `<=` on slot j's values means something (integers, unsigned bit-vectors)."""

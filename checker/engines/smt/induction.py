@@ -122,10 +122,11 @@ class Candidates:
                  + (f" (k = {', '.join(map(str, ks))})" if ks else "")
                  + (" and assumed in the step cases:" if self.proved else "")]
         reached = [c for c, _ in self.proved if c.family is Family.REACHED]
-        if reached:
+        if len(reached) > 2:
             lines.append(f"  the states reached: {len(reached) - 1} control locations, each with the valuations "
-                         "seen there (the search's states, proved closed under every step)"
-                         if len(reached) > 1 else "  the pcs are at one of the control locations seen")
+                         "seen there (the search's states, proved closed under every step)")
+        else:
+            lines += [f"  {c.text}" for c in reached]
         readable = [c for c, _ in self.proved if c.family is not Family.REACHED]
         lines += [f"  {c.text}" for c in readable[:SHOWN_INVARIANTS]]
         if len(readable) > SHOWN_INVARIANTS:
