@@ -12,11 +12,8 @@ seconds. Times are wall-clock on whatever else the machine is doing."""
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 
@@ -29,7 +26,7 @@ from checker.front.parse import parse  # noqa: E402
 from checker.resolve import resolve  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from pdr_table import sc_variants  # noqa: E402
+from pdr_table import run_each, variants_of  # noqa: E402
 
 
 def verdict(f) -> str:
@@ -85,21 +82,11 @@ def main() -> int:
     if args.one:
         one(args.one[0], args.one[1], args.depth, args.timeout, args.states)
         return 0
-    todo = []
-    for name in args.models or [os.path.basename(p)[:-5] for p in sorted(glob.glob(f"{ROOT}/models/*.spec"))]:
-        model, _, variant = name.partition(":")
-        path = f"{ROOT}/models/{model}.spec"
-        todo += [(path, v) for v in ([variant] if variant else sc_variants(path))]
     print("model\tvariant\tproperty\texplicit\tinduction\tstrengthened\tinvariants kept/mined\t"
           "explicit s\tinduction s\tstrengthened s")
-    for path, variant in todo:
-        p = subprocess.Popen([sys.executable, __file__, "--depth", str(args.depth), "--timeout", str(args.timeout),
-                              "--states", str(args.states), "--one", path, variant])
-        try:
-            p.wait(timeout=args.cutoff)
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGINT)
-            p.wait()
+    run_each(variants_of(args.models), lambda path, variant: [
+        __file__, "--depth", str(args.depth), "--timeout", str(args.timeout), "--states", str(args.states),
+        "--one", path, variant], args.cutoff)
     return 0
 
 
