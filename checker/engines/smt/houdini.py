@@ -43,8 +43,8 @@ CONCLUSION_VALUES = 3
 MAX_CANDIDATES = 6000
 #: control locations (pc combinations) beyond this many: no candidates per location
 MAX_CONTROL = 400
-#: valuations at one control location beyond this many: no exact candidate for it
-MAX_VALUATIONS = 256
+#: valuations at all control locations together beyond this many: no exact candidates
+MAX_VALUATIONS = 20_000
 
 
 class Family(enum.Enum):
@@ -244,7 +244,7 @@ class Miner:
         at: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
         for c, w in zip(keys, rows):
             at.setdefault(c, set()).add(w)
-        if len(at) > MAX_CONTROL or max(len(v) for v in at.values()) > MAX_VALUATIONS:
+        if len(at) > MAX_CONTROL or sum(len(v) for v in at.values()) > MAX_VALUATIONS:
             return False
         ctx = self.enc.ctx
         if pcs:
