@@ -184,7 +184,8 @@ class Primitive:
 
 _L, _V, _B, _N, _Q, _K = Arg.LV, Arg.VAL, Arg.BITS, Arg.NR, Arg.WQ, Arg.LOCK
 _I, _P = Arg.IRQ, Arg.PERCPU
-_ORDER_SUFFIX = {"": Order.FULL, "_relaxed": Order.RELAXED, "_acquire": Order.ACQUIRE,
+# the ordered forms of an RMW (atomic_t.txt): the suffix says its ordering
+ORDER_SUFFIX = {"": Order.FULL, "_relaxed": Order.RELAXED, "_acquire": Order.ACQUIRE,
                  "_release": Order.RELEASE}
 
 
@@ -197,7 +198,7 @@ def _ordered_forms(name, args, result, op, returns, doc, failure_order=None):
     """The fully ordered primitive and its _relaxed, _acquire and _release forms
     (atomic_t.txt): on x86 every one of them is the same locked instruction."""
     out = []
-    for suffix, order in _ORDER_SUFFIX.items():
+    for suffix, order in ORDER_SUFFIX.items():
         out.append(_rmw(name + suffix, args, result, op, returns, order,
                         doc if not suffix else f"as `{name}`, {order.value}",
                         failure_order=failure_order))
