@@ -11,10 +11,10 @@ from ..front import ast
 from .. import model as m
 from ..semantics.primitives import BUILTINS
 from ..base.errors import Echo, Span, SpecError, did_you_mean
-from .base import ASSERTIONS, DEADLOCK, Ctx
+from .base import ASSERTIONS, Ctx, DEADLOCK, Shared
 
 
-class Statements:
+class Statements(Shared):
     """Statements in a process body or an inline body. The side-effecting primitives are
     allowed (`effects=True`) in an assignment's value, an `if`/`while` condition and a
     call statement, not in an `await` condition nor in parts that must stay pure (`?:`
