@@ -299,7 +299,8 @@ class Expressions(Shared):
                         did_you_mean(e.name, list(self.fns) + list(BUILTINS) + list(ALIASES))
                         or "declare it with `fn NAME(args) = expr;`", code="TR201")
 
-    def _builtin(self, e: ast.Call, ctx: Ctx, statement: bool) -> m.Builtin:
+    def _builtin(self, e: ast.Call, ctx: Ctx, statement: bool) -> m.Builtin | m.Const:
+        """The call, or the constant it folds to (a pure function of constants)."""
         name = ALIASES.get(e.name, e.name)
         sig = BUILTINS[name]
         if len(e.args) != len(sig.args):
@@ -545,8 +546,8 @@ class Expressions(Shared):
                             else f"give it a value of {target.describe()}", code="TR203")
 
     def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str):
-        if isinstance(target, m.IntT) and target.lo is not None and isinstance(value, m.Const) \
-                and not target.lo <= value.value <= target.hi:
+        if isinstance(target, m.IntT) and target.lo is not None and target.hi is not None \
+                and isinstance(value, m.Const) and not target.lo <= value.value <= target.hi:
             raise SpecError(span, f"value {value.value} is outside the range of '{name}' ({target.lo}..{target.hi})",
                             f"widen the range of '{name}', or store a value in {target.lo}..{target.hi}")
 

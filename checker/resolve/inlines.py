@@ -34,6 +34,7 @@ class Inlines(Shared):
                             "use it in an expression, e.g. `x = " + c.name + "(...)`, or delete the statement")
         if name in BUILTINS:
             e = self._builtin(c, dataclasses.replace(ctx, effects=True), statement=True)
+            assert isinstance(e, m.Builtin)  # only a pure function folds
             return m.SEval(s.span, e)
         if c.name in self.fns:
             raise SpecError(c.span, f"'{c.name}' is a pure function; its value is unused",

@@ -85,6 +85,7 @@ class Statements(Shared):
                                 "an atomic block is one step; label the `atomic` statement itself")
             if ctx.labels is not None:
                 if s.label in ctx.labels and not ctx.in_inline:
+                    assert ctx.process is not None  # labels are collected in a process body
                     raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'",
                                     "give each label its own name in a process", code="TR202")
                 ctx.labels.add(s.label)
@@ -214,7 +215,7 @@ def fair_end_traps(processes, properties) -> tuple[tuple[int, str], ...]:
             starts = [_first(b[0]) if b else None for b in first.branches]
             if any(isinstance(x, m.SStutter) for x in starts):
                 continue
-            never = [x for x in starts if _never_starts(x)]
+            never = [x for x in starts if x is not None and _never_starts(x)]
             if never:
                 out.append((s.span.line,
                             f"{proc.name}: end label '{s.label}': the branch meant to stay there (line "
