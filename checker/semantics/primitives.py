@@ -375,6 +375,7 @@ def signature(p: Primitive) -> str:
 def ordering(p: Primitive) -> str:
     """The documented ordering, as the reference table shows it."""
     if p.cls is Cls.FENCE:
+        assert p.fence is not None  # every fence row says its kind
         return p.fence.value
     text = p.order.value
     if p.failure_order is not None and p.failure_order is not p.order:
