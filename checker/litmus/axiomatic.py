@@ -541,10 +541,10 @@ def allowed(x: Execution, model: str) -> bool:
     return judge(x, model)[0]
 
 
-_NO = (False, frozenset())
+_NO: tuple[bool, frozenset[str]] = (False, frozenset())  # not allowed, no flags
 
 
-def judge(x: Execution, model: str) -> tuple[bool, frozenset]:
+def judge(x: Execution, model: str) -> tuple[bool, frozenset[str]]:
     """(allowed, flags): the model's axioms, and under lkmm the `flag`s herd7 prints
     (data-race, mixed-accesses, unbalanced-rcu-lock, ...) that the execution raises."""
     ev = x.events
@@ -835,7 +835,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
     the executions an operational machine misses by their rf and co)."""
     check_atoms(test)
     locs = _locations(test)
-    init = {name: 0 for name in locs}
+    init: dict[str, object] = {name: 0 for name in locs}
     for name, v in test.init:
         init[name] = Loc(v) if isinstance(v, str) else v
     # The values a read may return: herd7 solves each execution's read values from its rf,
@@ -876,7 +876,12 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
     budget = [limit * 10]  # rf/co choices tried per location, over the whole run
     for combo in itertools.product(*runs):
         # global events: initial writes, then each thread's
-        events, po, addr, data, ctrl, rmw = {}, set(), set(), set(), set(), set()
+        events: dict[int, Event] = {}
+        po: set[tuple[int, int]] = set()
+        addr: set[tuple[int, int]] = set()
+        data: set[tuple[int, int]] = set()
+        ctrl: set[tuple[int, int]] = set()
+        rmw: set[tuple[int, int]] = set()
         gid = {}
         for name in locs:
             g = len(events)
@@ -894,7 +899,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
             rmw |= {(gid[(t, a)], gid[(t, b)]) for a, b in run.rmw}
         writes = {name: [g for g, e in events.items() if e.kind == "W" and e.loc == name] for name in locs}
         reads = [g for g, e in events.items() if e.kind == "R"]
-        regs = {}
+        regs: dict[tuple[int | None, str], object] = {}
         for t, run in enumerate(combo):
             for name, (v, _) in run.regs.items():
                 regs[(t, name)] = v
