@@ -70,9 +70,11 @@ def test_fences_and_schedule_are_steps_not_core_operations(name):
 
 
 class Recorder(lw.Spelling):
-    """A back end that writes down what `Spelling.core` asks of it, in order."""
+    """A back end (and its own writer) that writes down what `Spelling.core` asks of it,
+    in order."""
 
     def __init__(self, layout=None):
+        super().__init__(self)
         self.log: list[tuple] = []
         self.n = 0
         self.is_direct = False
@@ -86,10 +88,6 @@ class Recorder(lw.Spelling):
     def direct(self, on):
         self.log.append(("direct", on))
         self.is_direct = on
-
-    @property
-    def tasks(self):
-        return self.layout
 
     def running(self):
         return 0

@@ -80,7 +80,7 @@ from ..base.errors import Span, SpecError
 from ..semantics.fold import fits, fits_bv, simplify, store_needs
 from ..semantics.lower import Spelling
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Program,
-                  ProcessIR, StateLayout, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
+                  ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 MAX_BV_WIDTH = 16  # wider unsigned arithmetic can leave Promela's 32-bit signed int
@@ -993,23 +993,11 @@ class _Translator:
 class _Spelled(Spelling):
     """The core operations in Promela: a location is its variable's name."""
 
+    owner: _Translator
+
     def __init__(self, owner: _Translator, seq: _Seq):
-        self.owner, self.seq = owner, seq
-
-    @property
-    def direct(self) -> bool:
-        return self.owner.direct
-
-    @direct.setter
-    def direct(self, on: bool) -> None:
-        self.owner.direct = on
-
-    @property
-    def tasks(self) -> StateLayout:
-        return self.owner.layout
-
-    def running(self) -> int:
-        return self.owner.layout.gid_base[self.owner.proc.name] + self.owner.inst
+        super().__init__(owner)
+        self.seq = seq
 
     def value(self, x: m.TExpr) -> str:
         return self.owner.expr(x, self.seq)

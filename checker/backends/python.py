@@ -45,7 +45,7 @@ from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
 from ..semantics.lower import Spelling
 from ..memory import lkmm as lkmm_machine
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
-                  Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
+                  Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
 
 
@@ -1047,23 +1047,11 @@ class Compiler:
 class _Spelled(Spelling):
     """The core operations as specialised Python: fields of the packed state `v`."""
 
+    owner: Compiler
+
     def __init__(self, owner: Compiler, e: Emitter, src: str):
-        self.owner, self.e, self.src = owner, e, src
-
-    @property
-    def direct(self) -> bool:
-        return self.owner.direct
-
-    @direct.setter
-    def direct(self, on: bool) -> None:
-        self.owner.direct = on
-
-    @property
-    def tasks(self) -> StateLayout:
-        return self.owner.layout
-
-    def running(self) -> int:
-        return self.owner.layout.gid_base[self.owner.proc.name] + self.owner.inst
+        super().__init__(owner)
+        self.e, self.src = e, src
 
     def value(self, x: m.TExpr) -> str:
         return self.owner.expr(x, self.e, self.src)

@@ -231,25 +231,17 @@ class Spelling(ABC):
     The integer operators `| & ~ << >> + == !=` are written alike in Python, Promela
     and C, so the plan writes them itself; whatever a back end writes its own way (a
     temporary, a read or write of memory, a check, a branch, a conditional value) is a
-    method here. A `Place` is how the back end names a location (a packed bit field, a
+    method here. A place is how the back end names a location (a packed bit field, a
     Promela variable)."""
 
-    @property
-    @abstractmethod
-    def direct(self) -> bool:
-        """Whether plain accesses go to memory, not through a store buffer (tso)."""
+    def __init__(self, owner: Writer):
+        self.owner = owner
 
-    @direct.setter
-    @abstractmethod
-    def direct(self, on: bool) -> None: ...
-
-    @property
-    @abstractmethod
-    def tasks(self) -> TaskLayout: ...
-
-    @abstractmethod
     def running(self) -> int:
         """The gid of the instance whose step is being written."""
+        proc, inst = self.owner.proc, self.owner.inst
+        assert proc is not None and inst is not None  # a primitive is called in a step
+        return self.owner.layout.gid_base[proc.name] + inst
 
     @abstractmethod
     def value(self, x: m.TExpr) -> str:
@@ -332,12 +324,13 @@ class Spelling(ABC):
         Under tso a locked primitive reads and writes memory directly: its step only
         runs with an empty store buffer (`Step.fence`)."""
         k = lower(c)
-        outer = self.direct
-        self.direct = outer or k.prim.x86 is X86.LOCKED
+        owner = self.owner
+        outer = owner.direct
+        owner.direct = outer or k.prim.x86 is X86.LOCKED
         try:
             return self.core(k, c.span)
         finally:
-            self.direct = outer
+            owner.direct = outer
 
     def core(self, k: Core, span: Span) -> str:
         """One core operation: what is read, checked, computed and written, in order."""
@@ -399,7 +392,7 @@ class Spelling(ABC):
             gid = self.running()
             task = self.task(gid)
             cur = self.read(queue)
-            name = self.tasks.instance_names[gid]
+            name = self.owner.layout.instance_names[gid]
             if isinstance(k, WaitAdd):  # on the queue before it may sleep
                 self.note(f"{name} waits; its task is INTERRUPTIBLE")
                 self.write(queue, f"{cur} | {1 << gid}")
@@ -449,8 +442,8 @@ class Spelling(ABC):
         queue = self.place(k.queue)
         w = self.fresh()
         self.assign(w, self.read(queue))
-        names = self.tasks.instance_names
-        sleepers = sorted(self.tasks.task_slot)
+        names = self.owner.layout.instance_names
+        sleepers = sorted(self.owner.layout.task_slot)
 
         def wake_one(gid: int, leave: bool) -> Callable[[], None]:
             def body() -> None:
@@ -467,11 +460,34 @@ class Spelling(ABC):
             self.first([(f"{w} & {1 << gid}", f"wake {names[gid]}", wake_one(gid, True)) for gid in sleepers])
 
 
-class TaskLayout(Protocol):
+class _Layout(Protocol):
     """What `Spelling` reads of the state layout (ir.StateLayout)."""
 
     @property
     def task_slot(self) -> Mapping[int, int]: ...
 
     @property
+    def gid_base(self) -> Mapping[str, int]: ...
+
+    @property
     def instance_names(self) -> Sequence[str]: ...
+
+
+class _Process(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Writer(Protocol):
+    """What `Spelling` reads and sets of the back end it writes for."""
+
+    direct: bool  # inside a locked primitive, plain accesses go to memory, not a store buffer (tso)
+
+    @property
+    def layout(self) -> _Layout: ...
+
+    @property
+    def proc(self) -> _Process | None: ...
+
+    @property
+    def inst(self) -> int | None: ...
