@@ -9,7 +9,9 @@ ends implement; nothing downstream dispatches on a primitive's name.
 Which columns a memory model reads: sequential consistency ignores orderings; x86-TSO
 reads only `x86` (which primitives are plain stores, locked instructions or fences);
 lkmm (memory/lkmm.py) reads `order` and, for the conditional ones, `failure_order`:
-what the kernel promises, not what x86 happens to give.
+what the kernel promises, not what x86 happens to give. The litmus evaluator
+(litmus/axiomatic.py) reads the same `order`, `failure_order` and `fence`, and
+ORDER_SUFFIX for the forms a litmus test may use that have no row here.
 """
 
 from __future__ import annotations
