@@ -240,12 +240,6 @@ def test_migration_under_tso_adds_no_outcome_that_program_order_forbids():
     assert (1, 0, 0) not in moved and (1, 1, 0) not in moved
 
 
-def test_contexts_under_lkmm_are_still_refused():
-    with pytest.raises(SpecError) as e:
-        compiled(HANDLER_TSO.replace("memory tso;", "memory lkmm;"))
-    assert "under `memory lkmm` are not supported yet" in str(e.value)
-
-
 @pytest.mark.parametrize("text", [HANDLER_TSO, MIGRATES_TSO, STATE.replace("cpus 2;", "cpus 2;\nmemory tso;"),
                                   "CANCEL", "UNPINNED"], ids=["handler", "migration", "state", "cancel", "unpinned"])
 def test_spin_agrees_on_contexts_under_tso(text, tmp_path):

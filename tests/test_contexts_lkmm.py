@@ -1,0 +1,205 @@
+"""Issue 27: execution contexts under `memory lkmm` (checker/memory/lkmm.py, views that
+attach to CPUs) against independent oracles: the same accesses inlined in the thread
+(program order), the same program without migration, and herd7 on litmus tests with the
+handler inlined at each point it may interrupt (tests/oracle.py's recordings)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+import oracle
+from agreement import compiled
+from checker.engines import liveness
+from checker.engines.explicit import Limits, explore
+from checker.results.trace import Verdict
+from test_contexts3 import VARS, _outcomes
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = ("x", "y", "z", "w", "r", "a", "b", "c")
+OTHER_CPU = "process q on cpu 1 { y = 1; a = x; b = z; c = w; }\n"
+
+HANDLER = "model h;\ncpus 2;\nmemory lkmm;\n" + VARS + """
+interrupt h on cpu 0 { r = y; w = 1; }
+process p on cpu 0 { x = 1; raise_irq(h); z = 1; }
+""" + OTHER_CPU
+
+# the handler's accesses where the thread takes the interrupt: raising is a full barrier
+# (an IPI's llist_add), entry and exit are none (exception entry and return order no
+# memory access): the handler shares its CPU's view, in program order with the thread
+INLINED = "model h;\ncpus 2;\nmemory lkmm;\n" + VARS + """
+process p on cpu 0 { x = 1; smp_mb(); r = y; w = 1; z = 1; }
+""" + OTHER_CPU
+
+
+def test_a_handler_under_lkmm_gives_the_outcomes_of_its_accesses_inlined():
+    with_handler = _outcomes(HANDLER, NAMES)
+    assert with_handler == _outcomes(INLINED, NAMES)
+    assert (1, 1, 1, 1, 0, 0, 0, 0) in with_handler  # store buffering: r = a = 0 stays possible
+    # no barrier at the handler's exit: another CPU may see z before the handler's w (x86
+    # forbids that: test_contexts3's tso oracle)
+    assert any(b == 1 and c == 0 for *_, b, c in with_handler)
+    # ... and with the same smp_rmb() in the reader, the inlined program's answer again
+    rmb = lambda t: t.replace("b = z; c = w;", "b = z; smp_rmb(); c = w;")  # noqa: E731
+    assert _outcomes(rmb(HANDLER), NAMES) == _outcomes(rmb(INLINED), NAMES)
+
+
+MIGRATES = "model mig;\ncpus 2;\nmemory lkmm;\npreemptions 2;\n" + VARS + """
+preemptible process p on cpu 0 { x = 1; smp_wmb(); y = 1; smp_wmb(); z = 1; r = x; }
+process q { a = z; smp_rmb(); b = y; smp_rmb(); c = x; }
+"""
+
+
+def test_migration_under_lkmm_adds_no_outcome_that_program_order_forbids():
+    """The thread may move between any two of its accesses; its views stay behind on the
+    old CPU, and the context switch's full barriers (kernel/sched/core.c) carry its
+    program order to the new one: no outcome the pinned program forbids."""
+    names = ("a", "b", "c", "r")
+    moved = _outcomes(MIGRATES, names)
+    pinned = _outcomes(MIGRATES.replace("preemptible process p on cpu 0", "process p")
+                       .replace("cpus 2;\n", "").replace("preemptions 2;\n", ""), names)
+    assert moved <= pinned and (1, 1, 1, 1) in moved and (0, 0, 0, 1) in moved
+    assert all(r == 1 for *_, r in moved)  # it reads its own store wherever it runs now
+    assert (1, 0, 0, 1) not in moved and (1, 1, 0, 1) not in moved
+    # without the barriers the pinned program allows the reorderings, and so does the moved one
+    loose = MIGRATES.replace(" smp_wmb();", "").replace(" smp_rmb();", "")
+    assert (1, 0, 0, 1) in _outcomes(loose, names)
+
+
+def test_a_migration_alone_orders_like_the_barriers_it_stands_for():
+    """A store, a migration, a store: the switch's smp_mb() on each CPU orders them, as a
+    full barrier between them would. Each store writes 1 + the CPU it ran on."""
+    text = """model mig;
+cpus 2;
+memory lkmm;
+preemptions 1;
+var x: 0..2 = 0; var y: 0..2 = 0; var a: 0..2 = 0; var b: 0..2 = 0;
+preemptible process p on cpu 0 { x = smp_processor_id() + 1; y = smp_processor_id() + 1; }
+process q { a = y; smp_rmb(); b = x; }
+"""
+    got = _outcomes(text, ("x", "y", "a", "b"))
+    moved = {(a, b) for x, y, a, b in got if (x, y) == (1, 2)}  # it moved between the stores
+    assert (2, 1) in moved and (0, 0) in moved and (2, 0) not in moved
+    stayed = {(a, b) for x, y, a, b in got if x == y}
+    assert (1, 0) in stayed and (2, 0) in stayed  # message passing, unordered where nothing moved
+
+
+# ---- herd7: an IPI and its handler, inlined at each point of the thread it interrupts
+
+IPI_SPEC = """model ipi;
+cpus 3;
+memory lkmm;
+var x: 0..1 = 0; var y: 0..1 = 0; var z: 0..1 = 0;
+var r1: 0..1 = 0; var r2: 0..1 = 0; var r3: 0..1 = 0; var r4: 0..1 = 0;
+interrupt h[3] { r1 = x; z = 1; }
+process sender on cpu 0 { x = 1; send_IPI(1, h); }
+process t on cpu 1 { y = 1; r2 = z; }
+process obs on cpu 2 { r3 = z; OBS_FENCE r4 = y; }
+"""
+# the handler (r0: it ran, after the IPI's message) at points 0, 1, 2 of the thread
+HANDLER_AT = "\tr0 = smp_load_acquire(pend);\n\tr1 = READ_ONCE(*x);\n\tWRITE_ONCE(*z, 1);\n"
+THREAD = ["\tWRITE_ONCE(*y, 1);\n", "\tr2 = READ_ONCE(*z);\n"]
+
+
+def _ipi_litmus(k: int, fence: str) -> str:
+    body = "".join(THREAD[:k]) + HANDLER_AT + "".join(THREAD[k:])
+    return f"""C ipi-handler-at-{k}
+
+{{}}
+
+P0(int *x, int *pend)
+{{
+\tWRITE_ONCE(*x, 1);
+\tsmp_mb();
+\tsmp_store_release(pend, 1);
+}}
+
+P1(int *x, int *y, int *z, int *pend)
+{{
+\tint r0;
+\tint r1;
+\tint r2;
+
+{body}}}
+
+P2(int *y, int *z)
+{{
+\tint r3;
+\tint r4;
+
+\tr3 = READ_ONCE(*z);
+{fence}\tr4 = READ_ONCE(*y);
+}}
+
+exists (1:r0=1 /\\ 1:r1=0 /\\ 1:r2=0 /\\ 2:r3=1 /\\ 2:r4=0)
+"""
+
+
+@pytest.mark.parametrize("fence", ["", "smp_rmb();"], ids=["plain", "rmb"])
+def test_ipi_handler_outcomes_are_herd7s_with_the_handler_inlined(fence):
+    """The IPI is sent after a full barrier and its handler's entry reads what it
+    published (herd7: smp_mb; smp_store_release to `pend`, and the handler inlined as an
+    smp_load_acquire of it reading 1); the handler is in program order with the thread
+    it interrupts, at any of its points. Our outcomes are the union of herd7's."""
+    spec = IPI_SPEC.replace("OBS_FENCE", fence)
+    ours = _outcomes(spec, ("r1", "r2", "r3", "r4"))
+    herd: set = set()
+    for k in range(len(THREAD) + 1):
+        states, _, _, _ = oracle.summary(_ipi_litmus(k, f"\t{fence}\n" if fence else ""))
+        for st in states:
+            vals = dict(s.split("=") for s in st)
+            if vals["1:r0"] == "1":
+                herd.add(tuple(int(vals[r]) for r in ("1:r1", "1:r2", "2:r3", "2:r4")))
+    assert ours == herd
+    assert all(r1 == 1 for r1, *_ in ours)  # the handler sees what the sender stored before the IPI
+    # the handler ran before the thread's read of z (which then sees it: same CPU) or after it
+    assert {r2 for _, r2, _, _ in ours} == {0, 1}
+
+
+# ---- liveness, and the models
+
+def test_liveness_under_lkmm_with_an_interrupt():
+    """A caller spinning for the IPI handler's unlock: returns under weak fairness (the
+    propagation of the unlock is fair); without the IPI the spin never ends (a lasso)."""
+    text = (ROOT / "models" / "csd_wait_ipi.spec").read_text()
+    cm = compiled(text, "base_lkmm")
+    ex = explore(cm, graph=True)
+    assert ex.stats.complete and not ex.counterexamples
+    assert liveness.check(cm, ex)[0]["caller_returns"].verdict is Verdict.HOLDS
+    lost = compiled(text.replace("send_IPI(1, call_function);", "skip;"), "base_lkmm")
+    ex = explore(lost, Limits(check_deadlock=False), graph=True)
+    assert liveness.check(lost, ex)[0]["caller_returns"].verdict is Verdict.VIOLATED
+
+
+@pytest.mark.parametrize("path, variant, violated", [
+    # (a `reachable` property reached is among the counterexamples: its witness)
+    ("models/vcpu_preempted_kick.spec", "base_lkmm",
+     {"request_seen_before_guest", "lost_while_preempted", "kick_while_preempted"}),
+    ("models/vcpu_preempted_kick.spec", "entry_mb_lkmm", {"kick_while_preempted"}),
+    ("models/csd_wait_ipi.spec", "no_release_lkmm", {"result_seen"}),
+    ("models/csd_wait_ipi.spec", "no_release_tso", set()),
+    ("models/csd_wait_ipi.spec", "mb_unlock_lkmm", set()),
+])
+def test_context_models_under_lkmm_no_por_agrees(path, variant, violated):
+    """Lazy propagation (views move only where some step on that CPU needs them) keeps
+    every verdict and shortest trace of the eager machine (--no-por)."""
+    from checker.backends.python import compile_program
+    from checker import ir
+    from checker.front.parse import parse
+    from checker.resolve import resolve
+    text = (ROOT / path).read_text()
+    lazy = compiled(text, variant, path)
+    eager = compile_program(ir.build(resolve(parse(text, path), variant)), lazy_propagation=False)
+    a, b = explore(lazy), explore(eager)
+    assert a.stats.complete and b.stats.complete
+    assert set(a.counterexamples) == set(b.counterexamples) == violated
+    assert {k: c.trace.length for k, c in a.counterexamples.items()} == \
+        {k: c.trace.length for k, c in b.counterexamples.items()}
+
+
+def test_no_context_refusal_is_left_for_lkmm():
+    for memory, kind in itertools.product(["lkmm"], ["handler", "migration"]):
+        cm = compiled({"handler": HANDLER, "migration": MIGRATES}[kind].replace("memory lkmm;", f"memory {memory};"))
+        assert cm.layout.lkmm is not None and any(c.name == "cpu0" for c in cm.layout.lkmm.cpus)
