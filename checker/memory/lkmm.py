@@ -7,7 +7,8 @@ Concurrency" (POPL 2017), without promises:
 * every shared location keeps a history of its last stores (messages), newest first;
   the newest is what the location's slot holds, "memory" as properties read it. A store
   is appended at the end of the location's coherence order;
-* every CPU (process instance) has a *view*: per location, which message it reads now,
+* every CPU (process instance; with `cpus`, each of the model's CPUs, shared by the
+  thread on it, its handlers and notifiers: `_places`) has a *view*: per location, which message it reads now,
   counted as a lag behind the newest (0: the newest). A load reads the message its view
   names; `propagate` steps, one weakly fair actor per (CPU, location), move a view one
   message newer, so a stale store is eventually not readable (liveness: a spinning

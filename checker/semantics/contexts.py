@@ -38,6 +38,11 @@ drains are explicit: at each pc a thread has a fence step that sets `sb_drained[
 a handler's entry and a preemption wait for when a thread is on CPU c, and which the
 thread's next step clears; handler entry and exit, schedule(), sched-in and the raising
 primitives are fences (LANGUAGE.md, "Under x86-TSO").
+
+Under `memory lkmm` views attach to CPUs (memory/lkmm.py), so a handler is in program
+order with what it interrupted without anything here; a preemption, schedule() going
+off its CPU and a sched-in carry an smp_mb() (the switch's smp_mb__after_spinlock()),
+and an IPI or device interrupt is raised after one (LANGUAGE.md, "Under lkmm").
 """
 
 from __future__ import annotations
