@@ -793,9 +793,17 @@ class Machine:
             if slot is None:
                 out.append((form, runs[0]))
             else:  # a thread that may migrate: the views of the CPU it is on now
-                sh, mk, lo = self.shift[slot], self.width_mask[slot], self.lo[slot]
-                out.append((form, lambda s, runs=runs, sh=sh, mk=mk, lo=lo: runs[(s >> sh & mk) + lo](s)))
+                out.append((form, self.on_its_cpu(slot, runs)))
         return out
+
+    def on_its_cpu(self, slot: int, runs: list):
+        """A step of a thread that may migrate: the form for the CPU its `cpu` (`slot`) names."""
+        sh, mk, lo = self.shift[slot], self.width_mask[slot], self.lo[slot]
+
+        def run(s):
+            return runs[(s >> sh & mk) + lo](s)
+
+        return run
 
     def propagate(self, c: CpuViews, j: int, pcs: dict):
         """CPU c's view of location j moves one message newer.
