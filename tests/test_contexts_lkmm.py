@@ -203,3 +203,17 @@ def test_no_context_refusal_is_left_for_lkmm():
     for memory, kind in itertools.product(["lkmm"], ["handler", "migration"]):
         cm = compiled({"handler": HANDLER, "migration": MIGRATES}[kind].replace("memory lkmm;", f"memory {memory};"))
         assert cm.layout.lkmm is not None and any(c.name == "cpu0" for c in cm.layout.lkmm.cpus)
+
+
+def test_the_other_engines_refuse_a_context_model_under_lkmm_by_variant(tmp_path, capsys):
+    """Z3 lists the lkmm variant "not checked" and checks the rest; the Promela twin
+    refuses the lkmm variant by name and translates the others."""
+    from checker.cli import main
+    f = tmp_path / "m.spec"
+    f.write_text(HANDLER.replace("memory lkmm;\n", "") + "variant on_lkmm { memory lkmm; }\n")
+    assert main([str(f), "--engine", "bmc", "--depth", "4", "--brief"]) == 3
+    out = capsys.readouterr().out
+    assert "not checked: lkmm is explicit-only" in out and "no violation up to depth 4" in out
+    assert main([str(f), "--promela", str(tmp_path / "twins")]) != 0
+    err = capsys.readouterr().err
+    assert "the Promela twin has no `memory lkmm`" in err and "1 of 2 variants not translated" in err
