@@ -217,3 +217,21 @@ def test_the_other_engines_refuse_a_context_model_under_lkmm_by_variant(tmp_path
     assert main([str(f), "--promela", str(tmp_path / "twins")]) != 0
     err = capsys.readouterr().err
     assert "the Promela twin has no `memory lkmm`" in err and "1 of 2 variants not translated" in err
+
+
+@pytest.mark.parametrize("text, names", [(HANDLER, NAMES), (MIGRATES, ("a", "b", "c", "r")),
+                                         (IPI_SPEC.replace("OBS_FENCE", ""), ("r1", "r2", "r3", "r4"))],
+                         ids=["handler", "migration", "ipi"])
+def test_lazy_propagation_keeps_the_final_states_with_contexts(text, names):
+    """A CPU's view is shared by several processes: it moves lazily where any of them
+    may next need it, and reaches every final state the eager machine does."""
+    from checker import ir
+    from checker.backends.python import compile_program
+    from checker.front.parse import parse
+    from checker.resolve import resolve
+    text += "final settled: true;\n"
+    eager = compile_program(ir.build(resolve(parse(text, "m.spec"), "base")), lazy_propagation=False)
+    ex = explore(eager, Limits(check_deadlock=False), graph=True)
+    slot = {sl.name: k for k, sl in enumerate(eager.program.layout.slots)}
+    assert _outcomes(text.replace("final settled: true;\n", ""), names) == \
+        {tuple(s[slot[n]] for n in names) for s in ex.graph.states if eager.final_state(s)}
