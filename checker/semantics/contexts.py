@@ -407,6 +407,8 @@ class _Lowering:
             if p.cls in (Cls.LOCK, Cls.STORE) and w.count is not None and p.args[:1] == (Arg.LOCK,):
                 # a spin lock held by a preemptible thread disables preemption
                 lock = s.call.args[0]
+                if self.lkmm:  # the lock's own acquire and release: not one fully ordered atomic block
+                    return self.locked(s.span, s.call.name, lock, w.count)
                 if p.cls is Cls.LOCK:
                     return m.SAtomic(s.span, (m.SAwait(s.span, _not(lock)), m.SAssign(s.span, lock, _c(1, s.span, m.BOOL)),
                                               self.add(w.count, 1, s.span)))
@@ -445,6 +447,15 @@ class _Lowering:
             changes["stmt"] = self.stmt(s.stmt, w)
         return dataclasses.replace(s, **changes) if changes else s
 
+    def locked(self, span: Span, name: str, lock: m.TExpr, count: m.VarSym | None,
+               between: tuple = ()) -> m.SInlined:
+        """lkmm: spin_lock as preempt_disable(); the lock (an acquire), spin_unlock as the
+        unlock (a release), then `between`, then preempt_enable()."""
+        call = m.SEval(span, m.Builtin(span, m.VOID, name, (lock,)))
+        if name == "spin_lock":
+            return m.SInlined(span, "", ((self.add(count, 1, span),) if count is not None else ()) + (call,))
+        return m.SInlined(span, "", (call,) + between + ((self.add(count, -1, span),) if count is not None else ()))
+
     def add(self, sym: m.VarSym, k: int, span: Span) -> m.SAssign:
         v = m.Var(span, sym.type, sym)
         return m.SAssign(span, v, m.Bin(span, m.INT, "+" if k > 0 else "-", v, _c(abs(k), span)))
@@ -468,6 +479,15 @@ class _Lowering:
             return m.SAtomic(span, (m.SAssign(span, a[0], _to(off(), a[0].type)), m.SAssign(span, off(), t)))
         if op is CtxOp.IRQ_RESTORE:
             return m.SAssign(span, off(), _to(a[0], m.BOOL))
+        if op in (CtxOp.LOCK_IRQSAVE, CtxOp.UNLOCK_IRQRESTORE) and self.lkmm:
+            # lkmm: local_irq_save(); spin_lock() (and spin_unlock(); local_irq_restore()),
+            # as include/linux/spinlock_api_smp.h does them: the lock's acquire and release,
+            # where one atomic block would be a fully ordered read-modify-write
+            if op is CtxOp.LOCK_IRQSAVE:
+                save = m.SAtomic(span, (m.SAssign(span, a[1], _to(off(), a[1].type)), m.SAssign(span, off(), t)))
+                return m.SInlined(span, "", (save,) + self.locked(span, "spin_lock", a[0], w.count).body)
+            restore = m.SAssign(span, off(), _to(a[1], m.BOOL))
+            return m.SInlined(span, "", self.locked(span, "spin_unlock", a[0], w.count, (restore,)).body)
         if op is CtxOp.LOCK_IRQSAVE:
             body = (m.SAwait(span, _not(a[0])), m.SAssign(span, a[1], _to(off(), a[1].type)),
                     m.SAssign(span, off(), t), m.SAssign(span, a[0], t))
