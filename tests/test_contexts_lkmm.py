@@ -46,6 +46,45 @@ def test_a_handler_under_lkmm_gives_the_outcomes_of_its_accesses_inlined():
     assert _outcomes(rmb(HANDLER), NAMES) == _outcomes(rmb(INLINED), NAMES)
 
 
+# INLINED as a litmus test: herd7's outcomes of the handler's CPU inlined program
+INLINED_LITMUS = """C handler-inlined
+
+{}
+
+P0(int *x, int *y, int *z, int *w)
+{
+\tint r;
+
+\tWRITE_ONCE(*x, 1);
+\tsmp_mb();
+\tr = READ_ONCE(*y);
+\tWRITE_ONCE(*w, 1);
+\tWRITE_ONCE(*z, 1);
+}
+
+P1(int *x, int *y, int *z, int *w)
+{
+\tint a;
+\tint b;
+\tint c;
+
+\tWRITE_ONCE(*y, 1);
+\ta = READ_ONCE(*x);
+\tb = READ_ONCE(*z);
+\tc = READ_ONCE(*w);
+}
+
+exists (0:r=0 /\\ 1:a=0 /\\ 1:b=1 /\\ 1:c=0)
+"""
+
+
+def test_a_handler_under_lkmm_gives_herd7s_outcomes_of_its_accesses_inlined():
+    states, _, _, _ = oracle.summary(INLINED_LITMUS)
+    herd = {tuple(int(dict(s.split("=") for s in st)[r]) for r in ("0:r", "1:a", "1:b", "1:c")) for st in states}
+    ours = {(r, a, b, c) for _, _, _, _, r, a, b, c in _outcomes(HANDLER, NAMES)}
+    assert ours == herd and (0, 0, 1, 0) in ours
+
+
 MIGRATES = "model mig;\ncpus 2;\nmemory lkmm;\npreemptions 2;\n" + VARS + """
 preemptible process p on cpu 0 { x = 1; smp_wmb(); y = 1; smp_wmb(); z = 1; r = x; }
 process q { a = z; smp_rmb(); b = y; smp_rmb(); c = x; }
