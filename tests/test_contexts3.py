@@ -305,7 +305,7 @@ final nothing_left_queued: !armed_t && !pending_t;
 """
 
 
-@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
 @pytest.mark.parametrize("restart", [False, True])
 def test_hrtimer_cancel_values(memory, restart):
     """-1 while the callback runs, 1 for a timer still queued (its callback then never
@@ -353,7 +353,7 @@ final fired_or_dequeued: (tried == 1) == (ran_on == 0) && !armed_apic_timer && !
 """
 
 
-@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
 def test_an_unpinned_hrtimer_runs_its_callback_on_either_cpu(memory):
     text = UNPINNED.replace("MEMORY", f"memory {memory};")
     ex = explore(compiled(text))
@@ -391,7 +391,7 @@ def _guest_model() -> str:
     return doc[start:doc.index("```", start)]
 
 
-@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
 def test_guest_mode_exit_and_posted_vector(memory):
     text = _guest_model().replace("cpus 2;", f"cpus 2;\nmemory {memory};")
     ex = explore(compiled(text))

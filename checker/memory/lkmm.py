@@ -143,6 +143,7 @@ class Signal:
     cur: tuple[int, ...]
     strong: tuple[int, ...]
     flags: frozenset[str] = frozenset()  # the names of the raising flags' variables
+    cpu: int = -1  # the view id of its handler's CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,7 @@ class Views:
     # with `cpus`, views attach to the CPU a step runs on (LANGUAGE.md, "Under lkmm")
     places: dict = field(default_factory=dict)
     signals: tuple[Signal, ...] = ()
+    guest: dict = field(default_factory=dict)  # CPU view id -> its `guest_mode` slot (a VM exit takes the interrupt)
 
     def cpu(self, gid: int) -> CpuViews | None:
         """The views with id `gid`: a process instance's own, or with `cpus` a CPU's."""
@@ -407,7 +409,12 @@ def extend(program: Program, lazy: bool = True) -> Program:
         sig_cur = tuple(add(f"raise of {name}: view on {layout.slots[k].name}", lag, none) for k in tracked)
         sig_strong = tuple(add(f"raise of {name}: strong view on {layout.slots[k].name}", lag, none)
                            for k in tracked)
-        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags))
+        cpu = next(ids[0] for (g, _), (_, ids) in places.items() if g == taker)
+        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags, cpu))
+    guest = {}
+    gm = next((g for g in model.globals if g.name == m.GUEST_MODE), None)
+    if gm is not None and signals:
+        guest = {n_inst + c: layout.slot_of(gm, None) + c for c in range(model.cpus or 0) if n_inst + c in view_ids}
     actors = len(layout.instance_names) + sum(len(loc.readers) for loc in locations)
     if actors > MAX_ACTORS:
         raise SpecError(model.processes[0].span,
@@ -415,12 +422,12 @@ def extend(program: Program, lazy: bool = True) -> Program:
                         f"per CPU and shared variable it reads); the limit is {MAX_ACTORS}",
                         "check fewer instances under lkmm, or share fewer variables")
     accesses = {}
-    flags = frozenset(f for sig in signals for f in sig.flags)
+    flags = frozenset(f for sig in signals for f in sig.flags) | ({m.GUEST_MODE} if guest else frozenset())
     for key, (a, fail) in per_step.items():
         got = tuple(None if an is None else _access(an, index) for an in (a, fail))
         accesses[key] = tuple(x if x is None or not x.flags & flags else replace(x, signals=True) for x in got)
     views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy,
-                  {key: place for key, place in places.items() if key in per_step}, tuple(signals))
+                  {key: place for key, place in places.items() if key in per_step}, tuple(signals), guest)
     new_layout = replace(layout, slots=tuple(slots), lkmm=views)
     return replace(program, layout=new_layout, init_choices=tuple(choices))
 
@@ -700,8 +707,17 @@ class Machine:
         (its pending flag cleared by its own step) joins what the raise published into its
         CPU's view; a store of 1 to a raising flag publishes the raiser's view (after the
         full barrier an IPI is sent behind); a flag cleared by anyone else (a cancel) no
-        longer constrains the next entry."""
+        longer constrains the next entry. A VM exit (the CPU's `guest_mode` cleared) takes
+        the interrupts pending on its CPU too: it joins what they published, and their
+        handlers still join it when they run."""
         sh, mk, lo = self.shift, self.width_mask, self.lo
+        g = self.v.guest.get(c.gid)
+        if g is not None and (s >> sh[g] & mk[g]) + lo[g] and not (r >> sh[g] & mk[g]) + lo[g]:
+            for sig in signals:
+                if sig.cpu == c.gid and (r >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending]:
+                    self.join_into(t, c.cur, sig.cur)
+                    self.join_into(t, c.strong, sig.cur)
+                    self.join_into(t, c.strong, sig.strong)
         for sig in signals:
             if gid == sig.taker and (s >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending] \
                     and not (r >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending]:
@@ -783,7 +799,8 @@ class Machine:
         if all(c is None for c in cpus):  # touches no shared location: only the marks to drop
             return [(name, plain)]
         acc, fail = self.v.accesses[(gid, uid)]
-        signals = tuple(sig for sig in self.v.signals if sig.taker == gid or sig.flags & acc.flags)
+        signals = tuple(sig for sig in self.v.signals if sig.taker == gid or sig.flags & acc.flags
+                        or m.GUEST_MODE in acc.flags and sig.cpu in ids)
         out = []
         for form, a, failure in ((name, acc, False), (name + "_fails", fail, True)):
             if a is None:
