@@ -9,6 +9,8 @@ import itertools
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import oracle
 from agreement import compiled
@@ -187,8 +189,8 @@ def test_ipi_handler_outcomes_are_herd7s_with_the_handler_inlined(fence):
     herd: set = set()
     for k in range(len(THREAD) + 1):
         states, _, _, _ = oracle.summary(_ipi_litmus(k, f"\t{fence}\n" if fence else ""))
-        for st in states:
-            vals = dict(s.split("=") for s in st)
+        for row in states:
+            vals = dict(s.split("=") for s in row)
             if vals["1:r0"] == "1":
                 herd.add(tuple(int(vals[r]) for r in ("1:r1", "1:r2", "2:r3", "2:r4")))
     assert ours == herd
@@ -334,3 +336,55 @@ def test_a_spin_lock_in_a_context_orders_as_the_lock_alone(lock):
     herd = {tuple(int(dict(s.split("=") for s in st)[r]) for r in ("0:r0", "1:r1")) for st in states}
     assert ours == plain and ours <= herd and verdict == "Sometimes"
     assert herd - ours <= {(0, 0)}
+
+
+# ---- random programs: a handler is its accesses inlined where it interrupts
+
+_LOCS = ("x", "y", "z")
+_FENCES = ("smp_mb();", "smp_wmb();", "smp_rmb();")
+
+
+@st.composite
+def _accesses(draw, regs: list, n: tuple[int, int]):
+    out = []
+    for _ in range(draw(st.integers(*n))):
+        kind = draw(st.integers(0, 5))
+        loc = draw(st.sampled_from(_LOCS))
+        if kind == 0:
+            out.append(draw(st.sampled_from(_FENCES)))
+        elif kind in (1, 2):
+            out.append(f"{loc} = 1;" if kind == 1 else f"smp_store_release({loc}, 1);")
+        else:
+            reg = f"r{len(regs)}"
+            regs.append(reg)
+            out.append(f"{reg} = {loc};" if kind != 5 else f"{reg} = smp_load_acquire({loc});")
+    return out
+
+
+@st.composite
+def _handler_programs(draw):
+    """A store before the interrupt, the handler, the rest of the thread, and another
+    CPU that stores and loads: shapes (SB, MP, their mixes) where ordering shows."""
+    regs: list = []
+    store = lambda: draw(st.sampled_from(["{l} = 1;", "smp_store_release({l}, 1);"])).format(  # noqa: E731
+        l=draw(st.sampled_from(_LOCS)))
+    before = [store()] + draw(_accesses(regs, (0, 1)))
+    handler = draw(_accesses(regs, (1, 2)))
+    after = draw(_accesses(regs, (0, 2)))
+    other = [store(), draw(st.sampled_from(["smp_mb();", "smp_rmb();", "r9 = x;"])),
+             f"r{len(regs)} = {draw(st.sampled_from(_LOCS))};"]
+    regs.append(f"r{len(regs)}")
+    head = "model h;\ncpus 2;\nmemory lkmm;\nvar x: 0..1 = 0; var y: 0..1 = 0; var z: 0..1 = 0;\n" + \
+        "".join(f"var {r}: 0..1 = 0;\n" for r in regs + ["r9"]) + f"process q on cpu 1 {{ {' '.join(other)} }}\n"
+    with_irq = head + f"interrupt h on cpu 0 {{ {' '.join(handler)} }}\n" + \
+        f"process p on cpu 0 {{ {' '.join(before)} raise_irq(h); {' '.join(after)} }}\n"
+    inlined = head + f"process p on cpu 0 {{ {' '.join(before)} smp_mb(); {' '.join(handler + after)} }}\n"
+    return with_irq, inlined, ("x", "y", "z", "r9") + tuple(regs)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(_handler_programs())
+def test_random_handlers_give_the_outcomes_of_their_accesses_inlined(program):
+    with_irq, inlined, names = program
+    assert _outcomes(with_irq, names) == _outcomes(inlined, names), with_irq
