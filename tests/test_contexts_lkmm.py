@@ -388,3 +388,20 @@ def _handler_programs(draw):
 def test_random_handlers_give_the_outcomes_of_their_accesses_inlined(program):
     with_irq, inlined, names = program
     assert _outcomes(with_irq, names) == _outcomes(inlined, names), with_irq
+
+
+def test_an_hrtimer_callback_sees_what_was_stored_before_hrtimer_start():
+    """hrtimer_start publishes the arming CPU's view through the clock base's lock, and
+    the callback, on either CPU (an unpinned timer), reads it; a plain flag set after
+    the arming is not ordered before the callback's read."""
+    text = """model t;
+cpus 2;
+memory lkmm;
+var data: 0..1 = 0; var late: 0..1 = 0; var got: 0..2 = 0; var saw_late: 0..2 = 0;
+hrtimer t[2] { got = data + 1; saw_late = late + 1; }
+process p on cpu 0 { data = 1; hrtimer_start(t); late = 1; }
+process q on cpu 1 { skip; }
+"""
+    got = _outcomes(text, ("got", "saw_late"))
+    assert {g for g, _ in got} == {2}  # the callback ran and read data = 1
+    assert {s for _, s in got} == {1, 2}  # `late`, stored after the arming: either
