@@ -349,6 +349,12 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
         ('hrtimer: `if (expired_tscdeadline != 0)` never takes its else branch',
          "a queued timer has a non-zero tscdeadline (ADVANCE is 1): only cancel_without_wait's rewrite to 0 lands between the dequeue and T2"),
     ],
+    'csd_wait_ipi.spec': [
+        ("no_release: the same reachable states as base (15): does the variant's setting change anything?",
+         'under sc a release is a plain store: the same states as base'),
+        ("no_release_tso: the same reachable states as base_tso (23): does the variant's setting change anything?",
+         'x86 keeps stores in order: a release is a plain store, as in base_tso'),
+    ],
     'vcpu_preempted_kick.spec': [
         ('kicker: `if (target != me)` never takes its else branch',
          "the vCPU thread can move to cpu 1 only after the kicker's thread has left it (a CPU runs one thread until it ends or blocks)"),
