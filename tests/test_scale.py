@@ -81,6 +81,7 @@ PINNED = {
     ("models/ipi_fastpath_reenter.spec", "reenter_without_exit_check"): (482, 864, 33, ''),
     ("models/ipi_fastpath_reenter.spec", "reenter_without_sync"): (430, 703, 43, 'remote_ipi_taken=violated,self_ipi_taken=violated'),
     ("models/ipi_fastpath_reenter.spec", "seed_v1"): (1012, 1913, 43, ''),
+    ("models/ipi_fastpath_reenter.spec", "v6_11"): (701, 1228, 42, ''),
     ("models/ipi_fastpath_reenter.spec", "self_notify_reenter"): (744, 1407, 36, ''),
     ("models/pi_timer.spec", "base"): (4276, 9503, 66, ''),
     ("models/pi_timer.spec", "base_tso"): (7020, 17068, 79, ''),
