@@ -1,0 +1,299 @@
+"""The native level loop: the plain breadth-first search in C (backends/c.py), built
+with the system's C compiler as SPIN's pan is, cached, and loaded with ctypes.
+
+The C side keeps the states in breadth-first order (so the queue is a range of ids),
+their parents and steps, and the visited set. It expands every state that needs no
+decision; a state that does (an invariant fails, a step bails, no step moves, a premise
+of vacuity holds, a `final` condition may apply) is expanded by the Python search's own
+generic loop (`Search._level_generic`), whose visited set, parents and steps are then
+the C ones (`_Seen`, `_Parents`, `_Steps`), so that it stores what it finds in the same
+order the Python loop would. Verdicts, counterexamples (rebuilt in Python from the
+parent links with the Python steps, as always) and state counts are therefore the
+Python loop's; tests/test_native.py checks that on the shipped models and on generated
+specs.
+
+The build is cached under $XDG_CACHE_HOME/timerace/native (default ~/.cache), keyed by
+the hash of the generated C (a function of the IR) and the compiler command, so a model
+pays the compile once. Where there is no compiler, or the model uses what the C back end
+does not write (tso, lkmm, fixed-width integers, ...), or the search needs what the C
+loop does not do (reductions, the graph for liveness, workers), the Python loop runs and
+the run says why (`Stats.loop`, `Stats.notes`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import operator
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from array import array
+from pathlib import Path
+
+from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source
+from ...backends.python import CompiledModel
+from ...base.progress import Progress
+from .fastloop import actor_tables
+from .search import OUT_OF_MEMORY, Exploration, Limits, Search, StopSearch, rss_bytes
+
+#: the loops `--loop` chooses between; auto: native where it applies, else Python
+LOOPS = ("python", "native", "auto")
+#: tr_level's answers (backends/c.py's enum)
+DONE, GENERIC, FULL, CHUNKED, NOMEM = range(5)
+CFLAGS = ("-O2", "-shared", "-fPIC", "-w")
+#: a compile that takes longer is given up (the Python loop runs instead)
+COMPILE_SECONDS = 300
+_u64, _u32, _ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
+
+
+def compiler() -> str | None:
+    """The C compiler: $CC, else cc, as found on PATH."""
+    return shutil.which(os.environ.get("CC") or "cc")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "timerace" / "native"
+
+
+def source_for(cm: CompiledModel) -> CSource:
+    """The C of one compiled variant, its steps numbered as the search numbers them
+    (fastloop.actor_tables); raises Unsupported."""
+    if cm.flushes:
+        raise Unsupported("store buffers or lkmm views")
+    steps, actors = actor_tables(cm)
+    by_gid = {inst.gid: inst for inst in cm.instances}
+    refs = []
+    for cs in steps:
+        refs.append(StepRef(by_gid[cs.gid].process, cs.instance, cs.step))
+    rows = [Actor(shift, mask, tuple(tuple(k for _, k in at) for at in table)) for shift, mask, table in actors]
+    pk = cm.packing
+    assert pk is not None
+    return c_source(cm.program, pk.shift, pk.width, pk.lo, pk.hi, pk.bits, refs, rows,
+                    [inv.property for inv in cm.invariants], [p.property for p in cm.premises], bool(cm.finals))
+
+
+class Library:
+    """One built variant, loaded: the C functions with their signatures."""
+
+    def __init__(self, path: Path, source: CSource):
+        self.path = path
+        self.source = source
+        lib = ctypes.CDLL(str(path))
+        for name, res, args in (
+                ("tr_new", _ptr, ()), ("tr_free", None, (_ptr,)), ("tr_add", ctypes.c_int, (_ptr, _u64)),
+                ("tr_contains", ctypes.c_int, (_ptr, _u64)), ("tr_record", ctypes.c_int, (_ptr, _u64, _u32)),
+                ("tr_count", _u64, (_ptr,)), ("tr_records", _u64, (_ptr,)), ("tr_state", _u64, (_ptr, _u64)),
+                ("tr_parent", _u64, (_ptr, _u64)), ("tr_via", _u32, (_ptr, _u64)),
+                ("tr_states", ctypes.POINTER(_u64), (_ptr,)), ("tr_marks", ctypes.POINTER(_u64), (_ptr,)),
+                ("tr_transitions", _u64, (_ptr,)), ("tr_truncate", None, (_ptr, _u64)),
+                ("tr_step", ctypes.c_int, (ctypes.c_int, _u64, ctypes.POINTER(_u64))),
+                ("tr_predicate", ctypes.c_int, (ctypes.c_int, ctypes.c_int, _u64)),
+                ("tr_level", ctypes.c_int, (_ptr, _u64, ctypes.POINTER(_u64), ctypes.POINTER(_u64), _u64, _u64,
+                                            _u64, ctypes.c_int))):
+            fn = getattr(lib, name)
+            fn.restype = res
+            fn.argtypes = args
+        self.lib = lib
+
+    def step(self, k: int, s: int) -> tuple[int, int]:
+        """(0 disabled | 1 moved | 2 bailed, successor) of step k in packed state s."""
+        out = _u64(0)
+        r = self.lib.tr_step(k, s, ctypes.byref(out))
+        return r, out.value
+
+
+def build(source: CSource) -> Library:
+    """Compile (or find in the cache) and load; raises Unsupported with the reason when
+    there is no compiler or it fails."""
+    cc = compiler()
+    if cc is None:
+        raise Unsupported("no C compiler (cc, or $CC) on PATH")
+    key = hashlib.sha256((source.digest + "\0" + cc + "\0" + " ".join(CFLAGS)).encode()).hexdigest()[:32]
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / f"timerace-native-{os.getuid() if hasattr(os, 'getuid') else 0}"
+        folder.mkdir(parents=True, exist_ok=True)
+    so = folder / f"{key}.so"
+    if not so.exists():
+        fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=folder)
+        tmp_so = tmp_c[:-2] + ".so"
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(source.text)
+            try:
+                done = subprocess.run([cc, *CFLAGS, "-o", tmp_so, tmp_c], capture_output=True, text=True,
+                                      timeout=COMPILE_SECONDS)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise Unsupported(f"the C compiler did not run: {e}") from None
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
+                raise Unsupported(f"the C compiler failed: {first[:200]}")
+            os.replace(tmp_so, so)  # whole or not at all: a reader never sees half a library
+        finally:
+            for leftover in (tmp_c, tmp_so):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
+    return Library(so, source)
+
+
+def library_for(cm: CompiledModel) -> Library:
+    return build(source_for(cm))
+
+
+# ---- the C stores as the Python search's visited set, parents and steps ----------
+
+
+class _Seen:
+    """The C visited set, as `Search` uses its set (`in`, `add`) or its Fingerprints
+    (`contains`, `add` saying whether the state was new): `add` also queues the state."""
+
+    def __init__(self, lib, t):
+        self.lib, self.t = lib, t
+
+    def __contains__(self, s: int) -> bool:
+        return bool(self.lib.tr_contains(self.t, s))
+
+    contains = __contains__
+
+    def add(self, s: int) -> bool:
+        r = self.lib.tr_add(self.t, s)
+        if r < 0:
+            raise MemoryError
+        return bool(r)
+
+    def collision_probability(self) -> float:
+        return 0.0  # every state (at most 63 bits) is its own fingerprint
+
+
+class _Parents:
+    """The parent column: an append waits for the step (`_Steps.append`) to record both."""
+
+    def __init__(self, lib, t):
+        self.lib, self.t = lib, t
+        self.pending = 0
+
+    def append(self, parent: int) -> None:
+        self.pending = parent
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.lib.tr_parent(self.t, i))
+
+    def __delitem__(self, cut: slice) -> None:
+        self.lib.tr_truncate(self.t, cut.start)
+
+
+class _Steps:
+    def __init__(self, lib, t, parents: _Parents):
+        self.lib, self.t, self.parents = lib, t, parents
+
+    def append(self, k: int) -> None:
+        if self.lib.tr_record(self.t, self.parents.pending, k) < 0:
+            raise MemoryError
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.lib.tr_via(self.t, i))
+
+    def __delitem__(self, cut: slice) -> None:
+        self.lib.tr_truncate(self.t, cut.start)
+
+
+def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
+                   coverage: bool, library: Library) -> Exploration:
+    """The search of one variant with the native level loop (see the module's doc)."""
+    start = time.monotonic()
+    rss = rss_bytes()
+    search = Search(cm, limits, False, hash_compact, None, generate_from=None, coverage=coverage)
+    lib = library.lib
+    t = lib.tr_new()
+    if not t:
+        raise MemoryError
+    try:
+        parents = _Parents(lib, t)
+        search.seen = _Seen(lib, t)  # type: ignore[assignment]
+        search.parent = parents  # type: ignore[assignment]
+        search.via = _Steps(lib, t, parents)  # type: ignore[assignment]
+        search.add_initial()
+        _run(search, lib, t, progress)
+        search.transitions += lib.tr_transitions(t)
+        if search.marks is not None:
+            marks = lib.tr_marks(t)
+            for k in range(len(search.marks)):
+                search.marks[k] |= marks[k]
+        if progress is not None:
+            progress.done()
+        seconds = time.monotonic() - start
+        grown = rss_bytes()
+        memory = grown - rss if rss is not None and grown is not None else None
+        sums = None
+        if coverage:  # the digest of the stored states, as states_sums gives it for the Python stores
+            n = int(lib.tr_count(t))
+            states = array("Q", ctypes.string_at(lib.tr_states(t), 8 * n)) if n else array("Q")
+            total, squares = sum(states), sum(map(operator.mul, states, states))
+            # Fingerprints sums its fingerprints, state + 1
+            sums = (n, total + n, squares + 2 * total + n) if hash_compact else (n, total, squares)
+        return search.exploration(seconds, memory, 1, "", sums)
+    finally:
+        lib.tr_free(t)
+
+
+def _run(search: Search, lib, t, progress: Progress | None) -> None:
+    """`run_levels` over the C queue: level after level, each a range of ids."""
+    limits = search.limits
+    lo, hi, depth = 0, int(lib.tr_count(t)), 0
+    try:
+        while lo < hi:
+            if limits.max_depth is not None and depth >= limits.max_depth:
+                frontier = [int(lib.tr_state(t, i)) for i in range(lo, hi)]
+                search._level_generic(frontier, range(lo, hi), depth, progress, None)
+            else:
+                _level(search, lib, t, lo, hi, depth, progress)
+            lo, hi = hi, int(lib.tr_count(t))
+            depth += 1
+            if limits.until_found and limits.until_found <= search.found.keys():
+                search.limit = "found what was asked for"
+                break
+    except StopSearch:
+        pass
+    except KeyboardInterrupt:
+        search.limit = "interrupted"
+    except MemoryError:
+        search.limit = OUT_OF_MEMORY
+
+
+def _level(search: Search, lib, t, lo: int, hi: int, depth: int, progress: Progress | None) -> None:
+    search.depth = max(search.depth, depth)
+    max_states = search.limits.max_states if search.limits.max_states is not None else 1 << 62
+    j, expanded = _u64(lo), _u64(search.expanded)
+    while True:
+        settled = search.settled
+        inv_on = sum(1 << n for n, (_, name) in enumerate(search.invariants) if name not in settled)
+        prem_on = sum(1 << n for _, n in search.premises)
+        deadlock = search.limits.check_deadlock and "deadlock" not in settled
+        expanded.value = search.expanded
+        status = lib.tr_level(t, hi, ctypes.byref(j), ctypes.byref(expanded), max_states, inv_on, prem_on,
+                              int(deadlock))
+        search.count, search.expanded = int(lib.tr_count(t)), int(expanded.value)
+        if status == DONE:
+            return
+        if status == CHUNKED:
+            if progress is not None:
+                progress.tick(search.count, search.count - search.expanded, depth)
+            continue
+        if status == FULL:
+            search.limit = "max-states"
+            raise StopSearch
+        if status == NOMEM:
+            raise MemoryError
+        i = int(j.value)  # GENERIC: the Python loop expands (and judges) this one state
+        search._level_generic([int(lib.tr_state(t, i))], [i], depth, progress, None)
+        j.value = i + 1
+        if i + 1 >= hi:
+            return
