@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
-    perf.add_argument("--loop", choices=LOOPS, default="python",
+    perf.add_argument("--loop", choices=LOOPS, default="",
                       help="the explicit search's level loop: python (default), native (the plain breadth-first "
                            "search compiled to C with the system's C compiler, cached under $XDG_CACHE_HOME; "
                            "same states, verdicts and counterexamples) or auto (native where it applies); "

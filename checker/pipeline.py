@@ -59,7 +59,7 @@ class Options:
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
-    loop: str = "python"  # the explicit level loop: python, native (C, engines/explicit/native.py) or auto
+    loop: str = ""  # the explicit level loop: python, native (C, engines/explicit/native.py), auto; "": python, unsaid
 
 
 WORKERS_PER_CORE = 4  # workers beyond this many per core only add processes that wait (and open files)

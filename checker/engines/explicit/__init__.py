@@ -44,16 +44,20 @@ __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "Stat
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
             graph: bool = False, hash_compact: bool = False, reduction: Reduction | None = None,
-            workers: int = 1, coverage: bool = False, loop: str = "python") -> Exploration:
+            workers: int = 1, coverage: bool = False, loop: str = "") -> Exploration:
     """Breadth-first search of one compiled variant. `graph` keeps the state graph (the
     liveness engine and --dot-graph need it); `hash_compact` stores fingerprints instead
     of states; `workers` > 1 partitions the states across processes when the model is
     big enough to pay for them (parallel.py), never with `graph`; `coverage` records
     which steps ran and which premises held (engines/coverage.py reads them); `loop`
     (LOOPS): the level loop, Python, the native one in C (native.py) or native where it
-    applies (auto); any other than python says in `Stats.loop` which ran, and why not
-    native when it could not."""
-    if loop != "python":
+    applies (auto), said in `Stats.loop` with why not native when it could not be; ""
+    (not asked): Python, unsaid."""
+    if loop == "python":
+        found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+        found.stats = replace(found.stats, loop="python")
+        return found
+    if loop:
         why = ("liveness and --dot-graph need the state graph" if graph
                else "partial-order reduction and symmetry are the Python loop's (--no-por --no-symmetry)"
                if reduction is not None else "")
