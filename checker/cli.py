@@ -165,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the explicit search's level loop: python (default), native (the plain breadth-first "
                            "search compiled to C with the system's C compiler, cached under $XDG_CACHE_HOME; "
                            "same states, verdicts and counterexamples) or auto (native where it applies); "
-                           "where native does not apply (reductions, liveness, tso, lkmm, fixed-width "
-                           "integers, no compiler, ...) the Python loop runs and the output says why")
+                           "where native does not apply (reductions, tso, lkmm, fixed-width integers, no "
+                           "compiler, ...) the Python loop runs and the output says why")
     red = p.add_argument_group("reductions (verdicts are the same with and without them)")
     red.add_argument("--no-por", action="store_true",
                      help="turn partial-order reduction off (on by default; counterexamples are the same either way)")

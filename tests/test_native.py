@@ -43,7 +43,10 @@ def _cache(tmp_path_factory):
 
 def _comparable(ex):
     st = replace(ex.stats, seconds=0.0, bytes_per_state=None, loop="", notes=())
-    return st, ex.counterexamples, ex.model_error, _coverage(ex.marks), ex.held, ex.digest
+    g = ex.graph
+    graph = None if g is None else (list(g.states.packed), g.initial, g.expanded, list(g.first), list(g.dst),
+                                    list(g.step), list(g.enabled))
+    return st, ex.counterexamples, ex.model_error, _coverage(ex.marks), ex.held, ex.digest, graph
 
 
 def _coverage(marks):
@@ -113,6 +116,7 @@ def test_random_models_search_the_same(seed):
         assert ex.stats.loop == "python" and any("tso" in n or "store buffers" in n for n in ex.stats.notes)
         return
     _both(cm)
+    _both(cm, graph=True, coverage=True)
     _both(cm, hash_compact=True, coverage=True)
     _both(cm, limits=Limits(max_states=7))
     _both(cm, limits=Limits(max_depth=3), coverage=True)
@@ -122,16 +126,16 @@ def test_random_models_search_the_same(seed):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", sorted(p.name for p in (ROOT / "models").glob("*.spec")))
 def test_shipped_models_search_the_same(model):
-    """Every sc variant the C back end writes, searched unreduced without the graph (a
-    variant with liveness properties too: the safety search is the same) both ways; and
-    its C steps against the Python ones. Say which variants the C loop does not take."""
+    """Every sc variant the C back end writes, searched unreduced (with the graph where
+    it has liveness properties) both ways; and its C steps against the Python ones. Say
+    which variants the C loop does not take."""
     spec = load(str(ROOT / "models" / model))
     native = 0
     for variant in selected_variants(spec, ()):
         cm = compile_variant(spec, variant, Options())
         if cm.program.model.memory != "sc" or not _applies(cm):
             continue
-        _both(cm, coverage=True)
+        _both(cm, coverage=True, graph=bool(cm.liveness))  # the graph, for the liveness engine
         assert _steps_agree(cm, 500) > 0
         native += 1
     if native == 0:
@@ -174,8 +178,6 @@ var x: 0..3 = 0;
 process a { x = 1; x = 2; }
 process b { x = 3; }
 """)
-    graph = explore(cm, graph=True, loop="auto")
-    assert graph.stats.loop == "python" and "state graph" in graph.stats.notes[-1]
     red = explore(cm, reduction=reduce.plan(cm, por=True), loop="native")
     assert red.stats.loop == "python" and "reduction" in red.stats.notes[-1]
     wide = compiled("model m;\nvar x: u64 = 0;\nprocess a { x = x + 1; }\n")
@@ -185,6 +187,21 @@ process b { x = 3; }
     none = explore(cm, loop="native")
     assert none.stats.loop == "python" and "no C compiler" in none.stats.notes[-1]
     assert none.stats.states == explore(cm).stats.states
+
+
+def test_liveness_verdicts_and_lassos_come_out_the_same():
+    """The whole run (the liveness engine on the graph the C loop kept), as --json has it."""
+    spec = str(ROOT / "models/halt_poll.spec")
+    runs = []
+    for loop in ("python", "native"):
+        out = subprocess.run([sys.executable, "-m", "checker", spec, "--variant", "posted_check_ignores_pi",
+                              "--variant", "waker_no_mb_sc", "--no-por", "--workers", "1", "--loop", loop,
+                              "--json", "-"], capture_output=True, text=True)
+        doc = json.loads(out.stdout)
+        assert {v["stats"].pop("loop") for v in doc["variants"]} == {loop}
+        runs.append((out.returncode, doc["variants"]))
+    assert runs[0] == runs[1]
+    assert any(o["kind"] == "liveness" and o["verdict"] == "violated" for v in runs[1][1] for o in v["outcomes"])
 
 
 def test_a_build_is_cached_by_its_source(tmp_path, monkeypatch):

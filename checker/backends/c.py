@@ -595,7 +595,11 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
         out.append(w.predicate(f"premise{n}", premise_of(prop), f"premise of {prop.name}"))
     out.append(w.at_ends())
     out.append(_dispatchers(len(steps), len(invariants), len(premises)))
-    out.append(_level(actors, len(invariants), len(premises), finals))
+    layout = program.layout
+    gids = [layout.gid_base[ref.process.name] + ref.instance for ref in steps]
+    if max(gids, default=0) > 62:
+        raise Unsupported("more than 63 process instances (the enabled masks are 64 bits)")
+    out.append(_level(actors, gids, len(invariants), len(premises), finals))
     text = "\n".join(out)
     return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest())
 
@@ -622,7 +626,7 @@ def _dispatchers(steps: int, invariants: int, premises: int) -> str:
     return "\n".join(lines)
 
 
-def _level(actors: Sequence[Actor], invariants: int, premises: int, finals: bool) -> str:
+def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premises: int, finals: bool) -> str:
     """The level loop: per state the invariants and premises still asked for, then per
     actor a switch on its field running the steps there into a buffer; the successors
     are stored only once every step ran without bailing, in the search's order."""
@@ -659,14 +663,21 @@ def _level(actors: Sequence[Actor], invariants: int, premises: int, finals: bool
     fields = ", ".join(f"{{{a.shift}, {a.mask:#x}}}" for a in actors) or "{0, 0}"
     lines += [
         "        if (n == 0 && deadlock) goto generic;  /* the Python loop judges a state without successors */",
+        "        int64_t en = 0;",
         "        for (int i = 0; i < n; i++) {",
         "            int k = via[i];",
+        "            u64 id;",
         "            t->transitions++;",
         "            t->marks[k] |= 2ULL << (succ[i] >> FIELD[ACTOR[k]][0] & FIELD[ACTOR[k]][1]);",
-        "            r = tr_add(t, succ[i]);",
+        "            r = add_id(t, succ[i], &id);",
         "            if (r < 0) { *jp = j; return NOMEM; }",
         "            if (r) { if (tr_record(t, j, (u32)k) < 0) { *jp = j; return NOMEM; } }",
+        "            if (t->graph) {",
+        "                en |= 1LL << GID[k];",
+        "                if (tr_edge(t, id, (u32)k) < 0) { *jp = j; return NOMEM; }",
+        "            }",
         "        }",
+        "        if (t->graph && (tr_first(t, t->ndst) < 0 || tr_enabled(t, en) < 0)) { *jp = j; return NOMEM; }",
         "        *expanded += 1;",
         "        if (t->count >= max_states && *expanded < t->count) { *jp = j + 1; return FULL; }",
         "        continue;",
@@ -684,7 +695,9 @@ def _level(actors: Sequence[Actor], invariants: int, premises: int, finals: bool
     nsteps = max(actor_of, default=-1) + 1
     table = [f"static const int FIELD[{max(1, len(actors))}][2] = {{{fields}}};",
              f"static const int ACTOR[{max(1, nsteps)}] = {{"
-             + (", ".join(str(actor_of.get(k, 0)) for k in range(nsteps)) or "0") + "};"]
+             + (", ".join(str(actor_of.get(k, 0)) for k in range(nsteps)) or "0") + "};",
+             "/* graph mode: the process instance (gid) of each step, for the enabled masks */",
+             f"static const int GID[{max(1, len(gids))}] = {{" + (", ".join(map(str, gids)) or "0") + "};"]
     return "\n".join(table + [""] + lines)
 
 
@@ -725,45 +738,107 @@ struct tr {
     u64 *states, *parent;
     u32 *via;
     u64 count, records, cap;
-    u64 *table;
+    u64 *table, *ids;  /* ids: the graph's, each slot's state id (graph mode only) */
     u64 size, used, limit;
     int spread;
     u64 transitions;
     u64 marks[NSTEPS];
+    /* graph mode: the edges of state i are dst/step[first[i] .. first[i + 1]), and
+       enabled[i] has bit g set when actor g had a successor (the liveness engine's) */
+    int graph;
+    u64 *first, *dst;
+    u32 *step;
+    int64_t *enabled;
+    u64 nfirst, ndst, nenabled, capfirst, capdst, capstep, capenabled;
 };
 
-struct tr *tr_new(void) {
+struct tr *tr_new(int graph) {
     struct tr *t = calloc(1, sizeof *t);
     if (!t) return 0;
     t->size = 1 << 16;
     t->spread = 64 - 16;
     t->limit = t->size * 7 / 10;
     t->table = calloc(t->size, sizeof(u64));
-    if (!t->table) { free(t); return 0; }
+    t->graph = graph;
+    if (graph) {
+        t->ids = calloc(t->size, sizeof(u64));
+        t->first = calloc(1024, sizeof(u64));
+        t->capfirst = 1024;
+        t->nfirst = 1;  /* first[0] = 0 */
+    }
+    if (!t->table || (graph && (!t->ids || !t->first))) {
+        free(t->table); free(t->ids); free(t->first); free(t);
+        return 0;
+    }
     return t;
 }
 
 void tr_free(struct tr *t) {
     if (!t) return;
-    free(t->states); free(t->parent); free(t->via); free(t->table); free(t);
+    free(t->states); free(t->parent); free(t->via); free(t->table); free(t->ids);
+    free(t->first); free(t->dst); free(t->step); free(t->enabled); free(t);
 }
 
 static int grow_table(struct tr *t) {
     u64 size = t->size * 2, mask = size - 1;
     int spread = t->spread - 1;
-    u64 *table = calloc(size, sizeof(u64));
+    u64 *table = calloc(size, sizeof(u64)), *ids = 0;
     if (!table) return -1;
+    if (t->graph && !(ids = calloc(size, sizeof(u64)))) { free(table); return -1; }
     for (u64 i = 0; i < t->size; i++) {
         u64 fp = t->table[i];
         if (!fp) continue;
         u64 h = (fp * 0x9E3779B97F4A7C15ULL) >> spread;
         while (table[h]) h = (h + 1) & mask;
         table[h] = fp;
+        if (ids) ids[h] = t->ids[i];
     }
-    free(t->table);
-    t->table = table; t->size = size; t->spread = spread; t->limit = size * 7 / 10;
+    free(t->table); free(t->ids);
+    t->table = table; t->ids = ids; t->size = size; t->spread = spread; t->limit = size * 7 / 10;
     return 0;
 }
+
+static int grow(void **p, u64 *cap, u64 need, size_t item) {
+    if (need <= *cap) return 0;
+    u64 c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * item);
+    if (!q) return -1;
+    *p = q; *cap = c;
+    return 0;
+}
+
+/* graph mode: an edge to state `dst` by step `k`, the end of a state's edges, its actors */
+int tr_edge(struct tr *t, u64 dst, u32 k) {
+    if (grow((void **)&t->dst, &t->capdst, t->ndst + 1, sizeof(u64)) < 0) return -1;
+    if (grow((void **)&t->step, &t->capstep, t->ndst + 1, sizeof(u32)) < 0) return -1;
+    t->dst[t->ndst] = dst;
+    t->step[t->ndst++] = k;
+    return 0;
+}
+
+int tr_first(struct tr *t, u64 x) {
+    if (grow((void **)&t->first, &t->capfirst, t->nfirst + 1, sizeof(u64)) < 0) return -1;
+    t->first[t->nfirst++] = x;
+    return 0;
+}
+
+int tr_enabled(struct tr *t, int64_t mask) {
+    if (grow((void **)&t->enabled, &t->capenabled, t->nenabled + 1, sizeof(int64_t)) < 0) return -1;
+    t->enabled[t->nenabled++] = mask;
+    return 0;
+}
+
+u64 tr_ndst(struct tr *t) { return t->ndst; }
+u64 tr_nfirst(struct tr *t) { return t->nfirst; }
+u64 tr_nenabled(struct tr *t) { return t->nenabled; }
+u64 tr_first_at(struct tr *t, u64 i) { return t->first[i]; }
+void tr_cut_edges(struct tr *t, u64 n) { if (t->ndst > n) t->ndst = n; }
+void tr_cut_first(struct tr *t, u64 n) { if (t->nfirst > n) t->nfirst = n; }
+u64 *tr_first_ptr(struct tr *t) { return t->first; }
+u64 *tr_dst_ptr(struct tr *t) { return t->dst; }
+u32 *tr_step_ptr(struct tr *t) { return t->step; }
+int64_t *tr_enabled_ptr(struct tr *t) { return t->enabled; }
 
 static int reserve(struct tr *t, u64 n) {
     if (n <= t->cap) return 0;
@@ -793,20 +868,38 @@ int tr_contains(struct tr *t, u64 s) {
 }
 
 /* state s into the visited set and, if new, at the end of the queue: 1 new, 0 seen,
-   -1 out of memory */
-int tr_add(struct tr *t, u64 s) {
+   -1 out of memory; *id: its id (graph mode) */
+static int add_id(struct tr *t, u64 s, u64 *id) {
     u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
     for (;;) {
         u64 x = t->table[h];
-        if (x == fp) return 0;
+        if (x == fp) { if (t->graph) *id = t->ids[h]; return 0; }
         if (!x) break;
         h = (h + 1) & mask;
     }
     if (reserve(t, t->count + 1) < 0) return -1;
     t->table[h] = fp;
+    if (t->graph) t->ids[h] = t->count;
+    *id = t->count;
     t->states[t->count++] = s;
     if (++t->used > t->limit && grow_table(t) < 0) return -1;
     return 1;
+}
+
+int tr_add(struct tr *t, u64 s) {
+    u64 id;
+    return add_id(t, s, &id);
+}
+
+/* graph mode: the id of state s, or -1 */
+int64_t tr_lookup(struct tr *t, u64 s) {
+    u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
+    for (;;) {
+        u64 x = t->table[h];
+        if (x == fp) return (int64_t)t->ids[h];
+        if (!x) return -1;
+        h = (h + 1) & mask;
+    }
 }
 
 /* the parent and step of the state stored last without them */

@@ -58,16 +58,15 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
         found.stats = replace(found.stats, loop="python")
         return found
     if loop:
-        why = ("liveness and --dot-graph need the state graph" if graph
-               else "partial-order reduction and symmetry are the Python loop's (--no-por --no-symmetry)"
-               if reduction is not None else "")
+        why = "partial-order reduction and symmetry are the Python loop's (--no-por --no-symmetry)" \
+            if reduction is not None else ""
         if not why:
             try:
                 library = library_for(cm)
             except Unsupported as e:
                 why = str(e)
         if not why:
-            found = explore_native(cm, limits, progress, hash_compact, coverage, library)
+            found = explore_native(cm, limits, progress, hash_compact, coverage, library, graph)
             note = (f"the native loop runs in one process (--workers {workers} not used)",) if workers > 1 else ()
             found.stats = replace(found.stats, loop="native", notes=found.stats.notes + note)
             return found

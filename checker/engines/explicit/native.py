@@ -16,8 +16,8 @@ The build is cached under $XDG_CACHE_HOME/timerace/native (default ~/.cache), ke
 the hash of the generated C (a function of the IR) and the compiler command, so a model
 pays the compile once. Where there is no compiler, or the model uses what the C back end
 does not write (tso, lkmm, fixed-width integers, ...), or the search needs what the C
-loop does not do (reductions, the graph for liveness, workers), the Python loop runs and
-the run says why (`Stats.loop`, `Stats.notes`).
+loop does not do (partial-order reduction, symmetry), the Python loop runs and the run
+says why (`Stats.loop`, `Stats.notes`). The native loop runs in one process.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import actor_tables
-from .search import OUT_OF_MEMORY, Exploration, Limits, Search, StopSearch, rss_bytes
+from .search import OUT_OF_MEMORY, STEP, WORD, Exploration, Limits, Search, StopSearch, rss_bytes
 
 #: the loops `--loop` chooses between; auto: native where it applies, else Python
 LOOPS = ("python", "native", "auto")
@@ -84,7 +84,13 @@ class Library:
         self.source = source
         lib = ctypes.CDLL(str(path))
         for name, res, args in (
-                ("tr_new", _ptr, ()), ("tr_free", None, (_ptr,)), ("tr_add", ctypes.c_int, (_ptr, _u64)),
+                ("tr_new", _ptr, (ctypes.c_int,)), ("tr_free", None, (_ptr,)), ("tr_add", ctypes.c_int, (_ptr, _u64)),
+                ("tr_lookup", ctypes.c_int64, (_ptr, _u64)), ("tr_edge", ctypes.c_int, (_ptr, _u64, _u32)),
+                ("tr_first", ctypes.c_int, (_ptr, _u64)), ("tr_enabled", ctypes.c_int, (_ptr, ctypes.c_int64)),
+                ("tr_ndst", _u64, (_ptr,)), ("tr_nfirst", _u64, (_ptr,)), ("tr_nenabled", _u64, (_ptr,)),
+                ("tr_first_at", _u64, (_ptr, _u64)), ("tr_cut_edges", None, (_ptr, _u64)),
+                ("tr_cut_first", None, (_ptr, _u64)), ("tr_first_ptr", _ptr, (_ptr,)), ("tr_dst_ptr", _ptr, (_ptr,)),
+                ("tr_step_ptr", _ptr, (_ptr,)), ("tr_enabled_ptr", _ptr, (_ptr,)),
                 ("tr_contains", ctypes.c_int, (_ptr, _u64)), ("tr_record", ctypes.c_int, (_ptr, _u64, _u32)),
                 ("tr_count", _u64, (_ptr,)), ("tr_records", _u64, (_ptr,)), ("tr_state", _u64, (_ptr, _u64)),
                 ("tr_parent", _u64, (_ptr, _u64)), ("tr_via", _u32, (_ptr, _u64)),
@@ -205,14 +211,94 @@ class _Steps:
         self.lib.tr_truncate(self.t, cut.start)
 
 
+class _Index:
+    """Graph mode: the C table as `Search.index` (state -> id); setting an id stores the
+    state (its id is the next, as the Python search's `self.count`)."""
+
+    def __init__(self, lib, t):
+        self.lib, self.t = lib, t
+
+    def get(self, s: int) -> int | None:
+        i = self.lib.tr_lookup(self.t, s)
+        return None if i < 0 else int(i)
+
+    def __contains__(self, s: int) -> bool:
+        return self.lib.tr_lookup(self.t, s) >= 0
+
+    def __setitem__(self, s: int, i: int) -> None:
+        if self.lib.tr_add(self.t, s) < 0:
+            raise MemoryError
+
+
+class _Stored:
+    """Graph mode: `Search.states`, which `_Index` already appended to."""
+
+    def append(self, s: int) -> None:
+        pass
+
+
+class _Edges:
+    """Graph mode: `Search.dst` (an append waits for the step) and `Search.step`."""
+
+    def __init__(self, lib, t, pending: _Edges | None = None):
+        self.lib, self.t, self.pending = lib, t, pending
+        self.value = 0
+
+    def append(self, x: int) -> None:
+        if self.pending is None:
+            self.value = x
+        elif self.lib.tr_edge(self.t, self.pending.value, x) < 0:
+            raise MemoryError
+
+    def __len__(self) -> int:
+        return int(self.lib.tr_ndst(self.t))
+
+    def __delitem__(self, cut: slice) -> None:
+        self.lib.tr_cut_edges(self.t, cut.start)
+
+
+class _First:
+    def __init__(self, lib, t):
+        self.lib, self.t = lib, t
+
+    def append(self, x: int) -> None:
+        if self.lib.tr_first(self.t, x) < 0:
+            raise MemoryError
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.lib.tr_first_at(self.t, i))
+
+    def __delitem__(self, cut: slice) -> None:
+        self.lib.tr_cut_first(self.t, cut.start)
+
+
+class _Enabled:
+    def __init__(self, lib, t):
+        self.lib, self.t = lib, t
+
+    def append(self, mask: int) -> None:
+        if self.lib.tr_enabled(self.t, mask) < 0:
+            raise MemoryError
+
+    def __len__(self) -> int:
+        return int(self.lib.tr_nenabled(self.t))
+
+
+def _column(typecode: str, pointer, n: int, itemsize: int) -> array:
+    out = array(typecode)
+    if n:
+        out.frombytes(ctypes.string_at(pointer, itemsize * n))
+    return out
+
+
 def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
-                   coverage: bool, library: Library) -> Exploration:
+                   coverage: bool, library: Library, graph: bool = False) -> Exploration:
     """The search of one variant with the native level loop (see the module's doc)."""
     start = time.monotonic()
     rss = rss_bytes()
-    search = Search(cm, limits, False, hash_compact, None, generate_from=None, coverage=coverage)
+    search = Search(cm, limits, graph, hash_compact, None, generate_from=None, coverage=coverage)
     lib = library.lib
-    t = lib.tr_new()
+    t = lib.tr_new(int(graph))
     if not t:
         raise MemoryError
     try:
@@ -220,8 +306,20 @@ def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None,
         search.seen = _Seen(lib, t)  # type: ignore[assignment]
         search.parent = parents  # type: ignore[assignment]
         search.via = _Steps(lib, t, parents)  # type: ignore[assignment]
+        if graph:
+            dst = _Edges(lib, t)
+            search.index, search.states = _Index(lib, t), _Stored()  # type: ignore[assignment]
+            search.dst, search.step = dst, _Edges(lib, t, dst)  # type: ignore[assignment]
+            search.first, search.enabled = _First(lib, t), _Enabled(lib, t)  # type: ignore[assignment]
         search.add_initial()
         _run(search, lib, t, progress)
+        if graph:  # the graph as the Python search keeps it, for the liveness engine
+            n, edges = int(lib.tr_count(t)), int(lib.tr_ndst(t))
+            search.states = _column("Q", lib.tr_states(t), n, 8)  # type: ignore[assignment]
+            search.first = _column(WORD, lib.tr_first_ptr(t), int(lib.tr_nfirst(t)), 8)
+            search.dst = _column(WORD, lib.tr_dst_ptr(t), edges, 8)
+            search.step = _column(STEP, lib.tr_step_ptr(t), edges, 4)
+            search.enabled = _column("q", lib.tr_enabled_ptr(t), int(lib.tr_nenabled(t)), 8)
         search.transitions += lib.tr_transitions(t)
         if search.marks is not None:
             marks = lib.tr_marks(t)
@@ -233,7 +331,7 @@ def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None,
         grown = rss_bytes()
         memory = grown - rss if rss is not None and grown is not None else None
         sums = None
-        if coverage:  # the digest of the stored states, as states_sums gives it for the Python stores
+        if coverage and not graph:  # the digest of the stored states, as states_sums gives it for Python's
             n = int(lib.tr_count(t))
             states = array("Q", ctypes.string_at(lib.tr_states(t), 8 * n)) if n else array("Q")
             total, squares = sum(states), sum(map(operator.mul, states, states))
@@ -252,7 +350,7 @@ def _run(search: Search, lib, t, progress: Progress | None) -> None:
         while lo < hi:
             if limits.max_depth is not None and depth >= limits.max_depth:
                 frontier = [int(lib.tr_state(t, i)) for i in range(lo, hi)]
-                search._level_generic(frontier, range(lo, hi), depth, progress, None)
+                search.level(frontier, range(lo, hi), depth, progress)
             else:
                 _level(search, lib, t, lo, hi, depth, progress)
             lo, hi = hi, int(lib.tr_count(t))
@@ -293,7 +391,7 @@ def _level(search: Search, lib, t, lo: int, hi: int, depth: int, progress: Progr
         if status == NOMEM:
             raise MemoryError
         i = int(j.value)  # GENERIC: the Python loop expands (and judges) this one state
-        search._level_generic([int(lib.tr_state(t, i))], [i], depth, progress, None)
+        search.level([int(lib.tr_state(t, i))], [i], depth, progress)
         j.value = i + 1
         if i + 1 >= hi:
             return
