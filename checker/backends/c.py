@@ -33,7 +33,7 @@ from .. import model as m
 from ..base.limits import MAX_STEP_LOOP
 from ..base.safe_text import python_comment
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
-                  Program, ProcessIR, Step, StepKind)
+                  Program, ProcessIR, Step, StepKind, builtins_in)
 from ..semantics.fold import simplify, store_needs
 from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
                                Xchg, Zero, lower)
@@ -234,7 +234,7 @@ class CWriter:
         if isinstance(x, m.LocalOf):
             return self.local_of(x, e, src)
         if isinstance(x, m.Quant):
-            if any(isinstance(n, m.Builtin) for n in _subexprs(x.body)):
+            if next(builtins_in(x.body), None) is not None:
                 raise Unsupported("a kernel primitive inside a quantifier")
             var = f"q{x.bound.uid}"
             self.bound[x.bound.uid] = var
@@ -602,16 +602,6 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
     out.append(_level(actors, gids, len(invariants), len(premises), finals))
     text = "\n".join(out)
     return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest())
-
-
-def _subexprs(x: m.TExpr):
-    yield x
-    for name in ("operand", "left", "right", "cond", "then", "orelse", "index", "body"):
-        sub = getattr(x, name, None)
-        if isinstance(sub, m.TExpr):
-            yield from _subexprs(sub)
-    for a in getattr(x, "args", ()) or ():
-        yield from _subexprs(a)
 
 
 def _dispatchers(steps: int, invariants: int, premises: int) -> str:
