@@ -18,7 +18,7 @@ second of search, and our JSON's search time (wall clock, inflated on a busy mac
 sensitive than wall time to a shared machine, but a busy machine still slows every
 tool (caches, frequency): compare the tools within one run.
 
-Usage: python bench/native.py [--model NAME=N,N ...] [--repeats K] [--json OUT]
+Usage: python bench/native.py [--model NAME=N,N ...] [--repeats K] [--json OUT] [--no-spin]
 """
 
 from __future__ import annotations
@@ -61,11 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--check", help="the check executable (default: the one beside this Python)")
+    ap.add_argument("--no-spin", action="store_true", help="leave pan out")
     args = ap.parse_args(argv)
     sizes = {m.partition("=")[0]: tuple(int(x) for x in m.partition("=")[2].split(",")) for m in args.model} \
         if args.model else DEFAULT
     check = check_command(args.check)
-    spin_ok = shutil.which("spin") is not None and shutil.which("gcc") is not None
+    spin_ok = not args.no_spin and shutil.which("spin") is not None and shutil.which("gcc") is not None
     rows, record, bad = [], [], False
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -230,3 +230,17 @@ def test_the_command_line_says_which_loop_ran(tmp_path):
     assert all("loop" not in v["stats"] for v in json.loads(plain.stdout)["variants"])
     dump = subprocess.run(check + [spec, "--dump-c", "--variant", "base"], capture_output=True, text=True)
     assert dump.returncode == 0 and "int tr_level(" in dump.stdout and "static int step0(" in dump.stdout
+
+
+def test_the_bench_script_compares_both_loops(tmp_path, capsys):
+    """bench/native.py on a small size, without pan: both loops, the same count."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import native as bench  # bench/native.py
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    out = tmp_path / "bench.json"
+    assert bench.main(["--model", "philosophers=4", "--repeats", "1", "--no-spin", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert {r["tool"] for r in rows} == {"python", "native"} and {r["states"] for r in rows} == {464}
+    assert "states per CPU s" in capsys.readouterr().out
