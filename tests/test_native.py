@@ -22,7 +22,7 @@ from checker.backends.python import AssertionViolation, ModelError
 from checker.base.errors import SpecError
 from checker.engines import reduce
 from checker.engines.explicit import Limits, explore
-from checker.engines.explicit.native import library_for, source_for
+from checker.engines.explicit.native import cache_key, compiler, library_for, source_for
 from checker.engines.explicit.search import Search, run_levels
 from checker.ir import StepKind
 from checker.pipeline import Options, compile_variant, load, selected_variants
@@ -214,6 +214,10 @@ def test_a_build_is_cached_by_its_source(tmp_path, monkeypatch):
     other = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 2; }\n")
     assert library_for(other).path != first
     assert sorted(p.suffix for p in first.parent.iterdir()) == [".so", ".so"]  # no half-written files left
+    third = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 3; }\n")
+    damaged = first.parent / f"{cache_key(source_for(third), compiler())}.so"
+    damaged.write_bytes(b"not a library")  # a damaged cache entry is built again
+    assert library_for(third).path == damaged and damaged.read_bytes()[:4] == b"\x7fELF"
 
 
 def test_the_command_line_says_which_loop_ran(tmp_path):

@@ -112,22 +112,47 @@ class Library:
         return r, out.value
 
 
+def cache_key(source: CSource, cc: str) -> str:
+    """The build's name in the cache: the C's hash, the compiler and its flags."""
+    return hashlib.sha256((source.digest + "\0" + cc + "\0" + " ".join(CFLAGS)).encode()).hexdigest()[:32]
+
+
 def build(source: CSource) -> Library:
     """Compile (or find in the cache) and load; raises Unsupported with the reason when
     there is no compiler or it fails."""
     cc = compiler()
     if cc is None:
         raise Unsupported("no C compiler (cc, or $CC) on PATH")
-    key = hashlib.sha256((source.digest + "\0" + cc + "\0" + " ".join(CFLAGS)).encode()).hexdigest()[:32]
+    key = cache_key(source, cc)
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    except OSError:  # no cache to write: a folder of this user's in the temporary directory
         folder = Path(tempfile.gettempdir()) / f"timerace-native-{os.getuid() if hasattr(os, 'getuid') else 0}"
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise Unsupported(f"no folder to build in: {e}") from None
     so = folder / f"{key}.so"
+    if so.exists():
+        try:
+            return Library(so, source)
+        except OSError:  # not a library this process can load (a damaged cache entry): build it again
+            so.unlink(missing_ok=True)
+    _compile(cc, source, so)
+    try:
+        return Library(so, source)
+    except OSError as e:
+        raise Unsupported(f"the built library does not load: {e}") from None
+
+
+def _compile(cc: str, source: CSource, so: Path) -> None:
+    folder = so.parent
     if not so.exists():
-        fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=folder)
+        try:
+            fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=folder)
+        except OSError as e:
+            raise Unsupported(f"cannot write the C into {folder}: {e}") from None
         tmp_so = tmp_c[:-2] + ".so"
         try:
             with os.fdopen(fd, "w") as f:
@@ -147,7 +172,6 @@ def build(source: CSource) -> Library:
                     os.unlink(leftover)
                 except OSError:
                     pass
-    return Library(so, source)
 
 
 def library_for(cm: CompiledModel) -> Library:
