@@ -8,6 +8,7 @@ model or the layout to print them.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from dataclasses import dataclass, field
 
@@ -176,6 +177,7 @@ class Stats:
     notes: tuple[str, ...] = ()  # what else the engine wants said about this search
     ample_states: int | None = None  # partial-order reduction: states expanded with an ample set (None: off)
     reductions: tuple[str, ...] = ()  # the reductions applied, or why not, in words
+    loop: str = ""  # the explicit level loop that ran, "native" or "python", when --loop asked for one
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +192,7 @@ class PropertyOutcome:
     bound: int | None = None  # bmc without a violation: searched up to this depth only
     expect_span: Span | None = None  # where the variant's `expect` clause names this property, if it does
 
-    @property
+    @builtins.property  # `property` here is the field above
     def as_expected(self) -> bool:
         if self.verdict in (Verdict.ERROR, Verdict.UNKNOWN, Verdict.CHECKER_BUG):
             return False
