@@ -42,7 +42,7 @@ CONCLUSION_VALUES = 3
 #: candidates beyond this many are not made (the families are made in order, cheapest first)
 MAX_CANDIDATES = 6000
 #: control locations (pc combinations) beyond this many: no candidates per location
-MAX_CONTROL = 400
+MAX_CONTROL = 5000
 #: valuations at all control locations together beyond this many: no exact candidates
 MAX_VALUATIONS = 20_000
 
