@@ -542,7 +542,10 @@ class _Builder(Transformer):
         return dataclasses.replace(self.process_decl(m, c, interrupt=True), posted=posted)
 
     def hrtimer_decl(self, m, c):
-        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)
+        c = list(c)
+        pinned = any(isinstance(x, Token) and x.type == "PINNED" for x in c)
+        c = [x for x in c if not (isinstance(x, Token) and x.type == "PINNED")]
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True, pinned=pinned)
 
     def on_cpu(self, m, c):
         if str(c[0]) != "cpu":

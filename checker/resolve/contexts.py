@@ -122,7 +122,7 @@ class Contexts:
             _check_notifier(notes[n.name], d.name, n)
         return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
                                 notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None,
-                                posted=d.posted)
+                                posted=d.posted, pinned=d.pinned)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
         """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
@@ -162,9 +162,12 @@ class Contexts:
             typ = m.IntT(0, self.preemptions)
         else:
             irq = next((d for d in decls.values() if d.interrupt and name in (m.pending_name(d.name),
-                                                                             m.armed_name(d.name) if d.hrtimer else None)),
+                                                                             m.armed_name(d.name) if d.hrtimer else None,
+                                                                             m.timer_cpu_name(d.name) if d.pinned else None)),
                        None)
-            if irq is not None:
+            if irq is not None and irq.pinned and name == m.timer_cpu_name(irq.name):
+                typ = m.IntT(0, self.cpus - 1)
+            elif irq is not None:
                 typ = per_cpu(m.BOOL) if name.startswith("pending_") and self.process_counts[irq.name] else m.BOOL
         if typ is None:
             return None
