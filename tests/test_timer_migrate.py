@@ -147,3 +147,26 @@ def test_the_migration_model_verdicts(capsys):
     assert "early_check: liveness timer_reaches_guest: 13 steps" in out
     stray = out[out.index("early_check: invariant timer_follows_vcpu: 9 steps"):]
     assert "`preempt vcpu`" in stray and "cpu_apic_timer = 0" in stray and "vcpu.cpu = 1" in stray
+
+
+@pytest.mark.parametrize("decl", ["hrtimer t on cpu 0", "hrtimer t[1]", "hrtimer t[1] pinned"])
+def test_a_restart_of_any_hrtimer_drops_its_expiry_not_yet_handled(decl):
+    """hrtimer_start takes a queued timer off its queue first: an expiry raised while
+    interrupts were off and not handled yet does not run besides the new one."""
+    text = f"""model restart;
+cpus 1;
+var runs: 0..2 = 0;
+{decl} {{ runs = runs + 1; }}
+process vcpu on cpu 0 {{
+  local_irq_disable();
+  hrtimer_start(t);
+  hrtimer_start(t);
+  local_irq_enable();
+}}
+final at_most_once: runs <= 1;
+reachable restarted_after_expiry: vcpu@end && runs == 0 && !armed_t;
+"""
+    if "[1]" not in decl:
+        text = text.replace("!armed_t", "!armed_t && !pending_t")
+    ex = explore(compiled(text))
+    assert ex.stats.complete and "at_most_once" not in ex.counterexamples

@@ -350,17 +350,20 @@ class _Lowering:
         value = m.Ite(span, m.INT, idle, queued, _c(-1, span))
         return m.SAtomic(span, first + (m.SAssign(span, target, value), m.SIf(span, idle, off, ())))
 
-    def start_here(self, h: m.Process, cpu: m.TExpr, span: Span) -> m.SAtomic:
-        """hrtimer_start of a `pinned` hrtimer: it is taken off its queue (an expiry not
-        yet handled is dropped, as remove_hrtimer does) and queued on this CPU's clock
-        base, unless its callback is running, which keeps it on its old base
-        (switch_hrtimer_base, kernel/time/hrtimer.c); then it is armed."""
-        t = _c(1, span, m.BOOL)
-        cpus = [_c(c, span) for c in range(self.n)]
-        idle = _and(*(m.At(span, m.BOOL, h.name, c, IRQ_IDLE) for c in cpus))
-        move = (m.SAssign(span, self.g(self.timer_cpu[h.name]), cpu),) \
-            + tuple(m.SAssign(span, self.at(self.pending[h.name], c), _c(0, span, m.BOOL)) for c in cpus)
-        return m.SAtomic(span, (m.SIf(span, idle, move, ()), m.SAssign(span, self.g(self.armed[h.name]), t)))
+    def start(self, h: m.Process, w: _Where, span: Span, name: str) -> m.SAtomic:
+        """hrtimer_start: the timer is taken off its queue first (remove_hrtimer), so an
+        expiry raised and not yet handled is dropped, then armed. A `pinned` one is
+        queued on this CPU's clock base, unless its callback is running, which keeps it
+        on its old base (switch_hrtimer_base, kernel/time/hrtimer.c)."""
+        f = _c(0, span, m.BOOL)
+        cpus = [None] if h.count is None else [_c(c, span) for c in range(h.count)]
+        drop = tuple(m.SAssign(span, self.g(self.pending[h.name]) if c is None else self.at(self.pending[h.name], c), f)
+                     for c in cpus)
+        move: tuple[m.RStmt, ...] = ()
+        if h.name in self.timer_cpu:
+            idle = _and(*(m.At(span, m.BOOL, h.name, c, IRQ_IDLE) for c in cpus))
+            move = (m.SIf(span, idle, (m.SAssign(span, self.g(self.timer_cpu[h.name]), self.cpu_of(w, span, name)),), ()),)
+        return m.SAtomic(span, drop + move + (m.SAssign(span, self.g(self.armed[h.name]), _c(1, span, m.BOOL)),))
 
     def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
         h = self.irqs[arg.value]
@@ -520,10 +523,7 @@ class _Lowering:
                                 f"write `raise_irq({h.name})`")
             return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
         if op is CtxOp.TIMER_START:
-            h = self.timer(a[0], span, name)
-            if h.name in self.timer_cpu:
-                return self.start_here(h, self.cpu_of(w, span, name), span)
-            return m.SAssign(span, self.g(self.armed[h.name]), t)
+            return self.start(self.timer(a[0], span, name), w, span, name)
         if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
             return self.cancel(op, a[0], span, name, None)
         if op is CtxOp.GUEST_ENTER:
