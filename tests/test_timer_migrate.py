@@ -99,7 +99,8 @@ def test_pinned_needs_one_callback_per_cpu(tmp_path, capsys):
     spec.write_text("model e;\ncpus 1;\nhrtimer t on cpu 0 pinned { skip; }\nprocess p on cpu 0 { hrtimer_start(t); }\n")
     assert main([str(spec)]) == 2
     err = capsys.readouterr().err
-    assert "e.spec:3:" in err and "Traceback" not in err
+    assert "e.spec:3:20: error: a `pinned` hrtimer has one callback per CPU" in err and "Traceback" not in err
+    assert "hint: write `hrtimer NAME[N] pinned { ... }`" in err
 
 
 @pytest.mark.parametrize("text", ["MOVES", "MODEL"])
