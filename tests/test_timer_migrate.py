@@ -171,3 +171,27 @@ reachable restarted_after_expiry: vcpu@end && runs == 0 && !armed_t;
         text = text.replace("!armed_t", "!armed_t && !pending_t")
     ex = explore(compiled(text))
     assert ex.stats.complete and "at_most_once" not in ex.counterexamples
+
+
+NOTIFIER = """model notif;
+cpus 2;
+preemptions 1;
+var was: -1..1 = 0;
+hrtimer t[2] pinned { skip; }
+preemptible process vcpu on cpu 0 {
+  on sched_in { was = CANCEL(t); if (was == 1) hrtimer_start(t); }
+  hrtimer_start(t);
+  skip;
+}
+reachable moved_in_notifier: cpu_t == 1 && armed_t;
+"""
+
+
+def test_a_sched_in_notifier_moves_the_timer_without_waiting():
+    """The timer moved at sched-in (as a vcpu_load hook would) with hrtimer_try_to_cancel;
+    hrtimer_cancel, which waits for a running callback, is refused there by name."""
+    ex = explore(compiled(NOTIFIER.replace("CANCEL", "hrtimer_try_to_cancel")))
+    assert ex.stats.complete and set(ex.counterexamples) == {"moved_in_notifier"}
+    with pytest.raises(SpecError) as e:
+        compiled(NOTIFIER.replace("CANCEL", "hrtimer_cancel"))
+    assert "`on sched_in` calls 'hrtimer_cancel', which waits while the callback runs" in str(e.value)

@@ -10,7 +10,7 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import BUILTINS, Arg, Cls
+from ..semantics.primitives import BUILTINS, Arg, Cls, CtxOp
 from ..base.errors import Span, SpecError, did_you_mean
 from .base import Ctx
 
@@ -213,6 +213,11 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
                             + ("blocks" if BUILTINS[s.call.name].cls is Cls.SCHEDULE else "changes the task's wait state"),
                             "a notifier runs inside the scheduler, in one step, and cannot sleep or wait: "
                             f"move '{s.call.name}' into {proc}'s body")
+        call = s.call if isinstance(s, m.SEval) else s.value if isinstance(s, m.SAssign) else None
+        if isinstance(call, m.Builtin) and BUILTINS[call.name].ctx is CtxOp.TIMER_CANCEL:
+            raise SpecError(call.span, f"`on {n.name}` calls 'hrtimer_cancel', which waits while the callback runs",
+                            "a notifier runs in one step and cannot wait: use `hrtimer_try_to_cancel` (-1 while "
+                            f"the callback runs), or move the cancel into {proc}'s body")
         if isinstance(s, (m.SLoop, m.SChoose, m.SLabeled, m.SGoto, m.SAwait)):
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")
