@@ -16,6 +16,7 @@ from pathlib import Path
 
 from checker.base.errors import SpecError
 from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 TWINS = {"tests/twins/vcpu_requests_guest.spec": "models/vcpu_requests.spec"}
@@ -30,16 +31,18 @@ def context_models() -> list[str]:
 
 def cell(path: str, memory: str) -> str:
     """The base variant's states under `memory` (and its ample-set share under sc/tso),
-    or why it is not checked."""
+    the properties that do not hold there, or why it is not checked."""
     try:
         result = check_spec(load(str(ROOT / path)), Options(variants=("base",), memory=memory, progress=False,
                                                              use_expectations=False))
     except SpecError as e:
         return "refused (contexts under lkmm)" if "not supported yet" in e.message else f"error: {e.message}"
     v = result.variants[0]
+    bad = [o.property for o in v.outcomes if o.verdict is not Verdict.HOLDS]
+    verdict = f", {', '.join(bad)} {'not holding' if len(bad) > 1 else 'does not hold'}" if bad else ""
     if memory == "lkmm" or v.stats.ample_states is None:
-        return f"{v.stats.states:,}"
-    return f"{v.stats.states:,} ({v.stats.ample_states:,} ample)"
+        return f"{v.stats.states:,}{verdict.replace(', ', ' (', 1) + ')' if bad else ''}"
+    return f"{v.stats.states:,} ({v.stats.ample_states:,} ample{verdict})"
 
 
 def rows():

@@ -1,7 +1,7 @@
 """Issue 27: a shipped model's hand-made guest mode against the constructs. The twin
 tests/twins/vcpu_requests_guest.spec is models/vcpu_requests.spec written with
-`guest_enter()` and an interrupt for the reschedule IPI; under sc and x86-TSO each of
-its variants must have the shipped model's verdicts, which are checked independently of
+`guest_enter()` and an interrupt for the reschedule IPI; under sc, x86-TSO and lkmm
+each of its variants must have the shipped model's verdicts, which are checked independently of
 the constructs (no contexts there)."""
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ def test_the_guest_mode_twin_has_the_hand_encoded_models_verdicts():
     twin, got = _verdicts(TWIN)
     assert twin.all_as_expected
     shipped, want = _verdicts(SHIPPED, tuple(got))
-    assert set(got) == set(want) and len(got) >= 12  # every sc and tso variant of the shipped model
+    assert set(got) == set(want) and len(got) >= 20  # every variant of the shipped model
     assert [v.memory for v in twin.variants] == [v.memory for v in shipped.variants]
     for variant in got:
         assert {p: v for p, (v, _) in got[variant].items()} == {p: v for p, (v, _) in want[variant].items()}, variant
-        # the same shortest interleavings, with the two steps the shipped model leaves
-        # implicit: E4's local_irq_disable() and the VM entry
+        # the same shortest interleavings, with at most the two steps the shipped model
+        # leaves implicit: E4's local_irq_disable() and the VM entry
         for prop, (_, steps) in want[variant].items():
-            assert got[variant][prop][1] == (steps and steps + 2), (variant, prop)
+            twin_steps = got[variant][prop][1]
+            assert (twin_steps is None) == (steps is None) and (steps is None or steps <= twin_steps <= steps + 2), \
+                (variant, prop)
