@@ -36,6 +36,7 @@ class Finding:
     counterexample: Counterexample | None = None
     note: str = ""
     bound: int | None = None
+    seconds: float | None = None  # bmc: when it was found, from the engine's start (bench/; never printed)
 
 
 @dataclass
@@ -194,7 +195,8 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
                 elif cx is None:
                     result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
                 else:
-                    result.findings[p.name] = Finding(Verdict.VIOLATED, cx, note=found_note(k, cx) if rounds else "")
+                    result.findings[p.name] = Finding(Verdict.VIOLATED, cx, note=found_note(k, cx) if rounds else "",
+                                                      seconds=time.monotonic() - start)
             if stop and result.model_error is None:
                 break  # depth k not decided
         reached = k
