@@ -36,7 +36,7 @@ class Finding:
     counterexample: Counterexample | None = None
     note: str = ""
     bound: int | None = None
-    seconds: float | None = None  # bmc: when it was found, from the engine's start (bench/; never printed)
+    cpu_seconds: float | None = None  # bmc: this process's CPU time when it was found (bench/; never printed)
 
 
 @dataclass
@@ -196,7 +196,7 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
                     result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
                 else:
                     result.findings[p.name] = Finding(Verdict.VIOLATED, cx, note=found_note(k, cx) if rounds else "",
-                                                      seconds=time.monotonic() - start)
+                                                      cpu_seconds=time.process_time())
             if stop and result.model_error is None:
                 break  # depth k not decided
         reached = k
