@@ -10,6 +10,14 @@ No violation up to depth K proves nothing about deeper runs, and is reported as
 "no violation up to depth K" (incomplete), unless the search is complete: when no
 loop-free path of K+1 steps exists, every reachable state is within K steps of an
 initial state, and then what was not found at depths 0..K does not exist.
+
+With `rounds` (--rounds), frame k+1 follows frame k by a round (Encoding.round_at):
+each process instance in turn takes one step or idles. Every round is a sequence of
+real steps, which the counterexample lists (and replay checks), and a round may be a
+single step, so K rounds miss nothing K steps reach; depth then counts rounds, the
+first round a property fails at need not give its shortest counterexample, and the
+notes, the limit and the reductions say so. The completeness argument holds for
+rounds as it does for steps: a shortest path of rounds repeats no state.
 """
 
 from __future__ import annotations
