@@ -3,7 +3,10 @@ violations, one row per violated property of each sc variant: the round bmc foun
 at, the steps of its expanded (replayed) trace, the explicit engine's shortest, and
 the CPU seconds each took.
 
-    python bench/bmc_rounds_table.py [--budget SECONDS] [--depth ROUNDS] [MODEL[:VARIANT]]...
+    python bench/bmc_rounds_table.py [--budget SECONDS] [--depth ROUNDS] [--steps] [MODEL[:VARIANT]]...
+
+--steps runs plain bmc (a step per frame) instead, for comparison: its "round" column is
+then the depth in steps.
 
 Without arguments: every sc variant with an expected safety violation of every model in
 models/. Each variant runs in a process of its own, interrupted (as by Ctrl-C, so the
@@ -39,7 +42,7 @@ def expected_safety(model: m.Model) -> list[str]:
     return [p.name for p in model.properties if p.kind in SAFETY and p.name in model.expected_violations]
 
 
-def one(path: str, variant: str, depth: int, timeout: float) -> None:
+def one(path: str, variant: str, depth: int, timeout: float, rounds: bool) -> None:
     """The rows of one variant, tab-separated, on stdout (bmc's rows as it is cut off)."""
     from checker.engines.explicit import explore
     from checker.engines.smt import encode
@@ -64,13 +67,14 @@ def one(path: str, variant: str, depth: int, timeout: float) -> None:
     signal.signal(signal.SIGPROF, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_PROF, timeout)
     cpu = time.process_time()
-    r = bmc(cm, depth, timeout, True, rounds=True)
+    r = bmc(cm, depth, timeout, True, rounds=rounds)
     for name in wanted:
         cx = ex.counterexamples.get(name)
         explicit = str(cx.trace.length) if cx else "-"
         f = r.findings.get(name)
         if f is not None and f.counterexample is not None:
-            k = f.note.split()[3]  # "found at depth K (K rounds, S steps)"
+            # "found at depth K (K rounds, S steps)"; plain bmc: the depth is the steps
+            k = f.note.split()[3] if rounds else str(f.counterexample.trace.length)
             got = [k, str(f.counterexample.trace.length), f"{f.cpu_seconds - cpu:.1f}"]
         else:
             got = ["not found", "", "", ]
@@ -83,11 +87,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=60.0, help="CPU seconds per variant (default 60)")
     ap.add_argument("--depth", type=int, default=45, help="rounds at most (default 45)")
+    ap.add_argument("--steps", action="store_true", help="plain bmc, one step per frame (for comparison)")
     ap.add_argument("--one", nargs=2, metavar=("PATH", "VARIANT"), help=argparse.SUPPRESS)
     ap.add_argument("models", nargs="*", help="MODEL or MODEL:VARIANT (default: every shipped model)")
     args = ap.parse_args()
     if args.one:
-        one(args.one[0], args.one[1], args.depth, args.budget)
+        one(args.one[0], args.one[1], args.depth, args.budget, not args.steps)
         return 0
     todo = []
     for name in args.models or [os.path.basename(p)[:-5] for p in sorted(glob.glob(f"{ROOT}/models/*.spec"))]:
@@ -102,7 +107,7 @@ def main() -> int:
     before = 0.0
     for path, variant in todo:
         p = subprocess.Popen([sys.executable, __file__, "--budget", str(args.budget), "--depth", str(args.depth),
-                              "--one", path, variant])
+                              *(["--steps"] if args.steps else []), "--one", path, variant])
         try:
             p.wait(timeout=20 * args.budget)  # the CPU alarm failing to stop it
         except subprocess.TimeoutExpired:
