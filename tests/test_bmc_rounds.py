@@ -96,3 +96,16 @@ def test_the_agreement_check_catches_conflicting_steps_run_as_independent(monkey
     monkeypatch.setattr(encode.Encoding, "round_at", _parallel_round_at)
     with pytest.raises(AssertionError):
         assert_rounds_agree(compiled(TWICE), 3)
+
+
+def test_a_turn_keeps_only_the_steps_its_instance_can_have_reached():
+    cm = compiled(BOTH_DONE)
+    p = cm.instances[0]
+    reach = encode.reach_by_steps(p, cm.program.init_choices)
+    assert reach == [frozenset(range(n + 1)) for n in range(len(p.steps_at))]  # a straight line: one pc more a step
+    enc = encode.Encoding(cm)
+    tt = enc.turn_templates()[0]
+    # round 0 holds p's first step only (selector 0, or 3: idle); the last round all three
+    first, last = str(enc.turn_formula(tt, reach[0])), str(enc.turn_formula(tt, reach[-1]))
+    assert "turn:0 == 0" in first and "turn:0 == 1" not in first and "turn:0 == 2" not in first
+    assert all(f"turn:0 == {i}" in last for i in range(4))
