@@ -109,3 +109,23 @@ def test_a_turn_keeps_only_the_steps_its_instance_can_have_reached():
     first, last = str(enc.turn_formula(tt, reach[0])), str(enc.turn_formula(tt, reach[-1]))
     assert "turn:0 == 0" in first and "turn:0 == 1" not in first and "turn:0 == 2" not in first
     assert all(f"turn:0 == {i}" in last for i in range(4))
+
+
+@pytest.mark.slow
+def test_rounds_reach_a_deep_pi_timer_bug():
+    """v4_stale_posted's early timer interrupt: 33 steps, found at round 23 (the first
+    round with a violation does not depend on the solver; the trace's length may)."""
+    import os
+
+    from checker import ir
+    from checker.backends.python import compile_program
+    from checker.front.parse import parse
+    from checker.resolve import resolve
+
+    path = os.path.join(os.path.dirname(__file__), "..", "models", "pi_timer.spec")
+    cm = compile_program(ir.build(resolve(parse(open(path, encoding="utf-8").read(), path), "v4_stale_posted")))
+    r = bmc(cm, 23, rounds=True)
+    assert not r.checker_bugs
+    f = r.findings["no_early_timer_irq"]
+    assert f.verdict is Verdict.VIOLATED and f.note.startswith("found at depth 23 (23 rounds, ")
+    assert 33 <= f.counterexample.trace.length <= 23 * len(cm.instances)
