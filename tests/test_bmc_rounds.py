@@ -129,3 +129,14 @@ def test_rounds_reach_a_deep_pi_timer_bug():
     f = r.findings["no_early_timer_irq"]
     assert f.verdict is Verdict.VIOLATED and f.note.startswith("found at depth 23 (23 rounds, ")
     assert 33 <= f.counterexample.trace.length <= 23 * len(cm.instances)
+
+
+def test_the_api_takes_rounds_for_bmc_only():
+    from checker.api import check_source
+    from checker.base.errors import SpecError
+
+    r = check_source(BOTH_DONE, engine="bmc", depth=3, rounds=True)
+    o = next(o for o in r.variants[0].outcomes if o.property == "not_both")
+    assert o.verdict is Verdict.VIOLATED and o.note == "found at depth 3 (3 rounds, 6 steps)"
+    with pytest.raises(SpecError):
+        check_source(BOTH_DONE, engine="induction", rounds=True)
