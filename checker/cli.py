@@ -31,7 +31,7 @@ import signal
 import sys
 
 from . import __version__
-from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
+from .engines.explicit import LOOPS, OUT_OF_MEMORY, Limits, Unsupported, level_loop_source, native_source
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .base.shipped import models_dir, shipped_model, shipped_models
@@ -166,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
+    perf.add_argument("--loop", choices=LOOPS, default="",
+                      help="the explicit search's level loop: python (default), native (the plain breadth-first "
+                           "search compiled to C with the system's C compiler, cached under $XDG_CACHE_HOME; "
+                           "same states, verdicts and counterexamples) or auto (native where it applies); "
+                           "where native does not apply (reductions, tso, lkmm, fixed-width integers, no "
+                           "compiler, ...) the Python loop runs and the output says why")
     red = p.add_argument_group("reductions (verdicts are the same with and without them)")
     red.add_argument("--no-por", action="store_true",
                      help="turn partial-order reduction off (on by default; counterexamples are the same either way)")
@@ -176,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     sym.add_argument("--no-symmetry", action="store_const", const="off", dest="symmetry",
                      help="turn symmetry reduction off")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
+    p.add_argument("--dump-c", action="store_true",
+                   help="print the C of the native level loop (--loop native) of each variant, or why it has none, "
+                        "and exit")
     p.add_argument("--promela", metavar="OUT",
                    help="write each variant's Promela twin for SPIN and exit: OUT is the .pml file for one "
                         "variant (unless OUT is a folder), a folder (OUT/<model>.<variant>.pml, not named .pml) for several; "
@@ -453,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                        engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
                        timeout=args.timeout, rounds=args.rounds,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
-                       coverage=not args.no_coverage)
+                       coverage=not args.no_coverage, loop=args.loop)
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:
@@ -461,6 +470,16 @@ def main(argv: list[str] | None = None) -> int:
                 cm = compile_variant(spec, name, opts)
                 if not _print(cm.source + "\n" + level_loop_source(cm, opts.limits.check_deadlock,
                                                                    opts.hash_compact)):
+                    break
+            return EXIT_OK
+        if args.dump_c:
+            for name in selected_variants(spec, opts.variants):
+                cm = compile_variant(spec, name, opts)
+                try:
+                    text = native_source(cm).text
+                except Unsupported as e:
+                    text = f"/* variant {printable(name)}: no native loop: {printable(str(e))} */\n"
+                if not _print(text):
                     break
             return EXIT_OK
         if args.replay:

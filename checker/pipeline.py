@@ -60,6 +60,7 @@ class Options:
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
+    loop: str = ""  # the explicit level loop: python, native (C, engines/explicit/native.py), auto; "": python, unsaid
 
 
 WORKERS_PER_CORE = 4  # workers beyond this many per core only add processes that wait (and open files)
@@ -349,7 +350,8 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
     red = reduce.plan(searched, opts.por, opts.symmetry, whole_graph=wants_graph, merged=merged)
     exploration = explore(searched, opts.limits, progress, graph=wants_liveness or wants_graph,
                           reduction=red if red.active else None,
-                          hash_compact=opts.hash_compact, workers=opts.workers, coverage=opts.coverage)
+                          hash_compact=opts.hash_compact, workers=opts.workers, coverage=opts.coverage,
+                          loop=opts.loop)
     stats = exploration.stats
     cov, cov_note = _coverage(cm, searched, stats, exploration, _reductions(red, merged))
     if stats.workers == 1 and not opts.workers_asked:
@@ -588,7 +590,7 @@ def _rebuild_counterexamples(cm: CompiledModel, reduced: Exploration, red: reduc
     if wanted or reduced.model_error is not None:
         limits = replace(opts.limits, max_depth=None, max_states=None,
                          until_found=wanted if reduced.model_error is None else frozenset())
-        again = explore(cm, limits, reduction=unreduced)
+        again = explore(cm, limits, reduction=unreduced, loop=opts.loop)
         if again.stats.limit in CUT_SHORT:
             return out, f"counterexamples not found again without partial-order reduction: {again.stats.limit}; " \
                 "they are the reduced search's (runs of the model, maybe not the shortest)", time.monotonic() - start
