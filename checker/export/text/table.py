@@ -28,8 +28,8 @@ def verdict_word(o) -> str:
     if o.verdict is Verdict.INCOMPLETE and o.bound is not None:
         if o.counterexample is not None and o.counterexample.kind == CTI:
             return f"not proved (k <= {o.bound})"
-        if o.note.startswith("no violation"):
-            return f"no violation up to depth {o.bound}"
+        if o.note.startswith("no violation"):  # "up to depth K", or "up to K rounds" (bmc --rounds)
+            return o.note
     return o.verdict.value
 
 
