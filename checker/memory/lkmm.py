@@ -34,10 +34,14 @@ Loads never read a store that has not happened yet, so load buffering (LB) and e
 outcome that needs a load to be satisfied by a po-later store, or a store to be visible
 before an earlier load of its CPU, are not explored; stores join their location's
 coherence order at the end, so outcomes that need a store to be ordered before an
-earlier one in coherence order (2+2W, S) are not explored either; and
-smp_mb__before_atomic / __after_atomic / __after_spinlock are SC fences wherever they
-stand. tests/lkmm_missing.py checks that every LKMM outcome the machine misses is of
-one of these shapes.
+earlier one in coherence order (2+2W, S) are not explored either. The fences that
+order only with an RMW are exact (linux-kernel.cat:37-39): smp_mb__before_atomic() is
+an SC fence just before its CPU's next RMW (a failed cmpxchg included), and
+smp_mb__after_atomic() / __after_spinlock() one where it stands if an RMW / a lock
+acquisition stands before it since the CPU's last full fence (CpuViews' flags), but for
+a shared access between the fence and its RMW, which the fence then orders too; a lock
+acquisition after an unlock orders as lock.cat's po-unlock-lock-po. tests/lkmm_missing.py
+checks that every LKMM outcome the machine misses is of one of these shapes.
 Everything the machine does explore is an LKMM execution (tests/test_lkmm_operational.py
 checks that against checker/litmus/axiomatic.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
 user's account.
@@ -49,11 +53,12 @@ compile.py calls both. It knows the primitives only through builtins.py's column
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import SpecError
-from ..ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
+from ..ir import (OAssert, OAssign, OBarrier, OEval, OGoto, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
                   walk_ops)
 
 #: the default number of messages a location keeps
@@ -96,6 +101,17 @@ class CpuViews:
     rel: tuple[int, ...]
     own: tuple[int | None, ...]
     strong: tuple[int, ...] = ()
+    # the exact fences' state (None: the CPU has no such fence): `before_atomic` 1 while
+    # an smp_mb__before_atomic() waits for its RMW; `after_rmw` / `after_lock` 1 when an
+    # RMW / a lock acquisition stands since the CPU's last full fence, which a later
+    # smp_mb__after_atomic() / smp_mb__after_spinlock() orders with what follows it
+    before_atomic: int | None = None
+    after_rmw: int | None = None
+    after_lock: int | None = None
+    # lock.cat's po-unlock-lock-po (a CPU's unlock, then any lock it takes): its view
+    # and its acquire view at its last spin_unlock (empty: it never both unlocks and locks)
+    unlocked: tuple[int, ...] = ()
+    unlocked_acq: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +130,30 @@ class Access:
     conditional: frozenset[int] = frozenset()  # a cmpxchg / trylock whose failure is a relaxed load
     why: str = ""  # the ordering in words, for traces
     writes: frozenset[int] = frozenset()  # location indices it stores to
+    # the exact fences (linux-kernel.cat's mb, lines 36-39): a step that is an RMW in
+    # herd7's sense (a failed cmpxchg included) takes a pending smp_mb__before_atomic()
+    # as an SC fence before its accesses (`rmw_fence`); smp_mb__after_atomic() and
+    # smp_mb__after_spinlock() are one after an RMW / a lock acquisition (`after_rmw_fence`,
+    # `after_lock_fence`), and order nothing without one
+    before_atomic: bool = False  # leaves an smp_mb__before_atomic() pending for a later RMW
+    rmw_fence: bool = False  # an RMW: a pending smp_mb__before_atomic() is an SC fence before it
+    after_rmw_fence: bool = False  # smp_mb__after_atomic() with no RMW before it in the step
+    after_lock_fence: bool = False  # smp_mb__after_spinlock() with no lock taken before it in the step
+    rmw_mark: bool = False  # an RMW: a later smp_mb__after_atomic() orders what precedes it
+    lock_mark: bool = False  # a lock acquisition (LKW): the same for smp_mb__after_spinlock()
+    conditional_slots: frozenset[int] = frozenset()  # `conditional`'s global slots, tracked or not
+    unlock: bool = False  # a spin_unlock (UL): its CPU's later lock acquisitions order what precedes it
+
+    @property
+    def maybe_mb(self) -> bool:
+        """An SC fence may run before this step's accesses (always, or by a fence's state)."""
+        return self.pre_mb or self.rmw_fence or self.after_rmw_fence or self.after_lock_fence
 
     def consults(self, n: int) -> frozenset[int]:
         """The locations whose view of its CPU this step reads, joins or resets: where a
         propagation to that CPU can make a difference (all n when it fences, acquires or
         releases, which join or publish the whole view)."""
-        if self.pre_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire:
+        if self.maybe_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire:
             return frozenset(range(n))
         return self.view_reads | self.rmw | self.writes
 
@@ -147,6 +181,33 @@ class Views:
 # ---------------------------------------------------------------- static analysis
 
 
+def composite(st: Step) -> bool:
+    """Whether a step is an `atomic { }` block the machine runs as one fully ordered RMW:
+    an atomic step that is not one kernel primitive (spin_lock's await-and-set keeps the
+    primitive's own ordering, an acquire)."""
+    if st.kind is not StepKind.ATOMIC:
+        return False
+    ops = [op for op in st.body if not isinstance(op, OGoto)]
+    return not (len(ops) == 1 and isinstance(ops[0], OEval) and st.guard is not None
+                and BUILTINS[ops[0].call.name].cls is Cls.LOCK)
+
+
+class Event(Enum):
+    """What a step does, in order, as the exact fences see it."""
+
+    ACCESS = "a shared access"
+    RMW = "an RMW"  # herd7's RMW set
+    LOCK = "a lock acquisition"  # LKW
+    BEFORE_ATOMIC = "smp_mb__before_atomic()"
+    AFTER_ATOMIC = "smp_mb__after_atomic()"
+    AFTER_SPINLOCK = "smp_mb__after_spinlock()"
+
+
+_ATTACHED = {FenceKind.BEFORE_ATOMIC: Event.BEFORE_ATOMIC, FenceKind.AFTER_ATOMIC: Event.AFTER_ATOMIC,
+             FenceKind.AFTER_SPINLOCK: Event.AFTER_SPINLOCK}
+
+
+
 class _Analysis:
     """The locations (global slots) one step of one instance touches, and how."""
 
@@ -161,6 +222,8 @@ class _Analysis:
         self.conditional: set[int] = set()
         self.flags: dict[str, bool] = {}
         self.why: list[str] = []
+        # what the step does in order, for the exact fences: (Event, global slots)
+        self.seq: list[tuple[Event, tuple[int, ...]]] = []
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
         if isinstance(target, (m.Var, m.Elem)) and target.sym.ghost:
@@ -200,8 +263,10 @@ class _Analysis:
         if x is None:
             return
         if isinstance(x, (m.Var, m.Elem)):
-            self.view_reads.update(self.slots(x))
             self.index_reads(x)
+            got = self.slots(x)
+            self.view_reads.update(got)
+            self.seq.append((Event.ACCESS, got))
         elif isinstance(x, m.Builtin):
             self.builtin(x)
         elif isinstance(x, m.Bin):
@@ -225,12 +290,23 @@ class _Analysis:
             else:
                 self.expr(arg)
         slots = [k for loc in locs for k in self.slots(loc)]
+        # herd7's RMW set: the atomic RMWs, a failed cmpxchg included (its lone read is
+        # tagged RMW); a lock's acquisition is LKR/LKW instead, never RMW (lock.cat)
+        lock = Arg.LOCK in p.args
+        if p.cls is Cls.RMW and not lock:
+            self.seq.append((Event.RMW, tuple(slots)))
+        elif p.cls in (Cls.RMW, Cls.LOCK) and lock and not self.failed:
+            self.seq.append((Event.LOCK, tuple(slots)))
+        elif slots:
+            self.seq.append((Event.ACCESS, tuple(slots)))
         if p.cls in (Cls.LOAD, Cls.WQ_TEST):
             self.view_reads.update(slots)
             if p.order is Order.ACQUIRE:
                 self.acquire.update(slots)
         elif p.cls is Cls.STORE:
             self.writes.update(slots)
+            if lock:
+                self.flags["unlock"] = True
             if p.order is Order.RELEASE:
                 self.flags["release"] = True
             elif p.order is Order.FULL:  # smp_store_mb: the store, then smp_mb()
@@ -259,29 +335,65 @@ class _Analysis:
             self.order(Order.FULL, "schedule()")
         for op in walk_ops(st.body):
             if isinstance(op, OAssign):
-                self.writes.update(self.slots(op.target))
                 self.index_reads(op.target)
                 self.expr(op.value)
+                got = self.slots(op.target)
+                self.writes.update(got)
+                self.seq.append((Event.ACCESS, got))
             elif isinstance(op, OEval):
                 self.expr(op.call)
             elif isinstance(op, (OIf, OWhile, OAssert)):
                 self.expr(op.cond)
             elif isinstance(op, OBarrier):
                 kind = BUILTINS[op.name].fence
-                if kind in (FenceKind.FULL, FenceKind.BEFORE_ATOMIC, FenceKind.AFTER_ATOMIC, FenceKind.AFTER_SPINLOCK):
+                if kind is FenceKind.FULL:
                     self.flags["pre_mb"] = True
                     self.why.append(f"{op.name}() is a full barrier")
+                elif kind in _ATTACHED:
+                    self.seq.append((_ATTACHED[kind], ()))
                 elif kind is FenceKind.READ:
                     self.flags["rmb"] = True
                 elif kind is FenceKind.WRITE:
                     self.flags["wmb"] = True
-        if st.kind is StepKind.ATOMIC and self.writes:
+        self.attached_fences()
+        if composite(st) and self.writes:
             # an atomic block that stores is one fully ordered read-modify-write of all it touches
             self.rmw |= self.view_reads | self.writes
             self.view_reads = set()
             self.order(Order.FULL, "an atomic block that stores")
         self.view_reads -= self.rmw
         return Access()  # filled in by `extend` once the tracked locations are known
+
+    def attached_fences(self):
+        """The flags of the fences that order only with an RMW or a lock acquisition
+        (linux-kernel.cat:37-39), from the step's events in order. Within the step an
+        SC fence stands before all its accesses (pre_mb) or after them (post_mb)."""
+        events = [e for e, _ in self.seq]
+        f = self.flags
+        for i, e in enumerate(events):
+            if e is Event.BEFORE_ATOMIC:
+                if Event.RMW in events[i + 1:]:
+                    f["pre_mb"] = True
+                    self.why.append("smp_mb__before_atomic() orders what precedes it with the RMW")
+                else:
+                    f["before_atomic"] = True
+            elif e in (Event.AFTER_ATOMIC, Event.AFTER_SPINLOCK):
+                mark = Event.RMW if e is Event.AFTER_ATOMIC else Event.LOCK
+                name = "smp_mb__after_atomic()" if e is Event.AFTER_ATOMIC else "smp_mb__after_spinlock()"
+                if mark in events[:i]:
+                    f["post_mb"] = True
+                    if Event.ACCESS in events[i + 1:] or Event.RMW in events[i + 1:]:
+                        f["pre_mb"] = True  # accesses after it in its step: ordered as a full fence
+                    self.why.append(f"{name} orders what precedes it with what follows")
+                else:
+                    f["after_rmw_fence" if e is Event.AFTER_ATOMIC else "after_lock_fence"] = True
+        if Event.RMW in events:
+            first = events.index(Event.RMW)
+            if Event.BEFORE_ATOMIC not in events[:first]:
+                f["rmw_fence"] = True
+            f["rmw_mark"] = True
+        if Event.LOCK in events:
+            f["lock_mark"] = True
 
 
 def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool) -> _Analysis:
@@ -359,7 +471,22 @@ def extend(program: Program, lazy: bool = True) -> Program:
         own = tuple(add(f"{name} own store to {layout.slots[k].name}", lag, none, name) if k in writes else None
                     for k in tracked)
         strong = tuple(add(f"{name} strong view on {layout.slots[k].name}", lag, none, name) for k in tracked)
-        cpus.append(CpuViews(name, g, cur, acq, rel, own, strong))
+        mine = [an for (gg, _), (a, f) in per_step.items() if gg == g for an in (a, f) if an]
+        flag = m.IntT(0, 1)
+        ba = add(f"{name} smp_mb__before_atomic pending", flag, 0, name) \
+            if any(an.flags.get("before_atomic") for an in mine) else None
+        aa = add(f"{name} RMW since its last full fence", flag, 0, name) \
+            if any(an.flags.get("after_rmw_fence") for an in mine) else None
+        al = add(f"{name} lock taken since its last full fence", flag, 0, name) \
+            if any(an.flags.get("after_lock_fence") for an in mine) else None
+        unlocked: tuple[int, ...] = ()
+        unlocked_acq: tuple[int, ...] = ()
+        if any(an.flags.get("unlock") for an in mine) and any(an.flags.get("lock_mark") for an in mine):
+            unlocked = tuple(add(f"{name} view at its last unlock on {layout.slots[k].name}", lag, none, name)
+                             for k in tracked)
+            unlocked_acq = tuple(add(f"{name} acquire view at its last unlock on {layout.slots[k].name}", lag,
+                                     none, name) for k in tracked)
+        cpus.append(CpuViews(name, g, cur, acq, rel, own, strong, ba, aa, al, unlocked, unlocked_acq))
     actors = len(layout.instance_names) + sum(len(loc.readers) for loc in locations)
     if actors > MAX_ACTORS:
         raise SpecError(model.processes[0].span,
@@ -368,13 +495,14 @@ def extend(program: Program, lazy: bool = True) -> Program:
                         "check fewer instances under lkmm, or share fewer variables")
     accesses = {}
     for key, (a, fail) in per_step.items():
-        accesses[key] = (_access(a, index), _access(fail, index) if fail is not None else None)
+        cpu = next((c for c in cpus if c.gid == key[0]), None)
+        accesses[key] = (_access(a, index, cpu), _access(fail, index, cpu) if fail is not None else None)
     views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy)
     new_layout = replace(layout, slots=tuple(slots), lkmm=views)
     return replace(program, layout=new_layout, init_choices=tuple(choices))
 
 
-def _access(a: _Analysis, index: dict[int, int]) -> Access:
+def _access(a: _Analysis, index: dict[int, int], cpu: CpuViews | None) -> Access:
     def js(ks):
         return frozenset(index[k] for k in ks if k in index)
 
@@ -384,7 +512,23 @@ def _access(a: _Analysis, index: dict[int, int]) -> Access:
         why.append("smp_rmb() (or an address dependency) orders the loads")
     return Access(js(a.view_reads), js(a.rmw), js(a.acquire), f.get("rmw_acquire", False), f.get("pre_mb", False),
                   f.get("post_mb", False), f.get("rmb", False), f.get("wmb", False), f.get("release", False),
-                  js(a.conditional), "; ".join(why), js(a.writes))
+                  js(a.conditional), "; ".join(why), js(a.writes),
+                  **{k: f.get(k, False) and _FENCE_FLAGS[k](cpu) for k in _FENCE_FLAGS},
+                  conditional_slots=frozenset(a.conditional))
+
+
+#: the Access fields of the exact fences (as _Analysis.attached_fences sets them), each
+#: kept only where its CPU has the state it reads or writes: an RMW is a fence's place
+#: only on a CPU with an smp_mb__before_atomic(), so elsewhere it consults no more views
+_FENCE_FLAGS = {
+    "before_atomic": lambda c: c is not None and c.before_atomic is not None,
+    "rmw_fence": lambda c: c is not None and c.before_atomic is not None,
+    "after_rmw_fence": lambda c: c is not None and c.after_rmw is not None,
+    "after_lock_fence": lambda c: c is not None and c.after_lock is not None,
+    "rmw_mark": lambda c: c is not None and c.after_rmw is not None,
+    "lock_mark": lambda c: c is not None,  # also po-unlock-lock-po's place
+    "unlock": lambda c: c is not None and bool(c.unlocked),
+}
 
 
 # ---------------------------------------------------------------- the steps
@@ -426,6 +570,7 @@ class Machine:
         self.lags = tuple(
             tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
                   if f is not None)
+            + tuple(f for cpu in views.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
             + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
             for j in range(self.n))
@@ -561,12 +706,20 @@ class Machine:
         marks, mask = self.marks, self.mask
         locs = self.v.locations
         fields = self.memory_fields
-        conditional = acc.conditional
+        conditional = acc.conditional_slots
+
+        ba, aa, al = c.before_atomic, c.after_rmw, c.after_lock
+        fenced = acc.pre_mb
+        pending = [f for f, on in ((ba, acc.rmw_fence), (aa, acc.after_rmw_fence), (al, acc.after_lock_fence))
+                   if on and f is not None]
+        flags = [f for f in (ba, aa, al) if f is not None]
 
         def run(s):
             t = self.load(s)
-            if acc.pre_mb:
+            if fenced or any(t[f] for f in pending):
                 self.mb(t, c)
+                for f in flags:  # a full fence subsumes every pending one
+                    t[f] = 0
             elif acc.rmb:
                 self.join_into(t, c.cur, c.acq)
             if acc.wmb:
@@ -576,6 +729,11 @@ class Machine:
             if acc.rmw_acquire:
                 for j in acc.rmw:
                     self.join_message(t, c.cur, j, 0)
+            if acc.lock_mark:  # po-unlock-lock-po (lock.cat): ordered as ppo, and in cumul-fence
+                self.join_into(t, c.cur, c.unlocked_acq)  # (empty when the CPU never unlocks)
+                self.join_into(t, c.rel, c.unlocked)
+                for j in acc.rmw:  # ... through rf: what the unlock it reads published
+                    self.join_into(t, c.rel, locs[j].views[0])
             for j in acc.rmw:
                 t[c.cur[j]] = 0
             view = s
@@ -590,8 +748,10 @@ class Machine:
             stored = r >> marks
             r &= mask
             written = [j for j, loc in enumerate(locs) if stored >> loc.slot & 1]
-            if failure and any(j in conditional for j in written):
-                return None  # that was a success, which reads the newest message: the other variant
+            if failure and any(stored >> k & 1 for k in conditional):
+                # that was a success, which reads the newest message: the other variant (a
+                # location only this CPU touches is not tracked, but its store is marked too)
+                return None
             for j in acc.view_reads:
                 self.observe(t, c, j, t[c.cur[j]])
             for j in acc.rmw:
@@ -599,8 +759,21 @@ class Machine:
             for j in written:
                 _, sh, mk, lo = fields[j]
                 self.store(t, c, j, (r >> sh & mk) + lo, acc)
+            if acc.unlock:
+                for d, s_ in zip(c.unlocked, c.cur):
+                    t[d] = t[s_]
+                for d, s_ in zip(c.unlocked_acq, c.acq):
+                    t[d] = t[s_]
+            if acc.rmw_mark and aa is not None:
+                t[aa] = 1
+            if acc.lock_mark and al is not None:
+                t[al] = 1
             if acc.post_mb:
                 self.mb(t, c)
+                for f in flags:
+                    t[f] = 0
+            if acc.before_atomic and ba is not None:
+                t[ba] = 1
             return self.save(r, t)
 
         return run
@@ -759,9 +932,13 @@ def meaning(p) -> str:
         return {Order.RELEASE: "a release store: it publishes its CPU's whole view",
                 Order.FULL: "a store, then smp_mb()"}.get(p.order, "a store: it publishes what smp_wmb/smp_mb released")
     if p.cls is Cls.FENCE:
-        return {FenceKind.FULL: "an SC fence", FenceKind.BEFORE_ATOMIC: "an SC fence (before the next RMW)",
-                FenceKind.AFTER_ATOMIC: "an SC fence (after the previous RMW)",
-                FenceKind.AFTER_SPINLOCK: "an SC fence (after the spin_lock)",
+        return {FenceKind.FULL: "an SC fence",
+                FenceKind.BEFORE_ATOMIC: "an SC fence before its CPU's next RMW (a failed cmpxchg included); "
+                                         "nothing without one",
+                FenceKind.AFTER_ATOMIC: "an SC fence when an RMW stands before it since its CPU's last full "
+                                        "fence; nothing otherwise",
+                FenceKind.AFTER_SPINLOCK: "an SC fence when a lock acquisition stands before it since its CPU's "
+                                          "last full fence; nothing otherwise",
                 FenceKind.READ: "joins what earlier loads saw into the CPU's view",
                 FenceKind.WRITE: "later stores publish the CPU's earlier stores",
                 FenceKind.COMPILER: "nothing"}[p.fence]

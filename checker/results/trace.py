@@ -26,9 +26,9 @@ LKMM_NAME = ("the LKMM of linux-kernel.cat at torvalds/linux eb5cc113dd2f and lo
 LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
                      "of its own: LB and its variants, and every outcome that needs a store to become visible "
                      "before an earlier load of its CPU without a dependency), a store placed before an earlier "
-                     "store in coherence order (2+2W, S), smp_mb__before_atomic(), smp_mb__after_atomic() "
-                     "and smp_mb__after_spinlock() ordering less than smp_mb() (the machine takes them as full "
-                     "barriers wherever they stand), and a release that does not order through another CPU's "
+                     "store in coherence order (2+2W, S), a shared access between smp_mb__before_atomic() and "
+                     "its RMW or between an RMW or lock and smp_mb__after_atomic() or smp_mb__after_spinlock() "
+                     "(the machine's fence orders it too), and a release that does not order through another CPU's "
                      "relaxed RMW (the machine carries a release's view through it, as the newer model's "
                      "rmw-sequences do; the pinned linux-kernel.cat does not)")
 LKMM_HOLDS_NOTE = ("holds for the LKMM outcomes this semantics explores (" + LKMM_NAME + "); not explored: "
