@@ -143,6 +143,8 @@ class Access:
     lock_mark: bool = False  # a lock acquisition (LKW): the same for smp_mb__after_spinlock()
     conditional_slots: frozenset[int] = frozenset()  # `conditional`'s global slots, tracked or not
     unlock: bool = False  # a spin_unlock (UL): its CPU's later lock acquisitions order what precedes it
+    fence_gap: bool = False  # a shared access in this step stands between an exact fence and its RMW
+    address: bool = False  # an array index computed at run time (ordered as smp_rmb: more than the LKMM)
 
     @property
     def maybe_mb(self) -> bool:
@@ -243,6 +245,7 @@ class _Analysis:
             if isinstance(idx, m.Const) and t.lo <= idx.value <= t.hi:
                 return (base + idx.value - t.lo,)
             self.flags["rmb"] = True  # an address dependency: ordered as smp_rmb orders it
+            self.flags["address"] = True
             return tuple(range(base, base + t.hi - t.lo + 1))
         return ()
 
@@ -375,18 +378,28 @@ class _Analysis:
                 if Event.RMW in events[i + 1:]:
                     f["pre_mb"] = True
                     self.why.append("smp_mb__before_atomic() orders what precedes it with the RMW")
+                    between = events[i + 1:events.index(Event.RMW, i + 1)]
                 else:
                     f["before_atomic"] = True
+                    between = events[i + 1:]
+                if Event.ACCESS in between:
+                    f["fence_gap"] = True  # an access between the fence and its RMW: ordered too
             elif e in (Event.AFTER_ATOMIC, Event.AFTER_SPINLOCK):
                 mark = Event.RMW if e is Event.AFTER_ATOMIC else Event.LOCK
                 name = "smp_mb__after_atomic()" if e is Event.AFTER_ATOMIC else "smp_mb__after_spinlock()"
                 if mark in events[:i]:
                     f["post_mb"] = True
+                    last = i - 1 - events[:i][::-1].index(mark)
                     if Event.ACCESS in events[i + 1:] or Event.RMW in events[i + 1:]:
                         f["pre_mb"] = True  # accesses after it in its step: ordered as a full fence
+                        f["fence_gap"] = True
+                    if Event.ACCESS in events[last + 1:i]:
+                        f["fence_gap"] = True
                     self.why.append(f"{name} orders what precedes it with what follows")
                 else:
                     f["after_rmw_fence" if e is Event.AFTER_ATOMIC else "after_lock_fence"] = True
+                    if Event.ACCESS in events[:i]:
+                        f["fence_gap"] = True
         if Event.RMW in events:
             first = events.index(Event.RMW)
             if Event.BEFORE_ATOMIC not in events[:first]:
@@ -400,6 +413,41 @@ def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool) -> _
     a = _Analysis(layout, inst, failed)
     a.step(st)
     return a
+
+
+def composite_findings(program: Program) -> tuple[tuple[int, str], ...]:
+    """(line, message) for each `atomic { }` block that stores and touches more than one
+    shared location (a global two process instances access): under tso it is one
+    locked instruction, under lkmm one fully ordered read-modify-write of all of them,
+    and the kernel has neither, so a verdict may rest on ordering it does not have."""
+    memory = program.model.memory
+    if memory not in ("tso", "lkmm"):
+        return ()
+    layout = program.layout
+    touched: dict[int, set[int]] = {}
+    blocks = []
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for st in p.steps:
+                a = _analyse(layout, st, i, False)
+                here = a.view_reads | a.rmw | a.writes
+                for k in here:
+                    touched.setdefault(k, set()).add(gid)
+                if i == 0 and composite(st) and a.writes and not st.generated:
+                    blocks.append((st, here, a.writes))
+    out = []
+    for st, here, writes in blocks:
+        shared = {k for k in here if len(touched[k]) >= 2}
+        names = sorted({layout.slots[k].var or layout.slots[k].name for k in shared})
+        if len(names) < 2 or not shared & writes:
+            continue
+        what = ("one locked instruction" if memory == "tso" else "one fully ordered read-modify-write")
+        out.append((st.span.line, f"`{st.text}` is an atomic block over {len(names)} shared locations "
+                                  f"({', '.join(names)}): under {memory} it is {what} of all of them, and the "
+                                  f"kernel has no such instruction; write the kernel's statements one by one "
+                                  f"where the ordering between them is in question"))
+    return tuple(dict.fromkeys(out))
 
 
 # ---------------------------------------------------------------- the layout
@@ -528,7 +576,164 @@ _FENCE_FLAGS = {
     "rmw_mark": lambda c: c is not None and c.after_rmw is not None,
     "lock_mark": lambda c: c is not None,  # also po-unlock-lock-po's place
     "unlock": lambda c: c is not None and bool(c.unlocked),
+    "fence_gap": lambda c: c is not None,
+    "address": lambda c: c is not None,
 }
+
+
+# ---------------------------------------------------------------- completeness
+
+
+def left_out(program: Program) -> tuple[str, ...]:
+    """The shapes of LKMM outcomes the machine does not explore that may occur in this
+    model (an extended program: `extend`), each with the statements that let it; empty
+    when none can, so every LKMM outcome of the model is explored (but for the history
+    bound, which the engine counts). A static, conservative argument: a shape named
+    here may still be impossible, one not named cannot occur.
+
+    * load buffering (and a store visible before an earlier load of its CPU): needs a
+      load and a po-later store of one CPU that nothing orders (an acquire load, a
+      release store, a fully ordered step between them or at either end; a dependency
+      inside one statement), whose store reaches, through other CPUs' accesses, a store
+      of the loaded location by another CPU;
+    * a store placed earlier in coherence order: needs a location two CPUs store, one
+      of them with a plain store (RMWs read the newest store and join the end);
+    * a release through another CPU's relaxed RMW: needs a location one CPU stores and
+      another CPU read-modify-writes with a relaxed or acquire RMW;
+    * a fence beside its RMW: a shared access between an exact fence and its RMW;
+    * orderings the machine adds: an `atomic { }` block that stores (one fully ordered
+      RMW), an array index computed at run time (ordered as smp_rmb()).
+    """
+    v: Views = program.layout.lkmm  # type: ignore[assignment]
+    layout = program.layout
+    names = [loc.name for loc in v.locations]
+    out: list[str] = []
+    succ: dict[tuple[int, int], set[int]] = {}  # (gid, uid) -> successor uids
+    steps: dict[tuple[int, int], Step] = {}
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for st in p.steps:
+                steps[(gid, st.uid)] = st
+                succ[(gid, st.uid)] = {t.uid for op in walk_ops(st.body) if isinstance(op, OGoto)
+                                       for t in p.steps_at[op.pc]}
+    forms = {k: tuple(a for a in v.accesses.get(k, ()) if a is not None) for k in steps}
+
+    def loads(k):
+        return {j for a in forms[k] for j in a.view_reads | a.rmw}
+
+    def stores(k):
+        return {j for a in forms[k] for j in a.writes}
+
+    def line(k):
+        return steps[k].span.line
+
+    def fenced(k):  # a full fence before the step's accesses
+        return any(a.pre_mb for a in forms[k])
+
+    def after(k, cut):
+        """The steps po-after k (k's CPU), not beyond a step `cut` says stops the walk."""
+        gid = k[0]
+        seen: set[int] = set()
+        todo = list(succ[k])
+        while todo:
+            u = todo.pop()
+            if u in seen:
+                continue
+            seen.add(u)
+            if not cut((gid, u)):
+                todo.extend(succ[(gid, u)])
+        return seen
+
+    # who accesses each location, for the paths between CPUs
+    storers: dict[int, set[tuple[int, int]]] = {}
+    loaders: dict[int, set[tuple[int, int]]] = {}
+    for k in steps:
+        for j in stores(k):
+            storers.setdefault(j, set()).add(k)
+        for j in loads(k):
+            loaders.setdefault(j, set()).add(k)
+    reach_cache: dict[tuple[int, int], set[tuple[int, int]]] = {}
+
+    def reaches(start):
+        """Every (gid, uid) whose accesses can follow start's store through po and the
+        communication of other CPUs (rf, co, fr)."""
+        if start in reach_cache:
+            return reach_cache[start]
+        seen = {start}
+        todo = [start]
+        while todo:
+            k = todo.pop()
+            nxt = {(k[0], u) for u in after(k, lambda _k: False)}
+            for j in stores(k):
+                nxt |= {q for q in storers.get(j, set()) | loaders.get(j, set()) if q[0] != k[0]}
+            for j in loads(k):
+                nxt |= {q for q in storers.get(j, ()) if q[0] != k[0]}
+            for q in nxt - seen:
+                seen.add(q)
+                todo.append(q)
+        reach_cache[start] = seen
+        return seen
+
+    lb = None
+    for k in sorted(steps):
+        if lb is not None:
+            break
+        acquired = {j for a in forms[k] for j in a.acquire} | (
+            {j for a in forms[k] for j in a.rmw} if all(a.rmw_acquire for a in forms[k]) else set())
+        unordered = loads(k) - acquired
+        if not unordered or any(a.post_mb for a in forms[k]):
+            continue
+        for u in sorted(after(k, lambda q: fenced(q) or any(a.post_mb for a in forms[q]))):
+            q = (k[0], u)
+            if fenced(q) or all(a.release for a in forms[q] if a.writes):
+                continue
+            for y in sorted(stores(q)):
+                hit = [x for x in sorted(unordered) if any(s[0] != k[0] for s in storers.get(x, ()))
+                       and any(x in stores(r) and r[0] != k[0] for r in reaches(q))]
+                if hit:
+                    lb = (k, q, hit[0], y)
+                    break
+            if lb is not None:
+                break
+    if lb is not None:
+        k, q, x, y = lb
+        out.append(f"load buffering ({layout.instance_names[k[0]]}'s load of {names[x]} at line {line(k)} and "
+                   f"store to {names[y]} at line {line(q)}, unordered)")
+    for j, loc in enumerate(v.locations):
+        by = {k[0] for k in storers.get(j, ())}
+        plain = {k[0] for k in storers.get(j, ()) for a in forms[k] if j in a.writes and j not in a.rmw}
+        if len(by) >= 2 and plain:
+            out.append(f"a store placed earlier in coherence order ({loc.name}, stored by {len(by)} CPUs)")
+            break
+    for j, loc in enumerate(v.locations):
+        relaxed = {k for k in storers.get(j, ()) for a in forms[k]  # (a lock taken reads an unlock: lock.cat)
+                   if j in a.rmw and not a.pre_mb and not a.release and not a.lock_mark}
+        if any(any(s[0] != r[0] for s in storers[j]) for r in relaxed):
+            r = min(relaxed)
+            out.append(f"a release not carried through another CPU's relaxed RMW ({layout.instance_names[r[0]]}'s "
+                       f"RMW of {loc.name} at line {line(r)})")
+            break
+    gaps = [line(k) for k in steps for a in forms[k] if a.fence_gap and not composite(steps[k])]
+    for k in sorted(steps):
+        for a in forms[k]:
+            if a.before_atomic:
+                for u in after(k, lambda q: fenced(q) or any(b.rmw_fence for b in forms[q])):
+                    q = (k[0], u)
+                    if (loads(q) or stores(q)) and not fenced(q) and not any(b.rmw_fence for b in forms[q]):
+                        gaps.append(line(k))
+    if gaps:
+        out.append("an access between a fence and its RMW left unordered (line" + ("s " if len(set(gaps)) > 1 else " ")
+                   + ", ".join(str(n) for n in sorted(set(gaps))) + ")")
+    blocks = sorted({line(k) for k in steps if composite(steps[k]) and stores(k)})
+    if blocks:
+        out.append("an atomic block that stores less than fully ordered (line" + ("s " if len(blocks) > 1 else " ")
+                   + ", ".join(str(n) for n in blocks) + ")")
+    rmb = sorted({line(k) for k in steps for a in forms[k] if a.address})
+    if rmb:
+        out.append("an array load with a run-time index not ordered as smp_rmb() (line"
+                   + ("s " if len(rmb) > 1 else " ") + ", ".join(str(n) for n in rmb) + ")")
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- the steps
