@@ -232,3 +232,16 @@ def test_junit_lemma_message_counts_no_steps(tmp_path):
     lemma = fails["expiry_not_after_deadline"].get("message")
     assert "is false for" in lemma and "steps" not in lemma and "\n" not in lemma
     assert fails["no_sw_fallback"].get("message").endswith("(expected: holds; 3 steps)")
+
+
+def test_brief_does_not_point_at_a_trace_it_left_out(tmp_path, capsys):
+    """With --brief no trace is printed, so the footer of a model error cannot say "see
+    the trace above": it says how to get the trace."""
+    spec = tmp_path / "me.spec"
+    spec.write_text("model m;\nvar x: 0..3 = 0;\nprocess p { x = x + 1; x = x + 1; x = x + 1; x = x + 1; }\n")
+    main([str(spec), "--brief"])
+    brief = capsys.readouterr().out
+    assert "model error in base: run without --brief for its trace" in brief and "Trace:" not in brief
+    main([str(spec)])
+    full = capsys.readouterr().out
+    assert "model error in base: see the trace above" in full and "Trace:" in full

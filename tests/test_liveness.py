@@ -147,7 +147,7 @@ def test_weak_fairness_allows_starvation_of_a_process_that_is_not_always_enabled
     t = o.counterexample.trace
     assert t.loop_start == 0 and t.length == 2
     assert [a.process for a in t.actions] == ["hog", "hog"]
-    assert "victim cannot move in state 1" in o.counterexample.message
+    assert "victim cannot move after step 1" in o.counterexample.message
 
 
 def test_starvation_disappears_when_the_hog_keeps_the_victim_enabled():
@@ -180,7 +180,7 @@ def test_lasso_with_known_stem_and_loop():
     assert t.loop_start == 3 and t.length == 5
     assert [a.text for a in t.actions] == ["x = 1;", "x = 2;", "x = 3;", "y = true;", "y = false;"]
     assert t.states[3] == t.states[5]
-    assert "`x == 2` holds in state 2" in o.counterexample.message
+    assert "`x == 2` holds after step 2" in o.counterexample.message
     assert o.note == "fair lasso: stem 3 step(s), loop 2 step(s)"
 
 

@@ -62,6 +62,11 @@ from ..results.trace import Counterexample, Verdict
 from .explicit import Exploration, StateGraph, TraceBuilder
 
 
+def _after(n: int) -> str:
+    """State n of a lasso in the trace's words: the state after step n."""
+    return "in the initial state" if n == 0 else f"after step {n}"
+
+
 @dataclass(frozen=True, slots=True)
 class LivenessOutcome:
     verdict: Verdict
@@ -405,10 +410,10 @@ class _Graph:
         src = self.cm.program.model.source
         goal = source_text(src, prop.goal.span)
         if prop.trigger is not None:
-            head = (f"`{source_text(src, prop.trigger.span)}` holds in state {trigger_at}, "
+            head = (f"`{source_text(src, prop.trigger.span)}` holds {_after(trigger_at)}, "
                     f"and `{goal}` never holds from then on")
         else:
-            head = f"`{goal}` never holds from state {trigger_at} on"
+            head = f"`{goal}` never holds" + (f" after step {trigger_at}" if trigger_at else "")
         enabled = self.g.enabled
         if not loop_steps:
             u = loop_states[0]
@@ -418,7 +423,7 @@ class _Graph:
             else:
                 why = ("only " + ", ".join(self.instance_names(could))
                        + " could move there, and without fairness it may stall for ever")
-            return f"{head}: the run stays in state {loop_start} for ever ({why})"
+            return f"{head}: the run stays {_after(loop_start)} for ever ({why})"
         moved = 0
         for k in self._loop_edges(loop_states, loop_steps):
             moved |= self.step_bits[self.g.step[k]]
@@ -434,14 +439,16 @@ class _Graph:
             if idle >> gid & 1:
                 k = next(i for i, u in enumerate(loop_states) if not self.en(u) >> gid & 1)
                 parts.append(f"{self.names[gid]} {'cannot move' if gid < base else 'is not enabled'} "
-                             f"in state {loop_start + k}")
+                             f"{_after(loop_start + k)}")
         unfair = 0
         for inst in self.cm.instances:
             if inst.process.unfair:
                 unfair |= 1 << inst.gid
         if unfair:
             parts.append("no fairness assumed for " + ", ".join(self.instance_names(unfair)))
-        return (f"{head}: the loop from state {loop_start} repeats for ever, and it is fair ("
+        steps = f"step {loop_start + 1}" if len(loop_steps) == 1 else \
+            f"steps {loop_start + 1}-{loop_start + len(loop_steps)}"
+        return (f"{head}: the loop of {steps} repeats for ever, and it is fair ("
                 + "; ".join(parts) + ")" + self.per_process_hint(loop_states, loop_steps))
 
     def _loop_edges(self, loop_states, loop_steps) -> list[int]:

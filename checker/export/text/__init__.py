@@ -60,7 +60,7 @@ def format_run(result: RunResult, show_traces: bool = True, width: int = 100, fu
                 intro = True
             parts += [compact_counterexample(cx, v.variant, width, tuple(group[1:]))]
             in_full = False
-    foot = footer(result, full=full)
+    foot = footer(result, full=full, traces_shown=show_traces)
     if foot:
         parts += ["", "\n".join(wrapped(foot, width))]
     return "\n".join(parts)

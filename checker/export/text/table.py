@@ -366,7 +366,7 @@ def reduction_notes(result: RunResult, full: bool = True) -> list[str]:
     return lines
 
 
-def footer(result: RunResult, full: bool = True) -> str:
+def footer(result: RunResult, full: bool = True, traces_shown: bool = True) -> str:
     lines = [f"CHECKER BUG in variant {v.variant}: {bug}" for v in result.variants for bug in v.checker_bugs]
     lines += reduction_notes(result, full) + final_state_notes(result) + store_buffer_notes(result) \
         + preemption_notes(result) + search_notes(result)
@@ -397,7 +397,8 @@ def footer(result: RunResult, full: bool = True) -> str:
                      + ", ".join(f"{v}/{p}" for v, p in bad[:8]) + (" ..." if len(bad) > 8 else ""))
     errors = [v.variant for v in result.variants if v.model_error is not None]
     if errors:
-        lines.append("model error in " + ", ".join(errors) + ": see the trace above")
+        lines.append("model error in " + ", ".join(errors) + (": see the trace above" if traces_shown else
+                                                                ": run without --brief for its trace"))
     unknown = [(v.variant, o.property, o.note) for v in result.variants for o in v.outcomes
                if o.verdict in (Verdict.INCOMPLETE, Verdict.UNKNOWN)]
     if unknown:
