@@ -604,7 +604,8 @@ def left_out(program: Program) -> tuple[str, ...]:
     * orderings the machine adds: an `atomic { }` block that stores (one fully ordered
       RMW), an array index computed at run time (ordered as smp_rmb()).
     """
-    v: Views = program.layout.lkmm  # type: ignore[assignment]
+    v = program.layout.lkmm
+    assert isinstance(v, Views), "left_out reads an extended program (extend)"
     layout = program.layout
     names = [loc.name for loc in v.locations]
     out: list[str] = []
