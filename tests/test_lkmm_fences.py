@@ -20,7 +20,7 @@ P0(int *x, int *y, int *z, spinlock_t *l)
 {{
 	int r0;
 	int r1;
-	WRITE_ONCE(*x, 1);
+	{before}WRITE_ONCE(*x, 1);
 	{middle}
 	r0 = READ_ONCE(*y);
 }}
@@ -36,7 +36,8 @@ P1(int *x, int *y)
 exists (0:r0=0 /\\ 1:r0=0)
 """
 
-#: name -> (P0's statements between its store and its load, herd7's observation)
+#: name -> (P0's statements between its store and its load, herd7's observation); P0 may
+#: also begin with statements (`before`)
 SB_FENCES = {
     # no RMW after it: orders nothing (the machine once took it as smp_mb())
     "SB+mbbeforeatomic-alone": ("smp_mb__before_atomic();", "Sometimes"),
@@ -86,7 +87,7 @@ P1(int *x, int *y)
 exists (1:r0=1 /\\ 1:r1=0)
 """
 
-PROGRAMS = {name: (SB.format(name=name, middle=middle), obs) for name, (middle, obs) in SB_FENCES.items()}
+PROGRAMS = {name: (SB.format(name=name, before="", middle=middle), obs) for name, (middle, obs) in SB_FENCES.items()}
 PROGRAMS["MP+unlocklock-two-locks+rmb"] = (MP_UNLOCK_LOCK, "Never")  # po-unlock-lock-po has no `& loc`
 
 

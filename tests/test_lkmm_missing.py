@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from checker.litmus.reader import parse_litmus
 from checker.litmus.axiomatic import evaluate
 from lkmm_missing import Shape, missing, shape_of
+from test_lkmm_fences import SB
 from test_lkmm_herd7 import programs
 from test_lkmm_operational import NOT_EXPLORED
 
@@ -138,29 +139,8 @@ def test_mb_before_atomic_without_an_rmw_orders_nothing():
     assert missing(BEFORE_ATOMIC_WITHOUT_RMW) == ({}, 0)
 
 
-BEFORE_ATOMIC_STORE_BETWEEN = """C SB+mbbeforeatomic-store-between
-
-{}
-
-P0(int *x, int *y, int *z)
-{
-	int r0;
-	smp_mb__before_atomic();
-	WRITE_ONCE(*x, 1);
-	atomic_inc(z);
-	r0 = READ_ONCE(*y);
-}
-
-P1(int *x, int *y)
-{
-	int r0;
-	WRITE_ONCE(*y, 1);
-	smp_mb();
-	r0 = READ_ONCE(*x);
-}
-
-exists (0:r0=0 /\\ 1:r0=0)
-"""
+BEFORE_ATOMIC_STORE_BETWEEN = SB.format(name="SB+mbbeforeatomic-store-between", before="smp_mb__before_atomic();\n\t",
+                                        middle="atomic_inc(z);")
 
 
 def test_an_access_between_mb_before_atomic_and_its_rmw_is_of_shape_fence():
