@@ -358,7 +358,8 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
         stats = replace(stats, notes=stats.notes + ("--hash-compact not used: the liveness engine and "
                                                     "--dot-graph need the states themselves",))
     space = None
-    if wants_graph and exploration.graph is not None and len(exploration.graph.states) <= opts.graph_limit:
+    if opts.graph_limit is not None and exploration.graph is not None \
+            and len(exploration.graph.states) <= opts.graph_limit:
         space = state_space(cm, exploration.graph, stats.complete)
     live, stats = _check_liveness(searched, exploration, stats)
     if red.por is not None:

@@ -8,7 +8,10 @@ Only what the spec language has a primitive for translates; anything else raises
 
 from __future__ import annotations
 
+from checker.litmus import axiomatic as ax
 from checker.litmus import reader as L
+from checker.litmus.axiomatic import order_of
+from checker.semantics.primitives import BUILTINS, ORDER_SUFFIX, Arg, Cls
 from checker.engines.explicit import Limits, explore
 from checker.backends.python import compile_program
 from checker import ir
@@ -24,45 +27,47 @@ class Untranslatable(Exception):
     pass
 
 
-_SFX = ("", "_relaxed", "_acquire", "_release")
+# the spec's form of each ordering: the suffix of the table's ordered forms
+_SUFFIX = {order: sfx for sfx, order in ORDER_SUFFIX.items()}
+
+
+def _ordered(base: str, name: str) -> str:
+    """The spec's form of `base` with the ordering the table gives the litmus `name`."""
+    return base + _SUFFIX[order_of(name)]
+
+
+def _like(cls: Cls, name: str) -> str:
+    """The spec's load or store with the ordering of the litmus `name` (itself if it has a row)."""
+    if name in BUILTINS:
+        return name
+    order = order_of(name)
+    return next(p.name for p in BUILTINS.values() if p.cls is cls and p.args[:1] == (Arg.LV,) and p.order is order)
 
 
 def _rmw_call(name: str, args: list[str]) -> str | None:
     """The spec expression for a litmus read-modify-write, or None if it is not one."""
-    for sfx in _SFX:
-        for pre in ("", "atomic_"):
-            if name == f"{pre}xchg{sfx}":
-                return f"xchg{sfx}({args[0]}, {args[1]})"
-            if name == f"{pre}cmpxchg{sfx}":
-                return f"cmpxchg{sfx}({args[0]}, {args[1]}, {args[2]})"
-    delta = {"add": lambda a: a[0], "sub": lambda a: f"-({a[0]})", "inc": lambda a: "1", "dec": lambda a: "-1"}
-    for op, d in delta.items():
-        val = op in ("add", "sub")
-        if not name.startswith(f"atomic_{op}") and not name.startswith(f"atomic_fetch_{op}"):
-            continue
-        loc = args[1] if val else args[0]
-        if name == f"atomic_{op}":
-            return f"atomic_{op}({args[0]}, {args[1]})" if val else f"atomic_{op}({args[0]})"
-        for sfx in _SFX:
-            if name == f"atomic_{op}_return{sfx}":
-                return f"atomic_add_return{sfx}({d(args)}, {loc})"
-            if name == f"atomic_fetch_{op}{sfx}":
-                return f"atomic_fetch_add{sfx}({d(args)}, {loc})"
-    if name == "atomic_sub_and_test":
-        return f"(atomic_add_return(-({args[0]}), {args[1]}) == 0)"
-    if name in ("atomic_dec_and_test", "atomic_inc_and_test"):
+    if name not in ax.RMWS:
+        return None
+    op, returns, takes_value, test = ax.RMWS[name]
+    if op in ("xchg", "cmpxchg"):
+        return f"{_ordered(op, name)}({', '.join(args)})"
+    loc = args[1] if takes_value else args[0]
+    if returns is None:  # atomic_add(i, v), atomic_inc(v): the spec has every one
+        return f"{name}({', '.join(args)})"
+    if test == "==0" and name in BUILTINS:  # atomic_dec_and_test, atomic_inc_and_test
         return f"{name}({args[0]})"
-    if name == "atomic_add_negative":
-        return f"(atomic_add_return({args[0]}, {args[1]}) < 0)"
-    return None
+    delta = {"add": lambda: args[0], "sub": lambda: f"-({args[0]})", "inc": lambda: "1", "dec": lambda: "-1"}[op]()
+    call = f"{_ordered('atomic_add_return' if returns == 'new' else 'atomic_fetch_add', name)}({delta}, {loc})"
+    if test == "==0":
+        return f"({call} == 0)"
+    if test == "<0":
+        return f"({call} < 0)"
+    return call
 
 
-LOADS = {"READ_ONCE": "READ_ONCE", "atomic_read": "atomic_read", "smp_load_acquire": "smp_load_acquire",
-         "atomic_read_acquire": "smp_load_acquire"}
-STORES = {"WRITE_ONCE": "WRITE_ONCE", "atomic_set": "atomic_set", "smp_store_release": "smp_store_release",
-          "atomic_set_release": "smp_store_release", "smp_store_mb": "smp_store_mb"}
-FENCES = {"smp_mb", "smp_rmb", "smp_wmb", "smp_mb__before_atomic", "smp_mb__after_atomic",
-          "smp_mb__after_spinlock", "barrier"}
+LOADS = {name: _like(Cls.LOAD, name) for name in ax.LOADS if not name.startswith("rcu_")}
+STORES = {name: _like(Cls.STORE, name) for name in ax.STORES if not name.startswith("rcu_")}
+FENCES = {name for name in ax.FENCES if name in BUILTINS}
 LOCKS = {"spin_lock", "spin_unlock", "spin_trylock"}
 BOOLS = {"spin_trylock", "atomic_sub_and_test", "atomic_add_negative"}
 

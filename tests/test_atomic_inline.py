@@ -30,7 +30,7 @@ process p { f(); }
     assert "Traceback" not in err
 
 
-def test_return_of_an_inline_called_inside_atomic_still_works(tmp_path, capsys):
+def test_a_return_inside_an_atomic_inline_skips_only_the_rest_of_the_inline(tmp_path, capsys):
     code, out, err = run(tmp_path, capsys, """model r; var x: 0..3 = 0;
 inline f() { if (x == 0) return; x = 3; }
 process p { atomic { f(); x = x + 1; } }

@@ -175,7 +175,6 @@ def test_context_models_explicit_and_bmc_agree(path):
     ("model x; cpus 2; interrupt h[1] { skip; } process p { send_IPI(0, h); }", "one handler per CPU"),
     ("model x; cpus 1; process p on cpu 0 { raise_irq(q); }", "needs an interrupt's name"),
     ("model x; cpus 1; var y: bool = false; process p on cpu 0 { y = this_cpu_read(y); }", "per-CPU variable"),
-    ("model x; cpus 1; memory lkmm; process p on cpu 0 { skip; }", "under `memory lkmm` are not supported yet"),
     ("model x; cpus 2; process p on cpu 0 { cpu = 1; }", "assigns its own CPU"),
     ("model x; cpus 1; preemptible process p { skip; }", "runs on no CPU"),
     # guest mode (issue 27)

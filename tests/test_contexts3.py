@@ -240,12 +240,6 @@ def test_migration_under_tso_adds_no_outcome_that_program_order_forbids():
     assert (1, 0, 0) not in moved and (1, 1, 0) not in moved
 
 
-def test_contexts_under_lkmm_are_still_refused():
-    with pytest.raises(SpecError) as e:
-        compiled(HANDLER_TSO.replace("memory tso;", "memory lkmm;"))
-    assert "under `memory lkmm` are not supported yet" in str(e.value)
-
-
 @pytest.mark.parametrize("text", [HANDLER_TSO, MIGRATES_TSO, STATE.replace("cpus 2;", "cpus 2;\nmemory tso;"),
                                   "CANCEL", "UNPINNED"], ids=["handler", "migration", "state", "cancel", "unpinned"])
 def test_spin_agrees_on_contexts_under_tso(text, tmp_path):
@@ -311,7 +305,7 @@ final nothing_left_queued: !armed_t && !pending_t;
 """
 
 
-@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
 @pytest.mark.parametrize("restart", [False, True])
 def test_hrtimer_cancel_values(memory, restart):
     """-1 while the callback runs, 1 for a timer still queued (its callback then never
@@ -359,7 +353,7 @@ final fired_or_dequeued: (tried == 1) == (ran_on == 0) && !armed_apic_timer && !
 """
 
 
-@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
 def test_an_unpinned_hrtimer_runs_its_callback_on_either_cpu(memory):
     text = UNPINNED.replace("MEMORY", f"memory {memory};")
     ex = explore(compiled(text))
@@ -397,7 +391,7 @@ def _guest_model() -> str:
     return doc[start:doc.index("```", start)]
 
 
-@pytest.mark.parametrize("memory", ["sc", "tso"])
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
 def test_guest_mode_exit_and_posted_vector(memory):
     text = _guest_model().replace("cpus 2;", f"cpus 2;\nmemory {memory};")
     ex = explore(compiled(text))

@@ -105,7 +105,7 @@ def test_unclosed_comment_has_its_code(tmp_path, capsys):
     assert "unclosed comment [TR102]" in capsys.readouterr().err
 
 
-def test_named_terminals_instead_of_anon(tmp_path, capsys):
+def test_every_terminal_has_a_name_the_error_can_show(tmp_path, capsys):
     from checker.front.parse import _parser
 
     assert not [t.name for t in _parser().terminals if t.name.startswith("__ANON")]

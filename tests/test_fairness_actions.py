@@ -140,7 +140,7 @@ property done_eventually: always eventually done;
     assert "Hint" not in o.counterexample.message
 
 
-def test_r1_fair_end_stutter_gives_the_right_verdict():
+def test_a_stutter_branch_at_a_fair_end_lets_the_guest_run_for_ever():
     """`choose { stutter; } or { HLT }`: the guest may run in guest mode for ever, so the
     buggy protocol (no kick) violates timer_delivered, with a loop of stutter steps."""
     src = R1_FAIR_END.replace("atomic { await false; }", "stutter;")
@@ -275,7 +275,7 @@ def test_promela_twin_refuses_fair_with_liveness(tmp_path):
 # ---- 2. the end-label trap -----------------------------------------------------
 
 
-def test_r1_fair_end_trap_warning():
+def test_an_end_label_whose_stay_branch_never_starts_is_warned_with_both_fixes():
     """The reviewer's model: an `end` label whose 'stay' branch can never start. The
     warning names the label, its line and both fixes."""
     _, result = run(R1_FAIR_END)
@@ -301,7 +301,7 @@ def test_no_fair_end_warning_when_the_process_may_stay(change):
 # ---- 3. quiescence -------------------------------------------------------------
 
 
-def test_r3_final_checked_only_in_quiescent_states():
+def test_final_is_checked_only_in_quiescent_states():
     """r3_final: the vCPU rests at end_idle with the injection enabled; that state is not
     final. The condition holds, in the one state where nothing can move."""
     outcomes, result = run(R3_FINAL)
@@ -354,7 +354,7 @@ final seen: y == 1;
 # ---- 4. end labels on loops ------------------------------------------------------
 
 
-def test_r2_while_end_covers_the_first_await():
+def test_an_end_label_on_a_loop_covers_its_first_await():
     outcomes, _ = run(R2_WHILE_END)
     assert outcomes["base"]["deadlock"].verdict is Verdict.HOLDS
     # `P@end` reads the same places

@@ -151,7 +151,7 @@ def _writes_cover_every_change(cm, states: int = 5000) -> int:
     """Every step, from the first `states` reachable states, changes only bits in its
     `writes` (a parallel worker trusts them not to compute the owner of a successor by
     a step that leaves the owner's bits alone). How many steps write known bits."""
-    search = _search(cm, False)
+    search = _search(cm, False, limits=Limits(max_states=states))  # the first `states` are all it reads
     steps = search.steps
     for n, s in enumerate(search.seen):
         if n == states:

@@ -76,7 +76,7 @@ def test_odd_line_breaks_put_the_caret_under_the_right_line(tmp_path, brk):
     assert lines[2] == "  " + " " * 16 + "^"
 
 
-def test_odd_line_break_the_reviewers_reproducers(tmp_path):
+def test_a_form_feed_breaks_no_trace_line_and_no_caret(tmp_path):
     if not ROBUSTNESS.is_dir():
         pytest.skip("the reviewers' reproducers are not here")
     rc, out, _ = check(ROBUSTNESS / "repro_formfeed_trace.spec")
@@ -166,7 +166,7 @@ def test_deep_nesting_too_deep_for_python_points_at_statement(tmp_path):
     assert "nests too deeply to compile: too many statically nested blocks" in err
 
 
-def test_deep_nesting_reviewers_reproducer():
+def test_a_deeply_nested_if_is_an_input_error_at_its_line():
     if not ROBUSTNESS.is_dir():
         pytest.skip("the reviewers' reproducers are not here")
     rc, _, err = check(ROBUSTNESS / "repro_deep_if.spec")

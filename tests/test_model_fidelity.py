@@ -29,7 +29,7 @@ def trace(model: str, variant: str, prop: str):
     return o.counterexample.trace
 
 
-def test_unguarded_hv_timer_claimed_a_lost_timer():
+def test_unguarded_hv_timer_refuses_the_wrapped_delta_and_falls_back():
     # vmx_set_hv_timer's -ERANGE check refuses the wrapped delta and the sw hrtimer fires
     v = outcomes("hv_timer_advance", "unguarded", "unguarded_no_range_check")
     u = v["unguarded"]

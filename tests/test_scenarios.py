@@ -1,4 +1,4 @@
-"""The scenario models of issue 19 tell the races they were written for.
+"""The scenario models of issues 19 and 31 tell the races they were written for.
 
 tests/test_models.py already runs every model against its own `expect` clauses; here
 each scenario's counterexamples are checked against the race its header describes
@@ -19,7 +19,8 @@ from checker.results.trace import Verdict
 from shared_runs import checked
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-SCENARIOS = ("timer_reprogram", "pi_two_posters", "pi_timer_v6", "hv_sw_switch", "ipi_fastpath_reenter")
+SCENARIOS = ("timer_reprogram", "pi_two_posters", "pi_timer_v6", "hv_sw_switch", "ipi_fastpath_reenter",
+             "timer_advance_tuning", "hlt_if_gating", "pi_preempted_target")
 
 
 def run(name: str, *variants: str):
@@ -253,3 +254,59 @@ def test_xchg_in_a_branch_condition_keeps_its_store():
     base = result.variants[0]
     assert outcome(base, "stored").verdict == Verdict.HOLDS
     assert result.all_as_expected
+
+
+# ---- issue 31 -----------------------------------------------------------------------
+
+
+def test_advance_tuning_takes_a_near_deadline_an_eighth_early():
+    """v6.18: a deadline programmed exactly the advance ahead expires at once (W3, no
+    hrtimer), X4 lowers the advance by an eighth and X6's capped spin stops that much
+    short: deadline 8 taken at TSC 7. v5.9's order spins the whole way."""
+    r = run("timer_advance_tuning", "base", "v5_9", "tune_only_fired")
+    cx = outcome(r["base"], "no_early_timer_irq").counterexample
+    last = cx.trace.states[-1]
+    assert (last.get("programmed_deadline"), last.get("irq_tsc")) == (8, 7)
+    assert last.get("timer_advance_ns") == 7 and last.get("eighth_at_wait") == 1
+    assert not any(a.process == "hrtimer" for a in cx.trace.actions)
+    assert outcome(r["base"], "early_by_at_most_an_eighth").verdict == Verdict.HOLDS
+    assert outcome(r["base"], "early_by_an_eighth").verdict == Verdict.HOLDS      # reached
+    assert outcome(r["v5_9"], "no_early_timer_irq").verdict == Verdict.HOLDS
+    # tuned only after the hrtimer fired: the early interrupt comes through apic_timer_fn
+    late = outcome(r["tune_only_fired"], "no_early_timer_irq").counterexample
+    assert any(a.process == "hrtimer" for a in late.trace.actions)
+    assert late.trace.states[-1].get("irq_tsc") + 1 == late.trace.states[-1].get("programmed_deadline")
+
+
+def test_gating_unhalts_no_masked_guest_and_posting_needs_no_hlt_in_guest():
+    """The posted branch without kvm_hlt_in_guest and v5.3's request path both keep a
+    masked guest halted and deliver to an unmasked one; only the request path wakes
+    kvm_vcpu_block for nothing. Without the gating a masked `cli; hlt` guest runs on."""
+    r = run("hlt_if_gating", "base", "posted", "ungated_events", "pending_timer_unhalts")
+    for name in ("base", "posted"):
+        assert outcome(r[name], "timer_taken").verdict == Verdict.HOLDS
+        assert outcome(r[name], "no_unhalt_while_masked").verdict == Verdict.HOLDS
+    assert outcome(r["base"], "spurious_wakeup").verdict == Verdict.HOLDS         # reached
+    assert outcome(r["posted"], "spurious_wakeup").verdict == Verdict.VIOLATED    # never
+    for name in ("ungated_events", "pending_timer_unhalts"):
+        cx = outcome(r[name], "no_unhalt_while_masked").counterexample
+        first_state = cx.trace.states[0]
+        assert not first_state.get("guest_if") or first_state.get("tpr_masks"), name
+        assert dict(cx.trace.states[-1].pcs)["vcpu"] == "after_hlt"
+        assert not any("taken = true" in a.text for a in cx.trace.actions), name
+
+
+def test_sn_suppressed_post_is_stranded_without_the_on_recompute():
+    """vmx_vcpu_pi_put sets SN, the device posts PIR only, and without c112b5f50232's
+    recompute the sched-in leaves ON clear: E7 never harvests the device's vector. The
+    base reaches both the suppressed post and the sender's stale vcpu->cpu, and holds."""
+    r = run("pi_preempted_target", "base", "no_on_recompute")
+    assert all(v == Verdict.HOLDS for v in verdicts(r["base"]).values())
+    cx = outcome(r["no_on_recompute"], "device_taken").counterexample
+    s = steps(cx)
+    put = first(s, "vcpu", "sn = true")
+    post = first(s, "device", "set_bit(VEC_B, pir)")
+    clear = first(s, "vcpu", "sn = false", start=post)
+    assert put < post < clear
+    assert cx.trace.states[post + 1].get("suppressed")
+    assert cx.trace.loop_start is not None

@@ -71,14 +71,14 @@ int); values or sets too wide for a 32-bit int.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import model as m
-from ..semantics.primitives import BUILTINS, X86, Cls, Returns
+from ..semantics.primitives import BUILTINS, Cls
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits, fits_bv, simplify, store_needs
-from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
-                               Xchg, Zero, lower)
+from ..semantics.lower import Spelling
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Program,
                   ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
@@ -692,129 +692,9 @@ class _Translator:
         return self.instance_choice(x.process, x.index, seq, lambda gid: self.ref(self.names[(x.sym, gid - base)]))
 
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:
-        """A locked primitive reads and writes memory directly (its step is a fence)."""
-        core = lower(c)
-        outer = self.direct
-        self.direct = outer or core.prim.x86 is X86.LOCKED
-        try:
-            return self._core(core, c, seq)
-        finally:
-            self.direct = outer
-
-    def _core(self, k: Core, c: m.Builtin, seq: _Seq) -> str:
-        """One core operation (lower.py) in Promela."""
-        if isinstance(k, Load):
-            return self.expr(k.loc, seq)
-        if isinstance(k, TestBit):
-            nr = self.expr(k.nr, seq)
-            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < k.bits.type.size:
-                self.model_error(seq, f"{nr} < 0 || {nr} >= {k.bits.type.size}", "bit_number",
-                                 "a bit number outside its set")
-            return f"(({self.expr(k.bits, seq)} >> {nr}) & 1)"
-        if isinstance(k, Zero):
-            return f"({self.expr(k.x, seq)} {'!=' if k.nonzero else '=='} 0)"
-        if isinstance(k, MinMax):
-            x, y = self.expr(k.a, seq), self.expr(k.b, seq)
-            t = k.a.type
-            if isinstance(t, m.BitVecT) and t.signed:  # two's complement order
-                self.check_bv(t, c.span)
-                cx, cy = f"({x} ^ {t.half})", f"({y} ^ {t.half})"
-                return self.ite(f"{cx} <= {cy}", x, y) if k.is_min else self.ite(f"{cx} >= {cy}", x, y)
-            return self.ite(f"{x} <= {y}", x, y) if k.is_min else self.ite(f"{x} >= {y}", x, y)
-        if isinstance(k, Abs):
-            x = self.expr(k.x, seq)
-            t = k.x.type
-            if isinstance(t, m.BitVecT):
-                self.check_bv(t, c.span)
-                return self.ite(f"{x} >= {t.half}", f"((-{x}) & {t.mask})", x) if t.signed else x
-            return self.ite(f"{x} < 0", f"(-{x})", x)
-        if isinstance(k, Store):
-            self.store(k.loc, k.value, seq)
-            return ""
-        if isinstance(k, (Add, Or)):
-            target = k.loc
-            cur = self.expr(target, seq) if isinstance(k, Or) or k.step is not None else None
-            if isinstance(k, Or):
-                value = f"{cur} | ({self.expr(k.value, seq)})"
-            elif k.step is not None:
-                value = f"{cur} + {k.step}"
-            else:
-                d = self.expr(k.delta, seq)
-                cur = self.expr(target, seq)
-                value = f"{cur} + {f'-({d})' if k.negate else d}"
-            new = self.fresh()
-            if isinstance(target.type, m.BitVecT):
-                self.check_bv(target.type, c.span)
-                seq.emit(f"{new} = ({value}) & {target.type.mask}")
-            else:
-                seq.emit(f"{new} = {value}")
-            old = None
-            if k.returns is Returns.OLD:
-                old = self.fresh()
-                seq.emit(f"{old} = {cur}")
-            self.store_code(target, new, None, seq)
-            if k.returns is Returns.NEW_IS_ZERO:
-                return f"({new} == 0)"
-            return new if k.returns is Returns.NEW else old if k.returns is Returns.OLD else ""
-        if isinstance(k, BitOp):
-            nr = self.expr(k.nr, seq)
-            addr = self.lvalue(k.bits, seq)
-            size = k.bits.type.size
-            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < size:
-                self.model_error(seq, f"{nr} < 0 || {nr} >= {size}", "bit_number", "a bit number outside its set")
-            old = None
-            if k.returns_old:  # the old bit is the value
-                old = self.fresh()
-                seq.emit(f"{old} = ({addr} >> {nr}) & 1")
-            if k.set:
-                seq.emit(f"{addr} = {addr} | (1 << {nr})")
-            else:
-                seq.emit(f"{addr} = {addr} & ~(1 << {nr})")
-            return old or ""
-        if isinstance(k, Xchg):
-            old = self.fresh()
-            seq.emit(f"{old} = {self.expr(k.loc, seq)}")
-            self.store(k.loc, k.value, seq)
-            return old
-        if isinstance(k, Cas):
-            old = self.fresh()
-            seq.emit(f"{old} = {self.expr(k.loc, seq)}")
-            expect = self.expr(k.expect, seq)
-            seq.push()
-            self.store(k.loc, k.new, seq)
-            then = seq.pop()
-            seq.emit(_Block("if", [(f"({old} == {expect})", then), ("else", [])]))
-            return f"({old} == {expect})" if k.success else old
-        if isinstance(k, (WaitAdd, WaitRemove)):
-            addr = self.lvalue(k.queue, seq)
-            gid = self.layout.gid_base[self.proc.name] + self.inst
-            if isinstance(k, WaitAdd):
-                seq.emit(f"{addr} = {addr} | {1 << gid}")
-                seq.emit(f"{self.task(gid)} = 1")
-            else:
-                seq.emit(f"{self.task(gid)} = 0")
-                seq.emit(f"{addr} = {addr} & ~{1 << gid}")
-            return ""
-        if isinstance(k, Wake):
-            addr = self.lvalue(k.queue, seq)
-            w = self.fresh()
-            seq.emit(f"{w} = {addr}")
-            sleepers = sorted(self.layout.task_slot)
-            if k.all:
-                for gid in sleepers:
-                    seq.emit(_Block("if", [(f"({w} & {1 << gid})", [f"{self.task(gid)} = 0"]), ("else", [])]))
-                seq.emit(f"{addr} = 0")
-            else:
-                opts = [(f"({w} & {1 << gid})", [f"{self.task(gid)} = 0", f"{addr} = {w} & ~{1 << gid}"])
-                        for gid in sleepers]
-                # the first sleeper in gid order, as `if ... elif ...`
-                rest: list = []
-                for guard, body in reversed(opts):
-                    rest = [_Block("if", [(guard, body), ("else", rest)])]
-                for st in rest:
-                    seq.emit(st)
-            return ""
-        raise SpecError(c.span, f"the kernel primitive {c.name}() has no Promela translation")
+        """A kernel primitive's call (semantics/lower.py decides what is read, checked
+        and written)."""
+        return _Spelled(self, seq).builtin(c)
 
     # -- stores (python.Compiler.store_code)
     def store(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
@@ -1108,6 +988,87 @@ class _Translator:
             seq.emit(f"{copy} = {nm}")
             pairs.append((nm, copy))
         return pairs
+
+
+class _Spelled(Spelling):
+    """The core operations in Promela: a location is its variable's name."""
+
+    owner: _Translator
+
+    def __init__(self, owner: _Translator, seq: _Seq):
+        super().__init__(owner)
+        self.seq = seq
+
+    def value(self, x: m.TExpr) -> str:
+        return self.owner.expr(x, self.seq)
+
+    def fresh(self) -> str:
+        return self.owner.fresh()
+
+    def assign(self, tmp: str, code: str) -> None:
+        self.seq.emit(f"{tmp} = {code}")
+
+    def paren(self, code: str) -> str:
+        return f"({code})"
+
+    def store(self, loc: m.TExpr, value: m.TExpr) -> None:
+        self.owner.store(loc, value, self.seq)
+
+    def store_code(self, loc: m.TExpr, code: str) -> None:
+        self.owner.store_code(loc, code, None, self.seq)
+
+    def place(self, loc: m.TExpr) -> str:
+        return self.owner.lvalue(loc, self.seq)
+
+    def task(self, gid: int) -> str:
+        return self.owner.task(gid)
+
+    def read(self, place: str) -> str:
+        return place
+
+    def write(self, place: str, code: str, const: int | None = None) -> None:
+        self.seq.emit(f"{place} = {code}")
+
+    def note(self, text: str) -> None:
+        pass  # the twin's steps carry their source line instead
+
+    def body(self, of: Callable[[], None]) -> list:
+        self.seq.push()
+        of()
+        return self.seq.pop()
+
+    def when(self, cond: str, then: Callable[[], None], note: str | None = None) -> None:
+        self.seq.emit(_Block("if", [(f"({cond})", self.body(then)), ("else", [])]))
+
+    def first(self, cases: list[tuple[str, str | None, Callable[[], None]]]) -> None:
+        opts = [(f"({cond})", self.body(of)) for cond, _, of in cases]
+        rest: list = []  # `if ... elif ...` as nested ifs
+        for guard, stmts in reversed(opts):
+            rest = [_Block("if", [(guard, stmts), ("else", rest)])]
+        for st in rest:
+            self.seq.emit(st)
+
+    def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
+        self.check_bit(nr, None, bits.type.size)
+        return nr
+
+    def check_bit(self, nr: str, place: str | None, size: int) -> None:
+        self.owner.model_error(self.seq, f"{nr} < 0 || {nr} >= {size}", "bit_number", "a bit number outside its set")
+
+    def fits(self, t: m.BitVecT, span: Span) -> None:
+        self.owner.check_bv(t, span)
+
+    def wrap(self, code: str, t: m.BitVecT) -> str:
+        return f"({code}) & {t.mask}"
+
+    def min_max(self, a: str, b: str, is_min: bool, signed: m.BitVecT | None) -> str:
+        x, y = (f"({a} ^ {signed.half})", f"({b} ^ {signed.half})") if signed is not None else (a, b)
+        return self.owner.ite(f"{x} <= {y}" if is_min else f"{x} >= {y}", a, b)
+
+    def abs(self, x: str, signed: m.BitVecT | None) -> str:
+        if signed is not None:
+            return self.owner.ite(f"{x} >= {signed.half}", f"((-{x}) & {signed.mask})", x)
+        return self.owner.ite(f"{x} < 0", f"(-{x})", x)
 
 
 def _chooser(t: _Translator) -> list[str] | None:

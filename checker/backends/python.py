@@ -39,12 +39,10 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 
 from .. import model as m
-from ..semantics.primitives import X86, Returns
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
 from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
-from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
-                               Xchg, Zero, lower)
+from ..semantics.lower import Spelling
 from ..memory import lkmm as lkmm_machine
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
@@ -1041,140 +1039,90 @@ class Compiler:
         return self.get(src, _Addr(x.sym.name, None, "", sh, pk.width[base], pk.lo[base]))
 
     def builtin(self, c: m.Builtin, e: Emitter, src: str) -> str:
-        """Emit the side effects of a kernel primitive; return the code of its value.
-        Under tso a locked primitive reads and writes memory directly: its step only
-        runs with an empty store buffer (`Step.fence`)."""
-        core = lower(c)
-        outer = self.direct
-        self.direct = outer or core.prim.x86 is X86.LOCKED
-        try:
-            return self._core(core, e, src)
-        finally:
-            self.direct = outer
+        """Emit the side effects of a kernel primitive; return the code of its value
+        (semantics/lower.py decides what is read, checked and written)."""
+        return _Spelled(self, e, src).builtin(c)
 
-    def _core(self, k: Core, e: Emitter, src: str) -> str:
-        """One core operation (lower.py), as specialised code."""
-        if isinstance(k, Load):
-            return self.expr(k.loc, e, src)
-        if isinstance(k, TestBit):
-            nr = self.expr(k.nr, e, src)
-            # a computed bit number, or a constant one out of the set, must name a bit of the set
-            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < k.bits.type.size:
-                nr = f"_ix({nr}, 0, {k.bits.type.size - 1}, {self.var_name(k.bits.sym) + ' bit'!r})"
-            return f"(({self.expr(k.bits, e, src)} >> {nr}) & 1)"
-        if isinstance(k, Zero):
-            return f"({self.expr(k.x, e, src)} {'!=' if k.nonzero else '=='} 0)"
-        if isinstance(k, MinMax):
-            fn = (min if k.is_min else max).__name__  # Python's own, in _RUNTIME
-            t = k.a.type
-            if isinstance(t, m.BitVecT) and t.signed:  # the patterns in two's complement order
-                return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)}, key=lambda _v: _v ^ {hex(t.half)})"
-            return f"{fn}({self.expr(k.a, e, src)}, {self.expr(k.b, e, src)})"
-        if isinstance(k, Abs):
-            a = self.expr(k.x, e, src)
-            t = k.x.type
-            if isinstance(t, m.BitVecT):
-                return f"((-{a} & {hex(t.mask)}) if {a} & {hex(t.half)} else {a})" if t.signed else a
-            return f"(-{a} if {a} < 0 else {a})"
-        if isinstance(k, Store):
-            self.store(k.loc, k.value, e)
-            return ""
-        if isinstance(k, (Add, Or)):
-            target = k.loc
-            cur = self.expr(target, e, src) if isinstance(k, Or) or k.step is not None else None
-            if isinstance(k, Or):
-                value = f"{cur} | {_paren(self.expr(k.value, e, src))}"
-            elif k.step is not None:
-                value = f"{cur} + {k.step}"
-            else:
-                d = self.expr(k.delta, e, src)
-                cur = self.expr(target, e, src)
-                value = f"{cur} + {f'-({d})' if k.negate else d}"
-            new = e.fresh()
-            if isinstance(target.type, m.BitVecT):  # an unsigned counter wraps
-                e.emit(f"{new} = ({value}) & {hex(target.type.mask)}")
-            else:
-                e.emit(f"{new} = {value}")
-            old = None
-            if k.returns is Returns.OLD:
-                old = e.fresh()
-                e.emit(f"{old} = {cur}")
-            self.store_code(target, new, None, e)
-            if k.returns is Returns.NEW_IS_ZERO:
-                return f"({new} == 0)"
-            return new if k.returns is Returns.NEW else old if k.returns is Returns.OLD else ""
-        if isinstance(k, BitOp):
-            nr = self.expr(k.nr, e, src)
-            addr = self.address(k.bits, e, src)
-            size = k.bits.type.size
-            if not isinstance(k.nr, m.Const) or not 0 <= k.nr.value < size:
-                e.emit(f"if {nr} < 0 or {nr} >= {size}:")
-                e.emit(f"    _index_error({addr.name!r} + ' bit', {nr}, 0, {size - 1})")
-            old = e.fresh()
-            cur = self.get("v", addr)
-            e.emit(f"{old} = ({cur} >> {nr}) & 1")
-            if k.set:
-                self.put(e, addr, f"{cur} | 1 << {nr}")
-            else:
-                self.put(e, addr, f"{cur} & ~(1 << {nr})")
-            return old if k.returns_old else ""
-        if isinstance(k, Xchg):
-            old = e.fresh()
-            e.emit(f"{old} = {self.expr(k.loc, e, src)}")
-            self.store(k.loc, k.value, e)
-            return old
-        if isinstance(k, Cas):
-            old = e.fresh()
-            e.emit(f"{old} = {self.expr(k.loc, e, src)}")
-            expect = self.expr(k.expect, e, src)
-            e.emit(f"if {old} == {expect}:")
+
+class _Spelled(Spelling):
+    """The core operations as specialised Python: fields of the packed state `v`."""
+
+    owner: Compiler
+
+    def __init__(self, owner: Compiler, e: Emitter, src: str):
+        super().__init__(owner)
+        self.e, self.src = e, src
+
+    def value(self, x: m.TExpr) -> str:
+        return self.owner.expr(x, self.e, self.src)
+
+    def fresh(self) -> str:
+        return self.e.fresh()
+
+    def assign(self, tmp: str, code: str) -> None:
+        self.e.emit(f"{tmp} = {code}")
+
+    def paren(self, code: str) -> str:
+        return _paren(code)
+
+    def store(self, loc: m.TExpr, value: m.TExpr) -> None:
+        self.owner.store(loc, value, self.e)
+
+    def store_code(self, loc: m.TExpr, code: str) -> None:
+        self.owner.store_code(loc, code, None, self.e)
+
+    def place(self, loc: m.TExpr) -> _Addr:
+        return self.owner.address(loc, self.e, self.src)
+
+    def task(self, gid: int) -> _Addr:
+        return self.owner.slot_addr(self.owner.layout.task_slot[gid])
+
+    def read(self, place: _Addr) -> str:
+        return self.owner.get("v", place)
+
+    def write(self, place: _Addr, code: str, const: int | None = None) -> None:
+        self.owner.put(self.e, place, code, const)
+        self.e.flush()  # later code reads `v`
+
+    def note(self, text: str) -> None:
+        self.e.emit(f"# {_comment(text)}")
+
+    def when(self, cond: str, then: Callable[[], None], note: str | None = None) -> None:
+        self.first([(cond, note, then)])
+
+    def first(self, cases: list[tuple[str, str | None, Callable[[], None]]]) -> None:
+        e = self.e
+        for i, (cond, note, body) in enumerate(cases):
+            e.emit(f"{'elif' if i else 'if'} {cond}:" + (f"  # {_comment(note)}" if note else ""))
             e.depth += 1
-            self.store(k.loc, k.new, e)
+            body()
             e.flush()
             e.depth -= 1
-            return f"({old} == {expect})" if k.success else old
-        if isinstance(k, (WaitAdd, WaitRemove)):
-            addr = self.address(k.queue, e, src)
-            gid = self.layout.gid_base[self.proc.name] + self.inst
-            task = self.slot_addr(self.layout.task_slot[gid])
-            cur = self.get("v", addr)
-            if isinstance(k, WaitAdd):
-                e.emit(f"# {_comment(self.proc.instance_name(self.inst))} waits; its task is INTERRUPTIBLE")
-                self.put(e, addr, f"{cur} | {1 << gid}")
-                self.put(e, task, "1", const=1)
-            else:
-                e.emit(f"# {_comment(self.proc.instance_name(self.inst))} stops waiting; its task is RUNNING")
-                self.put(e, task, "0", const=0)
-                self.put(e, addr, f"{cur} & ~{1 << gid}")
-            e.flush()
-            return ""
-        if isinstance(k, Wake):
-            addr = self.address(k.queue, e, src)
-            w = e.fresh()
-            e.emit(f"{w} = {self.get('v', addr)}")
-            sleepers = sorted(self.layout.task_slot.items())
-            if k.all:
-                for gid, task in sleepers:
-                    e.emit(f"if {w} & {1 << gid}:  # wake {_comment(self.layout.instance_names[gid])}")
-                    e.depth += 1
-                    self.put(e, self.slot_addr(task), "0", const=0)
-                    e.flush()
-                    e.depth -= 1
-                self.put(e, addr, "0", const=0 if addr.slot is not None else None)
-                e.flush()
-            else:
-                first = True
-                for gid, task in sleepers:
-                    kw = "if" if first else "elif"
-                    first = False
-                    e.emit(f"{kw} {w} & {1 << gid}:  # wake {_comment(self.layout.instance_names[gid])}")
-                    e.depth += 1
-                    self.put(e, self.slot_addr(task), "0", const=0)
-                    self.put(e, addr, f"{w} & ~{1 << gid}")
-                    e.flush()
-                    e.depth -= 1
-            return ""
-        raise TypeError(f"core operation {type(k).__name__}")
+
+    def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
+        size = bits.type.size
+        return f"_ix({nr}, 0, {size - 1}, {self.owner.var_name(bits.sym) + ' bit'!r})"
+
+    def check_bit(self, nr: str, place: _Addr, size: int) -> None:
+        self.e.emit(f"if {nr} < 0 or {nr} >= {size}:")
+        self.e.emit(f"    _index_error({place.name!r} + ' bit', {nr}, 0, {size - 1})")
+
+    def fits(self, t: m.BitVecT, span: Span) -> None:
+        pass  # Python's ints hold every width
+
+    def wrap(self, code: str, t: m.BitVecT) -> str:
+        return f"({code}) & {hex(t.mask)}"
+
+    def min_max(self, a: str, b: str, is_min: bool, signed: m.BitVecT | None) -> str:
+        fn = (min if is_min else max).__name__  # Python's own, in _RUNTIME
+        if signed is not None:  # the patterns in two's complement order
+            return f"{fn}({a}, {b}, key=lambda _v: _v ^ {hex(signed.half)})"
+        return f"{fn}({a}, {b})"
+
+    def abs(self, x: str, signed: m.BitVecT | None) -> str:
+        if signed is not None:
+            return f"((-{x} & {hex(signed.mask)}) if {x} & {hex(signed.half)} else {x})"
+        return f"(-{x} if {x} < 0 else {x})"
 
 
 def _checked_pack(pack: Callable, pk: Packing, layout) -> Callable:

@@ -73,7 +73,7 @@ def from_search(cm: CompiledModel, searched: CompiledModel, marks, held: tuple[b
 
 
 def _summarise(cm: CompiledModel, ran, went, questions, held, states: int, digest: int, reduced: str) -> Coverage:
-    stmts = []
+    stmts: list[StatementCoverage] = []
     silent = []
     for proc in cm.program.processes:
         insts = [inst for inst in cm.instances if inst.process is proc]
@@ -84,7 +84,7 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, states: int, diges
             moved |= n > 0
             if st.generated:  # an execution-context step (contexts.py): not a statement of the spec
                 continue
-            branches = ()
+            branches: tuple[tuple[str, bool], ...] = ()
             if st.kind is StepKind.BRANCH:
                 targets = _targets(st)
                 names = ("then", "else") if st.text.startswith("if") else ("enter", "exit")
@@ -104,6 +104,7 @@ def _summarise(cm: CompiledModel, ran, went, questions, held, states: int, diges
             silent.append(proc.name)
     never = tuple((name, what) for (name, what, _), h in zip(questions, held) if not h)
     pk = cm.packing  # the same states packed alike: the same layout, the same fields
+    assert pk is not None  # compile_program packs every model
     fingerprint = hash((tuple(sl.name for sl in cm.layout.slots), pk.shift, pk.width, pk.lo, bool(reduced), digest))
     return Coverage(states, tuple(stmts), never, tuple(silent), fingerprint,
                     explanations(cm.program.model.source or ""),

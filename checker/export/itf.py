@@ -65,7 +65,7 @@ def pc_variable(states: tuple[TraceState, ...]) -> str:
 
 
 def step_meta(a: Action) -> dict:
-    out = {"process": a.process, "kind": a.kind, "statement": a.text, "label": a.pc_from, "next_label": a.pc_to}
+    out: dict[str, object] = {"process": a.process, "kind": a.kind, "statement": a.text, "label": a.pc_from, "next_label": a.pc_to}
     if a.span is not None:
         out["file"] = a.span.file
         out["line"] = a.span.line
@@ -84,7 +84,7 @@ def to_itf(result: RunResult, variant: str, cx: Counterexample) -> dict:
     t = cx.trace
     pc = pc_variable(t.states)
     var_names = [k for k, _ in t.states[0].values] + [pc] if t.states else [pc]
-    meta = {
+    meta: dict[str, object] = {
         "format": "ITF",
         "format-description": SPEC_URL,
         "source": result.file,
@@ -110,7 +110,7 @@ def to_itf(result: RunResult, variant: str, cx: Counterexample) -> dict:
             state[k] = value(v)
         state[pc] = pc_record(s.pcs)
         states.append(state)
-    out = {"#meta": meta, "vars": var_names, "states": states}
+    out: dict[str, object] = {"#meta": meta, "vars": var_names, "states": states}
     if t.loop_start is not None:
         out["loop"] = t.loop_start
     return out

@@ -182,10 +182,10 @@ def to_sarif(result: RunResult) -> dict:
             results.append(res)
         if v.model_error is not None:
             cx = v.model_error
-            where = statement_span(cx.trace.failure) if cx.trace.failure else None
+            failed_at = statement_span(cx.trace.failure) if cx.trace.failure else None
             results.append({"ruleId": "model-error", "ruleIndex": rule_ids.index("model-error"), "level": "error",
                             "message": {"text": f"variant {v.variant}: model error: {cx.message}"},
-                            "locations": [_location(where, result.file)],
+                            "locations": [_location(failed_at, result.file)],
                             "codeFlows": [code_flow(cx, result.file)],
                             "partialFingerprints": {"timerace/v1": fingerprint(result.model, v.variant,
                                                                                "model error")},

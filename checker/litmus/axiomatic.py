@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..base.errors import SpecError, did_you_mean
 from ..model import MEMORY_MODELS, fold_binop
+from ..semantics.primitives import BUILTINS, ORDER_SUFFIX, FenceKind, Order, Primitive
 from .reader import (AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, LoopCut, Name, Num, PropOp, Store,
                      UNROLL, Unary)
 
@@ -74,43 +75,102 @@ class ThreadRun:
 
 
 # ---------------------------------------------------------------- the primitives
-# (ordering tag of the read, of the write, full fences around it) from linux-kernel.def
-_ORDER = {"": ("once", "once", True), "_relaxed": ("once", "once", False),
-          "_acquire": ("acquire", "once", False), "_release": ("once", "release", False)}
-FENCES = {"smp_mb": "mb", "smp_rmb": "rmb", "smp_wmb": "wmb", "smp_mb__before_atomic": "before-atomic",
-          "smp_mb__after_atomic": "after-atomic", "smp_mb__after_spinlock": "after-spinlock",
-          "smp_mb__after_unlock_lock": "after-unlock-lock", "barrier": "barrier",
-          "rcu_read_lock": "rcu-lock", "rcu_read_unlock": "rcu-unlock",
-          "synchronize_rcu": "sync-rcu", "synchronize_rcu_expedited": "sync-rcu"}
+# The orderings are the primitives table's (semantics/primitives.py, the one place they
+# are written), read when an event is made; this file keeps only the names litmus tests
+# use, their shapes, and how the cat tags a documented ordering. A litmus name the spec
+# language has no row for takes its ordering the way the table's own forms do (its
+# suffix: primitives.ORDER_SUFFIX); RCU's, which the table lacks, are written here.
+
+# the cat's tags for an ordering (linux-kernel.def): of the read, of the write, a full
+# fence on each side
+_TAGS = {Order.FULL: ("once", "once", True), Order.RELAXED: ("once", "once", False),
+         Order.ACQUIRE: ("acquire", "once", False), Order.RELEASE: ("once", "release", False)}
+_FENCE_TAGS = {FenceKind.FULL: "mb", FenceKind.READ: "rmb", FenceKind.WRITE: "wmb",
+               FenceKind.BEFORE_ATOMIC: "before-atomic", FenceKind.AFTER_ATOMIC: "after-atomic",
+               FenceKind.AFTER_SPINLOCK: "after-spinlock", FenceKind.COMPILER: "barrier"}
+_SUFFIXES = ("", "_relaxed", "_acquire", "_release")
+# the fences the table does not have (RCU, and the lock-lock barrier)
+_OWN_FENCES = {"smp_mb__after_unlock_lock": "after-unlock-lock", "rcu_read_lock": "rcu-lock",
+               "rcu_read_unlock": "rcu-unlock", "synchronize_rcu": "sync-rcu", "synchronize_rcu_expedited": "sync-rcu"}
+_FENCE_NAMES = ("smp_mb", "smp_rmb", "smp_wmb", "smp_mb__before_atomic", "smp_mb__after_atomic",
+                "smp_mb__after_spinlock", "barrier")
 _OPS = {"add": "+", "sub": "-", "inc": "+", "dec": "-"}
 
 
+def _row(name: str) -> Primitive | None:
+    """The table's row of a litmus primitive (`atomic_xchg` is `xchg` on an atomic_t)."""
+    return BUILTINS.get(name) or BUILTINS.get(name.removeprefix("atomic_"))
+
+
+def order_of(name: str) -> Order:
+    """The ordering the kernel documents for `name`: its row of the primitives table, or
+    that of its suffix for a form the spec language does not have."""
+    row = _row(name)
+    if row is not None:
+        return row.order
+    return ORDER_SUFFIX[next((sfx for sfx in _SUFFIXES if sfx and name.endswith(sfx)), "")]
+
+
+def fence_of(name: str) -> str:
+    """The cat's name of a fence."""
+    if name in _OWN_FENCES:
+        return _OWN_FENCES[name]
+    kind = BUILTINS[name].fence
+    assert kind is not None, name
+    return _FENCE_TAGS[kind]
+
+
+def load_tag(name: str) -> str:
+    """An acquire load is tagged `acquire`, a relaxed one `once`."""
+    return _TAGS[Order.RELAXED if name == "rcu_dereference" else order_of(name)][0]
+
+
+def store_tags(name: str) -> tuple[str, bool]:
+    """A store's tag, and whether a full fence follows it (`smp_store_mb`: fully ordered)."""
+    order = Order.RELEASE if name == "rcu_assign_pointer" else order_of(name)  # linux-kernel.def
+    return ("once", True) if order is Order.FULL else (_TAGS[order][1], False)
+
+
+def rmw_tags(name: str) -> tuple[str, str, bool]:
+    """(read tag, write tag, full fences around it) of a read-modify-write; one that
+    returns nothing reads with the cat's `noreturn` tag."""
+    rtag, wtag, full = _TAGS[order_of(name)]
+    return ("noreturn" if RMWS[name][1] is None else rtag), wtag, full
+
+
+def failure_tag(name: str) -> str:
+    """The read of a cmpxchg that fails: the table's failure ordering (relaxed: `once`)."""
+    row = _row(name)
+    assert row is not None and row.failure_order is not None, name
+    return _TAGS[row.failure_order][0]
+
+
 def _rmw_table():
-    """name -> (operation, returns 'new'/'old'/None, order suffix, takes a value argument, test)."""
+    """name -> (operation, returns 'new'/'old'/None, takes a value argument, test)."""
     t = {}
     for op in ("add", "sub", "inc", "dec"):
         val = op in ("add", "sub")
-        t[f"atomic_{op}"] = (op, None, "_noreturn", val, None)
-        for sfx in _ORDER:
-            t[f"atomic_{op}_return{sfx}"] = (op, "new", sfx, val, None)
-            t[f"atomic_fetch_{op}{sfx}"] = (op, "old", sfx, val, None)
-    t["atomic_sub_and_test"] = ("sub", "new", "", True, "==0")
-    t["atomic_dec_and_test"] = ("dec", "new", "", False, "==0")
-    t["atomic_inc_and_test"] = ("inc", "new", "", False, "==0")
-    t["atomic_add_negative"] = ("add", "new", "", True, "<0")
-    for sfx in _ORDER:
+        t[f"atomic_{op}"] = (op, None, val, None)
+        for sfx in _SUFFIXES:
+            t[f"atomic_{op}_return{sfx}"] = (op, "new", val, None)
+            t[f"atomic_fetch_{op}{sfx}"] = (op, "old", val, None)
+    t["atomic_sub_and_test"] = ("sub", "new", True, "==0")
+    t["atomic_dec_and_test"] = ("dec", "new", False, "==0")
+    t["atomic_inc_and_test"] = ("inc", "new", False, "==0")
+    t["atomic_add_negative"] = ("add", "new", True, "<0")
+    for sfx in _SUFFIXES:
         for pre in ("", "atomic_"):
-            t[f"{pre}xchg{sfx}"] = ("xchg", "old", sfx, True, None)
-            t[f"{pre}cmpxchg{sfx}"] = ("cmpxchg", "old", sfx, True, None)
+            t[f"{pre}xchg{sfx}"] = ("xchg", "old", True, None)
+            t[f"{pre}cmpxchg{sfx}"] = ("cmpxchg", "old", True, None)
     return t
 
 
 RMWS = _rmw_table()
-LOADS = {"READ_ONCE": ("once", True), "atomic_read": ("once", False), "smp_load_acquire": ("acquire", False),
-         "atomic_read_acquire": ("acquire", False), "rcu_dereference": ("once", True)}
-STORES = {"WRITE_ONCE": ("once", True), "atomic_set": ("once", False), "smp_store_release": ("release", False),
-          "atomic_set_release": ("release", False), "rcu_assign_pointer": ("release", True),
-          "smp_store_mb": ("once", True)}
+FENCES = set(_FENCE_NAMES) | set(_OWN_FENCES)
+LOADS = {"READ_ONCE": True, "atomic_read": False, "smp_load_acquire": False, "atomic_read_acquire": False,
+         "rcu_dereference": True}  # name -> whether it takes a pointer (not `&x`)
+STORES = {"WRITE_ONCE": True, "atomic_set": False, "smp_store_release": False, "atomic_set_release": False,
+          "rcu_assign_pointer": True, "smp_store_mb": True}
 LOCKS = {"spin_lock", "spin_unlock", "spin_trylock", "spin_is_locked"}
 PRIMITIVES = set(RMWS) | set(LOADS) | set(STORES) | LOCKS | set(FENCES)
 
@@ -287,15 +347,16 @@ class _Runner:
         if f in FENCES:
             if e.args:
                 raise SpecError(e.span, f"'{f}' takes no arguments")
-            if FENCES[f] == "sync-rcu" and self.model != "lkmm":
+            fence = fence_of(f)
+            if fence == "sync-rcu" and self.model != "lkmm":
                 raise SpecError(e.span, f"'{f}' under memory {self.model} is not supported",
                                 "a grace period's guarantee is the LKMM's rcu axiom, not a CPU's; "
                                 "check RCU tests under lkmm")
             st = self._copy(st)
-            self._event(st, "F", fence=FENCES[f], ctrl=ctrl)
+            self._event(st, "F", fence=fence, ctrl=ctrl)
             yield st, (0, frozenset())
         elif f in LOADS:
-            tag, deref = LOADS[f]
+            tag, deref = load_tag(f), LOADS[f]
             if len(e.args) != 1:
                 raise SpecError(e.span, f"'{f}' takes 1 argument, got {len(e.args)}")
             ptr = self._pointer(e.args[0], e, deref)
@@ -306,7 +367,7 @@ class _Runner:
                     r = self._event(s2, "R", loc, v, (tag,), addr=pd, ctrl=ctrl)
                     yield s2, (v, frozenset({(self.thread.index, r)}))
         elif f in STORES:
-            tag, deref = STORES[f]
+            (tag, mb), deref = store_tags(f), STORES[f]
             if len(e.args) != 2:
                 raise SpecError(e.span, f"'{f}' takes 2 arguments, got {len(e.args)}")
             ptr = self._pointer(e.args[0], e, deref)
@@ -315,7 +376,7 @@ class _Runner:
                 for s2, (v, vd) in self._expr(e.args[1], s, ctrl):
                     s3 = self._copy(s2)
                     self._event(s3, "W", loc, v, (tag,), addr=pd, data=vd, ctrl=ctrl)
-                    if f == "smp_store_mb":
+                    if mb:
                         self._event(s3, "F", fence="mb", ctrl=ctrl)
                     yield s3, (0, frozenset())
         elif f in RMWS:
@@ -327,7 +388,7 @@ class _Runner:
                 loc = self._loc(p, e.span)
                 s2 = self._copy(s)
                 if f == "spin_unlock":
-                    self._event(s2, "W", loc, 0, ("UL", "release"), addr=pd, ctrl=ctrl)
+                    self._event(s2, "W", loc, 0, ("UL", _TAGS[order_of(f)][1]), addr=pd, ctrl=ctrl)
                     yield s2, (0, frozenset())
                     continue
                 if f == "spin_is_locked":  # lock.cat: RL reads "locked" (an LF), RU "unlocked"
@@ -338,7 +399,7 @@ class _Runner:
                     yield s3, (0, frozenset({(self.thread.index, r)}))
                     continue
                 # lock.cat: LKR (an acquire reading "unlocked") and LKW, paired in rmw
-                r = self._event(s2, "R", loc, 0, ("LKR", "acquire"), addr=pd, ctrl=ctrl)
+                r = self._event(s2, "R", loc, 0, ("LKR", _TAGS[order_of(f)][0]), addr=pd, ctrl=ctrl)
                 w = self._event(s2, "W", loc, 1, ("LKW",), addr=pd, ctrl=ctrl)
                 s2.rmw.add((r, w))
                 yield s2, (1, frozenset())
@@ -355,7 +416,7 @@ class _Runner:
 
     def _rmw(self, e, st, ctrl):
         f = e.func
-        op, returns, sfx, takes_value, test = RMWS[f]
+        op, returns, takes_value, test = RMWS[f]
         # argument order: atomic_op(V, X), xchg(X, V), cmpxchg(X, OLD, NEW)
         if op == "cmpxchg":
             n, pi = 3, 0
@@ -370,16 +431,13 @@ class _Runner:
         for s, vals in self._args(Call(f, tuple(args), e.span), st, ctrl):
             p, pd = vals[pi]
             loc = self._loc(p, e.span)
-            if sfx == "_noreturn":
-                rtag, wtag, full = "noreturn", "once", False
-            else:
-                rtag, wtag, full = _ORDER[sfx]
+            rtag, wtag, full = rmw_tags(f)
             for old in self._read_values(loc):
                 s2 = self._copy(s)
                 if op == "cmpxchg":
                     (_, _), (exp, ed), (new, nd) = vals
                     if old != exp:  # failed: a lone read, unordered, but in the RMW set (before-atomic)
-                        r = self._event(s2, "R", loc, old, ("once", "RMW"), addr=pd, ctrl=ctrl)
+                        r = self._event(s2, "R", loc, old, (failure_tag(f), "RMW"), addr=pd, ctrl=ctrl)
                         yield s2, (old, frozenset({(self.thread.index, r)}))
                         continue
                     wv, wd = new, nd
@@ -483,10 +541,10 @@ def allowed(x: Execution, model: str) -> bool:
     return judge(x, model)[0]
 
 
-_NO = (False, frozenset())
+_NO: tuple[bool, frozenset[str]] = (False, frozenset())  # not allowed, no flags
 
 
-def judge(x: Execution, model: str) -> tuple[bool, frozenset]:
+def judge(x: Execution, model: str) -> tuple[bool, frozenset[str]]:
     """(allowed, flags): the model's axioms, and under lkmm the `flag`s herd7 prints
     (data-race, mixed-accesses, unbalanced-rcu-lock, ...) that the execution raises."""
     ev = x.events
@@ -777,7 +835,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
     the executions an operational machine misses by their rf and co)."""
     check_atoms(test)
     locs = _locations(test)
-    init = {name: 0 for name in locs}
+    init: dict[str, object] = {name: 0 for name in locs}
     for name, v in test.init:
         init[name] = Loc(v) if isinstance(v, str) else v
     # The values a read may return: herd7 solves each execution's read values from its rf,
@@ -818,7 +876,12 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
     budget = [limit * 10]  # rf/co choices tried per location, over the whole run
     for combo in itertools.product(*runs):
         # global events: initial writes, then each thread's
-        events, po, addr, data, ctrl, rmw = {}, set(), set(), set(), set(), set()
+        events: dict[int, Event] = {}
+        po: set[tuple[int, int]] = set()
+        addr: set[tuple[int, int]] = set()
+        data: set[tuple[int, int]] = set()
+        ctrl: set[tuple[int, int]] = set()
+        rmw: set[tuple[int, int]] = set()
         gid = {}
         for name in locs:
             g = len(events)
@@ -836,7 +899,7 @@ def evaluate(test: Litmus, model: str = "lkmm", limit: int = DEFAULT_LIMIT, visi
             rmw |= {(gid[(t, a)], gid[(t, b)]) for a, b in run.rmw}
         writes = {name: [g for g, e in events.items() if e.kind == "W" and e.loc == name] for name in locs}
         reads = [g for g, e in events.items() if e.kind == "R"]
-        regs = {}
+        regs: dict[tuple[int | None, str], object] = {}
         for t, run in enumerate(combo):
             for name, (v, _) in run.regs.items():
                 regs[(t, name)] = v

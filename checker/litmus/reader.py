@@ -199,9 +199,10 @@ def _tokens(source: str, file: str) -> list[Tok]:
             col = i - line_start + 1
             raise SpecError(Span(file, line, col, line, col + 1), f"unexpected character {source[i]!r}",
                             "litmus C: only the kernel's litmus-test syntax is read")
-        kind, text = m.lastgroup, m.group()
+        kind, text = m.lastgroup or "", m.group()  # every alternative of _TOKEN is named
         if kind == "ocomment" and depth:  # inside C code `(*x` is a parenthesis and a deref
             m = _TOKEN.match(source, i, i + 1)
+            assert m is not None  # `(` alone is an operator
             kind, text = "op", "("
         if kind == "op" and text in "{}":
             depth += 1 if text == "{" else -1
@@ -314,7 +315,7 @@ class _Parser:
         if self.peek().kind == "string":
             self.next()
         init = self.init_block()
-        threads = []
+        threads: list[Thread] = []
         while self.peek().kind == "name" and re.fullmatch(r"P[0-9]+", self.peek().text):
             threads.append(self.thread(len(threads)))
         if not threads:

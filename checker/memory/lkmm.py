@@ -7,7 +7,8 @@ Concurrency" (POPL 2017), without promises:
 * every shared location keeps a history of its last stores (messages), newest first;
   the newest is what the location's slot holds, "memory" as properties read it. A store
   is appended at the end of the location's coherence order;
-* every CPU (process instance) has a *view*: per location, which message it reads now,
+* every CPU (process instance; with `cpus`, each of the model's CPUs, shared by the
+  thread on it, its handlers and notifiers: `_places`) has a *view*: per location, which message it reads now,
   counted as a lag behind the newest (0: the newest). A load reads the message its view
   names; `propagate` steps, one weakly fair actor per (CPU, location), move a view one
   message newer, so a stale store is eventually not readable (liveness: a spinning
@@ -130,6 +131,8 @@ class Access:
     conditional: frozenset[int] = frozenset()  # a cmpxchg / trylock whose failure is a relaxed load
     why: str = ""  # the ordering in words, for traces
     writes: frozenset[int] = frozenset()  # location indices it stores to
+    flags: frozenset[str] = frozenset()  # the context state (ghost variables) it assigns
+    signals: bool = False  # it raises or takes an interrupt: publishes or joins a whole view
     # the exact fences (linux-kernel.cat's mb, lines 36-39): a step that is an RMW in
     # herd7's sense (a failed cmpxchg included) takes a pending smp_mb__before_atomic()
     # as an SC fence before its accesses (`rmw_fence`); smp_mb__after_atomic() and
@@ -155,9 +158,28 @@ class Access:
         """The locations whose view of its CPU this step reads, joins or resets: where a
         propagation to that CPU can make a difference (all n when it fences, acquires or
         releases, which join or publish the whole view)."""
-        if self.maybe_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire:
+        if self.maybe_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire \
+                or self.signals:
             return frozenset(range(n))
         return self.view_reads | self.rmw | self.writes
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """What raising one interrupt handler instance published (a model with `cpus`): the
+    raiser's view when it raised it (an IPI is sent after a full barrier) or armed it
+    (hrtimer_start under the clock base's lock), which the handler's entry joins into
+    its CPU's view. `raised`: the slots whose store to 1 raises it (its pending flag, an
+    hrtimer's armed flag); `pending`: the flag its entry clears; `taker`: its gid."""
+
+    name: str
+    taker: int
+    pending: int
+    raised: tuple[int, ...]
+    cur: tuple[int, ...]
+    strong: tuple[int, ...]
+    flags: frozenset[str] = frozenset()  # the names of the raising flags' variables
+    cpu: int = -1  # the view id of its handler's CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +192,20 @@ class Views:
     gsc: tuple[int, ...]  # the global SC-fence view, by location index
     accesses: dict = field(default_factory=dict)  # (gid, step uid) -> (Access, failure Access or None)
     lazy: bool = True  # propagations only where they can matter (Machine.propagate)
+    # (gid, step uid) -> (slot of the thread's `cpu` or None, the view ids it may use):
+    # with `cpus`, views attach to the CPU a step runs on (LANGUAGE.md, "Under lkmm")
+    places: dict = field(default_factory=dict)
+    signals: tuple[Signal, ...] = ()
+    guest: dict = field(default_factory=dict)  # CPU view id -> its `guest_mode` slot (a VM exit takes the interrupt)
 
     def cpu(self, gid: int) -> CpuViews | None:
+        """The views with id `gid`: a process instance's own, or with `cpus` a CPU's."""
         return next((c for c in self.cpus if c.gid == gid), None)
+
+    def view_of(self, gid: int, uid: int, state) -> CpuViews | None:
+        """The views step `uid` of process instance `gid` uses in `state` (slot values)."""
+        slot, ids = self.places.get((gid, uid), (None, (gid,)))
+        return self.cpu(ids[0] if slot is None else ids[state[slot]])
 
     @property
     def none(self) -> int:
@@ -213,8 +246,9 @@ _ATTACHED = {FenceKind.BEFORE_ATOMIC: Event.BEFORE_ATOMIC, FenceKind.AFTER_ATOMI
 class _Analysis:
     """The locations (global slots) one step of one instance touches, and how."""
 
-    def __init__(self, layout: StateLayout, inst: int | None, failed: bool):
+    def __init__(self, layout: StateLayout, inst: int | None, failed: bool, contexts: bool = False):
         self.layout = layout
+        self.contexts = contexts  # `cpus`: schedule()'s barriers are its off-CPU and sched-in steps
         self.inst = inst
         self.failed = failed  # the failure of a conditional RMW: a relaxed load
         self.view_reads: set[int] = set()
@@ -226,6 +260,7 @@ class _Analysis:
         self.why: list[str] = []
         # what the step does in order, for the exact fences: (Event, global slots)
         self.seq: list[tuple[Event, tuple[int, ...]]] = []
+        self.ghosts: set[str] = set()  # ghost globals assigned (a raised interrupt's flag)
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
         if isinstance(target, (m.Var, m.Elem)) and target.sym.ghost:
@@ -334,10 +369,12 @@ class _Analysis:
 
     def step(self, st: Step) -> Access:
         self.expr(st.guard)
-        if st.kind is StepKind.SCHEDULE:
+        if st.kind is StepKind.SCHEDULE and not self.contexts:
             self.order(Order.FULL, "schedule()")
         for op in walk_ops(st.body):
             if isinstance(op, OAssign):
+                if isinstance(op.target, (m.Var, m.Elem)) and op.target.sym.ghost:
+                    self.ghosts.add(op.target.sym.name)
                 self.index_reads(op.target)
                 self.expr(op.value)
                 got = self.slots(op.target)
@@ -409,8 +446,8 @@ class _Analysis:
             f["lock_mark"] = True
 
 
-def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool) -> _Analysis:
-    a = _Analysis(layout, inst, failed)
+def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool, contexts: bool = False) -> _Analysis:
+    a = _Analysis(layout, inst, failed, contexts)
     a.step(st)
     return a
 
@@ -472,8 +509,9 @@ def extend(program: Program, lazy: bool = True) -> Program:
             gid = layout.gid_base[p.name] + i
             inst = i if p.count is not None else None
             for st in p.steps:
-                a = _analyse(layout, st, inst if inst is not None else 0, False)
-                fail = _analyse(layout, st, inst if inst is not None else 0, True) if a.conditional else None
+                ctx = model.cpus is not None
+                a = _analyse(layout, st, inst if inst is not None else 0, False, ctx)
+                fail = _analyse(layout, st, inst if inst is not None else 0, True, ctx) if a.conditional else None
                 per_step[(gid, st.uid)] = (a, fail)
                 for an in (a, fail):
                     if an is None:
@@ -485,7 +523,9 @@ def extend(program: Program, lazy: bool = True) -> Program:
                     written.update(an.writes)
     tracked = sorted(k for k in written if len(touched.get(k, ())) >= 2)
     index = {k: j for j, k in enumerate(tracked)}
-    cpus_gids = sorted({g for k in tracked for g in touched[k]})
+    places = _places(program)
+    users = {g for k in tracked for g in touched[k]}  # the instances whose steps need views
+    view_ids = sorted({v for (g, _), (_, ids) in places.items() if g in users for v in ids})
     slots = list(layout.slots)
     choices = list(program.init_choices)
     lag = m.IntT(0, bound)
@@ -506,20 +546,24 @@ def extend(program: Program, lazy: bool = True) -> Program:
                             for jj, kk in enumerate(tracked)) for i in range(bound))
         strong = tuple(tuple(add(f"strong view of {sl.name}@{i} on {layout.slots[kk].name}", lag, none)
                              for kk in tracked) for i in range(bound))
-        readers = tuple(sorted(loaded.get(k, set()) & set(touched[k])))
+        readers = tuple(sorted({v for (g, uid), (a, f) in per_step.items() if g in touched[k]
+                                for an in (a, f) if an is not None and k in an.view_reads
+                                for v in places[(g, uid)][1]}))
         locations.append(Location(sl.name, k, old, views, strong, readers))
     gsc = tuple(add(f"sc view on {layout.slots[k].name}", lag, none) for k in tracked)
     cpus = []
-    for g in cpus_gids:
-        name = layout.instance_names[g]
+    n_inst = len(layout.instance_names)
+    for g in view_ids:
+        name = layout.instance_names[g] if g < n_inst else f"cpu{g - n_inst}"
         cur = tuple(add(f"{name} reads {layout.slots[k].name}", lag, 0, name) for k in tracked)
         acq = tuple(add(f"{name} acquire view on {layout.slots[k].name}", lag, none, name) for k in tracked)
         rel = tuple(add(f"{name} release view on {layout.slots[k].name}", lag, none, name) for k in tracked)
-        writes = {k for (gg, _), (a, f) in per_step.items() if gg == g for an in (a, f) if an for k in an.writes}
+        writes = {k for key, (a, f) in per_step.items() if g in places[key][1] for an in (a, f) if an
+                  for k in an.writes}
         own = tuple(add(f"{name} own store to {layout.slots[k].name}", lag, none, name) if k in writes else None
                     for k in tracked)
         strong = tuple(add(f"{name} strong view on {layout.slots[k].name}", lag, none, name) for k in tracked)
-        mine = [an for (gg, _), (a, f) in per_step.items() if gg == g for an in (a, f) if an]
+        mine = [an for key, (a, f) in per_step.items() if g in places[key][1] for an in (a, f) if an]
         flag = m.IntT(0, 1)
         ba = add(f"{name} smp_mb__before_atomic pending", flag, 0, name) \
             if any(an.flags.get("before_atomic") for an in mine) else None
@@ -535,6 +579,17 @@ def extend(program: Program, lazy: bool = True) -> Program:
             unlocked_acq = tuple(add(f"{name} acquire view at its last unlock on {layout.slots[k].name}", lag,
                                      none, name) for k in tracked)
         cpus.append(CpuViews(name, g, cur, acq, rel, own, strong, ba, aa, al, unlocked, unlocked_acq))
+    signals = []
+    for name, taker, pending, raised, flags in _raisers(program) if view_ids else ():
+        sig_cur = tuple(add(f"raise of {name}: view on {layout.slots[k].name}", lag, none) for k in tracked)
+        sig_strong = tuple(add(f"raise of {name}: strong view on {layout.slots[k].name}", lag, none)
+                           for k in tracked)
+        cpu = next(ids[0] for (g, _), (_, ids) in places.items() if g == taker)
+        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags, cpu))
+    guest = {}
+    gm = next((g for g in model.globals if g.name == m.GUEST_MODE), None)
+    if gm is not None and signals:
+        guest = {n_inst + c: layout.slot_of(gm, None) + c for c in range(model.cpus or 0) if n_inst + c in view_ids}
     actors = len(layout.instance_names) + sum(len(loc.readers) for loc in locations)
     if actors > MAX_ACTORS:
         raise SpecError(model.processes[0].span,
@@ -542,15 +597,105 @@ def extend(program: Program, lazy: bool = True) -> Program:
                         f"per CPU and shared variable it reads); the limit is {MAX_ACTORS}",
                         "check fewer instances under lkmm, or share fewer variables")
     accesses = {}
+    flags = frozenset(f for sig in signals for f in sig.flags) | ({m.GUEST_MODE} if guest else frozenset())
     for key, (a, fail) in per_step.items():
-        cpu = next((c for c in cpus if c.gid == key[0]), None)
-        accesses[key] = (_access(a, index, cpu), _access(fail, index, cpu) if fail is not None else None)
-    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy)
+        here = [c for c in cpus if c.gid in places[key][1]]
+        got = tuple(None if an is None else _access(an, index, here) for an in (a, fail))
+        accesses[key] = tuple(x if x is None or not x.flags & flags else replace(x, signals=True) for x in got)
+    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy,
+                  {key: place for key, place in places.items() if key in per_step}, tuple(signals), guest)
     new_layout = replace(layout, slots=tuple(slots), lkmm=views)
     return replace(program, layout=new_layout, init_choices=tuple(choices))
 
 
-def _access(a: _Analysis, index: dict[int, int], cpu: CpuViews | None) -> Access:
+def _places(program: Program) -> dict:
+    """(gid, step uid) -> (slot or None, view ids): where each step's accesses read and
+    publish. Without `cpus` every instance is a CPU of its own (its gid). With `cpus`,
+    the views attach to the model's CPUs (ids after the gids): a handler's are its CPU's,
+    a thread's are the CPU it runs on (its `cpu`, read at the step when it may migrate),
+    and a preemption's (its `on sched_out` notifier) are the CPU of the thread it takes
+    off; other processes (a device, a timer's expiry) keep their own."""
+    model, layout = program.model, program.layout
+    by_name = {p.name: p for p in model.processes}
+    n_inst = len(layout.instance_names)
+    out: dict = {}
+    for p in program.processes:
+        ctx = by_name[p.name].context if p.name in by_name else None
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for st in p.steps:
+                place: tuple = (None, (gid,))
+                if model.cpus is not None and ctx is not None:
+                    if ctx.kind is m.ContextKind.INTERRUPT or (ctx.kind is m.ContextKind.THREAD
+                                                               and not ctx.preemptible):
+                        place = (None, (n_inst + ctx.cpus[i],))
+                    elif ctx.kind is m.ContextKind.THREAD:
+                        place = (_cpu_slot(layout, by_name[p.name], i), tuple(n_inst + c for c in range(model.cpus)))
+                        dest = _moves_to(st)
+                        if dest is not None:  # a sched-in step runs on the CPU it puts the thread on
+                            place = (None, (n_inst + dest,))
+                    else:  # the scheduler: each of its steps preempts one thread, on that thread's CPU
+                        who = _preempted(st)
+                        if who is not None:
+                            q = by_name[who[0]]
+                            place = (_cpu_slot(layout, q, who[1]), tuple(n_inst + c for c in range(model.cpus)))
+                out[(gid, st.uid)] = place
+    return out
+
+
+def _moves_to(st: Step) -> int | None:
+    """The CPU a step puts its thread on (`cpu = c`: a sched-in step's migration)."""
+    for op in walk_ops(st.body):
+        if isinstance(op, OAssign) and isinstance(op.target, m.Var) and op.target.sym.name == "cpu" \
+                and op.target.sym.scope is m.Scope.LOCAL and isinstance(op.value, m.Const):
+            return op.value.value
+    return None
+
+
+def _cpu_slot(layout: StateLayout, p: m.Process, instance: int) -> int:
+    sym = next(v for v in p.locals if v.name == "cpu")
+    return layout.slot_of(sym, instance)
+
+
+def _preempted(st: Step) -> tuple[str, int] | None:
+    """The thread (process, instance) whose `cpu` a scheduler step reads: the one it preempts."""
+    found: list = []
+
+    def visit(x):
+        if isinstance(x, m.LocalOf) and x.sym.name == "cpu":
+            idx = x.index
+            found.append((x.process, idx.value if isinstance(idx, m.Const) else 0))
+        elif isinstance(x, tuple):
+            for y in x:
+                visit(y)
+        elif isinstance(x, m.TExpr):
+            for f in x.__dataclass_fields__:
+                visit(getattr(x, f))
+
+    visit(st.guard)
+    return found[0] if found else None
+
+
+def _raisers(program: Program) -> list:
+    """(name, handler gid, pending slot, raising slots, their variables' names) per
+    interrupt handler instance."""
+    model, layout = program.model, program.layout
+    glob = {g.name: g for g in model.globals}
+    out = []
+    for p in model.processes:
+        if p.context is None or p.context.kind is not m.ContextKind.INTERRUPT:
+            continue
+        sym = glob[m.pending_name(p.name)]
+        armed = glob.get(m.armed_name(p.name)) if p.context.hrtimer else None
+        for i in range(p.instances):
+            pending = layout.slot_of(sym, None) + (i if p.count is not None else 0)
+            raised = (pending,) + ((layout.slot_of(armed, None),) if armed is not None else ())
+            flags = frozenset({sym.name} | ({armed.name} if armed is not None else set()))
+            out.append((p.instance_name(i), layout.gid_base[p.name] + i, pending, raised, flags))
+    return out
+
+
+def _access(a: _Analysis, index: dict[int, int], cpus: list[CpuViews]) -> Access:
     def js(ks):
         return frozenset(index[k] for k in ks if k in index)
 
@@ -560,24 +705,24 @@ def _access(a: _Analysis, index: dict[int, int], cpu: CpuViews | None) -> Access
         why.append("smp_rmb() (or an address dependency) orders the loads")
     return Access(js(a.view_reads), js(a.rmw), js(a.acquire), f.get("rmw_acquire", False), f.get("pre_mb", False),
                   f.get("post_mb", False), f.get("rmb", False), f.get("wmb", False), f.get("release", False),
-                  js(a.conditional), "; ".join(why), js(a.writes),
-                  **{k: f.get(k, False) and _FENCE_FLAGS[k](cpu) for k in _FENCE_FLAGS},
+                  js(a.conditional), "; ".join(why), js(a.writes), frozenset(a.ghosts),
+                  **{k: f.get(k, False) and any(map(_FENCE_FLAGS[k], cpus)) for k in _FENCE_FLAGS},
                   conditional_slots=frozenset(a.conditional))
 
 
 #: the Access fields of the exact fences (as _Analysis.attached_fences sets them), each
-#: kept only where its CPU has the state it reads or writes: an RMW is a fence's place
+#: kept only where one of its CPUs has the state it reads or writes: an RMW is a fence's place
 #: only on a CPU with an smp_mb__before_atomic(), so elsewhere it consults no more views
 _FENCE_FLAGS = {
-    "before_atomic": lambda c: c is not None and c.before_atomic is not None,
-    "rmw_fence": lambda c: c is not None and c.before_atomic is not None,
-    "after_rmw_fence": lambda c: c is not None and c.after_rmw is not None,
-    "after_lock_fence": lambda c: c is not None and c.after_lock is not None,
-    "rmw_mark": lambda c: c is not None and c.after_rmw is not None,
-    "lock_mark": lambda c: c is not None,  # also po-unlock-lock-po's place
-    "unlock": lambda c: c is not None and bool(c.unlocked),
-    "fence_gap": lambda c: c is not None,
-    "address": lambda c: c is not None,
+    "before_atomic": lambda c: c.before_atomic is not None,
+    "rmw_fence": lambda c: c.before_atomic is not None,
+    "after_rmw_fence": lambda c: c.after_rmw is not None,
+    "after_lock_fence": lambda c: c.after_lock is not None,
+    "rmw_mark": lambda c: c.after_rmw is not None,
+    "lock_mark": lambda c: True,  # also po-unlock-lock-po's place
+    "unlock": lambda c: bool(c.unlocked),
+    "fence_gap": lambda c: True,
+    "address": lambda c: True,
 }
 
 
@@ -779,6 +924,7 @@ class Machine:
             + tuple(f for cpu in views.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
             + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
+            + tuple(f for sig in views.signals for f in (sig.cur[j], sig.strong[j]))
             for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
         self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
@@ -907,8 +1053,41 @@ class Machine:
         if c.own[j] is not None:
             t[c.own[j]] = 0
 
-    def step(self, inner, c: CpuViews, acc: Access, failure: bool):
-        """The machine's step around one compiled step of CPU `c`."""
+    def raising(self, t: list, c: CpuViews, gid: int, s: int, r: int, stored: int, signals: tuple[Signal, ...]):
+        """Interrupts a step raised or took (`s` before it, `r` after): a handler's entry
+        (its pending flag cleared by its own step) joins what the raise published into its
+        CPU's view; a store of 1 to a raising flag publishes the raiser's view (after the
+        full barrier an IPI is sent behind); a flag cleared by anyone else (a cancel) no
+        longer constrains the next entry. A VM exit (the CPU's `guest_mode` cleared) takes
+        the interrupts pending on its CPU too: it joins what they published, and their
+        handlers still join it when they run."""
+        sh, mk, lo = self.shift, self.width_mask, self.lo
+        g = self.v.guest.get(c.gid)
+        if g is not None and (s >> sh[g] & mk[g]) + lo[g] and not (r >> sh[g] & mk[g]) + lo[g]:
+            for sig in signals:
+                if sig.cpu == c.gid and (r >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending]:
+                    self.join_into(t, c.cur, sig.cur)
+                    self.join_into(t, c.strong, sig.cur)
+                    self.join_into(t, c.strong, sig.strong)
+        for sig in signals:
+            if gid == sig.taker and (s >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending] \
+                    and not (r >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending]:
+                self.join_into(t, c.cur, sig.cur)
+                self.join_into(t, c.strong, sig.cur)
+                self.join_into(t, c.strong, sig.strong)
+                for f in sig.cur + sig.strong:
+                    t[f] = self.none
+            if any(stored >> k & 1 and (r >> sh[k] & mk[k]) + lo[k] for k in sig.raised):
+                self.join_into(t, sig.cur, c.cur)
+                self.join_into(t, sig.strong, c.strong)
+            elif not any((r >> sh[k] & mk[k]) + lo[k] for k in sig.raised):
+                for f in sig.cur + sig.strong:
+                    t[f] = self.none
+
+    def step(self, inner, c: CpuViews, acc: Access, failure: bool, gid: int = -1,
+             signals: tuple[Signal, ...] = ()):
+        """The machine's step around one compiled step of CPU `c` (for instance `gid`,
+        which may raise or take the interrupts `signals`)."""
         marks, mask = self.marks, self.mask
         locs = self.v.locations
         fields = self.memory_fields
@@ -980,26 +1159,47 @@ class Machine:
                     t[f] = 0
             if acc.before_atomic and ba is not None:
                 t[ba] = 1
+            if signals:
+                self.raising(t, c, gid, s, r, stored, signals)
             return self.save(r, t)
 
         return run
 
     def steps(self, inner, gid: int, uid: int, name: str) -> list:
         """(name, packed function) of each form of one compiled step under the machine."""
-        cpu = self.v.cpu(gid)
-        if cpu is None:  # touches no shared location: only the marks to drop
-            mask = self.mask
+        slot, ids = self.v.places.get((gid, uid), (None, (gid,)))
+        cpus = [self.v.cpu(i) for i in ids]
+        mask = self.mask
 
-            def plain(s):
-                r = inner(s)
-                return None if r is None else r & mask
+        def plain(s):
+            r = inner(s)
+            return None if r is None else r & mask
 
+        if all(c is None for c in cpus):  # touches no shared location: only the marks to drop
             return [(name, plain)]
         acc, fail = self.v.accesses[(gid, uid)]
-        out = [(name, self.step(inner, cpu, acc, False))]
-        if fail is not None:
-            out.append((name + "_fails", self.step(inner, cpu, fail, True)))
+        signals = tuple(sig for sig in self.v.signals if sig.taker == gid or sig.flags & acc.flags
+                        or m.GUEST_MODE in acc.flags and sig.cpu in ids)
+        out = []
+        for form, a, failure in ((name, acc, False), (name + "_fails", fail, True)):
+            if a is None:
+                continue
+            # (on a CPU whose views no step needs: nothing to read or publish there)
+            runs = [plain if c is None else self.step(inner, c, a, failure, gid, signals) for c in cpus]
+            if slot is None:
+                out.append((form, runs[0]))
+            else:  # a thread that may migrate: the views of the CPU it is on now
+                out.append((form, self.on_its_cpu(slot, runs)))
         return out
+
+    def on_its_cpu(self, slot: int, runs: list):
+        """A step of a thread that may migrate: the form for the CPU its `cpu` (`slot`) names."""
+        sh, mk, lo = self.shift[slot], self.width_mask[slot], self.lo[slot]
+
+        def run(s):
+            return runs[(s >> sh & mk) + lo](s)
+
+        return run
 
     def propagate(self, c: CpuViews, j: int, pcs: dict):
         """CPU c's view of location j moves one message newer.
@@ -1017,14 +1217,21 @@ class Machine:
         cur = c.cur[j]
         none = self.none
         cur_sh, cur_mk, cur_lo = self.shift[cur], self.width_mask[cur], self.lo[cur]
-        pc_sh, pc_mk, steps_at = pcs[c.gid]
-        matters = frozenset(pc for pc, at in enumerate(steps_at)
-                            if any(j in acc.consults(self.n) for st in at for acc in self.forms(c.gid, st.uid)))
-        writers = []  # (pc shift, pc mask, pcs that store to j) of every other CPU that does
+        places = self.v.places
+        users = []  # (pc shift, pc mask, pcs where it matters) of each instance whose steps may use c's views
+        writers = []  # (pc shift, pc mask, pcs that store to j) of every instance that may run on another CPU
         for d, (sh, mk, at_d) in pcs.items():
+            here = lambda uid, d=d: c.gid in places.get((d, uid), (None, (d,)))[1]  # noqa: E731
+            only_here = lambda uid, d=d: places.get((d, uid), (None, (d,))) == (None, (c.gid,))  # noqa: E731
+            matters = frozenset(pc for pc, at in enumerate(at_d)
+                                if any(here(st.uid) and j in acc.consults(self.n)
+                                       for st in at for acc in self.forms(d, st.uid)))
             storing = frozenset(pc for pc, at in enumerate(at_d)
-                                if any(j in acc.writes for st in at for acc in self.forms(d, st.uid)))
-            if d != c.gid and storing:
+                                if any(not only_here(st.uid) and j in acc.writes
+                                       for st in at for acc in self.forms(d, st.uid)))
+            if matters:
+                users.append((sh, mk, matters))
+            if storing:
                 writers.append((sh, mk, storing))
         lazy = self.v.lazy
 
@@ -1032,7 +1239,7 @@ class Machine:
             lag = (s >> cur_sh & cur_mk) + cur_lo
             if lag == 0 or lag >= none:
                 return None
-            if lazy and (s >> pc_sh & pc_mk) not in matters and (
+            if lazy and not any((s >> sh & mk) in at for sh, mk, at in users) and (
                     lag < none - 1 or not any((s >> sh & mk) in at for sh, mk, at in writers)):
                 return None
             t = self.load(s)
@@ -1075,7 +1282,7 @@ def propagation_text(views: Views, what: Propagation, before, after, value) -> s
 def stale_reads(views: Views, gid: int, uid: int, failed: bool, before, after, value) -> str:
     """What a step of CPU `gid` read from an older store than memory's, as a trace says
     it: which store it read, and why it could (the newer one had not reached it)."""
-    cpu = views.cpu(gid)
+    cpu = views.view_of(gid, uid, before)
     if cpu is None or (gid, uid) not in views.accesses:
         return ""
     acc, fail = views.accesses[(gid, uid)]
@@ -1099,7 +1306,7 @@ def step_notes(views: Views, gid: int, uid: int, failed: bool, cas_failed: bool,
     through the view, that a cmpxchg failed (`failed`: the failure form that reads the
     view; `cas_failed`: any failure), and which older store it read."""
     notes = []
-    cpu = views.cpu(gid)
+    cpu = views.view_of(gid, uid, before)
     acc = None
     if cpu is not None and (gid, uid) in views.accesses:
         acc, fail = views.accesses[(gid, uid)]

@@ -95,7 +95,10 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
     # -- errors
     def note(self, e: SpecError) -> None:
         for x in e.errors:
-            (self.echoes if isinstance(x, Echo) else self.errors).append(x)
+            if isinstance(x, Echo):
+                self.echoes.append(x)
+            else:
+                self.errors.append(x)
 
     def attempt(self, fn, *args, name: str | None = None, default=None):
         """fn(*args), or `default` when it fails: the error is noted and `name` (what
@@ -111,7 +114,8 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
     def failure(self) -> SpecError:
         """What the run raises: every error noted, in file order (an echo only if,
         against the rule, nothing it echoes was reported)."""
-        return combined(self.errors or self.echoes[:1])
+        echo: list[SpecError] = list(self.echoes[:1])
+        return combined(self.errors or echo)
 
     # -- top level
     def run(self) -> m.Model:
@@ -155,14 +159,14 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
                 continue
             if sym is not None:
                 self.globals[d.name] = sym
-        processes = []
+        resolved: list[m.Process] = []
         for d in spec.of(ast.ProcessDecl):
             if d.name in self.failed:  # its count failed: its body would be resolved against nothing
                 continue
             p = self.attempt(self._process, d, name=d.name)
             if p is not None:
-                processes.append(p)
-        processes = tuple(processes)
+                resolved.append(p)
+        processes = tuple(resolved)
         self.process_labels = {p.name: set(p.labels) for p in processes}
         self.processes = {p.name: p for p in processes}
         if not spec.of(ast.ProcessDecl) and not spec.of(ast.LemmaDecl):

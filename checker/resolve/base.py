@@ -3,18 +3,22 @@ resolved in (`Ctx`), the built-in names, and the two questions run.py asks of a 
 before resolving it (its variants, its header comment).
 
 It sits below the parts (declarations, types, expressions, statements, inlines,
-variants), which never import each other: each is a mixin of `_Resolver` and reaches
-the others through `self`.
+variants, contexts), which never import each other: each is a mixin of `_Resolver` and
+reaches the others through `self`, as `Shared` declares.
 """
 
 from __future__ import annotations
 
+import itertools
+from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import BUILTINS
-from ..base.errors import source_lines
+from ..base.errors import Echo, Span, SpecError, source_lines
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -117,3 +121,126 @@ def labels_of(d: ast.ProcessDecl, inlines) -> set[str]:
             seen.add(s.call.name)
             stack.append(inlines[s.call.name].body)
     return out
+
+
+class Shared:
+    """What the mixins share, declared once so that each is type-checked against it: the
+    state of one resolution (set in `_Resolver.__init__`, or by the mixin named beside
+    it) and the methods one mixin calls on another (each defined by the mixin named)."""
+
+    spec: ast.Spec
+    variant: str
+    defines: dict[str, str]
+    memory_override: str | None
+    store_buffer_override: int | None
+    preemptions_override: int | str | None
+    consts: dict[str, m.Const]
+    enums: dict[str, m.EnumT]
+    members: dict[str, tuple[m.EnumT, int]]
+    globals: dict[str, m.VarSym]
+    inlines: dict[str, ast.InlineDecl]
+    fns: dict[str, ast.FnDecl]
+    process_decls: dict[str, ast.ProcessDecl]
+    process_counts: dict[str, int | None]
+    process_labels: dict[str, set[str]]
+    processes: dict[str, m.Process]
+    assert_names: dict[str, Span]
+    lemmas: list[m.Lemma]
+    uid: itertools.count[int]
+    read_locals: set[int]
+    task_syms: dict[str, m.VarSym]
+    writing: str | None
+    errors: list[SpecError]
+    echoes: list[Echo]
+    failed: set[str]
+    failed_properties: set[str]
+    cpus: int | None  # Contexts
+    interrupt_names: list[str]  # Contexts
+    percpu_names: set[str]  # Contexts
+    preemptions: int | None  # Contexts
+    declared_memory: str  # Variants
+
+    if TYPE_CHECKING:
+        # _Resolver
+        @abstractmethod
+        def note(self, e: SpecError) -> None: ...
+
+        @abstractmethod
+        def attempt(self, fn: Callable[..., Any], *args: Any, name: str | None = None, default: Any = None) -> Any:
+            ...
+
+        # Variants
+        @abstractmethod
+        def const_int(self, e: ast.Expr, what: str) -> int: ...
+
+        @abstractmethod
+        def spec_enum_members(self) -> dict[str, tuple[m.EnumT, int]]: ...
+
+        # Types
+        @abstractmethod
+        def _type(self, t: ast.TypeExpr) -> m.Type: ...
+
+        @abstractmethod
+        def _var(self, d: ast.VarDecl, scope: m.Scope, process: str | None) -> m.VarSym: ...
+
+        @abstractmethod
+        def _bitset_value(self, e: ast.ListInit, t: m.BitsetT) -> int: ...
+
+        # Expressions
+        @abstractmethod
+        def cond(self, e: ast.Expr, ctx: Ctx, what: str) -> m.TExpr: ...
+
+        @abstractmethod
+        def lvalue(self, lv: ast.LValue, ctx: Ctx) -> m.TExpr: ...
+
+        @abstractmethod
+        def expr(self, e: ast.Expr, ctx: Ctx, lvalue: bool = False) -> m.TExpr: ...
+
+        @abstractmethod
+        def _conv(self, x: m.TExpr, t: m.Type) -> m.TExpr: ...
+
+        @staticmethod
+        @abstractmethod
+        def _value(x: m.TExpr) -> m.TExpr: ...
+
+        @abstractmethod
+        def _builtin(self, e: ast.Call, ctx: Ctx, statement: bool) -> m.Builtin | m.Const: ...
+
+        @abstractmethod
+        def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span) -> None: ...
+
+        @abstractmethod
+        def _check_assignable(self, target: m.Type, value: m.TExpr, span: Span, what: str) -> None: ...
+
+        @abstractmethod
+        def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str) -> None: ...
+
+        # Statements
+        @abstractmethod
+        def stmts(self, body: Any, ctx: Ctx) -> tuple[m.RStmt, ...]: ...
+
+        @abstractmethod
+        def _check_gotos(self, body: Any, labels: set[str]) -> None: ...
+
+        # Inlines
+        @abstractmethod
+        def _call_stmt(self, s: ast.CallStmt, ctx: Ctx) -> m.RStmt: ...
+
+        @abstractmethod
+        def _expand_fn(self, e: ast.Call, ctx: Ctx) -> m.TExpr: ...
+
+        # Contexts
+        @abstractmethod
+        def _thread_locals(self, d: ast.ProcessDecl, locals_: dict[str, m.VarSym]) -> None: ...
+
+        @abstractmethod
+        def _process_context(self, d: ast.ProcessDecl, count: int | None, ctx: Ctx) -> m.ProcessContext | None: ...
+
+        @abstractmethod
+        def _context_arg(self, kind: Any, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr: ...
+
+        @abstractmethod
+        def context_global(self, name: str) -> m.VarSym | None: ...
+
+        @abstractmethod
+        def context_local(self, proc: m.Process, name: str) -> m.VarSym: ...

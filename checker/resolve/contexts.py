@@ -12,7 +12,7 @@ from ..front import ast
 from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls
 from ..base.errors import Span, SpecError, did_you_mean
-from .base import Ctx
+from .base import Ctx, Shared
 
 MAX_CPUS = 8
 MAX_PREEMPTIONS = 8
@@ -20,7 +20,7 @@ MAX_PREEMPTIONS = 8
 DEFAULT_PREEMPTIONS = 2
 
 
-class Contexts:
+class Contexts(Shared):
     """The declarations of execution contexts; the rest of the resolver asks `self.cpus`."""
 
     def _contexts_header(self, preemptions_override: int | None | str) -> None:

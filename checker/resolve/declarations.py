@@ -9,10 +9,10 @@ from ..front import ast
 from .. import model as m
 from ..base.errors import Span, SpecError, did_you_mean, source_text
 from ..base.limits import MAX_PROCESSES
-from .base import ASSERTIONS, BASE, DEADLOCK, RESERVED_TYPES, Ctx, labels_of
+from .base import ASSERTIONS, BASE, Ctx, DEADLOCK, RESERVED_TYPES, Shared, labels_of
 
 
-class Declarations:
+class Declarations(Shared):
     """Whole-spec checks and the declarations that hold statements or properties. A
     process's labels are collected while its body is resolved (`Ctx.labels`), so the
     `goto` check runs after the body; properties are resolved after every process,
@@ -133,7 +133,8 @@ class Declarations:
                 self._property(d, props)
             except SpecError as e:
                 self.note(e)
-                self.failed_properties.add(d.name)  # an `expect` naming it is no error of its own
+                if isinstance(d, ast.Decl):  # an `expect` naming it is no error of its own
+                    self.failed_properties.add(d.name)
         for name, span in self.assert_names.items():
             props.append(m.Property(name, m.PropertyKind.ASSERT, span))
         if self.spec.of(ast.ProcessDecl):

@@ -11,10 +11,10 @@ from ..front import ast
 from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS, Arg, Cls, CtxOp, Pure, Result, RmwOp, signature
 from ..base.errors import Echo, Span, SpecError, did_you_mean
-from .base import WAITQUEUE_BUILTINS, Ctx, labels_of
+from .base import Ctx, Shared, WAITQUEUE_BUILTINS, labels_of
 
 
-class Expressions:
+class Expressions(Shared):
     """Typed expressions. Constants fold as they are built (so a knob set to false
     removes the test it guards); fixed-width operands follow C's usual conversions, each
     made explicit as a Conv node so that every back end computes the same value. About
@@ -299,7 +299,8 @@ class Expressions:
                         did_you_mean(e.name, list(self.fns) + list(BUILTINS) + list(ALIASES))
                         or "declare it with `fn NAME(args) = expr;`", code="TR201")
 
-    def _builtin(self, e: ast.Call, ctx: Ctx, statement: bool) -> m.Builtin:
+    def _builtin(self, e: ast.Call, ctx: Ctx, statement: bool) -> m.Builtin | m.Const:
+        """The call, or the constant it folds to (a pure function of constants)."""
         name = ALIASES.get(e.name, e.name)
         sig = BUILTINS[name]
         if len(e.args) != len(sig.args):
@@ -376,7 +377,9 @@ class Expressions:
                 self._check_assignable(lv_type, x, a.span, "the variable")
                 args[i] = self._conv(x, lv_type)
         if sig.args[:1] == (Arg.PERCPU,):  # the value, or the CPU, against the per-CPU variable
-            elem = args[0].type.elem
+            percpu = args[0].type
+            assert isinstance(percpu, m.ArrayT)  # a per-CPU variable is its CPUs' array
+            elem = percpu.elem
             if sig.ctx is CtxOp.THIS_CPU_WRITE:
                 self._check_assignable(elem, args[1], e.args[1].span, "the variable")
                 args[1] = self._conv(args[1], elem)
@@ -410,15 +413,16 @@ class Expressions:
             result = lv_type if isinstance(lv_type, m.BitVecT) or not m.is_intlike(lv_type) else m.INT
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
-        if sig.cls is Cls.PURE and all(isinstance(x, m.Const) for x in args):
+        consts = [x for x in args if isinstance(x, m.Const)]
+        if sig.cls is Cls.PURE and len(consts) == len(args):
             if sig.pure is Pure.ABS:
-                v = abs(m.value_of(args[0].value, result))
+                v = abs(m.value_of(consts[0].value, result))
                 return m.Const(e.span, result, v & result.mask if isinstance(result, m.BitVecT) else v)
             if isinstance(result, m.BitVecT):  # compare the patterns as values
-                pick = (min if sig.pure is Pure.MIN else max)(args, key=lambda x: m.value_of(x.value, result))
+                pick = (min if sig.pure is Pure.MIN else max)(consts, key=lambda x: m.value_of(x.value, result))
                 return m.Const(e.span, result, pick.value)
             fold = min if sig.pure is Pure.MIN else max
-            return m.Const(e.span, result, fold(args[0].value, args[1].value))
+            return m.Const(e.span, result, fold(consts[0].value, consts[1].value))
         return m.Builtin(e.span, result, name, tuple(args))
 
     def _check_bitnr_type(self, x: m.TExpr, t: m.BitsetT | None, span: Span):
@@ -542,8 +546,8 @@ class Expressions:
                             else f"give it a value of {target.describe()}", code="TR203")
 
     def _check_static_range(self, target: m.Type, value: m.TExpr, span: Span, name: str):
-        if isinstance(target, m.IntT) and target.lo is not None and isinstance(value, m.Const) \
-                and not target.lo <= value.value <= target.hi:
+        if isinstance(target, m.IntT) and target.lo is not None and target.hi is not None \
+                and isinstance(value, m.Const) and not target.lo <= value.value <= target.hi:
             raise SpecError(span, f"value {value.value} is outside the range of '{name}' ({target.lo}..{target.hi})",
                             f"widen the range of '{name}', or store a value in {target.lo}..{target.hi}")
 

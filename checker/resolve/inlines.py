@@ -15,10 +15,10 @@ from .. import model as m
 from ..semantics.primitives import ALIASES, BUILTINS, Cls
 from ..base.errors import Span, SpecError, did_you_mean
 from ..base.limits import MAX_EXPANSION
-from .base import Ctx
+from .base import Ctx, Shared
 
 
-class Inlines:
+class Inlines(Shared):
     """Expansion of `inline` and `fn` calls: each parameter is replaced by the resolved
     argument (typed expressions, not text), and the body is resolved afresh at every
     call, in the caller's process and atomic context but in its own name scope (and an
@@ -34,6 +34,7 @@ class Inlines:
                             "use it in an expression, e.g. `x = " + c.name + "(...)`, or delete the statement")
         if name in BUILTINS:
             e = self._builtin(c, dataclasses.replace(ctx, effects=True), statement=True)
+            assert isinstance(e, m.Builtin)  # only a pure function folds
             return m.SEval(s.span, e)
         if c.name in self.fns:
             raise SpecError(c.span, f"'{c.name}' is a pure function; its value is unused",

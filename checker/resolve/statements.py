@@ -11,10 +11,10 @@ from ..front import ast
 from .. import model as m
 from ..semantics.primitives import BUILTINS
 from ..base.errors import Echo, Span, SpecError, did_you_mean
-from .base import ASSERTIONS, DEADLOCK, Ctx
+from .base import ASSERTIONS, Ctx, DEADLOCK, Shared
 
 
-class Statements:
+class Statements(Shared):
     """Statements in a process body or an inline body. The side-effecting primitives are
     allowed (`effects=True`) in an assignment's value, an `if`/`while` condition and a
     call statement, not in an `await` condition nor in parts that must stay pure (`?:`
@@ -85,6 +85,7 @@ class Statements:
                                 "an atomic block is one step; label the `atomic` statement itself")
             if ctx.labels is not None:
                 if s.label in ctx.labels and not ctx.in_inline:
+                    assert ctx.process is not None  # labels are collected in a process body
                     raise SpecError(s.label_span, f"duplicate label '{s.label}' in process '{ctx.process.name}'",
                                     "give each label its own name in a process", code="TR202")
                 ctx.labels.add(s.label)
@@ -214,7 +215,7 @@ def fair_end_traps(processes, properties) -> tuple[tuple[int, str], ...]:
             starts = [_first(b[0]) if b else None for b in first.branches]
             if any(isinstance(x, m.SStutter) for x in starts):
                 continue
-            never = [x for x in starts if _never_starts(x)]
+            never = [x for x in starts if x is not None and _never_starts(x)]
             if never:
                 out.append((s.span.line,
                             f"{proc.name}: end label '{s.label}': the branch meant to stay there (line "

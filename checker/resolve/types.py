@@ -9,10 +9,10 @@ from ..front import ast
 from .. import model as m
 from ..base.errors import Echo, Span, SpecError, did_you_mean
 from ..base.limits import MAX_VALUES
-from .base import Ctx
+from .base import Ctx, Shared
 
 
-class Types:
+class Types(Shared):
     """Types and variables. Sizes and bounds are constant expressions, resolved after
     the constants (and after a variant's overrides, so a variant can resize an array)."""
 
@@ -171,6 +171,7 @@ class Types:
         self._check_assignable(t, c, e.span, f"'{name}'")
         if isinstance(t, m.IntT):
             c = self._value(c)
+            assert isinstance(c, m.Const)  # a constant's value is a constant
         if isinstance(t, m.IntT) and not t.lo <= c.value <= t.hi:
             raise SpecError(e.span, f"initial value {c.value} of '{name}' is outside its range {t.lo}..{t.hi}",
                             f"'{name}' is declared as {t.lo}..{t.hi}")

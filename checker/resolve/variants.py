@@ -12,7 +12,7 @@ from ..front import ast
 from .. import model as m
 from ..base.errors import NOWHERE, Echo, SpecError, did_you_mean
 from ..front.parse import literal_value
-from .base import BOUNDED, DEFAULT_STORE_BUFFER, MAX_STORE_BUFFER, MEMORY_MODELS, Ctx
+from .base import BOUNDED, Ctx, DEFAULT_STORE_BUFFER, MAX_STORE_BUFFER, MEMORY_MODELS, Shared
 
 
 def parse_define(text: str) -> tuple[str, str]:
@@ -36,7 +36,7 @@ def parse_defines(texts) -> dict[str, str]:
     return out
 
 
-class Variants:
+class Variants(Shared):
     """Constants: folded in declaration order, so a constant may use earlier ones; an
     override is resolved like the default and must have its type (an enum: the same
     enum). Also the memory model, which a variant may change like a constant."""

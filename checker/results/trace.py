@@ -8,6 +8,7 @@ model or the layout to print them.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from dataclasses import dataclass, field
 
@@ -194,7 +195,7 @@ class PropertyOutcome:
     bound: int | None = None  # bmc without a violation: searched up to this depth only
     expect_span: Span | None = None  # where the variant's `expect` clause names this property, if it does
 
-    @property
+    @builtins.property  # `property` here is the field above
     def as_expected(self) -> bool:
         if self.verdict in (Verdict.ERROR, Verdict.UNKNOWN, Verdict.CHECKER_BUG):
             return False

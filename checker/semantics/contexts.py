@@ -38,6 +38,11 @@ drains are explicit: at each pc a thread has a fence step that sets `sb_drained[
 a handler's entry and a preemption wait for when a thread is on CPU c, and which the
 thread's next step clears; handler entry and exit, schedule(), sched-in and the raising
 primitives are fences (LANGUAGE.md, "Under x86-TSO").
+
+Under `memory lkmm` views attach to CPUs (memory/lkmm.py), so a handler is in program
+order with what it interrupted without anything here; a preemption, schedule() going
+off its CPU and a sched-in carry an smp_mb() (the switch's smp_mb__after_spinlock()),
+and an IPI or device interrupt is raised after one (LANGUAGE.md, "Under lkmm").
 """
 
 from __future__ import annotations
@@ -80,11 +85,8 @@ class _Lowering:
         self.texts: list = []
         span = next((p.context.span for p in model.processes if p.context), model.processes[0].span)
         self.span = span
-        if model.memory == "lkmm":
-            raise SpecError(span, "execution contexts under `memory lkmm` are not supported yet",
-                            "check the context model under sc (the default) or tso, or the lkmm protocol "
-                            "without contexts")
         self.tso = model.memory == "tso"
+        self.lkmm = model.memory == "lkmm"
         taken = {g.name for g in model.globals} | {p.name for p in model.processes}
         self.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
         self.threads: list[_Thread] = []
@@ -370,6 +372,8 @@ class _Lowering:
                              _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
             if self.tso:
                 body.append(m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)))
+            if self.lkmm:  # __schedule(): rq lock, then smp_mb__after_spinlock(), before the notifiers
+                body.append(_mb(span))
             where = _Where(p, cpu, None, instance=idx)
             body += list(self.stmts(ctx.sched_out, where))
             body.append(m.SAssign(span, self.at(self.curr, cpu), _c(0, span)))
@@ -403,6 +407,8 @@ class _Lowering:
             if p.cls in (Cls.LOCK, Cls.STORE) and w.count is not None and p.args[:1] == (Arg.LOCK,):
                 # a spin lock held by a preemptible thread disables preemption
                 lock = s.call.args[0]
+                if self.lkmm:  # the lock's own acquire and release: not one fully ordered atomic block
+                    return self.locked(s.span, s.call.name, lock, w.count)
                 if p.cls is Cls.LOCK:
                     return m.SAtomic(s.span, (m.SAwait(s.span, _not(lock)), m.SAssign(s.span, lock, _c(1, s.span, m.BOOL)),
                                               self.add(w.count, 1, s.span)))
@@ -441,6 +447,15 @@ class _Lowering:
             changes["stmt"] = self.stmt(s.stmt, w)
         return dataclasses.replace(s, **changes) if changes else s
 
+    def locked(self, span: Span, name: str, lock: m.TExpr, count: m.VarSym | None,
+               between: tuple = ()) -> m.SInlined:
+        """lkmm: spin_lock as preempt_disable(); the lock (an acquire), spin_unlock as the
+        unlock (a release), then `between`, then preempt_enable()."""
+        call = m.SEval(span, m.Builtin(span, m.VOID, name, (lock,)))
+        if name == "spin_lock":
+            return m.SInlined(span, "", ((self.add(count, 1, span),) if count is not None else ()) + (call,))
+        return m.SInlined(span, "", (call,) + between + ((self.add(count, -1, span),) if count is not None else ()))
+
     def add(self, sym: m.VarSym, k: int, span: Span) -> m.SAssign:
         v = m.Var(span, sym.type, sym)
         return m.SAssign(span, v, m.Bin(span, m.INT, "+" if k > 0 else "-", v, _c(abs(k), span)))
@@ -464,6 +479,15 @@ class _Lowering:
             return m.SAtomic(span, (m.SAssign(span, a[0], _to(off(), a[0].type)), m.SAssign(span, off(), t)))
         if op is CtxOp.IRQ_RESTORE:
             return m.SAssign(span, off(), _to(a[0], m.BOOL))
+        if op in (CtxOp.LOCK_IRQSAVE, CtxOp.UNLOCK_IRQRESTORE) and self.lkmm:
+            # lkmm: local_irq_save(); spin_lock() (and spin_unlock(); local_irq_restore()),
+            # as include/linux/spinlock_api_smp.h does them: the lock's acquire and release,
+            # where one atomic block would be a fully ordered read-modify-write
+            if op is CtxOp.LOCK_IRQSAVE:
+                save = m.SAtomic(span, (m.SAssign(span, a[1], _to(off(), a[1].type)), m.SAssign(span, off(), t)))
+                return m.SInlined(span, "", (save,) + self.locked(span, "spin_lock", a[0], w.count).body)
+            restore = m.SAssign(span, off(), _to(a[1], m.BOOL))
+            return m.SInlined(span, "", self.locked(span, "spin_unlock", a[0], w.count, (restore,)).body)
         if op is CtxOp.LOCK_IRQSAVE:
             body = (m.SAwait(span, _not(a[0])), m.SAssign(span, a[1], _to(off(), a[1].type)),
                     m.SAssign(span, off(), t), m.SAssign(span, a[0], t))
@@ -480,10 +504,14 @@ class _Lowering:
             if w.count is None:
                 return m.SSkip(span)  # a thread never preempted, or a handler: nothing to count
             return self.add(w.count, 1 if op is CtxOp.PREEMPT_OFF else -1, span)
-        if self.tso and not fenced and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START):
+        if (self.tso and op in (CtxOp.RAISE, CtxOp.RAISE_ON, CtxOp.TIMER_START)
+                or self.lkmm and op in (CtxOp.RAISE, CtxOp.RAISE_ON)) and not fenced:
             # what raising orders: the kernel's IPI send fences before its ICR write
             # (weak_wrmsr_fence), a device's MSI is posted after its DMA writes (PCIe
-            # ordering), hrtimer_start/cancel take the clock base's lock: earlier stores first
+            # ordering), hrtimer_start/cancel take the clock base's lock: earlier stores first.
+            # lkmm: an IPI is sent after a full barrier (kernel/smp.c queues the call with
+            # llist_add, a fully ordered RMW, before arch_send_call_function_single_ipi);
+            # hrtimer_start is a release through the clock base's lock (memory/lkmm.py's Signal)
             inner = self.call(s, op, w, fenced=True)
             return m.SAtomic(span, (_mb(span),) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
         if op is CtxOp.RAISE:
@@ -576,6 +604,7 @@ def finish(model: m.Model, procs: tuple, ir) -> tuple:
     low.irqs = [p for p in model.processes if p.context and p.context.kind is m.ContextKind.INTERRUPT]
     low.pending = {h.name: g[m.pending_name(h.name)] for h in low.irqs}
     low.tso, low.drained = model.memory == "tso", g.get(DRAINED)
+    low.lkmm = model.memory == "lkmm"
     low.threads = []
     for p in model.processes:
         if p.context and p.context.kind is m.ContextKind.THREAD:
@@ -636,6 +665,9 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
     # interrupt entry or a preemption to rely on; any step of the thread clears it
     undrain = (ir.OAssign(low.at(low.drained, cpu), _c(0, span, m.BOOL)),) if low.tso else ()
     texts = dict(model.step_texts)
+    # lkmm: a context switch is a full barrier on the CPU it happens on (__schedule takes
+    # the rq lock, then smp_mb__after_spinlock()); views attach to CPUs (memory/lkmm.py)
+    mb = (ir.OBarrier("smp_mb"),) if low.lkmm else ()
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
         body = undrain + tuple(frees(st.body))
@@ -658,7 +690,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         if any(st.kind is ir.StepKind.SCHEDULE for st in at):
             # schedule() switches away: off the CPU, its notifier run; back when woken and put on a CPU
             where_s = next(st.span for st in at if st.kind is ir.StepKind.SCHEDULE)
-            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + undrain + tuple(sched_out) \
+            body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + undrain + mb + tuple(sched_out) \
                 + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
             text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
             # a context switch takes the runqueue lock: a full barrier (tso: a fence)
@@ -691,7 +723,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                 body = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
                 if low.tso:
                     body.append(ir.OAssign(low.at(low.drained, dest), _c(0, span, m.BOOL)))
-                body += [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
+                body += list(mb) + [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
                 text = f"sched in{where}" + (" (sched_in)" if p.context.sched_in else "")
                 # migration: the old CPU's accesses before the new one's (kernel/sched/core.c,

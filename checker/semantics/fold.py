@@ -115,7 +115,7 @@ def store_needs(t: m.Type, value: m.TExpr | None) -> StoreNeeds:
     takes: what the types and a folded constant do not already guarantee."""
     const = value.value if isinstance(value, m.Const) else None
     check = None
-    if isinstance(t, m.IntT) and t.lo is not None and not fits(value, t):
+    if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None and not fits(value, t):
         check = (t.lo, t.hi)
     elif isinstance(t, m.BitsetT) and not (value is not None and value.type == t) \
             and not (const is not None and 0 <= const < (1 << t.size)):
@@ -139,16 +139,17 @@ def fits_bv(value: m.TExpr | None, t: m.BitVecT) -> bool:
         return 0 <= value.value <= t.mask
     if isinstance(vt, m.BitVecT):  # a narrower signed pattern must be sign-extended
         return vt.width == t.width or vt.width < t.width and not vt.signed
-    if isinstance(vt, m.IntT) and vt.lo is not None:
+    if isinstance(vt, m.IntT) and vt.lo is not None and vt.hi is not None:
         return 0 <= vt.lo and vt.hi <= t.mask
     return isinstance(vt, m.BoolT)
 
 
 def fits(value: m.TExpr | None, t: m.IntT) -> bool:
-    """Whether a value is statically known to lie in the target's range."""
+    """Whether a value is statically known to lie in the target's range (a declared one)."""
+    assert t.lo is not None and t.hi is not None
     if value is None:
         return False
     if isinstance(value, m.Const):
         return t.lo <= value.value <= t.hi
     vt = value.type
-    return isinstance(vt, m.IntT) and vt.lo is not None and t.lo <= vt.lo and vt.hi <= t.hi
+    return isinstance(vt, m.IntT) and vt.lo is not None and vt.hi is not None and t.lo <= vt.lo and vt.hi <= t.hi

@@ -9,7 +9,9 @@ ends implement; nothing downstream dispatches on a primitive's name.
 Which columns a memory model reads: sequential consistency ignores orderings; x86-TSO
 reads only `x86` (which primitives are plain stores, locked instructions or fences);
 lkmm (memory/lkmm.py) reads `order` and, for the conditional ones, `failure_order`:
-what the kernel promises, not what x86 happens to give.
+what the kernel promises, not what x86 happens to give. The litmus evaluator
+(litmus/axiomatic.py) reads the same `order`, `failure_order` and `fence`, and
+ORDER_SUFFIX for the forms a litmus test may use that have no row here.
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ class Primitive:
 
 _L, _V, _B, _N, _Q, _K = Arg.LV, Arg.VAL, Arg.BITS, Arg.NR, Arg.WQ, Arg.LOCK
 _I, _P = Arg.IRQ, Arg.PERCPU
-_ORDER_SUFFIX = {"": Order.FULL, "_relaxed": Order.RELAXED, "_acquire": Order.ACQUIRE,
+# the ordered forms of an RMW (atomic_t.txt): the suffix says its ordering
+ORDER_SUFFIX = {"": Order.FULL, "_relaxed": Order.RELAXED, "_acquire": Order.ACQUIRE,
                  "_release": Order.RELEASE}
 
 
@@ -197,7 +200,7 @@ def _ordered_forms(name, args, result, op, returns, doc, failure_order=None):
     """The fully ordered primitive and its _relaxed, _acquire and _release forms
     (atomic_t.txt): on x86 every one of them is the same locked instruction."""
     out = []
-    for suffix, order in _ORDER_SUFFIX.items():
+    for suffix, order in ORDER_SUFFIX.items():
         out.append(_rmw(name + suffix, args, result, op, returns, order,
                         doc if not suffix else f"as `{name}`, {order.value}",
                         failure_order=failure_order))
@@ -374,6 +377,7 @@ def signature(p: Primitive) -> str:
 def ordering(p: Primitive) -> str:
     """The documented ordering, as the reference table shows it."""
     if p.cls is Cls.FENCE:
+        assert p.fence is not None  # every fence row says its kind
         return p.fence.value
     text = p.order.value
     if p.failure_order is not None and p.failure_order is not p.order:

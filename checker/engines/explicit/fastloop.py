@@ -345,6 +345,7 @@ def actor_tables(cm: CompiledModel) -> tuple[tuple, list]:
     instances'), and per actor (shift, mask, (packed step, number) pairs by field
     value): the tables the search walks in each state."""
     pk = cm.packing
+    assert pk is not None  # compile_program packs every model
     steps = tuple({id(cs): cs for inst in cm.instances for at in inst.steps_at for cs in at}.values()) \
         + tuple(cm.flushes)
     number = {id(cs): k for k, cs in enumerate(steps)}

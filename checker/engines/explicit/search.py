@@ -42,7 +42,7 @@ class Limits:
     max_depth: int | None = None
     check_deadlock: bool = True
     # stop after the level at which every one of these properties has its (shortest)
-    # counterexample: run.py's search for the traces of a reduced search's violations
+    # counterexample: the pipeline's search for the traces of a reduced search's violations
     until_found: frozenset[str] = frozenset()
 
 

@@ -32,6 +32,7 @@ class PartialOrder:
         pcs = [inst.pc_slot for inst in cm.instances]
         assert pcs == list(range(pcs[0], pcs[0] + len(pcs))), "instances' pcs are contiguous"
         pk = cm.packing
+        assert pk is not None  # compile_program packs every model
         # the pcs are neighbouring bit fields of the packed state: one shift and mask give them all
         self.shift = pk.shift[pcs[0]]
         self.mask = (1 << (pk.shift[pcs[-1]] + pk.width[pcs[-1]] - self.shift)) - 1

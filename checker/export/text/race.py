@@ -167,11 +167,11 @@ def race_runs(t: Trace, width: int = 100) -> str:
         lines += wrap_cell(body, width, head, " " * min(len(head), width // 3))
     pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
     if pending and t.loop_start is None:  # tso/lkmm: stores some CPU cannot see yet
-        said = pending_text(pending)  # a heading, then its entries: one line for each heading
-        while said:
-            k = next((i for i in range(1, len(said)) if said[i].endswith(":")), len(said))
-            lines += wrap_cell(f"{said[0]} " + ", ".join(said[1:k]), width, "  ", "      ")
-            said = said[k:]
+        entries = pending_text(pending)  # a heading, then its entries: one line for each heading
+        while entries:
+            k = next((i for i in range(1, len(entries)) if entries[i].endswith(":")), len(entries))
+            lines += wrap_cell(f"{entries[0]} " + ", ".join(entries[1:k]), width, "  ", "      ")
+            entries = entries[k:]
     return "\n".join(lines)
 
 

@@ -75,7 +75,8 @@ def summary_table(result: RunResult, fold: bool = False, width: int | None = Non
     `width`: the table is laid out to fit it (fit_table)."""
     mixed = _mixed_memory(result)
     fold = fold and sum(max(len(v.outcomes), 1) for v in result.variants) > FOLD_ROWS
-    rows = [("variant", "property", "verdict", "expected", "", "steps", "states", "depth", "time", "engine")]
+    rows: list[tuple[str, ...]] = [("variant", "property", "verdict", "expected", "", "steps", "states", "depth", "time",
+                                    "engine")]
     memory, notes = ["memory"], [""]  # per row: the variant's memory model; text after the row
     for v in result.variants:
         first = True
@@ -225,8 +226,8 @@ def store_buffer_notes(result: RunResult) -> list[str]:
     tso = [v for v in result.variants if v.memory == "tso" and v.stats.complete]
     free = [v.variant for v in tso if v.stats.buffer_full_states == 0]
     if free:
-        bound = max(v.store_buffer or 0 for v in tso if v.variant in free)
-        lines.append(f"x86-TSO: no store ever found its store buffer full (at most {bound} stores) in "
+        most = max(v.store_buffer or 0 for v in tso if v.variant in free)
+        lines.append(f"x86-TSO: no store ever found its store buffer full (at most {most} stores) in "
                      + ", ".join(free) + ": those verdicts hold for store buffers of any size")
     for bound, said in _full(tso).items():
         lines.append(f"x86-TSO: a store waited for a full store buffer in {said}: what holds there holds for "
@@ -278,8 +279,8 @@ def history_notes(result: RunResult) -> list[str]:
     done = [v for v in lk if v.stats.complete]
     free = [v.variant for v in done if v.stats.buffer_full_states == 0]
     if free:
-        bound = max(v.store_buffer or 0 for v in done if v.variant in free)
-        lines.append(f"LKMM: no store ever waited for a full history (at most {bound} stores kept per location) "
+        most = max(v.store_buffer or 0 for v in done if v.variant in free)
+        lines.append(f"LKMM: no store ever waited for a full history (at most {most} stores kept per location) "
                      "in " + ", ".join(free) + ": those verdicts hold for histories of any length")
     for bound, said in _full(done).items():
         lines.append(f"LKMM: a store waited for a full history (a CPU still read the oldest store kept) in {said}: "
@@ -341,7 +342,7 @@ def reduction_notes(result: RunResult, full: bool = True) -> list[str]:
                      + ", ".join(f"{v.variant} {v.stats.ample_states:,}/{v.stats.states:,}" for v in por))
     elif por:
         lines.append(f"partial-order reduction (--no-por turns it off), states expanded with an ample set: "
-                     f"{sum(v.stats.ample_states for v in por):,}/{sum(v.stats.states for v in por):,} "
+                     f"{sum(v.stats.ample_states or 0 for v in por):,}/{sum(v.stats.states for v in por):,} "
                      f"in {len(por)} variants (--full: per variant)")
     groups: dict[str, list[tuple[str, str]]] = {}
     for v in result.variants:

@@ -8,7 +8,8 @@ import textwrap
 
 from ...base.safe_text import printable
 from ..files import describe, loop_back, shape
-from ...results.trace import LKMM_COMPLETE, LKMM_PARTIAL, Counterexample, RunResult, Trace, Verdict, show_number, show_value
+from ...results.trace import (LKMM_COMPLETE, LKMM_PARTIAL, Counterexample, PropertyOutcome, RunResult, Trace, Verdict,
+                              show_number, show_value)
 from .race import race_diagram, race_lines, race_runs
 from .words import BOTH, COMPACT, CTI, DIAGRAM, FEW, TRACE, who
 from .wrap import KEEP, wrap_cell
@@ -88,7 +89,7 @@ POR_STEM = "; with partial-order reduction: the stem is the shortest of the redu
 def liveness_summary(result: RunResult, full: bool = True) -> list[str]:
     """Per liveness verdict, the fairness it rests on (grouped by the assumption made).
     Not `full`, for more than a few verdicts: those that say the usual are counted."""
-    groups: dict[tuple[str, ...], list[tuple[str, object]]] = {}
+    groups: dict[tuple[str, ...], list[tuple[str, PropertyOutcome]]] = {}
     for v in result.variants:
         for o in v.outcomes:
             if o.kind == "liveness":
