@@ -31,7 +31,7 @@ import signal
 import sys
 
 from . import __version__
-from .engines.explicit import OUT_OF_MEMORY, Limits, level_loop_source
+from .engines.explicit import LOOPS, OUT_OF_MEMORY, Limits, Unsupported, level_loop_source, native_source
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .base.shipped import models_dir, shipped_model, shipped_models
@@ -110,7 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "--depth; induction: k-induction in Z3 up to k = --depth; pdr: PDR/IC3 in Z3 (Spacer), unbounded "
                         "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
-                   help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
+                   help="bmc: paths of up to K steps (K rounds with --rounds); induction: k = 0..K; --simulate: "
+                        "steps per run (default 10)")
+    z.add_argument("--rounds", action="store_true",
+                   help="bmc: each depth is a round, in which every process instance in turn takes a step or "
+                        "idles, so deep violations are reached in fewer frames; a counterexample lists its "
+                        "steps (replayed) and may be longer than the shortest")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
                    help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
                         "no run has been in: finds violations, never says holds (exit 3 when none is found), "
@@ -161,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
+    perf.add_argument("--loop", choices=LOOPS, default="",
+                      help="the explicit search's level loop: python (default), native (the plain breadth-first "
+                           "search compiled to C with the system's C compiler, cached under $XDG_CACHE_HOME; "
+                           "same states, verdicts and counterexamples) or auto (native where it applies); "
+                           "where native does not apply (reductions, tso, lkmm, fixed-width integers, no "
+                           "compiler, ...) the Python loop runs and the output says why")
     red = p.add_argument_group("reductions (verdicts are the same with and without them)")
     red.add_argument("--no-por", action="store_true",
                      help="turn partial-order reduction off (on by default; counterexamples are the same either way)")
@@ -171,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     sym.add_argument("--no-symmetry", action="store_const", const="off", dest="symmetry",
                      help="turn symmetry reduction off")
     p.add_argument("--dump-python", action="store_true", help="print the generated step functions and exit")
+    p.add_argument("--dump-c", action="store_true",
+                   help="print the C of the native level loop (--loop native) of each variant, or why it has none, "
+                        "and exit")
     p.add_argument("--promela", metavar="OUT",
                    help="write each variant's Promela twin for SPIN and exit: OUT is the .pml file for one "
                         "variant (unless OUT is a folder), a folder (OUT/<model>.<variant>.pml, not named .pml) for several; "
@@ -309,6 +323,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--simulate runs the compiled steps; it takes no --engine")
     if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
+    if args.rounds and args.engine != "bmc":
+        parser.error(f"--rounds is for --engine bmc, not {args.engine}")
     if args.depth is not None and args.engine == "pdr":
         parser.error("--engine pdr has no bound: it takes no --depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
@@ -444,9 +460,9 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
-                       timeout=args.timeout,
+                       timeout=args.timeout, rounds=args.rounds,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
-                       coverage=not args.no_coverage)
+                       coverage=not args.no_coverage, loop=args.loop)
         if args.promela:
             return _write_promela(spec, opts, args.promela)
         if args.dump_python:
@@ -454,6 +470,16 @@ def main(argv: list[str] | None = None) -> int:
                 cm = compile_variant(spec, name, opts)
                 if not _print(cm.source + "\n" + level_loop_source(cm, opts.limits.check_deadlock,
                                                                    opts.hash_compact)):
+                    break
+            return EXIT_OK
+        if args.dump_c:
+            for name in selected_variants(spec, opts.variants):
+                cm = compile_variant(spec, name, opts)
+                try:
+                    text = native_source(cm).text
+                except Unsupported as e:
+                    text = f"/* variant {printable(name)}: no native loop: {printable(str(e))} */\n"
+                if not _print(text):
                     break
             return EXIT_OK
         if args.replay:

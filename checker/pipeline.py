@@ -56,10 +56,12 @@ class Options:
     engine: Engine = Engine.EXPLICIT  # for invariants, asserts, deadlock; lemmas always go to Z3
     depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
+    rounds: bool = False  # bmc: a frame is a round of every instance's step (engines/smt/bmc.py)
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
     simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
+    loop: str = ""  # the explicit level loop: python, native (C, engines/explicit/native.py), auto; "": python, unsaid
 
 
 WORKERS_PER_CORE = 4  # workers beyond this many per core only add processes that wait (and open files)
@@ -349,7 +351,8 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
     red = reduce.plan(searched, opts.por, opts.symmetry, whole_graph=wants_graph, merged=merged)
     exploration = explore(searched, opts.limits, progress, graph=wants_liveness or wants_graph,
                           reduction=red if red.active else None,
-                          hash_compact=opts.hash_compact, workers=opts.workers, coverage=opts.coverage)
+                          hash_compact=opts.hash_compact, workers=opts.workers, coverage=opts.coverage,
+                          loop=opts.loop)
     stats = exploration.stats
     cov, cov_note = _coverage(cm, searched, stats, exploration, _reductions(red, merged))
     if stats.workers == 1 and not opts.workers_asked:
@@ -519,7 +522,8 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
 
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
-    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
+    options = {"rounds": True} if opts.rounds else {}
+    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)
 
     def decided(prop: m.Property, expected: bool) -> PropertyOutcome:
         if prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
@@ -590,7 +594,7 @@ def _rebuild_counterexamples(cm: CompiledModel, reduced: Exploration, red: reduc
     if wanted or reduced.model_error is not None:
         limits = replace(opts.limits, max_depth=None, max_states=None,
                          until_found=wanted if reduced.model_error is None else frozenset())
-        again = explore(cm, limits, reduction=unreduced)
+        again = explore(cm, limits, reduction=unreduced, loop=opts.loop)
         if again.stats.limit in CUT_SHORT:
             return out, f"counterexamples not found again without partial-order reduction: {again.stats.limit}; " \
                 "they are the reduced search's (runs of the model, maybe not the shortest)", time.monotonic() - start

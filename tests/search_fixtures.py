@@ -19,8 +19,7 @@ SPECS = sorted(ROOT.glob("models/*.spec")) + sorted(ROOT.glob("tests/litmus/*.sp
 #: configuration cross-products (workers, hash-compact) run on. Their soundness argument
 #: is per step and per state, not per model; every model's counts stay pinned
 #: (test_scale.PINNED), where a changed count is the reviewable event.
-SMALL = ("hv_timer_preempt", "timer_migration", "vcpu_requests", "vcpu_preempted_kick", "csd_wait_ipi", "ipi_fastpath_reenter",
-         "ipi_fastpath")
+SMALL = ("hv_timer_preempt", "timer_migration", "vcpu_requests", "csd_wait_ipi", "ipi_fastpath_reenter")
 SMALL_SPECS = [p for p in SPECS if p.parent.name != "models" or p.stem in SMALL]
 
 

@@ -85,8 +85,10 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
          "around the compiled ones"),
     )),
     ("checker/backends", "IR -> code", (
-        ("back ends", ("checker.backends", "checker.backends.python", "checker.backends.promela"), False,
-         "IR -> generated Python for the explicit engine, IR -> the Promela twin; neither uses the other"),
+        ("back ends", ("checker.backends", "checker.backends.python", "checker.backends.promela",
+                       "checker.backends.c"), False,
+         "IR -> generated Python for the explicit engine, IR -> the Promela twin, IR -> the C of the native "
+         "level loop; none uses another"),
     )),
     ("checker/results", "what every engine fills and every exporter reads", (
         ("results", ("checker.results", "checker.results.trace", "checker.results.findings"), False,
@@ -100,8 +102,9 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
          "explicit engine"),
         ("z3 encoding, explicit search", ("checker.engines.smt.encode", "checker.engines.explicit.search"), False,
          "compiled model -> Z3; the breadth-first search (it runs the generated loop)"),
-        ("explicit workers", ("checker.engines.explicit.parallel",), False,
-         "the same search shared among worker processes"),
+        ("explicit workers", ("checker.engines.explicit.parallel", "checker.engines.explicit.native"), False,
+         "the same search shared among worker processes; the native level loop (the C back end's, "
+         "built and loaded)"),
         ("explicit engine", ("checker.engines.explicit",), False,
          "the package's face: explore() picks one process or the workers"),
         ("footprints", ("checker.engines.reduce.footprint",), False,

@@ -103,6 +103,8 @@ def _to_dict(result: RunResult, timing: bool = False) -> dict:
             "ample_states": v.stats.ample_states,
             "reductions": list(v.stats.reductions),
         }
+        if v.stats.loop:  # only when --loop chose one: the default output is unchanged
+            out["loop"] = v.stats.loop
         if timing:
             out["seconds"] = round(v.stats.seconds, 3)
         return out

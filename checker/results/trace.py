@@ -181,6 +181,7 @@ class Stats:
     notes: tuple[str, ...] = ()  # what else the engine wants said about this search
     ample_states: int | None = None  # partial-order reduction: states expanded with an ample set (None: off)
     reductions: tuple[str, ...] = ()  # the reductions applied, or why not, in words
+    loop: str = ""  # the explicit level loop that ran, "native" or "python", when --loop asked for one
 
 
 @dataclass(frozen=True, slots=True)

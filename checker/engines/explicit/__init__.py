@@ -27,25 +27,58 @@ what the generic one does.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ...backends.c import Unsupported
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import level_loop_source
+from .native import LOOPS, explore_native, library_for, source_for as native_source
 from .parallel import explore_parallel
 from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, StateGraph, TraceBuilder, decoder_for,
                      explore_one, state_space, stuck_message)
 
-__all__ = ["OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "decoder_for",
-           "explore", "level_loop_source", "state_space", "stuck_message"]
+__all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
+           "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
 
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
             graph: bool = False, hash_compact: bool = False, reduction: Reduction | None = None,
-            workers: int = 1, coverage: bool = False) -> Exploration:
+            workers: int = 1, coverage: bool = False, loop: str = "") -> Exploration:
     """Breadth-first search of one compiled variant. `graph` keeps the state graph (the
     liveness engine and --dot-graph need it); `hash_compact` stores fingerprints instead
     of states; `workers` > 1 partitions the states across processes when the model is
     big enough to pay for them (parallel.py), never with `graph`; `coverage` records
-    which steps ran and which premises held (engines/coverage.py reads them)."""
+    which steps ran and which premises held (engines/coverage.py reads them); `loop`
+    (LOOPS): the level loop, Python, the native one in C (native.py) or native where it
+    applies (auto), said in `Stats.loop` with why not native when it could not be; ""
+    (not asked): Python, unsaid."""
+    if loop == "python":
+        found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+        found.stats = replace(found.stats, loop="python")
+        return found
+    if loop:
+        why = "partial-order reduction and symmetry are the Python loop's (--no-por --no-symmetry)" \
+            if reduction is not None else ""
+        if not why:
+            try:
+                library = library_for(cm)
+            except Unsupported as e:
+                why = str(e)
+        if not why:
+            found = explore_native(cm, limits, progress, hash_compact, coverage, library, graph)
+            note = (f"the native loop runs in one process (--workers {workers} not used)",) if workers > 1 else ()
+            found.stats = replace(found.stats, loop="native", notes=found.stats.notes + note)
+            return found
+        found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+        found.stats = replace(found.stats, loop="python",
+                              notes=found.stats.notes + (f"the Python loop ran, not the native one: {why}",))
+        return found
+    return _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+
+
+def _explore_python(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,
+                    reduction: Reduction | None, workers: int, coverage: bool) -> Exploration:
     if workers > 1 and not graph:
         return explore_parallel(cm, limits, progress, hash_compact, reduction, workers, coverage)
     note = "liveness needs the whole graph in one process" if workers > 1 else ""

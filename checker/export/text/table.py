@@ -28,8 +28,8 @@ def verdict_word(o) -> str:
     if o.verdict is Verdict.INCOMPLETE and o.bound is not None:
         if o.counterexample is not None and o.counterexample.kind == CTI:
             return f"not proved (k <= {o.bound})"
-        if o.note.startswith("no violation"):
-            return f"no violation up to depth {o.bound}"
+        if o.note.startswith("no violation"):  # "up to depth K", or "up to K rounds" (bmc --rounds)
+            return o.note
     return o.verdict.value
 
 
@@ -310,7 +310,8 @@ def final_state_notes(result: RunResult) -> list[str]:
 
 def search_notes(result: RunResult) -> list[str]:
     """How the search ran, where that is news: several workers (or why not, when they
-    were asked for), memory per state on big searches, and --hash-compact's odds."""
+    were asked for), memory per state on big searches, --hash-compact's odds, and the
+    level loop when --loop chose one."""
     lines = []
     for v in result.variants:
         st = v.stats
@@ -327,6 +328,8 @@ def search_notes(result: RunResult) -> list[str]:
                    f"estimated n^2/2^64 for n = {st.states:,} fingerprints")
             what = "" if all(o.verdict is not Verdict.VIOLATED for o in v.outcomes) else "each property that "
             lines.append(f"{v.variant}: --hash-compact: {what}holds with collision probability <= {p:.2g} ({how})")
+        if st.loop == "native":  # (a Python loop asked for by --loop says why in its notes)
+            lines.append(f"{v.variant}: the native level loop ran (C, --loop)")
         lines += [f"{v.variant}: {n}" for n in st.notes]
     return lines
 

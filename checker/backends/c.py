@@ -1,0 +1,913 @@
+"""IR -> C: the explicit engine's breadth-first level loop for one variant, as pan.c is
+SPIN's (engines/explicit/native.py compiles it with the system's C compiler and loads
+it with ctypes).
+
+The state is the same packed integer as the Python back end's (`Packing`: every slot a
+bit field holding its value minus its lower bound), here a `uint64_t`, so only a model
+whose packed state is at most 63 bits wide is written (the visited set stores state + 1,
+0 marking a free slot). Each step becomes one C function from the same IR and the same
+lowering (semantics/lower.py, semantics/fold.py) as the Python back end's, statement
+for statement: it returns 0 when the step is disabled, 1 with the successor, and
+`BAIL` (2) whenever the Python step could raise: a value out of its range, an index out
+of bounds, a division by zero, an arithmetic overflow, a failed assertion, a loop inside
+a step that runs too long. The C loop never decides a verdict: a state where a step
+bails, an invariant fails (or bails), a premise of vacuity holds, no step moves, or a
+`final` condition may apply goes back to the Python search, which expands it with the
+Python steps and reports what it finds (as the generated Python loop, fastloop.py,
+does). So the C code only has to be right on the states that need no decision, and the
+tests compare every step's C successor with the Python one on every reachable state.
+
+What is not written (`Unsupported`, and the search runs in Python with a note): tso and
+lkmm, fixed-width C integers (u8..u64, s8..s64: their wrap-around is the Python back
+end's alone for now), conversions, quantifiers over kernel primitives,
+states past 63 bits, more than 64 invariants or premises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .. import model as m
+from ..base.limits import MAX_STEP_LOOP
+from ..base.safe_text import python_comment
+from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
+                  Program, ProcessIR, Step, StepKind, builtins_in)
+from ..semantics.fold import simplify, store_needs
+from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
+                               Xchg, Zero, lower)
+from ..semantics.primitives import Returns
+
+#: the widest packed state the C loop takes: the visited set stores state + 1 in 64 bits
+MAX_BITS = 63
+#: invariants and premises are switched on and off by one 64-bit mask each
+MAX_PREDICATES = 64
+#: how many states one call of the level function expands before it returns, so that
+#: the caller can show progress and take a Ctrl-C
+CHUNK = 1 << 16
+
+
+class Unsupported(Exception):
+    """A model (or a construct in it) the C back end does not write: the search runs in
+    Python. The message says what, for the run's note."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepRef:
+    """One step of the search's numbering: process, instance and its IR step."""
+
+    process: ProcessIR
+    instance: int
+    step: Step
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """One row of the search's actor table: the field its steps are dispatched on, and
+    by field value the numbers of the steps there."""
+
+    shift: int
+    mask: int
+    steps_at: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CSource:
+    """The translation unit and what the loader needs to know about it."""
+
+    text: str
+    steps: int
+    invariants: int
+    premises: int
+    digest: str  # sha256 of the text: the build cache's key
+
+
+def _comment(text: str) -> str:
+    """Source text made safe for a C comment: printable, one line, no comment end."""
+    return python_comment(text).replace("*/", "* /")
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+        self.n = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"t{self.n}"
+
+
+def _p(code: str) -> str:
+    return code if code.isidentifier() or code.lstrip("-").isdigit() else f"({code})"
+
+
+class CWriter:
+    """IR -> the C of every step, predicate and the level loop. It follows the Python
+    back end's sections (addresses, expressions, stores, operations, core operations),
+    so that the two read alike; each is checked against the other by the tests."""
+
+    def __init__(self, program: Program, shift: Sequence[int], width: Sequence[int], lo: Sequence[int],
+                 hi: Sequence[int], bits: int):
+        model = program.model
+        if model.memory != "sc":
+            raise Unsupported(f"memory {model.memory}")
+        if bits > MAX_BITS:
+            raise Unsupported(f"a packed state of {bits} bits (at most {MAX_BITS})")
+        self.program = program
+        self.layout = program.layout
+        self.shift, self.width, self.lo, self.hi = tuple(shift), tuple(width), tuple(lo), tuple(hi)
+        self.bits = bits
+        self.proc: ProcessIR | None = None
+        self.inst: int | None = None
+        self.bound: dict[int, str] = {}
+
+    # -- fields
+    def mask(self, k: int) -> int:
+        return (1 << self.width[k]) - 1
+
+    def get(self, src: str, k: int) -> str:
+        if self.width[k] == 0:
+            return str(self.lo[k])
+        raw = f"(i64)({src} >> {self.shift[k]} & {self.mask(k):#x})"
+        return f"({raw} + {self.lo[k]})" if self.lo[k] else raw
+
+    def get_dyn(self, src: str, shift_code: str, width: int, lo: int) -> str:
+        if width == 0:
+            return str(lo)
+        raw = f"(i64)({src} >> ({shift_code}) & {(1 << width) - 1:#x})"
+        return f"({raw} + {lo})" if lo else raw
+
+    # -- addresses: (slot or None, shift code, width, lo, hi, name)
+    def address(self, target: m.TExpr, e: _Emitter, src: str) -> tuple[int | None, str, int, int, int]:
+        layout = self.layout
+        if isinstance(target, m.Var):
+            k = layout.slot_of(target.sym, self.inst)
+            return k, str(self.shift[k]), self.width[k], self.lo[k], self._hi(k)
+        if not isinstance(target, m.Elem):
+            raise Unsupported(f"a store to {type(target).__name__}")
+        t = target.sym.type
+        assert isinstance(t, m.ArrayT)
+        base = layout.slot_of(target.sym, self.inst)
+        idx = target.index
+        if isinstance(idx, m.SelfE) and self.inst is not None:
+            idx = m.Const(idx.span, idx.type, self.inst)
+        if isinstance(idx, m.Const):
+            if t.lo <= idx.value <= t.hi:
+                k = base + idx.value - t.lo
+                return k, str(self.shift[k]), self.width[k], self.lo[k], self._hi(k)
+            e.emit(f"return BAIL;  /* index {idx.value} is outside {t.lo}..{t.hi} */")
+            k = base
+            return k, str(self.shift[k]), self.width[k], self.lo[k], self._hi(k)
+        code = self.expr(idx, e, src)
+        tmp = e.fresh()
+        e.emit(f"i64 {tmp} = {code};")
+        e.emit(f"if ({tmp} < {t.lo} || {tmp} > {t.hi}) return BAIL;  /* index out of bounds */")
+        w = self.width[base]
+        shift = f"{self.shift[base]} + {w} * ({tmp} - {t.lo})"
+        return None, shift, w, self.lo[base], self._hi(base)
+
+    def _hi(self, k: int) -> int:
+        return self.hi[k]
+
+    def index_inline(self, idx: m.TExpr, lo: int, hi: int, e: _Emitter, src: str) -> str:
+        """An index as one expression that bails when out of bounds (reads may sit inside
+        a quantifier's loop, where a hoisted temporary would not see its variable)."""
+        code = self.expr(idx, e, src)
+        tmp = e.fresh()
+        return f"({{ i64 {tmp} = {code}; if ({tmp} < {lo} || {tmp} > {hi}) return BAIL; {tmp}; }})"
+
+    def load(self, x: m.TExpr, e: _Emitter, src: str) -> str:
+        if isinstance(x, m.Var):
+            return self.get(src, self.layout.slot_of(x.sym, self.inst))
+        assert isinstance(x, m.Elem)
+        t = x.sym.type
+        assert isinstance(t, m.ArrayT)
+        base = self.layout.slot_of(x.sym, self.inst)
+        idx = x.index
+        if isinstance(idx, m.SelfE) and self.inst is not None:
+            idx = m.Const(idx.span, idx.type, self.inst)
+        if isinstance(idx, m.Const):
+            if t.lo <= idx.value <= t.hi:
+                return self.get(src, base + idx.value - t.lo)
+            return "({ return BAIL; 0; })"
+        i = self.index_inline(idx, t.lo, t.hi, e, src)
+        w = self.width[base]
+        return self.get_dyn(src, f"{self.shift[base]} + {w} * ({i} - {t.lo})", w, self.lo[base])
+
+    # -- expressions (values as i64, with Python's meaning)
+    def expr(self, x: m.TExpr, e: _Emitter, src: str) -> str:
+        if isinstance(x.type, m.BitVecT):
+            raise Unsupported(f"fixed-width integers ({x.type.describe()})")
+        if isinstance(x, m.Const):
+            return f"{int(x.value)}LL"
+        if isinstance(x, (m.Var, m.Elem)):
+            return self.load(x, e, src)
+        if isinstance(x, m.SelfE):
+            if self.inst is None:
+                raise Unsupported("self outside a process")
+            return f"{self.inst}LL"
+        if isinstance(x, m.Bound):
+            return self.bound[x.uid]
+        if isinstance(x, m.Un):
+            a = self.expr(x.operand, e, src)
+            if x.op == "!":
+                return f"(i64)(!{_p(a)})"
+            if x.op == "-":
+                return f"neg({a})"
+            return f"(~{_p(a)})"
+        if isinstance(x, m.Bin):
+            if isinstance(x.left.type, m.BitVecT) or isinstance(x.right.type, m.BitVecT):
+                raise Unsupported("fixed-width integers")
+            a = self.expr(x.left, e, src)
+            b = self.expr(x.right, e, src)
+            return self.binop(x.op, a, b, e)
+        if isinstance(x, m.Ite):
+            c = self.expr(x.cond, e, src)
+            return f"({_p(c)} ? {self.expr(x.then, e, src)} : {self.expr(x.orelse, e, src)})"
+        if isinstance(x, m.At):
+            return self.at(x, e, src)
+        if isinstance(x, m.LocalOf):
+            return self.local_of(x, e, src)
+        if isinstance(x, m.Quant):
+            if next(builtins_in(x.body), None) is not None:
+                raise Unsupported("a kernel primitive inside a quantifier")
+            var = f"q{x.bound.uid}"
+            self.bound[x.bound.uid] = var
+            body = self.expr(x.body, e, src)
+            r = e.fresh()
+            if x.kind == "exists":
+                return (f"({{ i64 {r} = 0; for (i64 {var} = {x.lo}; {var} <= {x.hi}; {var}++) "
+                        f"if ({body}) {{ {r} = 1; break; }} {r}; }})")
+            return (f"({{ i64 {r} = 1; for (i64 {var} = {x.lo}; {var} <= {x.hi}; {var}++) "
+                    f"if (!({body})) {{ {r} = 0; break; }} {r}; }})")
+        if isinstance(x, m.Builtin):
+            return self.builtin(x, e, src)
+        raise Unsupported(f"the expression {type(x).__name__}")
+
+    def binop(self, op: str, a: str, b: str, e: _Emitter) -> str:
+        simple = {"+": "add", "-": "sub", "*": "mul", "/": "divc", "%": "modc", "<<": "shl", ">>": "shr"}
+        if op in simple:
+            return f"{simple[op]}({a}, {b})"
+        if op in ("&", "|", "^"):
+            return f"({_p(a)} {op} {_p(b)})"
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            return f"(i64)({_p(a)} {op} {_p(b)})"
+        t = e.fresh()
+        if op == "&&":  # Python's `and`: the first operand when it is false, else the second
+            return f"({{ i64 {t} = {a}; {t} ? (i64)({b}) : {t}; }})"
+        if op == "||":
+            return f"({{ i64 {t} = {a}; {t} ? {t} : (i64)({b}); }})"
+        if op == "->":  # (not a) or b
+            return f"(!{_p(a)} ? 1LL : (i64)({b}))"
+        raise Unsupported(f"the operator {op}")
+
+    def at(self, x: m.At, e: _Emitter, src: str) -> str:
+        proc = next(p for p in self.program.processes if p.name == x.process)
+        pcs = sorted(proc.label_pcs.get(x.label, ()))
+        base = self.layout.pc_base[x.process]
+        if x.index is None:
+            pc = self.get(src, base)
+        elif isinstance(x.index, m.Const) and 0 <= x.index.value < proc.instances:
+            pc = self.get(src, base + x.index.value)
+        else:
+            i = self.index_inline(x.index, 0, proc.instances - 1, e, src)
+            w = self.width[base]
+            pc = self.get_dyn(src, f"{self.shift[base]} + {w} * {i}", w, 0)
+        if not pcs:
+            return "0LL"
+        tmp = e.fresh()
+        return f"({{ i64 {tmp} = {pc}; (i64)(" + " || ".join(f"{tmp} == {p}" for p in pcs) + "); })"
+
+    def local_of(self, x: m.LocalOf, e: _Emitter, src: str) -> str:
+        proc = next(p for p in self.program.processes if p.name == x.process)
+        base = self.layout.slot_of(x.sym, 0)
+        if x.index is None:
+            return self.get(src, base)
+        if isinstance(x.index, m.Const) and 0 <= x.index.value < proc.instances:
+            return self.get(src, self.layout.slot_of(x.sym, x.index.value))
+        stride = self.shift[self.layout.slot_of(x.sym, 1)] - self.shift[base] if proc.instances > 1 else 0
+        i = self.index_inline(x.index, 0, proc.instances - 1, e, src)
+        return self.get_dyn(src, f"{self.shift[base]} + {stride} * {i}", self.width[base], self.lo[base])
+
+    # -- kernel primitives, as their core operations (semantics/lower.py)
+    def builtin(self, c: m.Builtin, e: _Emitter, src: str) -> str:
+        return self.core(lower(c), e, src)
+
+    def core(self, k: Core, e: _Emitter, src: str) -> str:
+        if isinstance(k, Load):
+            return self.expr(k.loc, e, src)
+        if isinstance(k, TestBit):
+            nr = self.index_inline(k.nr, 0, _bitset_size(k.bits) - 1, e, src)
+            return f"(({self.expr(k.bits, e, src)} >> {nr}) & 1)"
+        if isinstance(k, Zero):
+            return f"(i64)({self.expr(k.x, e, src)} {'!=' if k.nonzero else '=='} 0)"
+        if isinstance(k, MinMax):
+            a, b = self.expr(k.a, e, src), self.expr(k.b, e, src)
+            return f"{'min2' if k.is_min else 'max2'}({a}, {b})"
+        if isinstance(k, Abs):
+            return f"absv({self.expr(k.x, e, src)})"
+        if isinstance(k, Store):
+            self.store(k.loc, k.value, e)
+            return ""
+        if isinstance(k, (Add, Or)):
+            # read in the Python back end's order: a delta before the location, else after
+            d = self.expr(k.delta, e, "v") if isinstance(k, Add) and k.step is None and k.delta is not None else ""
+            cur_t = e.fresh()
+            e.emit(f"i64 {cur_t} = {self.expr(k.loc, e, 'v')};")
+            if isinstance(k, Or):
+                value = f"({cur_t} | {self.expr(k.value, e, 'v')})"
+            elif k.step is not None:
+                value = f"add({cur_t}, {k.step}LL)"
+            else:
+                value = f"sub({cur_t}, {d})" if k.negate else f"add({cur_t}, {d})"
+            new = e.fresh()
+            e.emit(f"i64 {new} = {value};")
+            self.store_code(k.loc, new, None, e)
+            if k.returns is Returns.NEW_IS_ZERO:
+                return f"(i64)({new} == 0)"
+            return new if k.returns is Returns.NEW else cur_t if k.returns is Returns.OLD else ""
+        if isinstance(k, BitOp):
+            size = _bitset_size(k.bits)
+            nr = e.fresh()
+            e.emit(f"i64 {nr} = {self.expr(k.nr, e, 'v')};")
+            e.emit(f"if ({nr} < 0 || {nr} >= {size}) return BAIL;  /* not a bit of the set */")
+            cur = e.fresh()
+            e.emit(f"i64 {cur} = {self.expr(k.bits, e, 'v')};")
+            old = e.fresh()
+            e.emit(f"i64 {old} = ({cur} >> {nr}) & 1;")
+            new = f"({cur} | (1LL << {nr}))" if k.set else f"({cur} & ~(1LL << {nr}))"
+            self.store_code(k.bits, new, None, e)
+            return old if k.returns_old else ""
+        if isinstance(k, Xchg):
+            old = e.fresh()
+            e.emit(f"i64 {old} = {self.expr(k.loc, e, 'v')};")
+            self.store(k.loc, k.value, e)
+            return old
+        if isinstance(k, Cas):
+            old = e.fresh()
+            e.emit(f"i64 {old} = {self.expr(k.loc, e, 'v')};")
+            expect = self.expr(k.expect, e, "v")
+            e.emit(f"if ({old} == {expect}) {{")
+            e.depth += 1
+            self.store(k.loc, k.new, e)
+            e.depth -= 1
+            e.emit("}")
+            return f"(i64)({old} == {expect})" if k.success else old
+        if isinstance(k, (WaitAdd, WaitRemove)):
+            assert self.proc is not None and self.inst is not None
+            addr = self.address(k.queue, e, "v")
+            gid = self.layout.gid_base[self.proc.name] + self.inst
+            task = self.layout.task_slot[gid]
+            cur = e.fresh()
+            e.emit(f"i64 {cur} = {self.get_dyn('v', addr[1], addr[2], addr[3])};")
+            if isinstance(k, WaitAdd):
+                e.emit(f"/* {_comment(self.proc.instance_name(self.inst))} waits; its task is INTERRUPTIBLE */")
+                self.put(addr, f"({cur} | {1 << gid}LL)", e)
+                self.put(self.slot(task), "1LL", e)
+            else:
+                e.emit(f"/* {_comment(self.proc.instance_name(self.inst))} stops waiting; its task is RUNNING */")
+                self.put(self.slot(task), "0LL", e)
+                self.put(addr, f"({cur} & ~{1 << gid}LL)", e)
+            return ""
+        if isinstance(k, Wake):
+            addr = self.address(k.queue, e, "v")
+            w = e.fresh()
+            e.emit(f"i64 {w} = {self.get_dyn('v', addr[1], addr[2], addr[3])};")
+            sleepers = sorted(self.layout.task_slot.items())
+            for n, (gid, task) in enumerate(sleepers):
+                kw = "if" if k.all or n == 0 else "} else if"
+                e.emit(f"{kw} ({w} & {1 << gid}LL) {{  /* wake {_comment(self.layout.instance_names[gid])} */")
+                e.depth += 1
+                self.put(self.slot(task), "0LL", e)
+                if not k.all:
+                    self.put(addr, f"({w} & ~{1 << gid}LL)", e)
+                e.depth -= 1
+                if k.all:
+                    e.emit("}")
+            if sleepers and not k.all:
+                e.emit("}")
+            if k.all:
+                self.put(addr, "0LL", e)
+            return ""
+        raise Unsupported(f"the kernel primitive {k.prim.name}")
+
+    # -- stores
+    def store(self, target: m.TExpr, value: m.TExpr, e: _Emitter) -> None:
+        self.store_code(target, self.expr(value, e, "v"), value, e)
+
+    def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, e: _Emitter) -> None:
+        t = target.type
+        if isinstance(t, (m.BitVecT, m.WaitQueueT)):
+            raise Unsupported(f"a store to a {t.describe()}")
+        addr = self.address(target, e, "v")
+        if store_needs(t, value).to_bool:
+            code = f"(i64)({code} != 0)"
+        self.put(addr, code, e)
+
+    def slot(self, k: int) -> tuple[int | None, str, int, int, int]:
+        return k, str(self.shift[k]), self.width[k], self.lo[k], self._hi(k)
+
+    def put(self, addr: tuple[int | None, str, int, int, int], code: str, e: _Emitter) -> None:
+        """Write `code` into a field of `v`. Every store is checked, where the Python
+        back end checks only what the types do not guarantee: the same outcome, as a
+        check that cannot fail never fails."""
+        slot, shift, width, lo, hi = addr
+        tmp = e.fresh()
+        e.emit(f"i64 {tmp} = {code};")
+        e.emit(f"if ({tmp} < {lo} || {tmp} > {hi}) return BAIL;  /* out of range */")
+        if width == 0:
+            return
+        fmask = (1 << width) - 1
+        if slot is not None:
+            e.emit(f"v = (v & ~{fmask << int(shift):#x}ULL) | ((u64)({tmp} - {lo}) << {shift});")
+        else:
+            sh = e.fresh()
+            e.emit(f"int {sh} = {shift};")
+            e.emit(f"v = (v & ~({fmask:#x}ULL << {sh})) | ((u64)({tmp} - {lo}) << {sh});")
+
+    # -- operations
+    def ops(self, ops: Sequence[Op], e: _Emitter) -> None:
+        for op in ops:
+            self.op(op, e)
+
+    def op(self, op: Op, e: _Emitter) -> None:
+        assert self.proc is not None and self.inst is not None
+        if isinstance(op, OGoto):
+            k = self.layout.pc_base[self.proc.name] + self.inst
+            if self.width[k]:
+                e.emit(f"v = (v & ~{self.mask(k) << self.shift[k]:#x}ULL) | {op.pc << self.shift[k]:#x}ULL;")
+            e.emit(f"*out = v; return 1;  /* -> {_comment(self.proc.pc_names[op.pc])} */")
+        elif isinstance(op, OAssign):
+            self.store(self.simplify(op.target), self.simplify(op.value), e)
+        elif isinstance(op, OEval):
+            code = self.builtin(self.simplify(op.call), e, "v")  # type: ignore[arg-type]
+            if code:
+                e.emit(f"(void)({code});")
+        elif isinstance(op, OIf):
+            cond = self.simplify(op.cond)
+            if isinstance(cond, m.Const):
+                self.ops(op.then if cond.value else op.orelse, e)
+                return
+            c = e.fresh()
+            e.emit(f"i64 {c} = {self.expr(cond, e, 'v')};")
+            e.emit(f"if ({c}) {{")
+            e.depth += 1
+            self.ops(op.then, e)
+            e.depth -= 1
+            e.emit("} else {")
+            e.depth += 1
+            self.ops(op.orelse, e)
+            e.depth -= 1
+            e.emit("}")
+        elif isinstance(op, OWhile):
+            n = e.fresh()
+            e.emit(f"long {n} = 0;")
+            e.emit("for (;;) {")
+            e.depth += 1
+            # the Python step stops a loop that comes back to a state or runs too long: it
+            # decides which, once this bails
+            e.emit(f"if ({n}++ >= {MAX_STEP_LOOP}) return BAIL;")
+            c = e.fresh()
+            e.emit(f"i64 {c} = {self.expr(self.simplify(op.cond), e, 'v')};")
+            e.emit(f"if (!{c}) break;")
+            self.ops(op.body, e)
+            e.depth -= 1
+            e.emit("}")
+        elif isinstance(op, (OBreak, OReturn)):
+            e.emit("break;" if isinstance(op, OBreak) else "break;  /* return */")
+        elif isinstance(op, OContinue):
+            e.emit("continue;")
+        elif isinstance(op, OInline):
+            e.emit(f"do {{  /* inline {_comment(op.name)} */")
+            e.depth += 1
+            self.ops(op.body, e)
+            e.depth -= 1
+            e.emit("} while (0);")
+        elif isinstance(op, OAssert):
+            cond = self.simplify(op.cond)
+            if isinstance(cond, m.Const):
+                if not cond.value:
+                    e.emit(f"return BAIL;  /* assertion {_comment(op.property)} fails */")
+                return
+            c = e.fresh()
+            e.emit(f"i64 {c} = {self.expr(cond, e, 'v')};")
+            e.emit(f"if (!{c}) return BAIL;  /* assertion {_comment(op.property)} fails */")
+        elif isinstance(op, OBarrier):
+            e.emit(f"/* {_comment(op.name)}() */")
+        else:
+            raise Unsupported(f"the operation {type(op).__name__}")
+
+    def simplify(self, x: m.TExpr) -> m.TExpr:
+        return simplify(x, self.inst)
+
+    # -- functions
+    def step_function(self, k: int, ref: StepRef) -> str:
+        p, inst, st = ref.process, ref.instance, ref.step
+        self.proc, self.inst = p, inst
+        e = _Emitter()
+        where = f"{st.span.file}:{st.span.line}"
+        head = [f"static int step{k}(u64 s, u64 *out) {{",
+                f"    /* {_comment(p.instance_name(inst))}: {_comment(where)}  {_comment(st.text)[:100]} */"]
+        if st.kind is StepKind.SCHEDULE:
+            slot = self.layout.task_slot[self.layout.gid_base[p.name] + inst]
+            e.emit(f"if ({self.get('s', slot)} != 0) return 0;  /* asleep until woken */")
+        if st.guard is not None:
+            guard = self.simplify(st.guard)
+            if isinstance(guard, m.Const):
+                if not guard.value:
+                    e.emit("return 0;  /* the guard never holds for this instance */")
+                    return "\n".join(head + e.lines + ["}", ""])
+            else:
+                g = e.fresh()
+                e.emit(f"i64 {g} = {self.expr(guard, e, 's')};")
+                e.emit(f"if (!{g}) return 0;")
+        e.emit("u64 v = s;")
+        self.ops(st.body, e)
+        e.emit("return 0;  /* (not reached: every path ends in a goto) */")
+        return "\n".join(head + e.lines + ["}", ""])
+
+    def predicate(self, name: str, cond: m.TExpr, what: str) -> str:
+        self.proc, self.inst = None, None
+        e = _Emitter()
+        code = self.expr(simplify(cond, None), e, "s")
+        return "\n".join([f"static int {name}(u64 s) {{", f"    /* {_comment(what)} */"] + e.lines
+                         + [f"    return ({code}) != 0;", "}", ""])
+
+    def at_ends(self) -> str:
+        parts = []
+        for p in self.program.processes:
+            ends = sorted(p.end_pcs)
+            for i in range(p.instances):
+                pc = self.get("s", self.layout.pc_base[p.name] + i)
+                parts.append("(" + " || ".join(f"{pc} == {x}" for x in ends) + ")" if ends else "0")
+        return "\n".join(["static int at_ends(u64 s) {", "    /* every process at a valid end */",
+                          "    return " + (" && ".join(parts) or "1") + ";", "}", ""])
+
+
+def _bitset_size(x: m.TExpr) -> int:
+    assert isinstance(x.type, m.BitsetT)
+    return x.type.size
+
+
+def predicate_of(prop: m.Property) -> m.TExpr:
+    """What an invariant row checks (a `reachable` property is searched for as !P)."""
+    assert prop.cond is not None
+    if prop.kind is m.PropertyKind.REACHABLE:
+        return m.Un(prop.cond.span, m.BoolT(), "!", prop.cond)
+    return prop.cond
+
+
+def premise_of(prop: m.Property) -> m.TExpr:
+    """A premise of vacuity: an invariant's left side of `->`, a liveness trigger."""
+    if prop.kind is m.PropertyKind.INVARIANT:
+        assert isinstance(prop.cond, m.Bin)
+        return prop.cond.left
+    assert prop.trigger is not None
+    return prop.trigger
+
+
+def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: Sequence[int], hi: Sequence[int],
+             bits: int,
+             steps: Sequence[StepRef], actors: Sequence[Actor], invariants: Sequence[m.Property],
+             premises: Sequence[m.Property], finals: bool) -> CSource:
+    """The whole translation unit: the step functions numbered as the search numbers
+    them, the predicates, and the level loop walking `actors` in the search's order."""
+    if len(invariants) > MAX_PREDICATES or len(premises) > MAX_PREDICATES:
+        raise Unsupported(f"more than {MAX_PREDICATES} invariants or premises")
+    if any(len(a.steps_at) > 63 for a in actors):
+        raise Unsupported("a process with more than 62 program counters (coverage marks are 64 bits)")
+    w = CWriter(program, shift, width, lo, hi, bits)
+    model = program.model
+    out = [f"/* Generated by timerace from {_comment(model.file)}, variant {_comment(model.variant)}:",
+           "   the explicit engine's breadth-first level loop in C (checker/backends/c.py).",
+           f"   State: one uint64_t of {bits} bits, the Python back end's packing. */",
+           _PRELUDE.replace("@NSTEPS@", str(max(1, len(steps)))).replace("@CHUNK@", str(CHUNK))]
+    for k, ref in enumerate(steps):
+        out.append(w.step_function(k, ref))
+    for n, prop in enumerate(invariants):
+        out.append(w.predicate(f"invariant{n}", predicate_of(prop), f"invariant {prop.name}"))
+    for n, prop in enumerate(premises):
+        out.append(w.predicate(f"premise{n}", premise_of(prop), f"premise of {prop.name}"))
+    out.append(w.at_ends())
+    out.append(_dispatchers(len(steps), len(invariants), len(premises)))
+    layout = program.layout
+    gids = [layout.gid_base[ref.process.name] + ref.instance for ref in steps]
+    if max(gids, default=0) > 62:
+        raise Unsupported("more than 63 process instances (the enabled masks are 64 bits)")
+    out.append(_level(actors, gids, len(invariants), len(premises), finals))
+    text = "\n".join(out)
+    return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest())
+
+
+def _dispatchers(steps: int, invariants: int, premises: int) -> str:
+    """By-number entry points, for the tests that compare each C step with its Python twin."""
+    lines = ["int tr_step(int k, u64 s, u64 *out) {", "    switch (k) {"]
+    lines += [f"    case {k}: return step{k}(s, out);" for k in range(steps)]
+    lines += ["    }", "    return -1;", "}", "", "int tr_predicate(int kind, int n, u64 s) {",
+              "    /* kind 0: invariant n, 1: premise n, 2: every process at a valid end */"]
+    lines += [f"    if (kind == 0 && n == {n}) return invariant{n}(s);" for n in range(invariants)]
+    lines += [f"    if (kind == 1 && n == {n}) return premise{n}(s);" for n in range(premises)]
+    lines += ["    if (kind == 2) return at_ends(s);", "    return -1;", "}", ""]
+    return "\n".join(lines)
+
+
+def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premises: int, finals: bool) -> str:
+    """The level loop: per state the invariants and premises still asked for, then per
+    actor a switch on its field running the steps there into a buffer; the successors
+    are stored only once every step ran without bailing, in the search's order."""
+    lines = [
+        "int tr_level(struct tr *t, u64 hi, u64 *jp, u64 *expanded, u64 max_states, u64 inv_on, u64 prem_on,",
+        "             int deadlock) {",
+        "    /* expands states[*jp .. hi); returns DONE, GENERIC (state *jp needs the Python loop),",
+        "       FULL (max_states reached), CHUNK (come back for more) or NOMEM */",
+        "    u64 succ[NSTEPS]; int via[NSTEPS]; int r;",
+        "    u64 stop = *jp + CHUNK < hi ? *jp + CHUNK : hi;",
+        "    for (u64 j = *jp; j < stop; j++) {",
+        "        u64 s = t->states[j];",
+        "        int n = 0;",
+    ]
+    for i in range(invariants):
+        lines.append(f"        if ((inv_on >> {i} & 1) && invariant{i}(s) != 1) goto generic;")
+    for i in range(premises):
+        lines.append(f"        if ((prem_on >> {i} & 1) && premise{i}(s) != 0) goto generic;")
+    if finals:
+        lines.append("        if (at_ends(s)) goto generic;  /* `final` conditions are the Python loop's */")
+    for a in actors:
+        cases = [(value, at) for value, at in enumerate(a.steps_at) if at]
+        if not cases:
+            continue
+        lines.append(f"        switch (s >> {a.shift} & {a.mask:#x}) {{")
+        for value, at in cases:
+            lines.append(f"        case {value}:")
+            for k in at:
+                lines.append(f"            r = step{k}(s, &succ[n]);")
+                lines.append("            if (r == BAIL) goto generic;")
+                lines.append(f"            if (r) via[n++] = {k};")
+            lines.append("            break;")
+        lines.append("        }")
+    fields = ", ".join(f"{{{a.shift}, {a.mask:#x}}}" for a in actors) or "{0, 0}"
+    lines += [
+        "        if (n == 0 && deadlock) goto generic;  /* the Python loop judges a state without successors */",
+        "        int64_t en = 0;",
+        "        for (int i = 0; i < n; i++) {",
+        "            int k = via[i];",
+        "            u64 id;",
+        "            t->transitions++;",
+        "            t->marks[k] |= 2ULL << (succ[i] >> FIELD[ACTOR[k]][0] & FIELD[ACTOR[k]][1]);",
+        "            r = add_id(t, succ[i], &id);",
+        "            if (r < 0) { *jp = j; return NOMEM; }",
+        "            if (r) { if (tr_record(t, j, (u32)k) < 0) { *jp = j; return NOMEM; } }",
+        "            if (t->graph) {",
+        "                en |= 1LL << GID[k];",
+        "                if (tr_edge(t, id, (u32)k) < 0) { *jp = j; return NOMEM; }",
+        "            }",
+        "        }",
+        "        if (t->graph && (tr_first(t, t->ndst) < 0 || tr_enabled(t, en) < 0)) { *jp = j; return NOMEM; }",
+        "        *expanded += 1;",
+        "        if (t->count >= max_states && *expanded < t->count) { *jp = j + 1; return FULL; }",
+        "        continue;",
+        "    generic:",
+        "        *jp = j;",
+        "        return GENERIC;",
+        "    }",
+        "    *jp = stop;",
+        "    return stop < hi ? CHUNKED : DONE;",
+        "}",
+        "",
+    ]
+    # coverage marks: bit 1 + the field of the step's actor after the step (as the Python loops mark)
+    actor_of = {k: g for g, a in enumerate(actors) for at in a.steps_at for k in at}
+    nsteps = max(actor_of, default=-1) + 1
+    table = [f"static const int FIELD[{max(1, len(actors))}][2] = {{{fields}}};",
+             f"static const int ACTOR[{max(1, nsteps)}] = {{"
+             + (", ".join(str(actor_of.get(k, 0)) for k in range(nsteps)) or "0") + "};",
+             "/* graph mode: the process instance (gid) of each step, for the enabled masks */",
+             f"static const int GID[{max(1, len(gids))}] = {{" + (", ".join(map(str, gids)) or "0") + "};"]
+    return "\n".join(table + [""] + lines)
+
+
+_PRELUDE = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t u64;
+typedef int64_t i64;
+typedef uint32_t u32;
+
+#define NSTEPS @NSTEPS@
+#define CHUNK @CHUNK@ULL
+#define BAIL 2
+/* what tr_level returns (engines/explicit/native.py reads the same numbers) */
+enum { DONE = 0, GENERIC = 1, FULL = 2, CHUNKED = 3, NOMEM = 4 };
+
+/* Python's integer operators on values that fit in 64 bits; anything else bails (the
+   Python step then decides: a model error, or a value the C loop cannot hold) */
+#define add(a, b) ({ i64 _r; if (__builtin_add_overflow((i64)(a), (i64)(b), &_r)) return BAIL; _r; })
+#define sub(a, b) ({ i64 _r; if (__builtin_sub_overflow((i64)(a), (i64)(b), &_r)) return BAIL; _r; })
+#define mul(a, b) ({ i64 _r; if (__builtin_mul_overflow((i64)(a), (i64)(b), &_r)) return BAIL; _r; })
+#define neg(a) ({ i64 _a = (a); if (_a == INT64_MIN) return BAIL; -_a; })
+#define divc(a, b) ({ i64 _a = (a), _b = (b); if (_b == 0 || (_a == INT64_MIN && _b == -1)) return BAIL; _a / _b; })
+#define modc(a, b) ({ i64 _a = (a), _b = (b); if (_b == 0 || (_a == INT64_MIN && _b == -1)) return BAIL; _a % _b; })
+#define shl(a, b) ({ i64 _a = (a), _b = (b); if (_b < 0 || _b > 62) return BAIL; \
+                     i64 _r = (i64)((u64)_a << _b); if ((_r >> _b) != _a) return BAIL; _r; })
+#define shr(a, b) ({ i64 _a = (a), _b = (b); if (_b < 0) return BAIL; _b > 63 ? (_a < 0 ? -1 : 0) : _a >> _b; })
+#define min2(a, b) ({ i64 _a = (a), _b = (b); _b < _a ? _b : _a; })
+#define max2(a, b) ({ i64 _a = (a), _b = (b); _b > _a ? _b : _a; })
+#define absv(a) ({ i64 _a = (a); if (_a == INT64_MIN) return BAIL; _a < 0 ? -_a : _a; })
+
+/* The search's stores: states in breadth-first order (the queue), each one's parent and
+   step, and the visited set, an open-addressing table of state + 1 (0: a free slot), at
+   most 70% full, probed from the top bits of (state + 1) * 2^64/phi as Fingerprints is. */
+struct tr {
+    u64 *states, *parent;
+    u32 *via;
+    u64 count, records, cap;
+    u64 *table, *ids;  /* ids: the graph's, each slot's state id (graph mode only) */
+    u64 size, used, limit;
+    int spread;
+    u64 transitions;
+    u64 marks[NSTEPS];
+    /* graph mode: the edges of state i are dst/step[first[i] .. first[i + 1]), and
+       enabled[i] has bit g set when actor g had a successor (the liveness engine's) */
+    int graph;
+    u64 *first, *dst;
+    u32 *step;
+    int64_t *enabled;
+    u64 nfirst, ndst, nenabled, capfirst, capdst, capstep, capenabled;
+};
+
+struct tr *tr_new(int graph) {
+    struct tr *t = calloc(1, sizeof *t);
+    if (!t) return 0;
+    t->size = 1 << 16;
+    t->spread = 64 - 16;
+    t->limit = t->size * 7 / 10;
+    t->table = calloc(t->size, sizeof(u64));
+    t->graph = graph;
+    if (graph) {
+        t->ids = calloc(t->size, sizeof(u64));
+        t->first = calloc(1024, sizeof(u64));
+        t->capfirst = 1024;
+        t->nfirst = 1;  /* first[0] = 0 */
+    }
+    if (!t->table || (graph && (!t->ids || !t->first))) {
+        free(t->table); free(t->ids); free(t->first); free(t);
+        return 0;
+    }
+    return t;
+}
+
+void tr_free(struct tr *t) {
+    if (!t) return;
+    free(t->states); free(t->parent); free(t->via); free(t->table); free(t->ids);
+    free(t->first); free(t->dst); free(t->step); free(t->enabled); free(t);
+}
+
+static int grow_table(struct tr *t) {
+    u64 size = t->size * 2, mask = size - 1;
+    int spread = t->spread - 1;
+    u64 *table = calloc(size, sizeof(u64)), *ids = 0;
+    if (!table) return -1;
+    if (t->graph && !(ids = calloc(size, sizeof(u64)))) { free(table); return -1; }
+    for (u64 i = 0; i < t->size; i++) {
+        u64 fp = t->table[i];
+        if (!fp) continue;
+        u64 h = (fp * 0x9E3779B97F4A7C15ULL) >> spread;
+        while (table[h]) h = (h + 1) & mask;
+        table[h] = fp;
+        if (ids) ids[h] = t->ids[i];
+    }
+    free(t->table); free(t->ids);
+    t->table = table; t->ids = ids; t->size = size; t->spread = spread; t->limit = size * 7 / 10;
+    return 0;
+}
+
+static int grow(void **p, u64 *cap, u64 need, size_t item) {
+    if (need <= *cap) return 0;
+    u64 c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * item);
+    if (!q) return -1;
+    *p = q; *cap = c;
+    return 0;
+}
+
+/* graph mode: an edge to state `dst` by step `k`, the end of a state's edges, its actors */
+int tr_edge(struct tr *t, u64 dst, u32 k) {
+    if (grow((void **)&t->dst, &t->capdst, t->ndst + 1, sizeof(u64)) < 0) return -1;
+    if (grow((void **)&t->step, &t->capstep, t->ndst + 1, sizeof(u32)) < 0) return -1;
+    t->dst[t->ndst] = dst;
+    t->step[t->ndst++] = k;
+    return 0;
+}
+
+int tr_first(struct tr *t, u64 x) {
+    if (grow((void **)&t->first, &t->capfirst, t->nfirst + 1, sizeof(u64)) < 0) return -1;
+    t->first[t->nfirst++] = x;
+    return 0;
+}
+
+int tr_enabled(struct tr *t, int64_t mask) {
+    if (grow((void **)&t->enabled, &t->capenabled, t->nenabled + 1, sizeof(int64_t)) < 0) return -1;
+    t->enabled[t->nenabled++] = mask;
+    return 0;
+}
+
+u64 tr_ndst(struct tr *t) { return t->ndst; }
+u64 tr_nfirst(struct tr *t) { return t->nfirst; }
+u64 tr_nenabled(struct tr *t) { return t->nenabled; }
+u64 tr_first_at(struct tr *t, u64 i) { return t->first[i]; }
+void tr_cut_edges(struct tr *t, u64 n) { if (t->ndst > n) t->ndst = n; }
+void tr_cut_first(struct tr *t, u64 n) { if (t->nfirst > n) t->nfirst = n; }
+u64 *tr_first_ptr(struct tr *t) { return t->first; }
+u64 *tr_dst_ptr(struct tr *t) { return t->dst; }
+u32 *tr_step_ptr(struct tr *t) { return t->step; }
+int64_t *tr_enabled_ptr(struct tr *t) { return t->enabled; }
+
+static int reserve(struct tr *t, u64 n) {
+    if (n <= t->cap) return 0;
+    u64 cap = t->cap ? t->cap : 1024;
+    while (cap < n) cap *= 2;
+    u64 *states = realloc(t->states, cap * sizeof(u64));
+    if (!states) return -1;
+    t->states = states;
+    u64 *parent = realloc(t->parent, cap * sizeof(u64));
+    if (!parent) return -1;
+    t->parent = parent;
+    u32 *via = realloc(t->via, cap * sizeof(u32));
+    if (!via) return -1;
+    t->via = via;
+    t->cap = cap;
+    return 0;
+}
+
+int tr_contains(struct tr *t, u64 s) {
+    u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
+    for (;;) {
+        u64 x = t->table[h];
+        if (x == fp) return 1;
+        if (!x) return 0;
+        h = (h + 1) & mask;
+    }
+}
+
+/* state s into the visited set and, if new, at the end of the queue: 1 new, 0 seen,
+   -1 out of memory; *id: its id (graph mode) */
+static int add_id(struct tr *t, u64 s, u64 *id) {
+    u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
+    for (;;) {
+        u64 x = t->table[h];
+        if (x == fp) { if (t->graph) *id = t->ids[h]; return 0; }
+        if (!x) break;
+        h = (h + 1) & mask;
+    }
+    if (reserve(t, t->count + 1) < 0) return -1;
+    t->table[h] = fp;
+    if (t->graph) t->ids[h] = t->count;
+    *id = t->count;
+    t->states[t->count++] = s;
+    if (++t->used > t->limit && grow_table(t) < 0) return -1;
+    return 1;
+}
+
+int tr_add(struct tr *t, u64 s) {
+    u64 id;
+    return add_id(t, s, &id);
+}
+
+/* graph mode: the id of state s, or -1 */
+int64_t tr_lookup(struct tr *t, u64 s) {
+    u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
+    for (;;) {
+        u64 x = t->table[h];
+        if (x == fp) return (int64_t)t->ids[h];
+        if (!x) return -1;
+        h = (h + 1) & mask;
+    }
+}
+
+/* the parent and step of the state stored last without them */
+int tr_record(struct tr *t, u64 parent, u32 via) {
+    if (reserve(t, t->records + 1) < 0) return -1;
+    t->parent[t->records] = parent;
+    t->via[t->records] = via;
+    t->records++;
+    return 0;
+}
+
+u64 tr_count(struct tr *t) { return t->count; }
+u64 tr_records(struct tr *t) { return t->records; }
+u64 tr_state(struct tr *t, u64 i) { return t->states[i]; }
+u64 tr_parent(struct tr *t, u64 i) { return t->parent[i]; }
+u32 tr_via(struct tr *t, u64 i) { return t->via[i]; }
+u64 *tr_states(struct tr *t) { return t->states; }
+u64 *tr_marks(struct tr *t) { return t->marks; }
+u64 tr_transitions(struct tr *t) { return t->transitions; }
+void tr_truncate(struct tr *t, u64 n) { if (t->records > n) t->records = n; }
+"""

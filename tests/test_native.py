@@ -1,0 +1,250 @@
+"""The native level loop (backends/c.py, engines/explicit/native.py) against the Python
+loop: the same states, transitions, depth, limits, verdicts, counterexamples, coverage
+marks and state digest; and each C step against its Python twin on reachable states
+(the C step must give the Python successor, and bail exactly where the Python step
+raises). Builds go to a cache folder of this test session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from agreement import compiled
+from test_reduce_random import _Gen
+
+from checker.backends.c import Unsupported
+from checker.backends.python import AssertionViolation, ModelError
+from checker.base.errors import SpecError
+from checker.engines import reduce
+from checker.engines.explicit import Limits, explore
+from checker.engines.explicit.native import cache_key, compiler, library_for, source_for
+from checker.engines.explicit.search import Search, run_levels
+from checker.ir import StepKind
+from checker.pipeline import Options, compile_variant, load, selected_variants
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache(tmp_path_factory):
+    """One build cache for the module: a variant seen twice compiles once."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    mp.delenv("CC", raising=False)
+    yield
+    mp.undo()
+
+
+def _comparable(ex):
+    st = replace(ex.stats, seconds=0.0, bytes_per_state=None, loop="", notes=())
+    g = ex.graph
+    graph = None if g is None else (list(g.states.packed), g.initial, g.expanded, list(g.first), list(g.dst),
+                                    list(g.step), list(g.enabled))
+    return st, ex.counterexamples, ex.model_error, _coverage(ex.marks), ex.held, ex.digest, graph
+
+
+def _coverage(marks):
+    """Per step whether it ran, and for a condition the pcs it went to: what coverage
+    reads (the generated Python loop marks other steps with bit 0 only)."""
+    if marks is None:
+        return None
+    return [(bool(h), h >> 1 if cs.step.kind is StepKind.BRANCH else None) for cs, h in marks]
+
+
+def _both(cm, **kw):
+    """Both loops' explorations, which must agree; the native one must have run."""
+    py = explore(cm, **kw)
+    c = explore(cm, loop="native", **kw)
+    assert c.stats.loop == "native", c.stats.notes
+    assert _comparable(c) == _comparable(py)
+    return c
+
+
+def _applies(cm) -> bool:
+    try:
+        source_for(cm)
+    except Unsupported:
+        return False
+    return True
+
+
+def _steps_agree(cm, states: int = 2000) -> int:
+    """Every step and invariant, C against Python, in up to `states` reachable states."""
+    lib = library_for(cm)
+    search = Search(cm, Limits(max_states=states), generate_from=None)
+    run_levels(search, search.add_initial(), 0, 0, None)
+    steps = search.steps
+    compared = 0
+    for s in sorted(search.seen)[:states]:
+        for k, cs in enumerate(steps):
+            r, t = lib.step(k, s)
+            try:
+                want = cs.packed(s)
+            except (AssertionViolation, ModelError):
+                assert r == 2, (cs.name, s)
+                continue
+            if want is None:
+                assert r == 0, (cs.name, s)
+            else:
+                assert (r, t) == (1, want), (cs.name, s)
+            compared += 1
+        for n, inv in enumerate(cm.invariants):
+            got = lib.lib.tr_predicate(0, n, s)
+            try:
+                assert got == int(bool(inv.packed(s))), (inv.name, s)
+            except ModelError:
+                assert got == 2
+    return compared
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_models_search_the_same(seed):
+    """Random models with asserts, overflows (model errors), awaits, loops and arrays of
+    processes; the tso ones fall back to Python and say so."""
+    try:
+        cm = compiled(_Gen(seed).model(), file="rnd.spec")
+    except SpecError as e:
+        pytest.skip(f"generated model refused: {e.message}")
+    if cm.program.model.memory != "sc":
+        ex = explore(cm, loop="native")
+        assert ex.stats.loop == "python" and any("tso" in n or "store buffers" in n for n in ex.stats.notes)
+        return
+    _both(cm)
+    _both(cm, graph=True, coverage=True)
+    _both(cm, hash_compact=True, coverage=True)
+    _both(cm, limits=Limits(max_states=7))
+    _both(cm, limits=Limits(max_depth=3), coverage=True)
+    assert _steps_agree(cm) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", sorted(p.name for p in (ROOT / "models").glob("*.spec")))
+def test_shipped_models_search_the_same(model):
+    """Every sc variant the C back end writes, searched unreduced (with the graph where
+    it has liveness properties) both ways; and its C steps against the Python ones. Say
+    which variants the C loop does not take."""
+    spec = load(str(ROOT / "models" / model))
+    native = 0
+    for variant in selected_variants(spec, ()):
+        cm = compile_variant(spec, variant, Options())
+        if cm.program.model.memory != "sc" or not _applies(cm):
+            continue
+        _both(cm, coverage=True, graph=bool(cm.liveness))  # the graph, for the liveness engine
+        assert _steps_agree(cm, 500) > 0
+        native += 1
+    if native == 0:
+        reason = "no variant"
+        for variant in selected_variants(spec, ()):
+            try:
+                source_for(compile_variant(spec, variant, Options()))
+            except Unsupported as e:
+                reason = str(e)
+                break
+        pytest.skip(f"the C back end writes no variant of {model}: {reason}")
+
+
+def test_violations_and_a_model_error_come_out_the_same():
+    cm = compiled("""
+model m;
+var x: 0..7 = 0;
+var y: 0..3 = 0;
+process a { x = x + 1; assert small: x < 2; x = x + 1; await x == 0; }
+process b { x = x + 1; y = y + 1; y = y + 2; }
+invariant y_small: y < 2;
+""")
+    ex = _both(cm, coverage=True)
+    assert {"small", "y_small", "deadlock"} <= set(ex.counterexamples) and ex.model_error is None
+    error = _both(compiled("model m;\nvar x: 0..2 = 0;\nprocess a { loop { x = x + 1; } }\n"))
+    assert error.model_error is not None and "outside the range" in error.model_error.message
+
+
+def test_the_counts_of_a_bench_model(tmp_path):
+    spec = load(str(ROOT / "bench/models/kvm_vcpus.spec"))
+    cm = compile_variant(spec, "base", Options(defines={"N": "2"}))
+    ex = _both(cm, coverage=True)
+    assert ex.stats.states == 46_376 and ex.stats.complete
+
+
+def test_what_the_c_loop_does_not_take_runs_in_python_and_says_why(monkeypatch):
+    cm = compiled("""
+model m;
+var x: 0..3 = 0;
+process a { x = 1; x = 2; }
+process b { x = 3; }
+""")
+    red = explore(cm, reduction=reduce.plan(cm, por=True), loop="native")
+    assert red.stats.loop == "python" and "reduction" in red.stats.notes[-1]
+    wide = compiled("model m;\nvar x: u64 = 0;\nprocess a { x = x + 1; }\n")
+    assert "fixed-width" in explore(wide, loop="native").stats.notes[-1] or \
+        "bits" in explore(wide, loop="native").stats.notes[-1]
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    none = explore(cm, loop="native")
+    assert none.stats.loop == "python" and "no C compiler" in none.stats.notes[-1]
+    assert none.stats.states == explore(cm).stats.states
+
+
+def test_liveness_verdicts_and_lassos_come_out_the_same():
+    """The whole run (the liveness engine on the graph the C loop kept), as --json has it."""
+    spec = str(ROOT / "models/halt_poll.spec")
+    runs = []
+    for loop in ("python", "native"):
+        out = subprocess.run([sys.executable, "-m", "checker", spec, "--variant", "posted_check_ignores_pi",
+                              "--variant", "waker_no_mb_sc", "--no-por", "--workers", "1", "--loop", loop,
+                              "--json", "-"], capture_output=True, text=True)
+        doc = json.loads(out.stdout)
+        assert {v["stats"].pop("loop") for v in doc["variants"]} == {loop}
+        runs.append((out.returncode, doc["variants"]))
+    assert runs[0] == runs[1]
+    assert any(o["kind"] == "liveness" and o["verdict"] == "violated" for v in runs[1][1] for o in v["outcomes"])
+
+
+def test_a_build_is_cached_by_its_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cm = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 1; }\n")
+    first = library_for(cm).path
+    assert first.parent == tmp_path / "timerace" / "native" and first.exists()
+    stamp = first.stat().st_mtime_ns
+    assert library_for(cm).path == first and first.stat().st_mtime_ns == stamp
+    other = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 2; }\n")
+    assert library_for(other).path != first
+    assert sorted(p.suffix for p in first.parent.iterdir()) == [".so", ".so"]  # no half-written files left
+    third = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 3; }\n")
+    damaged = first.parent / f"{cache_key(source_for(third), compiler())}.so"
+    damaged.write_bytes(b"not a library")  # a damaged cache entry is built again
+    assert library_for(third).path == damaged and damaged.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_the_command_line_says_which_loop_ran(tmp_path):
+    check = [sys.executable, "-m", "checker"]
+    spec = str(ROOT / "models/timer_migration.spec")
+    out = subprocess.run(check + [spec, "--variant", "base", "--loop", "native", "--no-por", "--workers", "1", "--json", "-"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert {v["stats"]["loop"] for v in doc["variants"]} == {"native"}
+    assert "the native level loop ran" in out.stderr
+    plain = subprocess.run(check + [spec, "--no-por", "--workers", "1", "--json", "-"], capture_output=True,
+                           text=True)
+    assert all("loop" not in v["stats"] for v in json.loads(plain.stdout)["variants"])
+    dump = subprocess.run(check + [spec, "--dump-c", "--variant", "base"], capture_output=True, text=True)
+    assert dump.returncode == 0 and "int tr_level(" in dump.stdout and "static int step0(" in dump.stdout
+
+
+def test_the_bench_script_compares_both_loops(tmp_path, capsys):
+    """bench/native.py on a small size, without pan: both loops, the same count."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import native as bench  # bench/native.py
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    out = tmp_path / "bench.json"
+    assert bench.main(["--model", "philosophers=4", "--repeats", "1", "--no-spin", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert {r["tool"] for r in rows} == {"python", "native"} and {r["states"] for r in rows} == {464}
+    assert "states per CPU s" in capsys.readouterr().out
