@@ -14,6 +14,7 @@ from .front import ast
 from . import ir, model as m
 from .front.ast import Spec
 from .backends.python import CompiledModel, compile_program
+from .memory.lkmm import composite_findings, left_out
 from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
@@ -24,7 +25,7 @@ from .export.files import safe_name
 from .front.parse import parse
 from .base.progress import Progress
 from .resolve import BASE, header_comment, resolve, variant_names
-from .results.trace import (LKMM_HOLDS_NOTE, Engine, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
+from .results.trace import (Engine, lkmm_note, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
                             VariantResult, Verdict)
 
 
@@ -376,6 +377,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
         notes.append(note)
         stats = replace(stats, seconds=stats.seconds + seconds)
     stats = replace(stats, reductions=tuple(notes))
+    left = left_out(cm.program) if cm.layout.lkmm is not None else ()
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -406,7 +408,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
             if prop.kind is m.PropertyKind.FINAL and stats.final_states == 0:
                 note = "no final state is reachable: the condition holds vacuously"
         if verdict is Verdict.HOLDS and model.memory == "lkmm":
-            note = "; ".join(n for n in (note, LKMM_HOLDS_NOTE) if n)
+            note = "; ".join(n for n in (note, lkmm_note(left)) if n)
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
@@ -414,6 +416,8 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
                                              fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
                                              coverage_note=cov_note, lint=model.warnings,
+                                             memory_findings=composite_findings(cm.program),
+                                             lkmm_left_out=left if cm.layout.lkmm is not None else None,
                                              preemptions=model.preemptions))
 
 
