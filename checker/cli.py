@@ -111,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "--depth; induction: k-induction in Z3 up to k = --depth; pdr: PDR/IC3 in Z3 (Spacer), unbounded "
                         "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
-                   help="bmc: paths of up to K steps; induction: k = 0..K; --simulate: steps per run (default 10)")
+                   help="bmc: paths of up to K steps (K rounds with --rounds); induction: k = 0..K; --simulate: "
+                        "steps per run (default 10)")
+    z.add_argument("--rounds", action="store_true",
+                   help="bmc: each depth is a round, in which every process instance in turn takes a step or "
+                        "idles, so deep violations are reached in fewer frames; a counterexample lists its "
+                        "steps (replayed) and may be longer than the shortest")
     z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
                    help="induction: first search up to STATES states explicitly (default "
                         f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
@@ -325,6 +330,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
     if args.strengthen is not None and args.engine != "induction":
         parser.error("--strengthen is for --engine induction")
+    if args.rounds and args.engine != "bmc":
+        parser.error(f"--rounds is for --engine bmc, not {args.engine}")
     if args.depth is not None and args.engine == "pdr":
         parser.error("--engine pdr has no bound: it takes no --depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
@@ -460,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
-                       timeout=args.timeout, strengthen=args.strengthen,
+                       timeout=args.timeout, rounds=args.rounds, strengthen=args.strengthen,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
                        coverage=not args.no_coverage, loop=args.loop)
         if args.promela:

@@ -509,6 +509,11 @@ def armed_name(timer: str) -> str:
     return f"armed_{timer}"
 
 
+def timer_cpu_name(timer: str) -> str:
+    """The CPU whose clock base queues hrtimer `timer` (`hrtimer NAME[N] pinned`)."""
+    return f"cpu_{timer}"
+
+
 def walk_statements(body: tuple[RStmt, ...]):
     """Every statement of `body`, nested ones included (branches, loop and atomic
     bodies, labelled statements), outermost first."""
@@ -561,6 +566,7 @@ class ProcessContext:
     hrtimer: bool = False  # an interrupt raised by its timer's expiry (`hrtimer NAME on cpu C`)
     regions: bool = False  # preemptible only inside its `preemptible { ... }` regions
     posted: bool = False  # an interrupt processed in guest mode without a VM exit
+    pinned: bool = False  # an hrtimer queued on the CPU that starts it (`hrtimer NAME[N] pinned`)
 
 
 @dataclass(frozen=True, slots=True)

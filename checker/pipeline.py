@@ -14,6 +14,7 @@ from .front import ast
 from . import ir, model as m
 from .front.ast import Spec
 from .backends.python import CompiledModel, compile_program
+from .memory.lkmm import composite_findings, left_out
 from .engines import coverage, liveness, reduce, simulate
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
@@ -24,7 +25,7 @@ from .export.files import safe_name
 from .front.parse import parse
 from .base.progress import Progress
 from .resolve import BASE, header_comment, resolve, variant_names
-from .results.trace import (LKMM_HOLDS_NOTE, Engine, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
+from .results.trace import (Engine, lkmm_note, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
                             VariantResult, Verdict)
 
 
@@ -56,6 +57,7 @@ class Options:
     depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     strengthen: int | None = None  # induction: mine candidate invariants from this many explicit states
+    rounds: bool = False  # bmc: a frame is a round of every instance's step (engines/smt/bmc.py)
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
@@ -376,6 +378,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
         notes.append(note)
         stats = replace(stats, seconds=stats.seconds + seconds)
     stats = replace(stats, reductions=tuple(notes))
+    left = left_out(cm.program) if cm.layout.lkmm is not None else ()
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -406,7 +409,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
             if prop.kind is m.PropertyKind.FINAL and stats.final_states == 0:
                 note = "no final state is reachable: the condition holds vacuously"
         if verdict is Verdict.HOLDS and model.memory == "lkmm":
-            note = "; ".join(n for n in (note, LKMM_HOLDS_NOTE) if n)
+            note = "; ".join(n for n in (note, lkmm_note(left)) if n)
         outcomes.append(PropertyOutcome(prop.name, prop.kind.value, verdict, expected, cx, prop.span, note))
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
@@ -414,6 +417,8 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
                                              fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
                                              coverage_note=cov_note, lint=model.warnings,
+                                             memory_findings=composite_findings(cm.program),
+                                             lkmm_left_out=left if cm.layout.lkmm is not None else None,
                                              preemptions=model.preemptions))
 
 
@@ -518,8 +523,10 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
 
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
-    extra = {"strengthen": opts.strengthen} if opts.engine == "induction" and opts.strengthen else {}
-    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **extra)
+    options: dict[str, object] = {"rounds": True} if opts.rounds else {}
+    if opts.engine == "induction" and opts.strengthen:
+        options["strengthen"] = opts.strengthen
+    sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)
 
     def decided(prop: m.Property, expected: bool) -> PropertyOutcome:
         if prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):

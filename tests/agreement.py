@@ -99,3 +99,40 @@ def assert_pdr_agrees(cm, timeout: float = 60) -> dict[str, str]:
             assert f.verdict is Verdict.PROVED, (p.name, "explicit: holds", f.verdict, f.note)
     assert r.stats.complete
     return {n: f.verdict.value for n, f in r.findings.items()}
+
+
+def assert_rounds_agree(cm, rounds: int) -> dict[str, tuple[int, int]]:
+    """bmc --rounds against a complete explicit search, both ways: a violation the
+    explicit engine finds within `rounds` steps is found within `rounds` rounds (a round
+    may take one step), and one found at round r has a replayed trace of at least the
+    explicit engine's length and at most r steps per instance. Returns property ->
+    (round, steps of the expanded trace)."""
+    exp, exp_err, complete = explicit_depths(cm)
+    assert complete
+    r = bmc(cm, rounds, timeout=60, rounds=True)
+    assert not r.checker_bugs, r.checker_bugs
+    n = len(cm.instances)
+    got = {}
+    for name, f in r.findings.items():
+        assert f.verdict is not Verdict.CHECKER_BUG, f.note
+        if f.verdict is Verdict.VIOLATED:
+            k = int(f.note.split()[3])  # "found at depth K (K rounds, S steps)"
+            steps = f.counterexample.trace.length
+            assert steps <= k * n, (name, k, steps)
+            if name in exp:
+                assert exp[name] <= steps, (name, exp[name], steps)
+            else:  # the explicit search stops at its first model error, before this depth
+                assert exp_err is not None and exp_err <= steps, (name, "not violated in the explicit search", steps)
+            got[name] = (k, steps)
+    err = r.model_error.trace.length if r.model_error is not None else None
+    if exp_err is not None and exp_err <= rounds:
+        assert err is not None and err >= exp_err, ("model error", exp_err, err)
+    elif err is not None:
+        assert exp_err is not None and err >= exp_err, ("model error", exp_err, err)
+    # below the first model error, every explicit violation within `rounds` steps is found
+    limit = rounds if exp_err is None else min(rounds, exp_err - 1)
+    if err is None:
+        for name, d in exp.items():
+            if d <= limit:
+                assert name in got and got[name][0] <= d, (name, d, got.get(name))
+    return got

@@ -16,9 +16,12 @@ names (LANGUAGE.md, "memory lkmm"):
   R to each po-later W): the machine's loads never wait, so a store never becomes
   visible before an earlier load of its CPU, which the LKMM allows without a
   dependency (the load-buffering family, with no cycle in (po | rf));
-* FENCE: forbidden only once, on top of RW, smp_mb__before_atomic(),
-  smp_mb__after_atomic() and smp_mb__after_spinlock() are smp_mb(): the machine takes
-  them as full barriers wherever they stand; the LKMM orders them only with an RMW.
+* FENCE: forbidden only once, on top of RW, the fences that order only with an RMW or
+  a lock acquisition are run as the machine runs them (as_machine_fences): an
+  smp_mb__before_atomic() with an access between it and its RMW is an smp_mb() just
+  before the RMW, and an smp_mb__after_atomic() / smp_mb__after_spinlock() with an RMW /
+  a lock acquisition before it is an smp_mb() where it stands, which orders the
+  accesses between them too; without those accesses the machine's fences are exact.
 
 A missing outcome is explained when every allowed execution with it is LB, CO, RW or FENCE. One
 with an allowed execution whose (po | rf | co) is acyclic is *unexplained*: the
@@ -33,13 +36,14 @@ from __future__ import annotations
 
 import enum
 import sys
+from dataclasses import replace
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from checker.litmus.reader import parse_litmus
-from checker.litmus.axiomatic import Event, Execution, TooManyCandidates, acyclic, evaluate, judge
+from checker.litmus.axiomatic import Execution, TooManyCandidates, acyclic, evaluate, judge
 from litmus_to_spec import outcomes
 
 
@@ -47,7 +51,7 @@ class Shape(enum.Enum):
     LB = "load buffering: (po | rf) has a cycle"
     CO = "coherence against the timeline: (po | rf) acyclic, (po | rf | co) cyclic"
     RW = "a timeline, but forbidden once every load is ordered before its CPU's later stores"
-    FENCE = "... and once the __before/after_atomic, __after_spinlock fences are smp_mb()"
+    FENCE = "... and once the __before/after_atomic, __after_spinlock fences order the accesses beside them"
     UNEXPLAINED = "(po | rf | co) acyclic: a timeline exists, the machine should reach it"
 
 
@@ -60,13 +64,9 @@ def shape_of(x) -> Shape:
     ordered = loads_before_stores(x)
     if not judge(ordered, "lkmm")[0]:
         return Shape.RW
-    if not judge(as_full_fences(ordered), "lkmm")[0]:
+    if not judge(as_machine_fences(ordered), "lkmm")[0]:
         return Shape.FENCE
     return Shape.UNEXPLAINED
-
-
-#: the fences the machine takes as smp_mb() wherever they stand (LANGUAGE.md)
-STRONGER = {"before-atomic", "after-atomic", "after-spinlock"}
 
 
 def loads_before_stores(x):
@@ -76,11 +76,42 @@ def loads_before_stores(x):
     return Execution(ev, x.po, x.addr, x.data, ctrl, x.rmw, x.rf, x.co, x.regs, x.final)
 
 
-def as_full_fences(x):
-    """x with every STRONGER fence an smp_mb()."""
-    ev = {g: Event(e.eid, e.tid, e.kind, e.loc, e.val, e.tags, "mb" if e.fence in STRONGER else e.fence)
-          for g, e in x.events.items()}
-    return Execution(ev, x.po, x.addr, x.data, x.ctrl, x.rmw, x.rf, x.co, x.regs, x.final)
+def as_machine_fences(x):
+    """x with the fences that order only with an RMW (herd7's RMW set, a failed cmpxchg
+    included) or a lock acquisition (LKW) as checker/memory/lkmm.py runs them: an
+    smp_mb__before_atomic() as an smp_mb() just before the first RMW after it (nothing
+    when a full fence or no RMW comes first), an smp_mb__after_atomic() /
+    smp_mb__after_spinlock() as an smp_mb() where it stands when an RMW / LKW stands
+    before it since the last full fence (else nothing)."""
+    ev = dict(x.events)
+    po = set(x.po)
+
+    def later(g):
+        return sorted(b for a, b in x.po if a == g)
+
+    def earlier(g):
+        return sorted((a for a, b in x.po if b == g), reverse=True)
+
+    def full(g):
+        return ev[g].kind == "F" and ev[g].fence == "mb"
+
+    for g, e in x.events.items():
+        if e.kind != "F" or e.fence not in ("before-atomic", "after-atomic", "after-spinlock"):
+            continue
+        if e.fence == "before-atomic":
+            rmw = next((b for b in later(g) if full(b) or "RMW" in ev[b].tags), None)
+            if rmw is None or full(rmw):
+                ev[g] = replace(e, fence="none")
+                continue
+            ev[g] = replace(e, fence="mb")  # moved to just before the RMW
+            po = {(a, b) for a, b in po if g not in (a, b)}
+            po |= {(a, g) for a, b in x.po if b == rmw and a != g} | {(g, rmw)}
+            po |= {(g, b) for a, b in x.po if a == rmw}
+        else:
+            mark = "RMW" if e.fence == "after-atomic" else "LKW"
+            first = next((a for a in earlier(g) if full(a) or mark in ev[a].tags), None)
+            ev[g] = replace(e, fence="mb" if first is not None and not full(first) else "none")
+    return Execution(ev, po, x.addr, x.data, x.ctrl, x.rmw, x.rf, x.co, x.regs, x.final)
 
 
 def missing(text: str, bound: int = 4):

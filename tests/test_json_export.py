@@ -106,3 +106,24 @@ def test_an_lkmm_run_validates_against_the_schema(tmp_path):
     broken["variants"][0]["memory_model"] = "arm"
     with pytest.raises(jsonschema.ValidationError):
         validate(broken)
+
+
+def test_a_context_model_run_validates_against_the_schema(tmp_path):
+    """A model with execution contexts writes each step's CPU and the variant's
+    preemption bound, which the schema lists (every context model's run failed it)."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from checker.cli import main
+
+    out = tmp_path / "hvp.json"
+    spec = Path(__file__).parent.parent / "models" / "hv_timer_preempt.spec"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main([str(spec), "--variant", "base", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    validate(doc)
+    steps = [a for o in doc["variants"][0]["outcomes"] if o["counterexample"]
+             for a in o["counterexample"]["trace"]["actions"]]
+    assert steps and all(isinstance(a.get("cpu"), int) for a in steps if a["process"] != "memory")
+    assert doc["variants"][0]["preemptions"] >= 1

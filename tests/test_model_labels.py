@@ -8,10 +8,7 @@ A label is one comment line in the model's header (the comments before `model NA
     // label VARIANT: patch seed 003 v1 (posted, not merged in this form)
     // label VARIANT: mutation: the entry's re-check removed
 
-(` * label ...` inside a `/* */` header too). The implicit variant is `base`. A model
-whose header may not be edited on this branch has its labels in
-tests/data/model_labels_pending.txt, in the same syntax under a `[MODEL]` line; a model
-has its labels in one place only, so moving them into the header is a checked edit.
+(` * label ...` inside a `/* */` header too). The implicit variant is `base`.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from checker.pipeline import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "models").glob("*.spec"))
-PENDING = ROOT / "tests" / "data" / "model_labels_pending.txt"
 
 #: the label line: variant, kind, the kind's argument and the rest
 LABEL = re.compile(r"^(?://| \*) label (?P<variant>\w+): (?P<kind>\w+)\b(?P<rest>.*)$")
@@ -75,34 +71,12 @@ def header_lines(path: Path) -> list[str]:
     return spec.source.splitlines()[:model.span.line - 1]
 
 
-def pending() -> dict[str, list[str]]:
-    """model name -> its label lines in the pending file."""
-    out: dict[str, list[str]] = {}
-    current = None
-    for line in PENDING.read_text().splitlines():
-        head = re.match(r"^\[(\w+)\]\s*$", line)
-        if head:
-            current = head.group(1)
-            out.setdefault(current, [])
-        elif line.strip() and not line.startswith("#"):
-            assert current is not None, f"{PENDING.name}: a label before any [MODEL] line: {line}"
-            out[current].append(line)
-    return out
-
-
 def variants_of(path: Path) -> list[str]:
     return ["base"] + [v.name for v in load(str(path)).of(VariantDecl)]
 
 
 def model_labels(path: Path) -> tuple[dict[str, str], list[str]]:
-    in_header, problems = labels_in(header_lines(path), path.name)
-    waiting = pending().get(path.stem)
-    if waiting is not None:
-        if in_header:
-            problems.append(f"{path.name}: labelled in its header and in {PENDING.name}: keep one")
-        in_file, more = labels_in(waiting, f"{PENDING.name}[{path.stem}]")
-        return in_file, problems + more
-    return in_header, problems
+    return labels_in(header_lines(path), path.name)
 
 
 def unlabelled(path: Path) -> list[str]:
@@ -117,10 +91,6 @@ def unlabelled(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_every_variant_is_labelled(path):
     assert unlabelled(path) == []
-
-
-def test_pending_labels_name_shipped_models():
-    assert set(pending()) <= {p.stem for p in SHIPPED}
 
 
 def test_an_unlabelled_variant_fails(tmp_path):

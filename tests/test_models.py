@@ -58,7 +58,7 @@ PI_TIMER_STATES = {
     "base_lkmm": 5359,
     "r4_mb_lkmm": 18688,
     "no_entry_mb_lkmm": 3787,
-    "no_kick_mb_lkmm": 11779,
+    "no_kick_mb_lkmm": 12795,
 }
 
 

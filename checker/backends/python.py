@@ -757,14 +757,18 @@ class Compiler:
                 return
             e.emit(f"if {self.cond_then_flush(cond, e)}:")
             e.depth += 1
+            before = len(e.lines)
             self.ops(op.then, e)
-            if not op.then:
+            if len(e.lines) == before:  # nothing to do (a write of a one-value field emits no code)
                 e.emit("pass")
             e.depth -= 1
             if op.orelse:
                 e.emit("else:")
                 e.depth += 1
+                before = len(e.lines)
                 self.ops(op.orelse, e)
+                if len(e.lines) == before:
+                    e.emit("pass")
                 e.depth -= 1
         elif isinstance(op, OWhile):
             # a loop inside one step: the state is all it depends on (loads read the state,

@@ -18,7 +18,7 @@ from .. import __version__
 from ..base.errors import NOWHERE, REGISTRY, Span, SpecError
 from ..results.trace import Action, Buffered, Counterexample, Members, RunResult, Trace, TraceState, Value
 from .files import dump_json, write_text
-from ..results.findings import run_warnings
+from ..results.findings import memory_warnings, run_warnings
 
 SCHEMA_VERSION = 2  # 2: top-level `warnings` (coverage and vacuity)
 SCHEMA_FILE = "trace-schema.json"
@@ -151,7 +151,8 @@ def _to_dict(result: RunResult, timing: bool = False) -> dict:
 
 def to_dict(result: RunResult, timing: bool = False) -> dict:
     doc = _to_dict(result, timing)
-    warnings = [{"variant": w.variant, "line": w.line, "message": w.message} for w in run_warnings(result)]
+    warnings = [{"variant": w.variant, "line": w.line, "message": w.message}
+                for w in run_warnings(result) + memory_warnings(result)]
     if warnings:
         doc["warnings"] = warnings
     return doc

@@ -365,6 +365,7 @@ class ProcessDecl(Decl):
     notifiers: tuple[Notifier, ...] = ()
     hrtimer: bool = False  # `hrtimer NAME on cpu C { callback }`: an interrupt that a timer raises
     posted: bool = False  # `interrupt NAME ... posted { ... }`: processed in guest mode, no VM exit
+    pinned: bool = False  # `hrtimer NAME[N] pinned { ... }`: queued on the CPU that starts it
 
 
 @dataclass(frozen=True, slots=True)

@@ -310,6 +310,10 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
         hint = "missing ';' at the end of the previous line?" if first_on_line else \
             "a declaration or simple statement ends with ';'"
         return SpecError(span, f"expected ';' before {shown!r}" if shown else "expected ';'", hint, "TR101")
+    if getattr(tok, "type", "") == "PINNED" and line_text.lstrip().startswith("hrtimer"):
+        return SpecError(span, "a `pinned` hrtimer has one callback per CPU",
+                         "write `hrtimer NAME[N] pinned { ... }` (N the model's CPUs): it is queued on the CPU "
+                         "that starts it; `hrtimer NAME on cpu C` is queued on CPU C only")
     if str(tok) == "eventually" and line_text[: col - 1].rstrip().endswith(":"):
         return SpecError(span, "`eventually P` alone is not a property",
                          "write `always eventually P` (P keeps coming back), `always (Q -> eventually P)`, "
@@ -542,7 +546,10 @@ class _Builder(Transformer):
         return dataclasses.replace(self.process_decl(m, c, interrupt=True), posted=posted)
 
     def hrtimer_decl(self, m, c):
-        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True)
+        c = list(c)
+        pinned = any(isinstance(x, Token) and x.type == "PINNED" for x in c)
+        c = [x for x in c if not (isinstance(x, Token) and x.type == "PINNED")]
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True, pinned=pinned)
 
     def on_cpu(self, m, c):
         if str(c[0]) != "cpu":

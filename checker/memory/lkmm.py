@@ -35,10 +35,14 @@ Loads never read a store that has not happened yet, so load buffering (LB) and e
 outcome that needs a load to be satisfied by a po-later store, or a store to be visible
 before an earlier load of its CPU, are not explored; stores join their location's
 coherence order at the end, so outcomes that need a store to be ordered before an
-earlier one in coherence order (2+2W, S) are not explored either; and
-smp_mb__before_atomic / __after_atomic / __after_spinlock are SC fences wherever they
-stand. tests/lkmm_missing.py checks that every LKMM outcome the machine misses is of
-one of these shapes.
+earlier one in coherence order (2+2W, S) are not explored either. The fences that
+order only with an RMW are exact (linux-kernel.cat:37-39): smp_mb__before_atomic() is
+an SC fence just before its CPU's next RMW (a failed cmpxchg included), and
+smp_mb__after_atomic() / __after_spinlock() one where it stands if an RMW / a lock
+acquisition stands before it since the CPU's last full fence (CpuViews' flags), but for
+a shared access between the fence and its RMW, which the fence then orders too; a lock
+acquisition after an unlock orders as lock.cat's po-unlock-lock-po. tests/lkmm_missing.py
+checks that every LKMM outcome the machine misses is of one of these shapes.
 Everything the machine does explore is an LKMM execution (tests/test_lkmm_operational.py
 checks that against checker/litmus/axiomatic.py and herd7). spec/LANGUAGE.md, "memory lkmm", is the
 user's account.
@@ -50,11 +54,12 @@ compile.py calls both. It knows the primitives only through builtins.py's column
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import SpecError
-from ..ir import (OAssert, OAssign, OBarrier, OEval, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
+from ..ir import (OAssert, OAssign, OBarrier, OEval, OGoto, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
                   walk_ops)
 
 #: the default number of messages a location keeps
@@ -97,6 +102,17 @@ class CpuViews:
     rel: tuple[int, ...]
     own: tuple[int | None, ...]
     strong: tuple[int, ...] = ()
+    # the exact fences' state (None: the CPU has no such fence): `before_atomic` 1 while
+    # an smp_mb__before_atomic() waits for its RMW; `after_rmw` / `after_lock` 1 when an
+    # RMW / a lock acquisition stands since the CPU's last full fence, which a later
+    # smp_mb__after_atomic() / smp_mb__after_spinlock() orders with what follows it
+    before_atomic: int | None = None
+    after_rmw: int | None = None
+    after_lock: int | None = None
+    # lock.cat's po-unlock-lock-po (a CPU's unlock, then any lock it takes): its view
+    # and its acquire view at its last spin_unlock (empty: it never both unlocks and locks)
+    unlocked: tuple[int, ...] = ()
+    unlocked_acq: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +133,32 @@ class Access:
     writes: frozenset[int] = frozenset()  # location indices it stores to
     flags: frozenset[str] = frozenset()  # the context state (ghost variables) it assigns
     signals: bool = False  # it raises or takes an interrupt: publishes or joins a whole view
+    # the exact fences (linux-kernel.cat's mb, lines 36-39): a step that is an RMW in
+    # herd7's sense (a failed cmpxchg included) takes a pending smp_mb__before_atomic()
+    # as an SC fence before its accesses (`rmw_fence`); smp_mb__after_atomic() and
+    # smp_mb__after_spinlock() are one after an RMW / a lock acquisition (`after_rmw_fence`,
+    # `after_lock_fence`), and order nothing without one
+    before_atomic: bool = False  # leaves an smp_mb__before_atomic() pending for a later RMW
+    rmw_fence: bool = False  # an RMW: a pending smp_mb__before_atomic() is an SC fence before it
+    after_rmw_fence: bool = False  # smp_mb__after_atomic() with no RMW before it in the step
+    after_lock_fence: bool = False  # smp_mb__after_spinlock() with no lock taken before it in the step
+    rmw_mark: bool = False  # an RMW: a later smp_mb__after_atomic() orders what precedes it
+    lock_mark: bool = False  # a lock acquisition (LKW): the same for smp_mb__after_spinlock()
+    conditional_slots: frozenset[int] = frozenset()  # `conditional`'s global slots, tracked or not
+    unlock: bool = False  # a spin_unlock (UL): its CPU's later lock acquisitions order what precedes it
+    fence_gap: bool = False  # a shared access in this step stands between an exact fence and its RMW
+    address: bool = False  # an array index computed at run time (ordered as smp_rmb: more than the LKMM)
+
+    @property
+    def maybe_mb(self) -> bool:
+        """An SC fence may run before this step's accesses (always, or by a fence's state)."""
+        return self.pre_mb or self.rmw_fence or self.after_rmw_fence or self.after_lock_fence
 
     def consults(self, n: int) -> frozenset[int]:
         """The locations whose view of its CPU this step reads, joins or resets: where a
         propagation to that CPU can make a difference (all n when it fences, acquires or
         releases, which join or publish the whole view)."""
-        if self.pre_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire \
+        if self.maybe_mb or self.post_mb or self.rmb or self.release or self.rmw_acquire or self.acquire \
                 or self.signals:
             return frozenset(range(n))
         return self.view_reads | self.rmw | self.writes
@@ -180,6 +216,33 @@ class Views:
 # ---------------------------------------------------------------- static analysis
 
 
+def composite(st: Step) -> bool:
+    """Whether a step is an `atomic { }` block the machine runs as one fully ordered RMW:
+    an atomic step that is not one kernel primitive (spin_lock's await-and-set keeps the
+    primitive's own ordering, an acquire)."""
+    if st.kind is not StepKind.ATOMIC:
+        return False
+    ops = [op for op in st.body if not isinstance(op, OGoto)]
+    return not (len(ops) == 1 and isinstance(ops[0], OEval) and st.guard is not None
+                and BUILTINS[ops[0].call.name].cls is Cls.LOCK)
+
+
+class Event(Enum):
+    """What a step does, in order, as the exact fences see it."""
+
+    ACCESS = "a shared access"
+    RMW = "an RMW"  # herd7's RMW set
+    LOCK = "a lock acquisition"  # LKW
+    BEFORE_ATOMIC = "smp_mb__before_atomic()"
+    AFTER_ATOMIC = "smp_mb__after_atomic()"
+    AFTER_SPINLOCK = "smp_mb__after_spinlock()"
+
+
+_ATTACHED = {FenceKind.BEFORE_ATOMIC: Event.BEFORE_ATOMIC, FenceKind.AFTER_ATOMIC: Event.AFTER_ATOMIC,
+             FenceKind.AFTER_SPINLOCK: Event.AFTER_SPINLOCK}
+
+
+
 class _Analysis:
     """The locations (global slots) one step of one instance touches, and how."""
 
@@ -195,6 +258,8 @@ class _Analysis:
         self.conditional: set[int] = set()
         self.flags: dict[str, bool] = {}
         self.why: list[str] = []
+        # what the step does in order, for the exact fences: (Event, global slots)
+        self.seq: list[tuple[Event, tuple[int, ...]]] = []
         self.ghosts: set[str] = set()  # ghost globals assigned (a raised interrupt's flag)
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
@@ -215,6 +280,7 @@ class _Analysis:
             if isinstance(idx, m.Const) and t.lo <= idx.value <= t.hi:
                 return (base + idx.value - t.lo,)
             self.flags["rmb"] = True  # an address dependency: ordered as smp_rmb orders it
+            self.flags["address"] = True
             return tuple(range(base, base + t.hi - t.lo + 1))
         return ()
 
@@ -235,8 +301,10 @@ class _Analysis:
         if x is None:
             return
         if isinstance(x, (m.Var, m.Elem)):
-            self.view_reads.update(self.slots(x))
             self.index_reads(x)
+            got = self.slots(x)
+            self.view_reads.update(got)
+            self.seq.append((Event.ACCESS, got))
         elif isinstance(x, m.Builtin):
             self.builtin(x)
         elif isinstance(x, m.Bin):
@@ -260,12 +328,23 @@ class _Analysis:
             else:
                 self.expr(arg)
         slots = [k for loc in locs for k in self.slots(loc)]
+        # herd7's RMW set: the atomic RMWs, a failed cmpxchg included (its lone read is
+        # tagged RMW); a lock's acquisition is LKR/LKW instead, never RMW (lock.cat)
+        lock = Arg.LOCK in p.args
+        if p.cls is Cls.RMW and not lock:
+            self.seq.append((Event.RMW, tuple(slots)))
+        elif p.cls in (Cls.RMW, Cls.LOCK) and lock and not self.failed:
+            self.seq.append((Event.LOCK, tuple(slots)))
+        elif slots:
+            self.seq.append((Event.ACCESS, tuple(slots)))
         if p.cls in (Cls.LOAD, Cls.WQ_TEST):
             self.view_reads.update(slots)
             if p.order is Order.ACQUIRE:
                 self.acquire.update(slots)
         elif p.cls is Cls.STORE:
             self.writes.update(slots)
+            if lock:
+                self.flags["unlock"] = True
             if p.order is Order.RELEASE:
                 self.flags["release"] = True
             elif p.order is Order.FULL:  # smp_store_mb: the store, then smp_mb()
@@ -296,23 +375,28 @@ class _Analysis:
             if isinstance(op, OAssign):
                 if isinstance(op.target, (m.Var, m.Elem)) and op.target.sym.ghost:
                     self.ghosts.add(op.target.sym.name)
-                self.writes.update(self.slots(op.target))
                 self.index_reads(op.target)
                 self.expr(op.value)
+                got = self.slots(op.target)
+                self.writes.update(got)
+                self.seq.append((Event.ACCESS, got))
             elif isinstance(op, OEval):
                 self.expr(op.call)
             elif isinstance(op, (OIf, OWhile, OAssert)):
                 self.expr(op.cond)
             elif isinstance(op, OBarrier):
                 kind = BUILTINS[op.name].fence
-                if kind in (FenceKind.FULL, FenceKind.BEFORE_ATOMIC, FenceKind.AFTER_ATOMIC, FenceKind.AFTER_SPINLOCK):
+                if kind is FenceKind.FULL:
                     self.flags["pre_mb"] = True
                     self.why.append(f"{op.name}() is a full barrier")
+                elif kind in _ATTACHED:
+                    self.seq.append((_ATTACHED[kind], ()))
                 elif kind is FenceKind.READ:
                     self.flags["rmb"] = True
                 elif kind is FenceKind.WRITE:
                     self.flags["wmb"] = True
-        if st.kind is StepKind.ATOMIC and self.writes:
+        self.attached_fences()
+        if composite(st) and self.writes:
             # an atomic block that stores is one fully ordered read-modify-write of all it touches
             self.rmw |= self.view_reads | self.writes
             self.view_reads = set()
@@ -320,11 +404,87 @@ class _Analysis:
         self.view_reads -= self.rmw
         return Access()  # filled in by `extend` once the tracked locations are known
 
+    def attached_fences(self):
+        """The flags of the fences that order only with an RMW or a lock acquisition
+        (linux-kernel.cat:37-39), from the step's events in order. Within the step an
+        SC fence stands before all its accesses (pre_mb) or after them (post_mb)."""
+        events = [e for e, _ in self.seq]
+        f = self.flags
+        for i, e in enumerate(events):
+            if e is Event.BEFORE_ATOMIC:
+                if Event.RMW in events[i + 1:]:
+                    f["pre_mb"] = True
+                    self.why.append("smp_mb__before_atomic() orders what precedes it with the RMW")
+                    between = events[i + 1:events.index(Event.RMW, i + 1)]
+                else:
+                    f["before_atomic"] = True
+                    between = events[i + 1:]
+                if Event.ACCESS in between:
+                    f["fence_gap"] = True  # an access between the fence and its RMW: ordered too
+            elif e in (Event.AFTER_ATOMIC, Event.AFTER_SPINLOCK):
+                mark = Event.RMW if e is Event.AFTER_ATOMIC else Event.LOCK
+                name = "smp_mb__after_atomic()" if e is Event.AFTER_ATOMIC else "smp_mb__after_spinlock()"
+                if mark in events[:i]:
+                    f["post_mb"] = True
+                    last = i - 1 - events[:i][::-1].index(mark)
+                    if Event.ACCESS in events[i + 1:] or Event.RMW in events[i + 1:]:
+                        f["pre_mb"] = True  # accesses after it in its step: ordered as a full fence
+                        f["fence_gap"] = True
+                    if Event.ACCESS in events[last + 1:i]:
+                        f["fence_gap"] = True
+                    self.why.append(f"{name} orders what precedes it with what follows")
+                else:
+                    f["after_rmw_fence" if e is Event.AFTER_ATOMIC else "after_lock_fence"] = True
+                    if Event.ACCESS in events[:i]:
+                        f["fence_gap"] = True
+        if Event.RMW in events:
+            first = events.index(Event.RMW)
+            if Event.BEFORE_ATOMIC not in events[:first]:
+                f["rmw_fence"] = True
+            f["rmw_mark"] = True
+        if Event.LOCK in events:
+            f["lock_mark"] = True
+
 
 def _analyse(layout: StateLayout, st: Step, inst: int | None, failed: bool, contexts: bool = False) -> _Analysis:
     a = _Analysis(layout, inst, failed, contexts)
     a.step(st)
     return a
+
+
+def composite_findings(program: Program) -> tuple[tuple[int, str], ...]:
+    """(line, message) for each `atomic { }` block that stores and touches more than one
+    shared location (a global two process instances access): under tso it is one
+    locked instruction, under lkmm one fully ordered read-modify-write of all of them,
+    and the kernel has neither, so a verdict may rest on ordering it does not have."""
+    memory = program.model.memory
+    if memory not in ("tso", "lkmm"):
+        return ()
+    layout = program.layout
+    touched: dict[int, set[int]] = {}
+    blocks = []
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for st in p.steps:
+                a = _analyse(layout, st, i, False)
+                here = a.view_reads | a.rmw | a.writes
+                for k in here:
+                    touched.setdefault(k, set()).add(gid)
+                if i == 0 and composite(st) and a.writes and not st.generated:
+                    blocks.append((st, here, a.writes))
+    out = []
+    for st, here, writes in blocks:
+        shared = {k for k in here if len(touched[k]) >= 2}
+        names = sorted({layout.slots[k].var or layout.slots[k].name for k in shared})
+        if len(names) < 2 or not shared & writes:
+            continue
+        what = ("one locked instruction" if memory == "tso" else "one fully ordered read-modify-write")
+        out.append((st.span.line, f"`{st.text}` is an atomic block over {len(names)} shared locations "
+                                  f"({', '.join(names)}): under {memory} it is {what} of all of them, and the "
+                                  f"kernel has no such instruction; write the kernel's statements one by one "
+                                  f"where the ordering between them is in question"))
+    return tuple(dict.fromkeys(out))
 
 
 # ---------------------------------------------------------------- the layout
@@ -403,7 +563,22 @@ def extend(program: Program, lazy: bool = True) -> Program:
         own = tuple(add(f"{name} own store to {layout.slots[k].name}", lag, none, name) if k in writes else None
                     for k in tracked)
         strong = tuple(add(f"{name} strong view on {layout.slots[k].name}", lag, none, name) for k in tracked)
-        cpus.append(CpuViews(name, g, cur, acq, rel, own, strong))
+        mine = [an for key, (a, f) in per_step.items() if g in places[key][1] for an in (a, f) if an]
+        flag = m.IntT(0, 1)
+        ba = add(f"{name} smp_mb__before_atomic pending", flag, 0, name) \
+            if any(an.flags.get("before_atomic") for an in mine) else None
+        aa = add(f"{name} RMW since its last full fence", flag, 0, name) \
+            if any(an.flags.get("after_rmw_fence") for an in mine) else None
+        al = add(f"{name} lock taken since its last full fence", flag, 0, name) \
+            if any(an.flags.get("after_lock_fence") for an in mine) else None
+        unlocked: tuple[int, ...] = ()
+        unlocked_acq: tuple[int, ...] = ()
+        if any(an.flags.get("unlock") for an in mine) and any(an.flags.get("lock_mark") for an in mine):
+            unlocked = tuple(add(f"{name} view at its last unlock on {layout.slots[k].name}", lag, none, name)
+                             for k in tracked)
+            unlocked_acq = tuple(add(f"{name} acquire view at its last unlock on {layout.slots[k].name}", lag,
+                                     none, name) for k in tracked)
+        cpus.append(CpuViews(name, g, cur, acq, rel, own, strong, ba, aa, al, unlocked, unlocked_acq))
     signals = []
     for name, taker, pending, raised, flags in _raisers(program) if view_ids else ():
         sig_cur = tuple(add(f"raise of {name}: view on {layout.slots[k].name}", lag, none) for k in tracked)
@@ -424,7 +599,8 @@ def extend(program: Program, lazy: bool = True) -> Program:
     accesses = {}
     flags = frozenset(f for sig in signals for f in sig.flags) | ({m.GUEST_MODE} if guest else frozenset())
     for key, (a, fail) in per_step.items():
-        got = tuple(None if an is None else _access(an, index) for an in (a, fail))
+        here = [c for c in cpus if c.gid in places[key][1]]
+        got = tuple(None if an is None else _access(an, index, here) for an in (a, fail))
         accesses[key] = tuple(x if x is None or not x.flags & flags else replace(x, signals=True) for x in got)
     views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy,
                   {key: place for key, place in places.items() if key in per_step}, tuple(signals), guest)
@@ -519,7 +695,7 @@ def _raisers(program: Program) -> list:
     return out
 
 
-def _access(a: _Analysis, index: dict[int, int]) -> Access:
+def _access(a: _Analysis, index: dict[int, int], cpus: list[CpuViews]) -> Access:
     def js(ks):
         return frozenset(index[k] for k in ks if k in index)
 
@@ -529,7 +705,181 @@ def _access(a: _Analysis, index: dict[int, int]) -> Access:
         why.append("smp_rmb() (or an address dependency) orders the loads")
     return Access(js(a.view_reads), js(a.rmw), js(a.acquire), f.get("rmw_acquire", False), f.get("pre_mb", False),
                   f.get("post_mb", False), f.get("rmb", False), f.get("wmb", False), f.get("release", False),
-                  js(a.conditional), "; ".join(why), js(a.writes), frozenset(a.ghosts))
+                  js(a.conditional), "; ".join(why), js(a.writes), frozenset(a.ghosts),
+                  **{k: f.get(k, False) and any(map(_FENCE_FLAGS[k], cpus)) for k in _FENCE_FLAGS},
+                  conditional_slots=frozenset(a.conditional))
+
+
+#: the Access fields of the exact fences (as _Analysis.attached_fences sets them), each
+#: kept only where one of its CPUs has the state it reads or writes: an RMW is a fence's place
+#: only on a CPU with an smp_mb__before_atomic(), so elsewhere it consults no more views
+_FENCE_FLAGS = {
+    "before_atomic": lambda c: c.before_atomic is not None,
+    "rmw_fence": lambda c: c.before_atomic is not None,
+    "after_rmw_fence": lambda c: c.after_rmw is not None,
+    "after_lock_fence": lambda c: c.after_lock is not None,
+    "rmw_mark": lambda c: c.after_rmw is not None,
+    "lock_mark": lambda c: True,  # also po-unlock-lock-po's place
+    "unlock": lambda c: bool(c.unlocked),
+    "fence_gap": lambda c: True,
+    "address": lambda c: True,
+}
+
+
+# ---------------------------------------------------------------- completeness
+
+
+def left_out(program: Program) -> tuple[str, ...]:
+    """The shapes of LKMM outcomes the machine does not explore that may occur in this
+    model (an extended program: `extend`), each with the statements that let it; empty
+    when none can, so every LKMM outcome of the model is explored (but for the history
+    bound, which the engine counts). A static, conservative argument: a shape named
+    here may still be impossible, one not named cannot occur.
+
+    * load buffering (and a store visible before an earlier load of its CPU): needs a
+      load and a po-later store of one CPU that nothing orders (an acquire load, a
+      release store, a fully ordered step between them or at either end; a dependency
+      inside one statement), whose store reaches, through other CPUs' accesses, a store
+      of the loaded location by another CPU;
+    * a store placed earlier in coherence order: needs a location two CPUs store, one
+      of them with a plain store (RMWs read the newest store and join the end);
+    * a release through another CPU's relaxed RMW: needs a location one CPU stores and
+      another CPU read-modify-writes with a relaxed or acquire RMW;
+    * a fence beside its RMW: a shared access between an exact fence and its RMW;
+    * orderings the machine adds: an `atomic { }` block that stores (one fully ordered
+      RMW), an array index computed at run time (ordered as smp_rmb()).
+    """
+    v = program.layout.lkmm
+    assert isinstance(v, Views), "left_out reads an extended program (extend)"
+    layout = program.layout
+    names = [loc.name for loc in v.locations]
+    out: list[str] = []
+    succ: dict[tuple[int, int], set[int]] = {}  # (gid, uid) -> successor uids
+    steps: dict[tuple[int, int], Step] = {}
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for st in p.steps:
+                steps[(gid, st.uid)] = st
+                succ[(gid, st.uid)] = {t.uid for op in walk_ops(st.body) if isinstance(op, OGoto)
+                                       for t in p.steps_at[op.pc]}
+    forms = {k: tuple(a for a in v.accesses.get(k, ()) if a is not None) for k in steps}
+
+    def loads(k):
+        return {j for a in forms[k] for j in a.view_reads | a.rmw}
+
+    def stores(k):
+        return {j for a in forms[k] for j in a.writes}
+
+    def line(k):
+        return steps[k].span.line
+
+    def fenced(k):  # a full fence before the step's accesses
+        return any(a.pre_mb for a in forms[k])
+
+    def after(k, cut):
+        """The steps po-after k (k's CPU), not beyond a step `cut` says stops the walk."""
+        gid = k[0]
+        seen: set[int] = set()
+        todo = list(succ[k])
+        while todo:
+            u = todo.pop()
+            if u in seen:
+                continue
+            seen.add(u)
+            if not cut((gid, u)):
+                todo.extend(succ[(gid, u)])
+        return seen
+
+    # who accesses each location, for the paths between CPUs
+    storers: dict[int, set[tuple[int, int]]] = {}
+    loaders: dict[int, set[tuple[int, int]]] = {}
+    for k in steps:
+        for j in stores(k):
+            storers.setdefault(j, set()).add(k)
+        for j in loads(k):
+            loaders.setdefault(j, set()).add(k)
+    reach_cache: dict[tuple[int, int], set[tuple[int, int]]] = {}
+
+    def reaches(start):
+        """Every (gid, uid) whose accesses can follow start's store through po and the
+        communication of other CPUs (rf, co, fr)."""
+        if start in reach_cache:
+            return reach_cache[start]
+        seen = {start}
+        todo = [start]
+        while todo:
+            k = todo.pop()
+            nxt = {(k[0], u) for u in after(k, lambda _k: False)}
+            for j in stores(k):
+                nxt |= {q for q in storers.get(j, set()) | loaders.get(j, set()) if q[0] != k[0]}
+            for j in loads(k):
+                nxt |= {q for q in storers.get(j, ()) if q[0] != k[0]}
+            for q in nxt - seen:
+                seen.add(q)
+                todo.append(q)
+        reach_cache[start] = seen
+        return seen
+
+    lb = None
+    for k in sorted(steps):
+        if lb is not None:
+            break
+        acquired = {j for a in forms[k] for j in a.acquire} | (
+            {j for a in forms[k] for j in a.rmw} if all(a.rmw_acquire for a in forms[k]) else set())
+        unordered = loads(k) - acquired
+        if not unordered or any(a.post_mb for a in forms[k]):
+            continue
+        for u in sorted(after(k, lambda q: fenced(q) or any(a.post_mb for a in forms[q]))):
+            q = (k[0], u)
+            if fenced(q) or all(a.release for a in forms[q] if a.writes):
+                continue
+            for y in sorted(stores(q)):
+                hit = [x for x in sorted(unordered) if any(s[0] != k[0] for s in storers.get(x, ()))
+                       and any(x in stores(r) and r[0] != k[0] for r in reaches(q))]
+                if hit:
+                    lb = (k, q, hit[0], y)
+                    break
+            if lb is not None:
+                break
+    if lb is not None:
+        k, q, x, y = lb
+        out.append(f"load buffering ({layout.instance_names[k[0]]}'s load of {names[x]} at line {line(k)} and "
+                   f"store to {names[y]} at line {line(q)}, unordered)")
+    for j, loc in enumerate(v.locations):
+        by = {k[0] for k in storers.get(j, ())}
+        plain = {k[0] for k in storers.get(j, ()) for a in forms[k] if j in a.writes and j not in a.rmw}
+        if len(by) >= 2 and plain:
+            out.append(f"a store placed earlier in coherence order ({loc.name}, stored by {len(by)} CPUs)")
+            break
+    for j, loc in enumerate(v.locations):
+        relaxed = {k for k in storers.get(j, ()) for a in forms[k]  # (a lock taken reads an unlock: lock.cat)
+                   if j in a.rmw and not a.pre_mb and not a.release and not a.lock_mark}
+        if any(any(s[0] != r[0] for s in storers[j]) for r in relaxed):
+            r = min(relaxed)
+            out.append(f"a release not carried through another CPU's relaxed RMW ({layout.instance_names[r[0]]}'s "
+                       f"RMW of {loc.name} at line {line(r)})")
+            break
+    gaps = [line(k) for k in steps for a in forms[k] if a.fence_gap and not composite(steps[k])]
+    for k in sorted(steps):
+        for a in forms[k]:
+            if a.before_atomic:
+                for u in after(k, lambda q: fenced(q) or any(b.rmw_fence for b in forms[q])):
+                    q = (k[0], u)
+                    if (loads(q) or stores(q)) and not fenced(q) and not any(b.rmw_fence for b in forms[q]):
+                        gaps.append(line(k))
+    if gaps:
+        out.append("an access between a fence and its RMW left unordered (line" + ("s " if len(set(gaps)) > 1 else " ")
+                   + ", ".join(str(n) for n in sorted(set(gaps))) + ")")
+    blocks = sorted({line(k) for k in steps if composite(steps[k]) and stores(k)})
+    if blocks:
+        out.append("an atomic block that stores less than fully ordered (line" + ("s " if len(blocks) > 1 else " ")
+                   + ", ".join(str(n) for n in blocks) + ")")
+    rmb = sorted({line(k) for k in steps for a in forms[k] if a.address})
+    if rmb:
+        out.append("an array load with a run-time index not ordered as smp_rmb() (line"
+                   + ("s " if len(rmb) > 1 else " ") + ", ".join(str(n) for n in rmb) + ")")
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- the steps
@@ -571,6 +921,7 @@ class Machine:
         self.lags = tuple(
             tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
                   if f is not None)
+            + tuple(f for cpu in views.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
             + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
             + tuple(f for sig in views.signals for f in (sig.cur[j], sig.strong[j]))
@@ -740,12 +1091,20 @@ class Machine:
         marks, mask = self.marks, self.mask
         locs = self.v.locations
         fields = self.memory_fields
-        conditional = acc.conditional
+        conditional = acc.conditional_slots
+
+        ba, aa, al = c.before_atomic, c.after_rmw, c.after_lock
+        fenced = acc.pre_mb
+        pending = [f for f, on in ((ba, acc.rmw_fence), (aa, acc.after_rmw_fence), (al, acc.after_lock_fence))
+                   if on and f is not None]
+        flags = [f for f in (ba, aa, al) if f is not None]
 
         def run(s):
             t = self.load(s)
-            if acc.pre_mb:
+            if fenced or any(t[f] for f in pending):
                 self.mb(t, c)
+                for f in flags:  # a full fence subsumes every pending one
+                    t[f] = 0
             elif acc.rmb:
                 self.join_into(t, c.cur, c.acq)
             if acc.wmb:
@@ -755,6 +1114,11 @@ class Machine:
             if acc.rmw_acquire:
                 for j in acc.rmw:
                     self.join_message(t, c.cur, j, 0)
+            if acc.lock_mark:  # po-unlock-lock-po (lock.cat): ordered as ppo, and in cumul-fence
+                self.join_into(t, c.cur, c.unlocked_acq)  # (empty when the CPU never unlocks)
+                self.join_into(t, c.rel, c.unlocked)
+                for j in acc.rmw:  # ... through rf: what the unlock it reads published
+                    self.join_into(t, c.rel, locs[j].views[0])
             for j in acc.rmw:
                 t[c.cur[j]] = 0
             view = s
@@ -769,8 +1133,10 @@ class Machine:
             stored = r >> marks
             r &= mask
             written = [j for j, loc in enumerate(locs) if stored >> loc.slot & 1]
-            if failure and any(j in conditional for j in written):
-                return None  # that was a success, which reads the newest message: the other variant
+            if failure and any(stored >> k & 1 for k in conditional):
+                # that was a success, which reads the newest message: the other variant (a
+                # location only this CPU touches is not tracked, but its store is marked too)
+                return None
             for j in acc.view_reads:
                 self.observe(t, c, j, t[c.cur[j]])
             for j in acc.rmw:
@@ -778,8 +1144,21 @@ class Machine:
             for j in written:
                 _, sh, mk, lo = fields[j]
                 self.store(t, c, j, (r >> sh & mk) + lo, acc)
+            if acc.unlock:
+                for d, s_ in zip(c.unlocked, c.cur):
+                    t[d] = t[s_]
+                for d, s_ in zip(c.unlocked_acq, c.acq):
+                    t[d] = t[s_]
+            if acc.rmw_mark and aa is not None:
+                t[aa] = 1
+            if acc.lock_mark and al is not None:
+                t[al] = 1
             if acc.post_mb:
                 self.mb(t, c)
+                for f in flags:
+                    t[f] = 0
+            if acc.before_atomic and ba is not None:
+                t[ba] = 1
             if signals:
                 self.raising(t, c, gid, s, r, stored, signals)
             return self.save(r, t)
@@ -966,9 +1345,13 @@ def meaning(p) -> str:
         return {Order.RELEASE: "a release store: it publishes its CPU's whole view",
                 Order.FULL: "a store, then smp_mb()"}.get(p.order, "a store: it publishes what smp_wmb/smp_mb released")
     if p.cls is Cls.FENCE:
-        return {FenceKind.FULL: "an SC fence", FenceKind.BEFORE_ATOMIC: "an SC fence (before the next RMW)",
-                FenceKind.AFTER_ATOMIC: "an SC fence (after the previous RMW)",
-                FenceKind.AFTER_SPINLOCK: "an SC fence (after the spin_lock)",
+        return {FenceKind.FULL: "an SC fence",
+                FenceKind.BEFORE_ATOMIC: "an SC fence before its CPU's next RMW (a failed cmpxchg included); "
+                                         "nothing without one",
+                FenceKind.AFTER_ATOMIC: "an SC fence when an RMW stands before it since its CPU's last full "
+                                        "fence; nothing otherwise",
+                FenceKind.AFTER_SPINLOCK: "an SC fence when a lock acquisition stands before it since its CPU's "
+                                          "last full fence; nothing otherwise",
                 FenceKind.READ: "joins what earlier loads saw into the CPU's view",
                 FenceKind.WRITE: "later stores publish the CPU's earlier stores",
                 FenceKind.COMPILER: "nothing"}[p.fence]

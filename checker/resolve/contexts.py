@@ -10,7 +10,7 @@ import dataclasses
 
 from ..front import ast
 from .. import model as m
-from ..semantics.primitives import BUILTINS, Arg, Cls
+from ..semantics.primitives import BUILTINS, Arg, Cls, CtxOp
 from ..base.errors import Span, SpecError, did_you_mean
 from .base import Ctx, Shared
 
@@ -122,7 +122,7 @@ class Contexts(Shared):
             _check_notifier(notes[n.name], d.name, n)
         return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
                                 notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None,
-                                posted=d.posted)
+                                posted=d.posted, pinned=d.pinned)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
         """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
@@ -162,9 +162,12 @@ class Contexts(Shared):
             typ = m.IntT(0, self.preemptions)
         else:
             irq = next((d for d in decls.values() if d.interrupt and name in (m.pending_name(d.name),
-                                                                             m.armed_name(d.name) if d.hrtimer else None)),
+                                                                             m.armed_name(d.name) if d.hrtimer else None,
+                                                                             m.timer_cpu_name(d.name) if d.pinned else None)),
                        None)
-            if irq is not None:
+            if irq is not None and irq.pinned and name == m.timer_cpu_name(irq.name):
+                typ = m.IntT(0, self.cpus - 1)
+            elif irq is not None:
                 typ = per_cpu(m.BOOL) if name.startswith("pending_") and self.process_counts[irq.name] else m.BOOL
         if typ is None:
             return None
@@ -210,6 +213,11 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
                             + ("blocks" if BUILTINS[s.call.name].cls is Cls.SCHEDULE else "changes the task's wait state"),
                             "a notifier runs inside the scheduler, in one step, and cannot sleep or wait: "
                             f"move '{s.call.name}' into {proc}'s body")
+        call = s.call if isinstance(s, m.SEval) else s.value if isinstance(s, m.SAssign) else None
+        if isinstance(call, m.Builtin) and BUILTINS[call.name].ctx is CtxOp.TIMER_CANCEL:
+            raise SpecError(call.span, f"`on {n.name}` calls 'hrtimer_cancel', which waits while the callback runs",
+                            "a notifier runs in one step and cannot wait: use `hrtimer_try_to_cancel` (-1 while "
+                            f"the callback runs), or move the cancel into {proc}'s body")
         if isinstance(s, (m.SLoop, m.SChoose, m.SLabeled, m.SGoto, m.SAwait)):
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")

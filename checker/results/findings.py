@@ -125,6 +125,14 @@ def variant_explanations(source: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def memory_warnings(result) -> list[Warning_]:
+    """The memory-model findings of a RunResult (an `atomic { }` block over several shared
+    locations under tso or lkmm), variant by variant: a question about the model's
+    fidelity, which no `// coverage:` comment explains away."""
+    return list(dict.fromkeys(Warning_(v.variant, msg, line) for v in result.variants
+                              for line, msg in v.memory_findings))
+
+
 def run_warnings(result) -> list[Warning_]:
     """Every coverage and vacuity warning of a RunResult, variant by variant, but those
     the model explains (`// coverage: why` at their line): explained_warnings has them."""

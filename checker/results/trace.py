@@ -22,18 +22,22 @@ Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a st
 #: files pinned in ../shared/tools/herd7/lkmm (SOURCES.tsv), which herd7 7.56 runs
 LKMM_NAME = ("the LKMM of linux-kernel.cat at torvalds/linux eb5cc113dd2f and lock.cat at 3867a24cc408 "
              "(herd7 7.56; before lkmmv2, without rmw-sequences)")
-#: what a "holds" under `memory lkmm` rests on (checker/memory/lkmm.py; run.py puts it on
-#: every such verdict, and the text output says it once)
-LKMM_NOT_EXPLORED = ("load buffering (a load that reads a store its CPU's partner makes after a later access "
-                     "of its own: LB and its variants, and every outcome that needs a store to become visible "
-                     "before an earlier load of its CPU without a dependency), a store placed before an earlier "
-                     "store in coherence order (2+2W, S), smp_mb__before_atomic(), smp_mb__after_atomic() "
-                     "and smp_mb__after_spinlock() ordering less than smp_mb() (the machine takes them as full "
-                     "barriers wherever they stand), and a release that does not order through another CPU's "
-                     "relaxed RMW (the machine carries a release's view through it, as the newer model's "
-                     "rmw-sequences do; the pinned linux-kernel.cat does not)")
-LKMM_HOLDS_NOTE = ("holds for the LKMM outcomes this semantics explores (" + LKMM_NAME + "); not explored: "
-                   + LKMM_NOT_EXPLORED)
+#: how an lkmm "holds" begins when the model may have outcomes the machine leaves out ...
+LKMM_PARTIAL = "holds for the LKMM outcomes this semantics explores ("
+#: ... and when it cannot (memory/lkmm.left_out found no shape that can occur in it)
+LKMM_COMPLETE = "holds for every LKMM outcome of this model ("
+
+
+def lkmm_note(left_out: tuple[str, ...]) -> str:
+    """The note on an lkmm "holds": complete for this model, or the shapes of LKMM
+    outcomes the machine did not explore that may occur in it (memory/lkmm.left_out)."""
+    if not left_out:
+        return (LKMM_COMPLETE + LKMM_NAME + "): complete for this model, since none of the shapes the machine "
+                "leaves out can occur in it (no load and later store of a CPU that nothing orders and another "
+                "CPU's store can follow, no location stored by two CPUs with a plain store, no relaxed RMW of "
+                "another CPU's store, no access between an exact fence and its RMW, no atomic block that stores, "
+                "no array index computed at run time)")
+    return LKMM_PARTIAL + LKMM_NAME + "); not explored, and possible in this model: " + ", ".join(left_out)
 MEMORY = "memory"  # the process an Action names when a store-buffer flush makes a store visible
 
 
@@ -216,7 +220,11 @@ class VariantResult:
     coverage: object | None = None  # engines/coverage.Coverage, after a complete explicit search
     coverage_note: str = ""  # why there is no coverage (empty: none was asked for, or it is there)
     lint: tuple[tuple[int, str], ...] = ()  # the resolver's warnings (line, message)
+    # memory-model findings (line, message): under tso and lkmm an `atomic { }` block over
+    # several shared locations is an ordering the kernel has no instruction for
+    memory_findings: tuple[tuple[int, str], ...] = ()
     preemptions: int | None = None  # execution contexts: the preemption bound the search kept to
+    lkmm_left_out: tuple[str, ...] | None = None  # lkmm: the shapes it may leave out (None: not lkmm)
 
 
 @dataclass(frozen=True, slots=True)

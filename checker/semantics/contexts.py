@@ -97,7 +97,8 @@ class _Lowering:
         self.preemptible = [t for t in self.threads if t.proc.context.preemptible]
         pending_names = [m.pending_name(h.name) for h in self.irqs]
         self.timers = [h for h in self.irqs if h.context.hrtimer]
-        timer_names = [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers]
+        timer_names = [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers] \
+            + [m.timer_cpu_name(h.name) for h in self.timers if h.context.pinned]
         for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
                 + ((SCHEDULER,) if self.preemptible else ()):
             if name in taken:
@@ -135,6 +136,10 @@ class _Lowering:
                                             ghost=True)
         self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),),
                                        ghost=True) for h in self.timers}
+        # `hrtimer T[N] pinned`: the CPU whose clock base queues it, set by hrtimer_start
+        self.timer_cpu = {h.name: m.VarSym(m.timer_cpu_name(h.name), m.IntT(0, self.n - 1), m.Scope.GLOBAL,
+                                           h.context.span, ((0,),), ghost=True)
+                          for h in self.timers if h.context.pinned}
         self.bound = model.preemptions if self.preemptible else None
         self.budget = None
         if self.preemptible and self.bound is not None:
@@ -205,7 +210,7 @@ class _Lowering:
         if self.preemptible:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
-            + tuple(self.armed.values()) + ((self.budget,) if self.budget else ()) \
+            + tuple(self.armed.values()) + tuple(self.timer_cpu.values()) + ((self.budget,) if self.budget else ()) \
             + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ())
         props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
@@ -276,12 +281,16 @@ class _Lowering:
         interrupt; weakly fair, so an armed timer eventually fires. An unpinned hrtimer
         (`hrtimer T[N]`) was queued on a CPU the kernel chose (get_nohz_timer_target: a
         busy housekeeping CPU): any, one expiry process per CPU, which nothing observes
-        before the callback runs there."""
+        before the callback runs there. A `pinned` one expires only on the CPU that
+        queued it (`cpu_T`)."""
         span = h.context.span
         armed = self.g(self.armed[h.name])
         cpu = m.SelfE(span, m.IntT(0, h.count - 1)) if h.count is not None else None
         pending = self.g(self.pending[h.name]) if cpu is None else self.at(self.pending[h.name], cpu)
-        fire = m.SAtomic(span, (m.SAwait(span, armed), m.SAssign(span, armed, _c(0, span, m.BOOL)),
+        due: m.TExpr = armed
+        if h.name in self.timer_cpu and cpu is not None:
+            due = _and(armed, _eq(self.g(self.timer_cpu[h.name]), cpu))
+        fire = m.SAtomic(span, (m.SAwait(span, due), m.SAssign(span, armed, _c(0, span, m.BOOL)),
                                 m.SAssign(span, pending, _c(1, span, m.BOOL))))
         name = f"{h.name}_expiry"
         self.texts.append(((name, span), f"hrtimer {h.name} expires" + ("" if cpu is None else " here")))
@@ -342,6 +351,21 @@ class _Lowering:
             return m.SAtomic(span, first + (m.SIf(span, idle, off, ()),))
         value = m.Ite(span, m.INT, idle, queued, _c(-1, span))
         return m.SAtomic(span, first + (m.SAssign(span, target, value), m.SIf(span, idle, off, ())))
+
+    def start(self, h: m.Process, w: _Where, span: Span, name: str) -> m.SAtomic:
+        """hrtimer_start: the timer is taken off its queue first (remove_hrtimer), so an
+        expiry raised and not yet handled is dropped, then armed. A `pinned` one is
+        queued on this CPU's clock base, unless its callback is running, which keeps it
+        on its old base (switch_hrtimer_base, kernel/time/hrtimer.c)."""
+        f = _c(0, span, m.BOOL)
+        cpus = [None] if h.count is None else [_c(c, span) for c in range(h.count)]
+        drop = tuple(m.SAssign(span, self.g(self.pending[h.name]) if c is None else self.at(self.pending[h.name], c), f)
+                     for c in cpus)
+        move: tuple[m.RStmt, ...] = ()
+        if h.name in self.timer_cpu:
+            idle = _and(*(m.At(span, m.BOOL, h.name, c, IRQ_IDLE) for c in cpus))
+            move = (m.SIf(span, idle, (m.SAssign(span, self.g(self.timer_cpu[h.name]), self.cpu_of(w, span, name)),), ()),)
+        return m.SAtomic(span, drop + move + (m.SAssign(span, self.g(self.armed[h.name]), _c(1, span, m.BOOL)),))
 
     def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
         h = self.irqs[arg.value]
@@ -527,7 +551,7 @@ class _Lowering:
                                 f"write `raise_irq({h.name})`")
             return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
         if op is CtxOp.TIMER_START:
-            return m.SAssign(span, self.g(self.armed[self.timer(a[0], span, name).name]), t)
+            return self.start(self.timer(a[0], span, name), w, span, name)
         if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
             return self.cancel(op, a[0], span, name, None)
         if op is CtxOp.GUEST_ENTER:

@@ -10,6 +10,14 @@ No violation up to depth K proves nothing about deeper runs, and is reported as
 "no violation up to depth K" (incomplete), unless the search is complete: when no
 loop-free path of K+1 steps exists, every reachable state is within K steps of an
 initial state, and then what was not found at depths 0..K does not exist.
+
+With `rounds` (--rounds), frame k+1 follows frame k by a round (Encoding.round_at):
+each process instance in turn takes one step or idles. Every round is a sequence of
+real steps, which the counterexample lists (and replay checks), and a round may be a
+single step, so K rounds miss nothing K steps reach; depth then counts rounds, the
+first round a property fails at need not give its shortest counterexample, and the
+notes, the limit and the reductions say so. The completeness argument holds for
+rounds as it does for steps: a shortest path of rounds repeats no state.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ class Finding:
     counterexample: Counterexample | None = None
     note: str = ""
     bound: int | None = None
+    cpu_seconds: float | None = None  # bmc: this process's CPU time when it was found (bench/; never printed)
 
 
 @dataclass
@@ -48,20 +57,25 @@ class SymbolicResult:
 
 
 class Unrolling:
-    """A solver holding init(s0) and T(s0, s1) ... T(s_{k-1}, s_k), grown on demand."""
+    """A solver holding init(s0) and T(s0, s1) ... T(s_{k-1}, s_k), grown on demand.
+    With `rounds`, each T is a round (Encoding.round_at): every process instance in
+    turn takes a step or idles, so frame k is reached by k rounds, not k steps."""
 
-    def __init__(self, enc: Encoding, timeout: float | None, from_initial: bool = True):
+    def __init__(self, enc: Encoding, timeout: float | None, from_initial: bool = True, rounds: bool = False):
         self.enc = enc
         self.solver = new_solver(timeout, enc.ctx)
         self.frames = [enc.frame(0)]
         self.sels: list = []
         self.from_initial = from_initial
+        self.rounds = rounds
         if from_initial:
             self.solver.add(enc.at(enc.init, self.frames[0]))
         else:
             self.solver.add(enc.at(enc.domain, self.frames[0]))
 
     def extend(self, k: int) -> None:
+        if self.rounds:
+            return self._extend_rounds(k)
         while len(self.frames) <= k:
             f = self.enc.frame(len(self.frames))
             t, sel = self.enc.step_at(len(self.frames) - 1, self.frames[-1], f)
@@ -79,8 +93,28 @@ class Unrolling:
         self.solver.pop()
         return r, model, reason
 
+    def _extend_rounds(self, k: int) -> None:
+        assert self.from_initial, "rounds are for bmc, from the initial states"
+        while len(self.frames) <= k:
+            formulas, after, subs = self.enc.round_at(len(self.frames) - 1, self.frames[-1])
+            self.solver.add(*formulas)
+            self.frames.append(after)
+            self.sels.append(subs)
+
     def path(self, model, k: int):
+        """The states and steps of the solver's path to frame k: with rounds, the real
+        steps the first k rounds stand for, idle turns left out."""
         enc = self.enc
+        if self.rounds:
+            states = [enc.decode(model, self.frames[0])]
+            steps = []
+            for subs in self.sels[:k]:
+                for sub in subs:
+                    v = model.eval(sub.sel, model_completion=True).as_long()
+                    if v < len(sub.transitions):
+                        steps.append(sub.transitions[v].step)
+                        states.append(enc.decode(model, sub.after))
+            return states, steps
         states = [enc.decode(model, f) for f in self.frames[:k + 1]]
         steps = [enc.transitions[model.eval(s, model_completion=True).as_long()].step
                  for s in self.sels[:k]]
@@ -106,7 +140,7 @@ def interruptible(engine):
     """A Z3 engine that Ctrl-C (a KeyboardInterrupt from a query, engines/solver.py) stops
     with what it decided so far; the properties it did not decide have no finding, and
     the stats say "interrupted". The engine takes the result to fill after the common
-    arguments, and its own options (by keyword) after that."""
+    arguments; keyword options (bmc's `rounds`, induction's `strengthen`) go to the engine."""
 
     @functools.wraps(engine)
     def run(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
@@ -126,10 +160,10 @@ def interruptible(engine):
 
 @interruptible
 def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-        result: SymbolicResult) -> SymbolicResult:
+        result: SymbolicResult, rounds: bool = False) -> SymbolicResult:
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
-    unroll = Unrolling(enc, timeout)
+    unroll = Unrolling(enc, timeout, rounds=rounds)
     open_props = list(enc.properties)
     stop: str | None = None
     undecided = False  # a property's own query was unknown: the run is not complete
@@ -169,7 +203,8 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
                 elif cx is None:
                     result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
                 else:
-                    result.findings[p.name] = Finding(Verdict.VIOLATED, cx)
+                    result.findings[p.name] = Finding(Verdict.VIOLATED, cx, note=found_note(k, cx) if rounds else "",
+                                                      cpu_seconds=time.process_time())
             if stop and result.model_error is None:
                 break  # depth k not decided
         reached = k
@@ -180,21 +215,34 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         complete = no_longer_loop_free_path(unroll, depth)
     if not open_props and stop is None:
         complete = True
+    unit = ROUNDS if rounds else "steps"
     for p in open_props:
         if p.name == MODEL_ERROR:
             continue
         if complete:
             result.findings[p.name] = Finding(
-                Verdict.HOLDS, note=f"complete: no loop-free path is longer than {depth} steps")
+                Verdict.HOLDS, note=f"complete: no loop-free path is longer than {depth} {unit}")
         elif stop:
             result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=stop, bound=reached)
         else:
-            result.findings[p.name] = Finding(Verdict.INCOMPLETE, note=f"no violation up to depth {reached}",
-                                              bound=reached)
+            result.findings[p.name] = Finding(Verdict.INCOMPLETE, bound=reached, note=f"no violation up to {reached} {unit}"
+                                              if rounds else f"no violation up to depth {reached}")
     complete = complete and not undecided
     result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
-                         limit=None if complete else (stop or f"depth {depth}"), engine="bmc")
+                         limit=None if complete else (stop or (f"{depth} {unit}" if rounds else f"depth {depth}")),
+                         engine="bmc", reductions=(ROUNDS_NOTE,) if rounds else ())
     return result
+
+
+ROUNDS = "rounds"
+
+
+def found_note(k: int, cx: Counterexample) -> str:
+    """Where a violation was found, under --rounds: the round, and the steps it took."""
+    return f"found at depth {k} ({k} {ROUNDS}, {cx.trace.length} steps)"
+ROUNDS_NOTE = ("rounds (--rounds): depth counts rounds, not steps; in a round every process instance "
+               "in turn takes one step or idles; a counterexample lists its steps, and may be longer "
+               "than the shortest (--engine explicit finds that)")
 
 
 def no_longer_loop_free_path(unroll: Unrolling, depth: int) -> bool:

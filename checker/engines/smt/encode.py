@@ -39,7 +39,7 @@ from ...base.errors import NOWHERE, SpecError
 from ...semantics.lower import (Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg,
                                 Zero, lower)
 from ...ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
-                   StepKind)
+                   StepKind, walk_ops)
 from .solver import new_solver
 from .terms import conj as _and, disj as _or, negate as _not
 
@@ -853,6 +853,30 @@ class Transition:
     fails: dict[str, object]
     updates: dict[int, object]  # slot -> next value, where it may differ from cur
     overflow: object
+    index_in_turn: int = 0  # the value of its instance's turn selector (rounds)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An instance's turn in a round, as a template over `cur`, the next values of the
+    slots its steps may write (`nxt`) and its selector: value i takes `transitions[i]`,
+    len(transitions) idles."""
+
+    gid: int
+    transitions: tuple[Transition, ...]
+    sel: object
+    nxt: dict[int, object]
+    reach: list[frozenset[int]]  # the pcs it may be at after m steps of its own (reach_by_steps)
+    formulas: dict[frozenset[int], object]  # pcs -> the formula with only the steps there
+
+
+@dataclass(frozen=True, slots=True)
+class Substep:
+    """One turn placed in the unrolling: its selector and the state after it."""
+
+    sel: object
+    transitions: tuple[Transition, ...]
+    after: list
 
 
 @dataclass
@@ -879,6 +903,7 @@ class Encoding:
     init: object = None
     domain: object = None
     overflow: object = None
+    _turns: list[Turn] | None = None
 
     def __post_init__(self):
         # A fresh context per encoding: Z3's answers depend on the order its terms were
@@ -919,6 +944,7 @@ class Encoding:
 
     def _build(self, width: int) -> int:
         self.width = width
+        self._turns = None
         self.cur = self.state("")
         self.nxt = self.state("'")
         needed = 0
@@ -943,7 +969,8 @@ class Encoding:
             done = _or(self.ctx, *ev.dones)
             updates = {j: t for j, t in enumerate(ev.env) if not t.eq(self.cur[j])}
             self.transitions.append(Transition(i, cs, inst, frozenset(pcs), _or(self.ctx, done, *fails.values()),
-                                               _or(self.ctx, *ev.errs), done, fails, updates, _or(self.ctx, *ev.overflow)))
+                                               _or(self.ctx, *ev.errs), done, fails, updates, _or(self.ctx, *ev.overflow),
+                                               sum(tr.instance.gid == inst.gid for tr in self.transitions)))
         n = max(1, len(self.transitions))
         self.sel = z3.BitVec("step", max(1, (n - 1).bit_length()), self.ctx)
         # T(cur, nxt, sel): the selected step completes and gives nxt
@@ -1049,3 +1076,74 @@ class Encoding:
 
     def distinct(self, a: list, b: list):
         return _or(self.ctx, *[x != y for x, y in zip(a, b)])
+
+    # -- rounds: the compressed unrolling (bmc --rounds)
+    def turn_templates(self) -> list[Turn]:
+        """One template per process instance, in gid order: over (cur, its own next
+        values, its selector) the instance takes one of its steps, or idles (the
+        selector's last value). Built once per encoding."""
+        if self._turns is None:
+            self._turns = []
+            for inst in self.cm.instances:
+                trs = tuple(tr for tr in self.transitions if tr.instance.gid == inst.gid)
+                written = tuple(sorted(set().union(*(tr.updates for tr in trs))))
+                sel = z3.BitVec(f"turn:{inst.gid}", max(1, len(trs).bit_length()), self.ctx)
+                nxt = {j: z3.Const(f"'{inst.gid}:{self.layout.slots[j].name}", self.sort(j)) for j in written}
+                self._turns.append(Turn(inst.gid, trs, sel, nxt, reach_by_steps(inst, self.program.init_choices), {}))
+        return self._turns
+
+    def turn_formula(self, tt: Turn, pcs: frozenset[int]):
+        """The turn's formula with only the steps at `pcs` (where the instance may be):
+        a step it cannot be at takes no room in the unrolling."""
+        if pcs not in tt.formulas:
+            trs = [tr for tr in tt.transitions if tr.pcs & pcs]
+            idle = len(tt.transitions)
+            parts = [_or(self.ctx, tt.sel == idle, *[tt.sel == tr.index_in_turn for tr in trs])]
+            done = self.T
+            for tr in reversed(trs):
+                done = _ite(tt.sel == tr.index_in_turn, tr.done, done)
+            parts.append(done)
+            for j in tt.nxt:
+                val = self.cur[j]
+                for tr in reversed(trs):
+                    if j in tr.updates:
+                        val = _ite(tt.sel == tr.index_in_turn, tr.updates[j], val)
+                parts.append(tt.nxt[j] == val)
+            tt.formulas[pcs] = _and(self.ctx, *parts)
+        return tt.formulas[pcs]
+
+    def round_at(self, k: int, frame: list) -> tuple[list, list, list[Substep]]:
+        """Round k from the state `frame`: each process instance in gid order takes one
+        step or idles, from the state the previous one left. Returns the formulas, the
+        state after the round (terms), and each turn's selector and state after it, so
+        that a model expands into the sequence of real steps it stands for."""
+        state = list(frame)
+        formulas = []
+        subs: list[Substep] = []
+        for tt in self.turn_templates():
+            sel = z3.BitVec(f"turn{k}:{tt.gid}", tt.sel.size(), self.ctx)
+            after = list(state)
+            for j in tt.nxt:
+                after[j] = z3.Const(f"{k}:{tt.gid}:{self.layout.slots[j].name}", self.sort(j))
+            pairs = list(zip(self.cur, state)) + [(tt.nxt[j], after[j]) for j in tt.nxt] + [(tt.sel, sel)]
+            # before round k the instance took at most k steps
+            pcs = tt.reach[min(k, len(tt.reach) - 1)]
+            formulas.append(z3.substitute(self.turn_formula(tt, pcs), *pairs))
+            subs.append(Substep(sel, tt.transitions, after))
+            state = after
+        return formulas, state, subs
+
+
+def reach_by_steps(inst: CompiledInstance, init_choices) -> list[frozenset[int]]:
+    """reach[m]: the pcs the instance can be at after at most m steps of its own (its
+    control flow, guards ignored), up to the first m where nothing new is reached."""
+    targets = [{op.pc for cs in steps for op in walk_ops(cs.step.body) if isinstance(op, OGoto)}
+               for steps in inst.steps_at]
+    here = frozenset(init_choices[inst.pc_slot])
+    reach = [here]
+    while True:
+        grown = here | {t for pc in here for t in targets[pc]}
+        if grown == here:
+            return reach
+        here = frozenset(grown)
+        reach.append(here)

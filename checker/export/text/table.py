@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...base.safe_text import printable
-from ...results.trace import LKMM_HOLDS_NOTE, RunResult, Verdict, VariantResult
+from ...results.trace import LKMM_NAME, RunResult, Verdict, VariantResult, lkmm_note
 from ...results.findings import explained_warnings, run_warnings
 from .trace import liveness_summary
 from .words import CTI, FEW
@@ -28,8 +28,8 @@ def verdict_word(o) -> str:
     if o.verdict is Verdict.INCOMPLETE and o.bound is not None:
         if o.counterexample is not None and o.counterexample.kind == CTI:
             return f"not proved (k <= {o.bound})"
-        if o.note.startswith("no violation"):
-            return f"no violation up to depth {o.bound}"
+        if o.note.startswith("no violation"):  # "up to depth K", or "up to K rounds" (bmc --rounds)
+            return o.note
     return o.verdict.value
 
 
@@ -233,7 +233,22 @@ def store_buffer_notes(result: RunResult) -> list[str]:
         lines.append(f"x86-TSO: a store waited for a full store buffer in {said}: what holds there holds for "
                      f"store buffers of at most {bound} stores (a violation stands for any size; raise the bound "
                      "with --store-buffer N or `memory tso(N)`)")
-    return lines + history_notes(result)
+    return lines + composite_notes(result) + history_notes(result)
+
+
+def composite_notes(result: RunResult) -> list[str]:
+    """The atomic blocks over several shared locations of the tso variants, in one note:
+    each is one locked instruction there, which the kernel has no instruction for
+    (--json lists each; under lkmm the LKMM statement names them)."""
+    where = sorted({line for v in result.variants if v.memory == "tso" for line, _ in v.memory_findings})
+    if not where:
+        return []
+    many = len(where) != 1
+    return [f"x86-TSO: {len(where)} atomic block{'s' if many else ''} over several shared locations "
+            f"(line{'s' if many else ''} {', '.join(str(n) for n in where)}) {'are' if many else 'is'} one locked "
+            f"instruction of all {'their' if many else 'its'} accesses here, an instruction the kernel does not "
+            "have: a verdict may rest on that ordering (write the kernel's statements one by one where it is in "
+            "question; --json lists each block)"]
 
 
 def _full(variants: list[VariantResult]) -> dict[int | None, str]:
@@ -250,11 +265,17 @@ def _full(variants: list[VariantResult]) -> dict[int | None, str]:
 def history_notes(result: RunResult) -> list[str]:
     """What an lkmm verdict rests on: what the machine does not explore, the history
     bound, and whether it ever bit (as store_buffer_notes says for tso)."""
-    lines = []
+    lines = []  # (lkmm's atomic blocks: the statement below names them; --json lists each)
     lk = [v for v in result.variants if v.memory == "lkmm"]
-    held = [v.variant for v in lk if any(o.verdict is Verdict.HOLDS for o in v.outcomes)]
-    if held:
-        lines.append("LKMM: what holds in " + ", ".join(held) + " " + LKMM_HOLDS_NOTE)
+    held: dict[tuple[str, ...], list[str]] = {}  # by what the model may leave out (memory/lkmm.left_out)
+    for v in lk:
+        if any(o.verdict is Verdict.HOLDS for o in v.outcomes):
+            held.setdefault(v.lkmm_left_out or (), []).append(v.variant)
+    for left, names in held.items():  # (the model's name said once where several notes follow)
+        note = lkmm_note(left) if len(held) == 1 else lkmm_note(left).replace(f" ({LKMM_NAME})", "", 1)
+        lines.append("LKMM: what holds in " + ", ".join(names) + " " + note)
+    if len(held) > 1:
+        lines.insert(len(lines) - len(held), f"LKMM: what follows is measured against {LKMM_NAME}")
     done = [v for v in lk if v.stats.complete]
     free = [v.variant for v in done if v.stats.buffer_full_states == 0]
     if free:

@@ -8,8 +8,8 @@ import textwrap
 
 from ...base.safe_text import printable
 from ..files import describe, loop_back, shape
-from ...results.trace import (LKMM_HOLDS_NOTE, Counterexample, PropertyOutcome, RunResult, Trace, Verdict, show_number,
-                              show_value)
+from ...results.trace import (LKMM_COMPLETE, LKMM_PARTIAL, Counterexample, PropertyOutcome, RunResult, Trace, Verdict,
+                              show_number, show_value)
 from .race import race_diagram, race_lines, race_runs
 from .words import BOTH, COMPACT, CTI, DIAGRAM, FEW, TRACE, who
 from .wrap import KEEP, wrap_cell
@@ -117,11 +117,17 @@ def liveness_summary(result: RunResult, full: bool = True) -> list[str]:
 
 
 LKMM_SHORT = "holds for the LKMM outcomes this semantics explores (the LKMM note says what it leaves out)"
+LKMM_COMPLETE_SHORT = "holds for every LKMM outcome of this model (the LKMM note says why)"
 
 
 def _short(note: str) -> str:
-    """A verdict's note with the LKMM caveat, which the footer says once, named only."""
-    return note.replace(LKMM_HOLDS_NOTE, LKMM_SHORT)
+    """A verdict's note with the LKMM statement, which the footer says once, named only
+    (it is the note's last part)."""
+    for long, short in ((LKMM_PARTIAL, LKMM_SHORT), (LKMM_COMPLETE, LKMM_COMPLETE_SHORT)):
+        at = note.find(long)
+        if at >= 0:
+            return note[:at] + short
+    return note
 
 
 def format_trace(t: Trace, width: int = 100) -> str:

@@ -1,0 +1,66 @@
+"""What execution contexts cost: the README's table "The cost of execution contexts".
+
+For every shipped model with `cpus` (and the context twin of a hand-encoded model),
+the distinct states of its base variant forced to sc, x86-TSO and lkmm, as
+`check --variant base --memory-model M` explores them (partial-order reduction on), and
+how many of them partial-order reduction expanded with an ample set. A twin's row
+comes with the row of the model it was written from, the same protocol without
+contexts: what the constructs cost over the hand encoding.
+
+    python bench/context_cost.py            # prints the Markdown table
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checker.base.errors import SpecError
+from checker.pipeline import Options, check_spec, load
+from checker.results.trace import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+TWINS = {"tests/twins/vcpu_requests_guest.spec": "models/vcpu_requests.spec"}
+MEMORIES = ("sc", "tso", "lkmm")
+
+
+def context_models() -> list[str]:
+    """The shipped models that declare CPUs, by file name."""
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "models").glob("*.spec")
+                  if any(line.startswith("cpus ") for line in p.read_text().splitlines()))
+
+
+def cell(path: str, memory: str) -> str:
+    """The base variant's states under `memory` (and its ample-set share under sc/tso),
+    the properties that do not hold there, or why it is not checked."""
+    try:
+        result = check_spec(load(str(ROOT / path)), Options(variants=("base",), memory=memory, progress=False,
+                                                             use_expectations=False))
+    except SpecError as e:
+        return "refused (contexts under lkmm)" if "not supported yet" in e.message else f"error: {e.message}"
+    v = result.variants[0]
+    bad = [o.property for o in v.outcomes if o.verdict is not Verdict.HOLDS]
+    verdict = f", {', '.join(bad)} {'not holding' if len(bad) > 1 else 'does not hold'}" if bad else ""
+    if memory == "lkmm" or v.stats.ample_states is None:
+        return f"{v.stats.states:,}{verdict.replace(', ', ' (', 1) + ')' if bad else ''}"
+    return f"{v.stats.states:,} ({v.stats.ample_states:,} ample{verdict})"
+
+
+def rows():
+    """(model, contexts, sc, tso, lkmm) per row, a twin's hand-encoded model first."""
+    for path in context_models():
+        yield (path, "yes") + tuple(cell(path, mm) for mm in MEMORIES)
+    for twin, hand in TWINS.items():
+        yield (hand, "no (hand-encoded)") + tuple(cell(hand, mm) for mm in MEMORIES)
+        yield (twin, "yes (its twin)") + tuple(cell(twin, mm) for mm in MEMORIES)
+
+
+def main() -> int:
+    print("| model | contexts | sc | x86-TSO | lkmm |")
+    print("|---|---|---:|---:|---:|")
+    for r in rows():
+        print(f"| `{r[0]}` | " + " | ".join(r[1:]) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
