@@ -73,20 +73,33 @@ def main() -> int:
     if args.one:
         one(args.one[0], args.one[1], args.timeout)
         return 0
+    print("model\tvariant\tproperty\tpdr\texplicit\tpdr s\texplicit s\twhy")
+    run_each(variants_of(args.models), lambda path, variant: [__file__, "--timeout", str(args.timeout),
+                                                              "--one", path, variant], 3 * args.timeout + 60)
+    return 0
+
+
+def variants_of(names: list[str]) -> list[tuple[str, str]]:
+    """(path, variant) for each MODEL or MODEL:VARIANT; a MODEL means its sc variants,
+    no names every shipped model."""
     todo = []
-    for name in args.models or [os.path.basename(p)[:-5] for p in sorted(glob.glob(f"{ROOT}/models/*.spec"))]:
+    for name in names or [os.path.basename(p)[:-5] for p in sorted(glob.glob(f"{ROOT}/models/*.spec"))]:
         model, _, variant = name.partition(":")
         path = f"{ROOT}/models/{model}.spec"
         todo += [(path, v) for v in ([variant] if variant else sc_variants(path))]
-    print("model\tvariant\tproperty\tpdr\texplicit\tpdr s\texplicit s\twhy")
+    return todo
+
+
+def run_each(todo: list[tuple[str, str]], argv, cutoff: float) -> None:
+    """Each variant in a Python process of its own (argv(path, variant) after the
+    interpreter), cut off with SIGINT, which keeps the rows it printed, after `cutoff` s."""
     for path, variant in todo:
-        p = subprocess.Popen([sys.executable, __file__, "--timeout", str(args.timeout), "--one", path, variant])
+        p = subprocess.Popen([sys.executable, *argv(path, variant)])
         try:
-            p.wait(timeout=3 * args.timeout + 60)
+            p.wait(timeout=cutoff)
         except subprocess.TimeoutExpired:
             p.send_signal(signal.SIGINT)
             p.wait()
-    return 0
 
 
 if __name__ == "__main__":

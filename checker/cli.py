@@ -34,6 +34,7 @@ from . import __version__
 from .engines.explicit import LOOPS, OUT_OF_MEMORY, Limits, Unsupported, level_loop_source, native_source
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
+from .base.limits import STRENGTHEN_STATES
 from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
@@ -116,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bmc: each depth is a round, in which every process instance in turn takes a step or "
                         "idles, so deep violations are reached in fewer frames; a counterexample lists its "
                         "steps (replayed) and may be longer than the shortest")
+    z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
+                   help="induction: first search up to STATES states explicitly (default "
+                        f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
+                        "proves (Houdini); the invariants used are printed")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
                    help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
                         "no run has been in: finds violations, never says holds (exit 3 when none is found), "
@@ -323,6 +328,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--simulate runs the compiled steps; it takes no --engine")
     if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
+    if args.strengthen is not None and args.engine != "induction":
+        parser.error("--strengthen is for --engine induction")
     if args.rounds and args.engine != "bmc":
         parser.error(f"--rounds is for --engine bmc, not {args.engine}")
     if args.depth is not None and args.engine == "pdr":
@@ -460,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
-                       timeout=args.timeout, rounds=args.rounds,
+                       timeout=args.timeout, rounds=args.rounds, strengthen=args.strengthen,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
                        coverage=not args.no_coverage, loop=args.loop)
         if args.promela:

@@ -56,6 +56,7 @@ class Options:
     engine: Engine = Engine.EXPLICIT  # for invariants, asserts, deadlock; lemmas always go to Z3
     depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
+    strengthen: int | None = None  # induction: mine candidate invariants from this many explicit states
     rounds: bool = False  # bmc: a frame is a round of every instance's step (engines/smt/bmc.py)
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
@@ -522,7 +523,9 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
 
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
-    options = {"rounds": True} if opts.rounds else {}
+    options: dict[str, object] = {"rounds": True} if opts.rounds else {}
+    if opts.engine == "induction" and opts.strengthen:
+        options["strengthen"] = opts.strengthen
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)
 
     def decided(prop: m.Property, expected: bool) -> PropertyOutcome:

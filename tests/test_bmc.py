@@ -1,6 +1,7 @@
 """Bounded model checking and k-induction in Z3, and the replay that checks them."""
 
 import pytest
+import z3
 
 from checker.cli import main
 from checker.engines.smt import encode
@@ -210,3 +211,30 @@ def test_bit_numbers_out_of_range_agree():
     cm = compiled(text)
     assert_engines_agree(cm, 12)  # the explicit engine stops at bit 3, a model error
     assert "outside b bit" in bmc(cm, 12).model_error.message
+
+
+def test_a_query_timeout_leaves_only_its_property_undecided(monkeypatch):
+    """A query about `b` that runs out of time from depth 2 on leaves b_zero undecided
+    there; a_small is still searched to the bound (the whole run stopped at depth 2)."""
+    from checker.engines.smt import bmc as bmc_module
+
+    text = """model m; var a: 0..3 = 0; var b: 0..3 = 0;
+    process p { loop { if (a < 3) a = a + 1; } }
+    invariant a_small: a <= 3;
+    invariant b_zero: b == 0;
+    """
+    real = bmc_module.Unrolling.check
+
+    def check(self, *formulas):
+        if len(self.frames) > 2 and any(f"{len(self.frames) - 1}:b" in str(f) for f in formulas):
+            return z3.unknown, None, "the solver timed out (raise --timeout)"
+        return real(self, *formulas)
+
+    monkeypatch.setattr(bmc_module.Unrolling, "check", check)
+    r = bmc(compiled(text), 5)
+    b = r.findings["b_zero"]
+    assert b.verdict is Verdict.INCOMPLETE and b.bound == 1
+    assert b.note == "the solver timed out (raise --timeout) at depth 2"
+    a = r.findings["a_small"]
+    assert a.verdict is Verdict.INCOMPLETE and a.bound == 5 and a.note == "no violation up to depth 5"
+    assert not r.stats.complete

@@ -118,6 +118,8 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
          "use explore()'s results or plug into it: replay of Z3 traces, liveness on the state graph, "
          "the reductions (partial-order, symmetry) handed to explore(), replay of saved traces, "
          "coverage, random simulation"),
+        ("invariant candidates", ("checker.engines.smt.houdini",), False,
+         "candidate invariants read off an explicit search's states, for k-induction to prove or drop"),
         ("bmc", ("checker.engines.smt.bmc",), False, "bounded model checking (replays what Z3 finds)"),
         ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas", "checker.engines.smt.pdr"),
          False, "k-induction on top of bmc's unrolling; lemmas over bmc's findings; PDR through Spacer, its "
@@ -196,7 +198,7 @@ DYNAMIC = {"checker": "the lazy public names (`from checker import check_file`):
 TOP_LEVEL_HEAVY = {
     "z3": frozenset({"checker.engines.smt.solver", "checker.engines.smt.terms", "checker.engines.smt.encode",
                      "checker.engines.smt.bmc", "checker.engines.smt.induction", "checker.engines.smt.lemmas",
-                     "checker.engines.smt.pdr"}),
+                     "checker.engines.smt.pdr", "checker.engines.smt.houdini"}),
     "lark": frozenset({"checker.front.parse"}),
     "networkx": frozenset(),
 }

@@ -40,3 +40,7 @@ each (see front/parse.py), and past a few errors the rest are seldom independent
 RECOVERY_BUDGET = 32 << 20
 """How many characters the parser may parse again, in all, to find the syntax errors
 after the first: a spec of a few MB gets the first few errors, not a minute's wait."""
+
+# states the explicit search behind `--strengthen` stores at most, by default
+# (engines/smt/houdini.py: candidate invariants are read off them)
+STRENGTHEN_STATES = 100_000

@@ -53,6 +53,7 @@ class SymbolicResult:
     findings: dict[str, Finding] = field(default_factory=dict)
     model_error: Counterexample | None = None
     checker_bugs: list[str] = field(default_factory=list)
+    invariants: list = field(default_factory=list)  # induction --strengthen: the mined ones proved and assumed
 
 
 class Unrolling:
@@ -139,7 +140,7 @@ def interruptible(engine):
     """A Z3 engine that Ctrl-C (a KeyboardInterrupt from a query, engines/solver.py) stops
     with what it decided so far; the properties it did not decide have no finding, and
     the stats say "interrupted". The engine takes the result to fill after the common
-arguments; keyword options (bmc's `rounds`) go to the engine."""
+    arguments; keyword options (bmc's `rounds`, induction's `strengthen`) go to the engine."""
 
     @functools.wraps(engine)
     def run(cm: CompiledModel, depth: int, timeout: float | None = DEFAULT_TIMEOUT,
@@ -173,10 +174,9 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         bads = {p.name: enc.at(p.bad, frame) for p in open_props}
         overflow = enc.at(enc.overflow, frame)
         r, _, reason = unroll.check(disj(enc.ctx, *bads.values(), overflow))
-        if r == z3.unknown:
-            stop = f"{reason} at depth {k}"
-            break
-        if r == z3.sat:
+        # sat, or unknown: each property asked alone, so that a query that runs out of
+        # time leaves only its property undecided (the rest go deeper)
+        if r != z3.unsat:
             r, _, reason = unroll.check(overflow)
             if r != z3.unsat:
                 stop = (f"an atomic `while` loop runs longer than the encoding unrolls, at depth {k}"

@@ -14,6 +14,14 @@ loop-free, some k works for every finite model; below it, the step case's path i
 "counterexample to induction": its first state need not be reachable, so it shows
 either a real bug deeper than k or an invariant too weak to be inductive (it then
 needs strengthening with an invariant that rules that first state out).
+
+With `strengthen` (--strengthen), candidate invariants mined from an explicit search
+(engines/smt/houdini.py) join the properties in that Houdini loop: each candidate must
+pass its own base case at every depth (a path falsifying it drops it for good) and the
+step case assuming all that are kept; those that survive at k are proved invariants of
+every reachable state, so they are assumed on every frame from then on, the new one
+included, and the properties are tried again under them. The proof never rests on the
+mining: a candidate the search got wrong fails its base or its step case.
 """
 
 from __future__ import annotations
@@ -26,17 +34,174 @@ import z3
 from ...backends.python import CompiledModel
 from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
-from .encode import MODEL_ERROR, Encoding
-from .terms import negate
+from .encode import MODEL_ERROR, Encoding, SafetyProperty
+from .houdini import Candidate, Family, Mined, mine
+from .terms import conj, negate
 
 CTI_KIND = "counterexample to induction"
+#: mined invariants the text output lists; the rest are counted
+SHOWN_INVARIANTS = 40
+
+
+class Candidates:
+    """The mined candidate invariants during one induction run: those still open (they
+    passed every base case so far), those proved, and why some were dropped wholesale.
+    Each candidate's term at a frame is made once (base and step frames are the same
+    constants, in different solvers)."""
+
+    def __init__(self, enc: Encoding, mined: Mined | None):
+        self.enc = enc
+        self.mined = mined
+        self.open: list[Candidate] = list(mined.candidates) if mined else []
+        self.proved: list[tuple[Candidate, int]] = []  # with the k that proved it
+        self.dropped: list[str] = []  # why all open candidates were dropped at once
+        self._at: dict[tuple[int, int], object] = {}
+        self._renames: dict[int, tuple] = {}
+
+    def bad(self, c: Candidate, frames: list, i: int):
+        key = (id(c), i)
+        t = self._at.get(key)
+        if t is None:
+            t = self._at[key] = negate(self.rename(c.holds, frames, i))
+        return t
+
+    def rename(self, t, frames: list, i: int):
+        """`enc.at(t, frames[i])` through one C call: z3.substitute checks its pairs in
+        Python on every call, which over thousands of candidates costs more than Z3."""
+        arrays = self._renames.get(i)
+        if arrays is None:
+            n = len(self.enc.cur)
+            arrays = self._renames[i] = (n, (z3.Ast * n)(*[v.as_ast() for v in self.enc.cur]),
+                                         (z3.Ast * n)(*[v.as_ast() for v in frames[i]]))
+        ctx = self.enc.ctx
+        return z3.BoolRef(z3.Z3_substitute(ctx.ref(), t.as_ast(), *arrays), ctx)
+
+    def falsified(self, model, frame: list, open_c: list[Candidate], bads: list) -> set[int]:
+        """The indices of the candidates a solver's state falsifies: read off the decoded
+        state in Python (one evaluation per slot, not per candidate), or, should that
+        find none (it agrees with Z3 on every mined state, tests/test_houdini.py), by Z3."""
+        state = self.enc.decode(model, frame)
+        out = {n for n, c in enumerate(open_c) if not c.test(state)}
+        return out or {n for n, b in enumerate(bads) if z3.is_true(model.eval(b, model_completion=True))}
+
+    def prune_base(self, base: Unrolling, k: int) -> None:
+        """Drop every open candidate that some path of k steps from an initial state falsifies."""
+        ok_overflow = negate(self.enc.at(self.enc.overflow, base.frames[k]))
+        while self.open:
+            bads = [self.bad(c, base.frames, k) for c in self.open]
+            r, model, reason = base.check(any_of(bads), ok_overflow)
+            if r == z3.unsat:
+                return
+            if r == z3.unknown:  # not assumed without its base case
+                self.drop_all(f"{reason} in their base case at depth {k}")
+                return
+            drop = self.falsified(model, base.frames[k], self.open, bads)
+            self.open = [c for n, c in enumerate(self.open) if n not in drop]
+
+    def drop_all(self, why: str) -> None:
+        if self.open:
+            self.dropped.append(f"{len(self.open)} dropped unproved: {why}")
+        self.open = []
+
+    def assume(self, solver: z3.Solver, frames: list, indices, which: list[Candidate] | None = None) -> None:
+        """Assert the proved candidates (or `which` of them) on the frames at `indices`."""
+        for c in [c for c, _ in self.proved] if which is None else which:
+            for i in indices:
+                solver.add(negate(self.bad(c, frames, i)))
+
+    def notes(self) -> tuple[str, ...]:
+        """The text output's lines: what was mined, then the invariants proved and assumed
+        (the readable families one by one, the states reached as one line)."""
+        if self.mined is None:
+            return ()
+        head = f"induction --strengthen: {self.mined.describe()}"
+        if not self.mined.candidates:
+            return (f"{head}; nothing to strengthen with",)
+        ks = sorted({k for _, k in self.proved})
+        lines = [f"{head}; {len(self.proved)} proved by k-induction"
+                 + (f" (k = {', '.join(map(str, ks))})" if ks else "")
+                 + (" and assumed in the step cases:" if self.proved else "")]
+        reached = [c for c, _ in self.proved if c.family is Family.REACHED]
+        if len(reached) > 2:
+            lines.append(f"  the states reached: {len(reached) - 1} control locations, each with the valuations "
+                         "seen there (the search's states, proved closed under every step)")
+        else:
+            lines += [f"  {c.text}" for c in reached]
+        readable = [c for c, _ in self.proved if c.family is not Family.REACHED]
+        lines += [f"  {c.text}" for c in readable[:SHOWN_INVARIANTS]]
+        if len(readable) > SHOWN_INVARIANTS:
+            lines.append(f"  ... and {len(readable) - SHOWN_INVARIANTS} more")
+        lines += [f"  (candidates {why})" for why in self.dropped]
+        return tuple(lines)
+
+
+def any_of(bads: list):
+    """Or(bads) without the folding of terms.disj (a Python call per term)."""
+    return z3.Or(*bads) if len(bads) > 1 else bads[0]
+
+
+def joint_step(enc: Encoding, step: Unrolling, k: int, props: list[SafetyProperty], cands: Candidates,
+               ctis: dict, notes: dict) -> tuple[list[SafetyProperty], list[Candidate]]:
+    """Houdini at k: the properties and open candidates that are k-inductive together.
+    Everything still in the set is assumed on frames 0..k (through one flag each, so a
+    round drops members without re-adding the rest); a candidate is dropped when some
+    step falsifies it at k+1 (one query for all of them, each model dropping every
+    candidate it falsifies), a property when its own query is not unsat; repeated until
+    nothing fails. Sound with the base cases: no member can be the first to fail."""
+    ctx = enc.ctx
+    frames = step.frames
+    new = frames[k + 1]
+    props = list(props)
+    open_c = list(cands.open)
+    flags: dict[int, object] = {}
+    step.solver.push()
+    items: list[SafetyProperty | Candidate] = [*props, *open_c]
+    for n, item in enumerate(items):
+        flag = z3.Bool(f"houdini {k} {n}", ctx)
+        flags[id(item)] = flag
+        if isinstance(item, SafetyProperty):
+            held = [negate(enc.at(item.bad, frames[i])) for i in range(k + 1)]
+        else:
+            held = [negate(cands.bad(item, frames, i)) for i in range(k + 1)]
+        step.solver.add(z3.Implies(flag, conj(ctx, *held)))
+    try:
+        while True:
+            lits = [flags[id(x)] for x in [*props, *open_c]]
+            if open_c:
+                bads = [cands.bad(c, frames, k + 1) for c in open_c]
+                r, model, reason = step.check(*lits, any_of(bads))
+                if r == z3.sat:
+                    drop = cands.falsified(model, new, open_c, bads)
+                    open_c = [c for n, c in enumerate(open_c) if n not in drop]
+                    continue
+                if r == z3.unknown:  # dropping candidates only weakens what is assumed
+                    cands.dropped.append(f"{len(open_c)} not assumed at k = {k}: {reason} in their step case")
+                    open_c = []
+                    continue
+            failing = []
+            for p in props:
+                r, model, reason = step.check(*lits, enc.at(p.bad, new))
+                if r == z3.sat:
+                    ctis[p.name] = (model, k + 1, p)
+                    failing.append(p)
+                elif r == z3.unknown:
+                    notes[p.name] = f"{reason} in the step case, k = {k}"
+                    failing.append(p)
+            if not failing:
+                return props, open_c
+            props = [p for p in props if p not in failing]
+    finally:
+        step.solver.pop()
 
 
 @interruptible
 def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-              result: SymbolicResult) -> SymbolicResult:
+              result: SymbolicResult, strengthen: int | None = None) -> SymbolicResult:
+    """k-induction up to k = depth; with `strengthen`, assisted by the candidate
+    invariants of an explicit search of at most that many states."""
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
+    cands = Candidates(enc, mine(cm, enc, strengthen, check_deadlock) if strengthen else None)
     base = Unrolling(enc, timeout)
     step = Unrolling(enc, timeout, from_initial=False)
     open_props = list(enc.properties)
@@ -78,6 +243,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
         reached = k
         if stop or not open_props:
             break
+        cands.prune_base(base, k)
         # step case with k: frames 0..k+1, loop-free
         step.extend(k + 1)
         frames = step.frames
@@ -86,35 +252,31 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
             step.solver.add(enc.distinct(frames[i], new))
         for p in proved:
             step.solver.add(negate(enc.at(p.bad, new)))
-        # Houdini: assume every open property on frames 0..k; drop those that can still
-        # fail at k+1 and retry; what remains is inductive together (sound: with the
-        # base case, none of them can be the first to fail on any run)
-        candidates = [p for p in open_props if p.name not in undecided]
-        while candidates:
-            step.solver.push()
-            for q in candidates:
-                for i in range(k + 1):
-                    step.solver.add(negate(enc.at(q.bad, frames[i])))
-            failing = []
-            for p in candidates:
-                r, model, reason = step.check(enc.at(p.bad, frames[k + 1]))
-                if r == z3.sat:
-                    ctis[p.name] = (model, k + 1, p)
-                    failing.append(p)
-                elif r == z3.unknown:
-                    notes[p.name] = f"{reason} in the step case, k = {k}"
-                    failing.append(p)
-            step.solver.pop()
-            if not failing:
+        cands.assume(step.solver, frames, [k + 1])
+        # Houdini: assume every open property (and candidate) on frames 0..k; drop those
+        # that can still fail at k+1 and retry; what remains is inductive together. When
+        # that proves candidates, the properties left are tried again assuming them on
+        # frame k+1 as well (they hold in every reachable state now).
+        retry = cands
+        while True:
+            kept, invariants = joint_step(enc, step, k, [p for p in open_props if p.name not in undecided],
+                                          retry, ctis, notes)
+            for p in kept:
+                open_props.remove(p)
+                proved.append(p)
+                for f in frames:
+                    step.solver.add(negate(enc.at(p.bad, f)))
+                if p.name != MODEL_ERROR:
+                    note = f"proved by k-induction, k = {k}"
+                    if cands.proved or invariants:
+                        note += f", with {len(cands.proved) + len(invariants)} mined invariants"
+                    result.findings[p.name] = Finding(Verdict.PROVED, note=note)
+            cands.open = [c for c in cands.open if c not in invariants]
+            cands.proved += [(c, k) for c in invariants]
+            cands.assume(step.solver, frames, range(len(frames)), invariants)
+            if not invariants or not open_props:
                 break
-            candidates = [p for p in candidates if p not in failing]
-        for p in candidates:
-            open_props.remove(p)
-            proved.append(p)
-            for f in frames:
-                step.solver.add(negate(enc.at(p.bad, f)))
-            if p.name != MODEL_ERROR:
-                result.findings[p.name] = Finding(Verdict.PROVED, note=f"proved by k-induction, k = {k}")
+            retry = Candidates(enc, None)  # the candidates left failed assuming these: only the properties again
         if not open_props:
             break
     for p in open_props:
@@ -131,8 +293,9 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
             if cx is None:
                 result.findings[p.name] = Finding(Verdict.CHECKER_BUG, note=result.checker_bugs[-1])
                 continue
-            note = (f"not proved by k-induction up to k = {reached}, and no violation up to depth {reached}; "
-                    "the counterexample to induction below starts from a state that may be unreachable: "
+            strengthened = f" and {len(cands.proved)} mined invariants" if cands.mined is not None else ""
+            note = (f"not proved by k-induction up to k = {reached}{strengthened}, and no violation up to depth "
+                    f"{reached}; the counterexample to induction below starts from a state that may be unreachable: "
                     "the property may need strengthening with an invariant that rules that state out")
             cx = dataclasses.replace(cx, message=f"{cx.message} at the end of a path on which it held before, "
                                                  f"from a state that may be unreachable ({note})")
@@ -142,5 +305,7 @@ def induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
     if stop is None and any(p.name == MODEL_ERROR for p in open_props):
         stop = f"model errors not ruled out beyond depth {reached}"
     result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
-                         limit=None if complete else (stop or f"k = {reached}"), engine="induction")
+                         limit=None if complete else (stop or f"k = {reached}"), engine="induction",
+                         notes=cands.notes())
+    result.invariants = [c for c, _ in cands.proved]
     return result
