@@ -147,7 +147,7 @@ final small: x < 2;
     assert "small" in s.found and s.final_count == 1
 
 
-def _writes_cover_every_change(cm, states: int = 5000) -> int:
+def _writes_cover_every_change(cm, states: int = 2000) -> int:
     """Every step, from the first `states` reachable states, changes only bits in its
     `writes` (a parallel worker trusts them not to compute the owner of a successor by
     a step that leaves the owner's bits alone). How many steps write known bits."""
