@@ -62,6 +62,7 @@ SLEEP_IN_ATOMIC = "scheduling_while_atomic"
 GUEST_MODE = m.GUEST_MODE  # per CPU: it runs a vCPU thread's guest (VMX non-root)
 EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that caused its last VM exit
 VM_EXIT = "VM exit"  # the built-in assertion schedule() checks
+SCHED_IN = "sched in"  # the text of a thread's sched-in steps (engines/reduce/footprint.py finds them by it)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -749,7 +750,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                     body.append(ir.OAssign(low.at(low.drained, dest), _c(0, span, m.BOOL)))
                 body += list(mb) + [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
-                text = f"sched in{where}" + (" (sched_in)" if p.context.sched_in else "")
+                text = f"{SCHED_IN}{where}" + (" (sched_in)" if p.context.sched_in else "")
                 # migration: the old CPU's accesses before the new one's (kernel/sched/core.c,
                 # "Notes on Program-Order guarantees on SMP systems"): tso, a fence
                 st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None,
