@@ -77,7 +77,7 @@ def agree(seed: int, memory: str) -> tuple[bool, int]:
     return got == full, ample
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10 ** 6), st.sampled_from(["sc", "tso"]))
 def test_reduced_context_programs_reach_the_unreduced_final_states(seed, memory):
     same, _ = agree(seed, memory)
@@ -90,7 +90,8 @@ SEEDS = range(40)
 def test_the_reduction_has_ample_sets_to_take_in_context_programs():
     """Not vacuous: nearly every one of these programs has states expanded with an ample
     set (a seed list shared with the planted fault's test)."""
-    assert sum(agree(s, "sc")[1] > 0 for s in SEEDS) >= 3 * len(SEEDS) // 4
+    some = SEEDS[:20]
+    assert sum(agree(s, "sc")[1] > 0 for s in some) >= 3 * len(some) // 4
 
 
 # the handler reads what the thread writes with interrupts off: it runs before the
