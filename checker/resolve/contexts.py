@@ -120,8 +120,8 @@ class Contexts(Shared):
             inner = dataclasses.replace(ctx, effects=True, in_atomic=True, what=f"`on {n.name}`")
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)
-        return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
-                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None,
+        return m.ProcessContext(kind, cpus, where, d.preemptible or region is not None, notes.get("sched_out", ()),
+                                notes.get("sched_in", ()), d.hrtimer, regions=region is not None,
                                 posted=d.posted, pinned=d.pinned)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
