@@ -297,7 +297,7 @@ def _fair_statements(body):
         if isinstance(s, m.SFair) and s.span not in seen:
             seen.add(s.span)
             yield s
-        subs = []
+        subs: list[m.RStmt] = []
         for attr in ("then", "orelse", "body"):
             sub = getattr(s, attr, None)
             if isinstance(sub, tuple):

@@ -798,7 +798,7 @@ def _map(x, f):
         return got
     if isinstance(x, tuple):
         return tuple(_map(a, f) for a in x)
-    if not dataclasses.is_dataclass(x) or isinstance(x, (m.Const, m.Var, m.Type, m.VarSym)):
+    if not dataclasses.is_dataclass(x) or isinstance(x, (type, m.Const, m.Var, m.Type, m.VarSym)):
         return x
     changes = {}
     for fl in dataclasses.fields(x):
