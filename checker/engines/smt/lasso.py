@@ -12,9 +12,9 @@ of the model with a monitor:
   It may be set at any P-state: the monitor guesses where the violation starts.
 * `$saved` and `$saved.x` for each slot x: once `$after` holds, the monitor may save the
   state it leaves, guessing that the loop starts there. From then on it records, per
-  fair actor, whether the actor moved or was disabled in the loop so far (`$fair`), and
-  per strongly fair action whether it was taken (`$taken`) and whether it was enabled
-  (`$enabled`) there.
+  fair actor, whether the actor moved or was disabled in the loop so far (`$fair(A)`),
+  and per strongly fair action whether it was taken (`$taken(A)`) and whether it was
+  enabled (`$enabled(A)`) there.
 * bad: the loop closes (the state equals the saved one) and every record says the loop
   is fair (weak: moved or disabled in it; strong: taken in it, or enabled nowhere in it),
   or `$after` holds where no fair actor can move (the run may stay there for ever).
@@ -97,7 +97,7 @@ class Product:
         names = [AFTER, SAVED] + [f"{SAVED}.{sl.name}" for sl in enc.layout.slots]
         sorts = [boolean, boolean] + [enc.sort(j) for j in range(n)]
         for a in self.actors:
-            names += [f"$taken {a.name}", f"$enabled {a.name}"] if a.strong else [f"$fair {a.name}"]
+            names += [f"$taken({a.name})", f"$enabled({a.name})"] if a.strong else [f"$fair({a.name})"]
             sorts += [boolean] * (2 if a.strong else 1)
         self.names, self.sorts = names, sorts
         self.cur = list(enc.cur) + self._aux("")
