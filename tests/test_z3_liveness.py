@@ -145,6 +145,12 @@ FAIRNESS = {
                "process producer {\nend_toggle:\n  loop { ready = !ready; }\n}\n"
                "process consumer { strongly fair atomic { await ready; taken = true; } }\n"
                "property eventually_taken: always eventually taken;\n", "holds"),
+    # two strongly fair actions on one line (their monitor slots once shared a name, and
+    # pdr proved what the explicit engine refutes: found by this test's generator)
+    "same_line": ("model l;\nvar v0: 0..1 = 0;\nvar v1: 0..1 = 0;\nunfair process p0 { loop { choose { v0 = (v0 + 1) "
+                  "% 2; } or strongly fair { v0 = (v0 + 2) % 2; } choose { v0 = (v0 + 1) % 2; } or strongly fair "
+                  "{ v1 = (v0 + 1) % 2; } } }\nunfair process p1 { v0 = (v0 + 1) % 2; }\n"
+                  "property live: always eventually v0 == 0;\n", "violated"),
 }
 
 

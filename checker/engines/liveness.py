@@ -56,9 +56,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from .. import model as m
-from ..backends.python import AssertionViolation, CompiledModel, CompiledStep, ModelError, StoreBufferFull
+from ..backends.python import (AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError,
+                               StoreBufferFull)
 from ..base.errors import source_text
-from ..ir import StepKind
+from ..ir import FairAction, StepKind
 from ..results.trace import Counterexample, Stats, Verdict
 from .explicit import Exploration, StateGraph, TraceBuilder, UnpackedStates
 
@@ -89,7 +90,7 @@ def fair_mask(cm: CompiledModel) -> int:
     return mask
 
 
-def fair_actions(cm: CompiledModel) -> list[tuple[object, object]]:
+def fair_actions(cm: CompiledModel) -> list[tuple[CompiledInstance, FairAction]]:
     """(instance, FairAction) for every `fair` statement of every instance; in the
     liveness masks, action j is bit (number of actors + j)."""
     return [(inst, fa) for inst in cm.instances for fa in inst.process.fair_actions]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import cast
 
 import z3
 
@@ -76,8 +77,13 @@ def fair_actors(enc: Encoding) -> list[FairActor]:
 
     out = [actor(inst.name, False, [tr for tr in enc.transitions if tr.instance.gid == inst.gid])
            for inst in enc.cm.instances if not inst.process.unfair]
+    seen: dict[str, int] = {}
     for inst, fa in liveness.fair_actions(enc.cm):
-        out.append(actor(f"{fa.describe()} ({inst.name})", fa.strong,
+        name = f"{fa.describe()} ({inst.name})"
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:  # two actions on one line: the monitor's slots must not share a name (one Z3 constant)
+            name += f" #{seen[name]}"
+        out.append(actor(name, fa.strong,
                          [tr for tr in enc.transitions if tr.instance.gid == inst.gid and tr.step.step.uid in fa.uids]))
     return out
 
@@ -154,7 +160,7 @@ class Product:
         return z3.substitute(formula, *zip(self.cur, frame))
 
     def step_at(self, k: int, frame: list, following: list):
-        sel_k = z3.BitVec(f"step{k}", self.sel.size(), self.ctx)
+        sel_k = z3.BitVec(f"step{k}", cast(z3.BitVecRef, self.sel).size(), self.ctx)
         pairs = list(zip(self.cur, frame)) + list(zip(self.nxt, following)) + [(self.sel, sel_k)]
         return z3.substitute(self.trans, *pairs), sel_k
 
@@ -190,10 +196,10 @@ def _judged(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling, model,
     cx = replace(lo.counterexample, engine=engine)
     if lo.verdict is Verdict.ERROR:
         return Finding(Verdict.ERROR, cx, note=lo.note)
-    tr = cx.trace
-    return Finding(Verdict.VIOLATED, cx, note=f"fair lasso: stem {tr.loop_start} step(s), loop "
-                                              f"{tr.length - tr.loop_start} step(s); {note}, replayed and judged "
-                                              "by the explicit liveness engine")
+    stem = cx.trace.loop_start
+    assert stem is not None  # (a liveness counterexample is a lasso)
+    return Finding(Verdict.VIOLATED, cx, note=f"fair lasso: stem {stem} step(s), loop {cx.trace.length - stem} "
+                                              f"step(s); {note}, replayed and judged by the explicit liveness engine")
 
 
 @interruptible
