@@ -175,6 +175,10 @@ def _refused(cm: CompiledModel) -> str:
     return ""
 
 
+def _chosen(enc: Encoding, only: tuple[str, ...] | None) -> list[LivenessTerms]:
+    return [live for live in enc.liveness if only is None or live.name in only]
+
+
 def _judged(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling, model, k: int, name: str,
             engine: str, note: str) -> Finding:
     """The solver's path to frame k, replayed through the compiled steps and judged by
@@ -204,14 +208,14 @@ def _judged(cm: CompiledModel, result: SymbolicResult, unroll: Unrolling, model,
 
 @interruptible
 def lasso_bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-              result: SymbolicResult) -> SymbolicResult:
-    """Each liveness property: a fair lasso of at most `depth` steps (stem and loop), or
-    "no fair lasso up to depth K" (incomplete)."""
+              result: SymbolicResult, only: tuple[str, ...] | None = None) -> SymbolicResult:
+    """Each liveness property (of `only`, if given): a fair lasso of at most `depth`
+    steps (stem and loop), or "no fair lasso up to depth K" (incomplete)."""
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     why = _refused(cm)
     reached = depth
-    for live in enc.liveness:
+    for live in _chosen(enc, only):
         if why:
             result.findings[live.name] = Finding(Verdict.INCOMPLETE, note=why)
             continue
@@ -248,9 +252,10 @@ def _bounded(cm: CompiledModel, enc: Encoding, live: LivenessTerms, depth: int, 
 
 @interruptible
 def lasso_pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-              result: SymbolicResult) -> SymbolicResult:
-    """Each liveness property proved by Spacer on the liveness-to-safety product (its
-    invariant certified), violated with a replayed lasso, or unknown. `depth` is unused."""
+              result: SymbolicResult, only: tuple[str, ...] | None = None) -> SymbolicResult:
+    """Each liveness property (of `only`, if given) proved by Spacer on the
+    liveness-to-safety product (its invariant certified), violated with a replayed
+    lasso, or unknown. `depth` is unused."""
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     why = _refused(cm)
@@ -260,7 +265,7 @@ def lasso_pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
         if r != z3.unsat:  # the encoding may cut runs short: no proof would be sound
             why = ("an atomic `while` loop may run longer than the encoding unrolls" if r == z3.sat
                    else f"pdr gave up on whether an atomic `while` loop overflows: {reason}")
-    for live in enc.liveness:
+    for live in _chosen(enc, only):
         if why:
             result.findings[live.name] = Finding(Verdict.INCOMPLETE, note=why)
             continue
