@@ -256,3 +256,13 @@ def test_bmc_leaves_a_deeper_reachable_state_incomplete(tmp_path, capsys):
     assert code == 3 and row["verdict"] == "incomplete" and row["note"] == "not reached up to depth 3"
     code, out = run(tmp_path, capsys, text, "--engine", "bmc", "--depth", "5")
     assert code == 0, out
+
+
+@pytest.mark.parametrize("engine", [lasso.lasso_bmc, lasso.lasso_pdr])
+def test_a_property_that_goes_wrong_is_a_model_error_with_its_trace(engine):
+    cm = compiled("model err;\nvar a[2]: bool = false;\nvar i: 0..2 = 0;\nprocess p { i = 1; i = 2; }\n"
+                  "property x: always eventually a[i];\n")
+    f = engine(cm, 4, timeout=60).findings["x"]
+    assert f.verdict is Verdict.ERROR, f
+    assert f.counterexample.message == "evaluating property x went wrong: index 2 is outside a (0..1)"
+    assert f.counterexample.trace.length == 2  # as the explicit engine's: i = 1; i = 2
