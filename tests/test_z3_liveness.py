@@ -26,7 +26,7 @@ from checker.engines.smt import lasso
 from checker.results.trace import Verdict
 
 K = 6  # bmc's depth in the agreement test
-EXAMPLES = 10
+EXAMPLES = 6
 
 
 @st.composite
