@@ -910,12 +910,13 @@ class Encoding:
     sel: object = None
     transitions: list[Transition] = field(default_factory=list)
     properties: list[SafetyProperty] = field(default_factory=list)
-    liveness: list[LivenessTerms] = field(default_factory=list)  # engines/smt/lasso.py checks them
     trans: object = None
     init: object = None
     domain: object = None
     overflow: object = None
     _turns: list[Turn] | None = None
+
+    liveness: list[LivenessTerms] = field(default_factory=list)  # engines/smt/lasso.py checks them
 
     def __post_init__(self):
         # A fresh context per encoding: Z3's answers depend on the order its terms were
