@@ -31,6 +31,7 @@ class Arg(Enum):
     LOCK = "lock"  # a spinlock: an assignable bool, true while held
     IRQ = "irq"  # an interrupt handler's name
     PERCPU = "percpu"  # a per-CPU variable's name
+    EXIT = "exit"  # an exit reason: an interrupt's name, or an exit a guest makes (`vmexit(HLT)`)
 
 
 class Result(Enum):
@@ -81,7 +82,8 @@ class CtxOp(Enum):
     TIMER_CANCEL = "cancel an hrtimer"
     TIMER_TRY_CANCEL = "try to cancel an hrtimer"
     GUEST_ENTER = "enter guest mode until a VM exit"
-    EXIT_BY = "the last VM exit's interrupt"
+    EXIT_BY = "the last VM exit's reason"
+    GUEST_EXIT = "a VM exit the guest makes"
 
 
 class RmwOp(Enum):
@@ -338,8 +340,10 @@ _ROWS: list[Primitive] = [
          "-1 if `h`'s callback is running (nothing changes); else as `hrtimer_cancel`, without waiting"),
         ("guest_enter", (), Result.VOID, CtxOp.GUEST_ENTER, X86.PLAIN,
          "VM entry with interrupts enabled atomically; returns at the VM exit a host interrupt causes"),
-        ("vm_exit_by", (_I,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
-         "whether interrupt `h` caused this thread's last VM exit"),
+        ("vm_exit_by", (Arg.EXIT,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
+         "whether `r` (an interrupt, or an exit a guest makes) caused this thread's last VM exit"),
+        ("vmexit", (Arg.EXIT,), Result.VOID, CtxOp.GUEST_EXIT, X86.PLAIN,
+         "in a guest: the VM exit an instruction makes (`vmexit(HLT)`); its thread resumes after `guest_enter()`"),
     )],
 ]
 
@@ -360,7 +364,7 @@ ALIASES = {
 }
 
 _ARG_NAMES = {Arg.LV: "v", Arg.BITS: "s", Arg.NR: "nr", Arg.WQ: "wq", Arg.LOCK: "l", Arg.IRQ: "h",
-              Arg.PERCPU: "x"}
+              Arg.PERCPU: "x", Arg.EXIT: "r"}
 
 
 def signature(p: Primitive) -> str:
