@@ -675,7 +675,7 @@ def _exit_last(body) -> None:
             _exit_last(s.orelse)
 
 
-def _host_only(w: "_Where", name: str, span: Span) -> None:
+def _host_only(w: _Where, name: str, span: Span) -> None:
     """A guest runs in VMX non-root mode: the host's context primitives are not its."""
     if w.proc.context is not None and w.proc.context.kind is m.ContextKind.GUEST:
         raise SpecError(span, f"'{name}' in guest '{w.proc.name}': the guest runs in VMX non-root mode",
