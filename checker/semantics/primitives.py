@@ -339,7 +339,7 @@ _ROWS: list[Primitive] = [
         ("hrtimer_try_to_cancel", (_I,), Result.INT, CtxOp.TIMER_TRY_CANCEL, X86.PLAIN,
          "-1 if `h`'s callback is running (nothing changes); else as `hrtimer_cancel`, without waiting"),
         ("guest_enter", (), Result.VOID, CtxOp.GUEST_ENTER, X86.PLAIN,
-         "VM entry with interrupts enabled atomically; returns at the VM exit a host interrupt causes"),
+         "VM entry with interrupts enabled atomically; returns at the VM exit (a host interrupt, or its guest's `vmexit`)"),
         ("vm_exit_by", (Arg.EXIT,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
          "whether `r` (an interrupt, or an exit a guest makes) caused this thread's last VM exit"),
         ("vmexit", (Arg.EXIT,), Result.VOID, CtxOp.GUEST_EXIT, X86.PLAIN,
