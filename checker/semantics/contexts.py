@@ -625,6 +625,13 @@ class _Lowering:
                 return self.at(e.args[0].sym, self.cpu_of(w, e.span, e.name))
             if op is CtxOp.PER_CPU:
                 return self.at(e.args[0].sym, self.expr(e.args[1], w))
+            if op is CtxOp.IN_GUEST:
+                if w.proc.context is None or not w.proc.context.posted or self.guest_mode is None:
+                    raise SpecError(e.span, f"'{e.name}' outside a posted interrupt's handler, in '{w.proc.name}'",
+                                    "only a `posted` handler (`interrupt H[N] posted { ... }`) runs both as the "
+                                    "CPU's processing in guest mode and as the host's handler; a model with one "
+                                    "has a thread that calls `guest_enter()`")
+                return self.at(self.guest_mode, self.cpu_of(w, e.span, e.name))
             if op is CtxOp.EXIT_BY:
                 sym = self.exit_sym.get(w.proc.name)
                 if sym is None or w.instance is not None:

@@ -84,6 +84,7 @@ class CtxOp(Enum):
     GUEST_ENTER = "enter guest mode until a VM exit"
     EXIT_BY = "the last VM exit's reason"
     GUEST_EXIT = "a VM exit the guest makes"
+    IN_GUEST = "a posted handler runs as guest-mode processing"
 
 
 class RmwOp(Enum):
@@ -167,7 +168,7 @@ class Primitive:
         """Whether it writes state (and so may only appear where side effects may)."""
         if self.cls is Cls.CONTEXT:
             return self.ctx not in (CtxOp.IRQS_DISABLED, CtxOp.CPU_ID, CtxOp.THIS_CPU_READ, CtxOp.PER_CPU,
-                                    CtxOp.EXIT_BY)
+                                    CtxOp.EXIT_BY, CtxOp.IN_GUEST)
         return self.cls not in (Cls.LOAD, Cls.PURE, Cls.FENCE, Cls.WQ_TEST)
 
     @property
@@ -342,6 +343,9 @@ _ROWS: list[Primitive] = [
          "VM entry with interrupts enabled atomically; returns at the VM exit (a host interrupt, or its guest's `vmexit`)"),
         ("vm_exit_by", (Arg.EXIT,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
          "whether `r` (an interrupt, or an exit a guest makes) caused this thread's last VM exit"),
+        ("in_guest_mode", (), Result.BOOL, CtxOp.IN_GUEST, X86.PLAIN,
+         "in a `posted` interrupt's handler: it runs as the CPU's processing in guest mode (PIR into the "
+         "virtual IRR), not as the host's handler"),
         ("vmexit", (Arg.EXIT,), Result.VOID, CtxOp.GUEST_EXIT, X86.PLAIN,
          "in a guest: the VM exit an instruction makes (`vmexit(HLT)`); its thread resumes after `guest_enter()`"),
     )],
