@@ -370,7 +370,8 @@ class _Lowering:
                             "a host thread leaves guest mode when `guest_enter()` returns")
         cpu = self.cpu_of(w, span, "vmexit")
         t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
-        return m.SAtomic(span, (m.SAssign(span, self.g(self.vmexit[w.proc.context.vcpu]), _c(reason.value + 1, span)),
+        made = self.vmexit[w.proc.context.vcpu or ""]  # a guest always names its thread
+        return m.SAtomic(span, (m.SAssign(span, self.g(made), _c(reason.value + 1, span)),
                                 m.SAssign(span, self.at(self.guest_mode, cpu), f),
                                 m.SAssign(span, self.at(self.irqs_off, cpu), t)))
 
