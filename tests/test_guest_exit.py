@@ -167,6 +167,7 @@ process vcpu on cpu 0 { local_irq_disable(); guest_enter(); local_irq_enable(); 
     ("guest g of vcpu { vmexit(HLT); }\nprocess p on cpu 0 { var b: bool = false; b = vm_exit_by(HTL); }",
      6, 58, "needs an exit reason"),
     ("guest g of vcpu { atomic { vmexit(HLT); skip; } }", 5, 28, "nothing may follow it"),
+    ("interrupt h2 on cpu 0 { var b: bool = false; b = in_guest_mode(); }", 5, 50, "outside a posted interrupt"),
 ])
 def test_misused_guest_code_is_a_positioned_error(tail, line, col, words):
     with pytest.raises(SpecError) as e:
