@@ -6,22 +6,17 @@ checker puts at entry and exit under tso: LANGUAGE.md, "Exits the guest makes").
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from agreement import compiled
+from agreement import compiled, language_example
 from checker.base.errors import SpecError
 from checker.cli import main
 from checker.engines.explicit import Limits, explore
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _doc_model() -> str:
-    doc = (ROOT / "spec" / "LANGUAGE.md").read_text()
-    start = doc.index("model guest_halts;")
-    return doc[start:doc.index("```", start)]
+    return language_example("guest_halts")
 
 
 @pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])

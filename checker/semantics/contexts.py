@@ -832,9 +832,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                          _not(low.at(low.drained, cpu)), due)
             if guest is not None:  # in guest mode the guest's buffer is what must drain (`_guest`)
                 guard = _and(guard, _not(low.at(low.guest_mode, cpu)))
-            body = (ir.OAssign(low.at(low.drained, cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
-                         fence=True, generated=True)
+            st = _drain(low, ir, p.name, uid, guard, cpu, pc, span)
             uid += 1
             new.append(st)
             extra.append(st)
@@ -861,6 +859,14 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
         steps_at.append(tuple(new))
     steps = tuple(remade[st.uid] for st in pir.steps) + tuple(extra)
     return dataclasses.replace(pir, steps_at=tuple(steps_at), steps=steps)
+
+
+def _drain(low: _Lowering, ir, process: str, uid: int, guard: m.TExpr, cpu: m.TExpr, pc: int, span: Span):
+    """tso: a fence step that drains the process's store buffer before an interrupt is
+    taken on `cpu` (or a preemption), and says so in `sb_drained[cpu]`."""
+    body = (ir.OAssign(low.at(low.drained, cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
+    return ir.Step(uid, process, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
+                   fence=True, generated=True)
 
 
 def _guest(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
@@ -894,10 +900,7 @@ def _guest(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
     for pc, at in enumerate(pir.steps_at):
         new = [remade[st.uid] for st in at]
         if pc not in end_pcs and low.tso:
-            guard = _and(mine, _not(low.at(low.drained, cpu)), low.pend(cpu))
-            body = (ir.OAssign(low.at(low.drained, cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
-                         fence=True, generated=True)
+            st = _drain(low, ir, p.name, uid, _and(mine, _not(low.at(low.drained, cpu)), low.pend(cpu)), cpu, pc, span)
             uid += 1
             new.append(st)
             extra.append(st)
