@@ -19,7 +19,8 @@ from checker.pipeline import Options, check_spec, load
 from checker.results.trace import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
-TWINS = {"models/vcpu_requests.spec": "tests/twins/vcpu_requests_hand.spec"}  # a context model: its hand-encoded twin
+TWINS = {"models/vcpu_requests.spec": "tests/twins/vcpu_requests_hand.spec",  # a context model: its hand-encoded twin
+         "models/ipi_fastpath.spec": "tests/twins/ipi_fastpath_hand.spec"}
 MEMORIES = ("sc", "tso", "lkmm")
 
 

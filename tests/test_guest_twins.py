@@ -5,10 +5,11 @@ have the same verdicts in both.
 - models/vcpu_requests.spec uses `guest_enter()` and an interrupt for the reschedule
   IPI; tests/twins/vcpu_requests_hand.spec is the file it was before (a latched flag
   and an `await` for the VM exit, no contexts).
-- models/ipi_fastpath.spec hand-encodes the target's CPU (a `cpu` variable, latched
-  IPIs, a process for what the CPU does in guest mode); tests/twins/ipi_fastpath_guest.spec
-  writes it with `guest_enter()`, a `posted` interrupt, a reschedule interrupt and the
-  guest's own code (`guest target_guest of target`, its HLT a `vmexit(HLT)`).
+- models/ipi_fastpath.spec writes the target's CPU with `guest_enter()`, a `posted`
+  interrupt, a reschedule interrupt and the guest's own code (`guest target_guest of
+  target`, its HLT a `vmexit(HLT)`); tests/twins/ipi_fastpath_hand.spec is the file it
+  was before (a `cpu` variable, latched IPIs, a process for what the CPU does in guest
+  mode).
 
 The hand-encoded side of each pair is checked without the constructs, so it is an
 oracle for them. The shipped models' runs are the ones other tests make
@@ -26,7 +27,7 @@ from shared_runs import checked
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more steps with contexts)
     ("models/vcpu_requests.spec", "tests/twins/vcpu_requests_hand.spec", "twin", 2),
-    ("models/ipi_fastpath.spec", "tests/twins/ipi_fastpath_guest.spec", "shipped", None),
+    ("models/ipi_fastpath.spec", "tests/twins/ipi_fastpath_hand.spec", "twin", None),
 ]
 
 
