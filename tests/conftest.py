@@ -93,9 +93,28 @@ def exported(tmp_path_factory):
     return out
 
 
+def pytest_sessionfinish(session):
+    """An xdist worker hands its oracle counts to the controller (pytest_testnodedown)."""
+    if hasattr(session.config, "workeroutput"):
+        import oracle
+
+        session.config.workeroutput["oracle_counts"] = {"herd7": dict(oracle.COUNTS), "pan": dict(oracle.PAN_COUNTS)}
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: absent under -p no:xdist
+def pytest_testnodedown(node, error):
+    import oracle
+
+    counts = getattr(node, "workeroutput", {}).get("oracle_counts", {})
+    for mine, theirs in ((oracle.COUNTS, counts.get("herd7", {})), (oracle.PAN_COUNTS, counts.get("pan", {}))):
+        for k, n in theirs.items():
+            mine[k] += n
+
+
 def pytest_terminal_summary(terminalreporter):
-    """How many comparisons with herd7 ran live and how many read its recorded reports
-    (tests/oracle.py): without ../shared/tools/herd7 every one is from a recording."""
+    """How many comparisons with herd7 and pan ran live and how many read their recorded
+    answers (tests/oracle.py): without ../shared/tools/herd7 every herd7 one is from a
+    recording."""
     import oracle
 
     c = oracle.COUNTS
@@ -104,3 +123,7 @@ def pytest_terminal_summary(terminalreporter):
                 + (f", {c['unrecorded']} skipped without a recording" if c["unrecorded"] else "")
                 + f" (TIMERACE_HERD7={oracle.MODE})")
         terminalreporter.write_line(line)
+    p = oracle.PAN_COUNTS
+    if any(p.values()):
+        terminalreporter.write_line(f"pan oracle: {p['live']} twin{'s' * (p['live'] != 1)} checked live, "
+                                    f"{p['recorded']} from recordings (TIMERACE_SPIN={oracle.PAN_MODE})")

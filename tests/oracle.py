@@ -1,6 +1,7 @@
-"""herd7's reports, recorded under tests/ so the oracle travels with the project.
+"""The outside oracles' answers, recorded under tests/ so they travel with the project:
+herd7's reports on litmus programs, and pan's verdicts on the Promela twins.
 
-Every comparison with herd7 reads herd7's recorded report of that exact program: a file's
+**herd7.** Every comparison with herd7 reads herd7's recorded report of that exact program: a file's
 recording sits beside it (`X.litmus` -> `X.herd7`), a generated program's, or one of the
 kernel's (which are not vendored), lives in tests/herd7_recordings/ under a hash of its text. herd7 itself (../shared/tools/herd7)
 runs only when asked, by TIMERACE_HERD7:
@@ -14,8 +15,11 @@ The session's summary line counts the comparisons made each way (conftest.py).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
+import shutil
 import re
 import subprocess
 import tempfile
@@ -96,3 +100,66 @@ def summary(source: str, path: Path | None = None) -> tuple[set, str, int, int]:
     assert m and obs, out
     states = {frozenset(x.strip() for x in line.split(";") if x.strip()) for line in m.group(2).splitlines()}
     return states, obs.group(1), int(obs.group(2)), int(obs.group(3))
+
+
+# ---- pan on the Promela twins ----------------------------------------------------------
+
+#: pan's verdicts on a twin (bench/run.py's TwinCheck), keyed by a hash of the twin's text
+PAN_RECORDINGS = Path(__file__).parent / "pan_recordings"
+PAN_MODE = os.environ.get("TIMERACE_SPIN", "auto")
+if PAN_MODE not in ("auto", "live", "record"):
+    raise SystemExit(f"TIMERACE_SPIN={PAN_MODE!r}: expected auto, live or record")
+#: twins checked by a live pan and read from a recording
+PAN_COUNTS = {"live": 0, "recorded": 0}
+
+
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def pan_recording_of(text: str) -> Path:
+    """Keyed by the twin without its comments: they quote the spec's path and lines,
+    which differ between clones and temporary folders, and pan never reads them."""
+    program = _COMMENT.sub("", text)
+    return PAN_RECORDINGS / f"{hashlib.sha256(program.encode()).hexdigest()[:20]}.json"
+
+
+def twin_check(pml: Path, work: Path, optimise: str = "-O0"):
+    """pan's verdicts on the twin `pml` with reductions off (bench/run.py's twin_check).
+
+    A twin is a deterministic program and pan's exhaustive search of it has one answer,
+    so the answer for exactly this program is recorded (tests/pan_recordings/, keyed by
+    the twin's text without its comments; the twin's name inside for a reader).
+    TIMERACE_SPIN:
+
+    - unset or `auto`: the recording when there is one, else pan runs (SPIN and gcc are
+      installed by tests/install-tools.sh): a twin the back end now writes differently
+      is checked live, on every run until it is recorded;
+    - `live`: pan runs, and its answer must equal the recording where there is one;
+    - `record`: pan runs and (re)writes the recordings.
+
+    The session's summary line counts the twins checked each way (conftest.py)."""
+    from test_bench import run as bench  # bench/run.py runs pan (imported late: it loads bench/)
+
+    text = pml.read_text()
+    rec = pan_recording_of(text)
+    if PAN_MODE == "auto" and rec.exists():
+        PAN_COUNTS["recorded"] += 1
+        fields = json.loads(rec.read_text())
+        fields.pop("twin")
+        return bench.TwinCheck(**{**fields, "violated": set(fields["violated"])})
+    if shutil.which("spin") is None or shutil.which("gcc") is None:
+        from tools import require
+        require(False, f"SPIN or gcc is not installed, and {pml.name} has no recording {rec.name}")
+    live = bench.twin_check(pml, work, optimise)
+    PAN_COUNTS["live"] += 1
+    fields = {"twin": pml.name, **dataclasses.asdict(live), "violated": sorted(live.violated)}
+    if PAN_MODE == "record":
+        PAN_RECORDINGS.mkdir(exist_ok=True)
+        tmp = rec.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(fields, indent=1, sort_keys=True) + "\n")
+        tmp.replace(rec)  # never a half-written recording; two workers write the same text
+    elif rec.exists():
+        recorded = json.loads(rec.read_text())
+        assert {k: v for k, v in recorded.items() if k != "twin"} == {k: v for k, v in fields.items() if k != "twin"}, \
+            f"pan no longer says what {rec.name} recorded for {pml.name} (TIMERACE_SPIN=record)"
+    return live

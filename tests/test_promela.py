@@ -2,17 +2,17 @@
 
 The point of a twin is exactness: with SPIN's reductions off, pan stores exactly the
 states our unreduced search counts and finds exactly the violations we find. That is
-checked live against pan for every sc variant of every shipped model (SPIN and gcc are
-installed by tests/install-tools.sh; missing, the test skips locally and fails under
-CI, as in test_bench.py), and for one small model that uses the rest of the language.
+checked against pan for every sc and tso variant of every shipped model, and for one
+small model that uses the rest of the language. pan's answer on a twin's exact text is
+recorded (tests/oracle.py, tests/pan_recordings/): a twin whose text has a recording is
+compared with it, any other runs pan live (SPIN and gcc are installed by
+tests/install-tools.sh; missing, a live check skips locally and fails under CI), and
+`test_recordings_are_what_pan_says` runs pan live on recorded twins every time.
+`TIMERACE_SPIN=record` re-records after a change to the Promela back end.
 What cannot be translated faithfully must be refused, never emitted. `memory tso` is
 translated (store buffers as in our layout) and compared like the rest, on the shipped
 tso variants, three litmus tests and a small model whose one-entry buffer fills up; u64
 variables live in C state (hv_timer_advance).
-
-Cost: one `check` per model and, per variant, `spin -o3 -a`, `gcc -O0` and one pan run,
-plus a second gcc and one pan run per liveness claim, two variants at a time: about 36 s
-for the whole file on the 2-core machine (pi_timer's 13 variants 7-15 s, with the load).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+import oracle
 from test_bench import CHECK, run as bench
 from tools import require
 
@@ -125,7 +126,7 @@ def agreement(spec: Path, tmp_path: Path) -> tuple[dict, list[str], dict[str, li
             if not pml.exists():
                 untranslated.append(v["name"])
                 continue
-            jobs[v["name"]] = (v, pool.submit(bench.twin_check, pml, tmp_path, "-O0"))
+            jobs[v["name"]] = (v, pool.submit(oracle.twin_check, pml, tmp_path, "-O0"))
         differences = {name: bench.twin_disagreements(v, job.result()) for name, (v, job) in jobs.items()}
     assert r.returncode == (2 if untranslated else 0), r.stderr
     return ours, untranslated, differences
@@ -135,7 +136,6 @@ def agreement(spec: Path, tmp_path: Path) -> tuple[dict, list[str], dict[str, li
 def test_pan_agrees_with_us_on_every_variant(spec, tmp_path):
     """State counts (reductions off on both sides) and every verdict: invariants,
     deadlock, liveness under weak fairness; sc and tso."""
-    needs_spin()
     ours, untranslated, differences = agreement(spec, tmp_path)
     lkmm = [v["name"] for v in ours["variants"] if v["memory_model"] == "lkmm"]  # the twin refuses lkmm
     assert untranslated == lkmm
@@ -143,8 +143,27 @@ def test_pan_agrees_with_us_on_every_variant(spec, tmp_path):
     assert set(differences) == {v["name"] for v in ours["variants"]} - set(lkmm)
 
 
-def test_pan_agrees_on_a_model_using_the_rest_of_the_language(tmp_path):
+def test_recordings_are_what_pan_says(tmp_path):
+    """pan, run live on two recorded twins (the smallest shipped model's, RICH's), says
+    what its recordings say: the recordings are this SPIN's answers, not stale ones."""
     needs_spin()
+    rich = tmp_path / "rich.spec"
+    rich.write_text(RICH)
+    for spec in (ROOT / "models" / "hv_timer_preempt.spec", rich):
+        twins = tmp_path / f"{spec.stem}-twins"
+        twins.mkdir()
+        check(spec, "--promela", twins)
+        for pml in sorted(twins.glob("*.pml"))[:2]:
+            rec = oracle.pan_recording_of(pml.read_text())
+            assert rec.exists(), f"{pml.name} has no recording (TIMERACE_SPIN=record)"
+            recorded = json.loads(rec.read_text())
+            live = bench.twin_check(pml, tmp_path, "-O0")
+            assert live.failure is None, live.failure
+            assert (live.states, sorted(live.violated), live.cycles) == \
+                (recorded["states"], recorded["violated"], recorded["cycles"]), pml.name
+
+
+def test_pan_agrees_on_a_model_using_the_rest_of_the_language(tmp_path):
     spec = tmp_path / "rich.spec"
     spec.write_text(RICH)
     assert check(spec, "--brief").returncode == 0  # the model's own expectations
@@ -230,7 +249,6 @@ variant lazy { CLEAR = false; } expect violated leads;
 def test_pan_agrees_under_tso(name, tmp_path):
     """Litmus tests (`final` conditions: the forbidden outcomes) and a model whose
     one-entry store buffer fills up, with liveness under the flushes' fairness."""
-    needs_spin()
     spec = ROOT / "tests" / "litmus" / f"{name}.spec"
     if name == "tsomix":
         spec = tmp_path / "tsomix.spec"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import oracle
 from test_bench import CHECK, run as bench
 from test_promela import RICH, needs_spin, ours_unreduced
 
@@ -80,12 +81,11 @@ def twins_agree(spec: Path, tmp_path: Path, variant: str = "base") -> tuple[dict
                        capture_output=True, text=True, timeout=60)  # it used to loop on `tr_monitor`
     assert r.returncode == 0, r.stderr
     assert f"wrote 1 file: {pml}" in " ".join(r.stderr.split())  # wrapped between names at the width
-    return ours, bench.twin_disagreements(ours, bench.twin_check(pml, tmp_path, "-O0"))
+    return ours, bench.twin_disagreements(ours, oracle.twin_check(pml, tmp_path, "-O0"))
 
 
 @pytest.mark.parametrize("rotation", range(len(ROLES)), ids=lambda r: f"roles{r}")
 def test_promela_twin_with_hostile_names_builds_and_agrees(rotation, tmp_path):
-    needs_spin()
     spec = tmp_path / f"names{rotation}.spec"
     spec.write_text(names_model(rotation))
     ours, differences = twins_agree(spec, tmp_path)
@@ -111,7 +111,6 @@ expect violated never, linux, turn;
 def test_promela_claims_named_like_keywords_check_their_property(tmp_path):
     """An `ltl` claim is renamed where its property's name is a Promela keyword, a
     process or a cpp macro; pan's verdict on it is the property's."""
-    needs_spin()
     spec = tmp_path / "live.spec"
     spec.write_text(LIVE)
     ours, differences = twins_agree(spec, tmp_path)
@@ -125,7 +124,6 @@ def test_promela_claims_named_like_keywords_check_their_property(tmp_path):
 
 def test_promela_twin_counts_the_states_of_a_variable_nothing_reads(tmp_path):
     """spin hides a global that nothing reads: pan counted 2 states here, we count 3."""
-    needs_spin()
     spec = tmp_path / "unread.spec"
     spec.write_text("model unread;\nvar x: 0..1 = 0;\nprocess p { choose { x = 0; } or { x = 1; } }\n")
     ours, differences = twins_agree(spec, tmp_path)

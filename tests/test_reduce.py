@@ -81,11 +81,53 @@ def unreduced():
     return _Unreduced()
 
 
+SYMMETRY_APPLIED = "symmetry: states counted up to permutations of"
+
+
+def searched(path, config: str):
+    """The run of `path` with CONFIGS[config], shared with the other tests' runs where it
+    is the same search: symmetry "on" reduces exactly as the default "auto" does (it only
+    adds notes where it cannot apply), so "both" is the default run; and where no variant
+    has symmetric processes, symmetry "on" without partial-order reduction searches what
+    "off" does (test_symmetry_on_without_symmetric_processes_is_the_plain_search)."""
+    if config == "both":
+        return checked(path)
+    if config == "symmetry" and not any(n.startswith(SYMMETRY_APPLIED) for v in checked(path).variants
+                                        for n in v.stats.reductions):
+        return checked(path, **NONE)
+    return checked(path, **CONFIGS[config])
+
+
+THREE_INCREMENTS = """model sym;
+var x: 0..3 = 0;
+process inc[3] { var r: 0..3 = 0; r = x; x = min(r + 1, 3); }
+invariant bounded: x <= 2;
+"""
+
+
+def test_symmetry_on_without_symmetric_processes_is_the_plain_search(tmp_path):
+    """What `searched` relies on: on a model with no symmetric processes the same states,
+    verdicts and counterexamples with symmetry on as off; and "both" is the default run,
+    also where symmetry applies."""
+    plain = ROOT / "models" / "timer_migration.spec"
+    on, off = checked(plain, **CONFIGS["symmetry"]), checked(plain, **NONE)
+    assert not any(n.startswith(SYMMETRY_APPLIED) for v in on.variants for n in v.stats.reductions)
+    assert [(v.variant, v.stats.states, v.outcomes) for v in on.variants] == \
+        [(v.variant, v.stats.states, v.outcomes) for v in off.variants]
+    sym = tmp_path / "sym.spec"
+    sym.write_text(THREE_INCREMENTS)
+    for path in (plain, sym):
+        both = checked(path, **CONFIGS["both"])
+        assert [(v.variant, v.stats.states, v.outcomes) for v in both.variants] == \
+            [(v.variant, v.stats.states, v.outcomes) for v in checked(path).variants]
+    assert any(n.startswith(SYMMETRY_APPLIED) for v in both.variants for n in v.stats.reductions)
+
+
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("path", SPECS, ids=IDS)
 def test_every_model_keeps_its_verdicts_with_each_reduction(path, config, unreduced):
     full = unreduced[path]
-    reduced = checked(path, **CONFIGS[config])
+    reduced = searched(path, config)
     assert verdicts(reduced) == verdicts(full)
     for a, b in zip(full.variants, reduced.variants):
         assert b.stats.states <= a.stats.states, (a.variant, b.stats.states, a.stats.states)
@@ -147,10 +189,10 @@ def test_readme_reduction_table_matches_the_checker(path):
     One test per model, so that under xdist its searches are made in its group."""
     want = dict(readme_rows())[f"models/{path.name}"]
     got = []
-    # symmetry "on" reduces exactly as the default "auto" does (it only adds notes where
-    # it cannot apply): the same searches as the verdict test above, shared in this group
-    for opts in (NONE, CONFIGS["por"], CONFIGS["symmetry"], CONFIGS["both"]):
-        got.append(sum(v.stats.states for v in checked(path, **opts).variants))
+    # the same searches as the verdict test above, shared in this group
+    got.append(sum(v.stats.states for v in checked(path, **NONE).variants))
+    for config in ("por", "symmetry", "both"):
+        got.append(sum(v.stats.states for v in searched(path, config).variants))
     assert tuple(got) == want, path
 
 
