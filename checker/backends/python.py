@@ -71,7 +71,7 @@ class CompiledStep:
     instance: int
     gid: int
     name: str  # the generated function's name
-    packed: Callable | None = field(default=None, compare=False)  # packed state -> packed successor or None
+    packed: Callable = field(compare=False)  # packed state -> packed successor or None
     # the bits of the packed state the step may change (-1: an address computed at run
     # time, any bit): a parallel worker need not compute the owner of a successor by a
     # step that leaves the owner's bits alone (engines/explicit/fastloop.py)
@@ -105,8 +105,8 @@ class CompiledFlush:
     slot: int
     gid: int  # an actor of its own, numbered after the process instances: the memory
     # system drains every buffer eventually, whatever its CPU does (fairness sees that)
+    packed: Callable = field(compare=False)
     steps_at: tuple[tuple[CompiledFlush, ...], ...] = field(default=(), repr=False, compare=False)
-    packed: Callable | None = field(default=None, compare=False)
     writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
 
@@ -115,7 +115,7 @@ class CompiledPredicate:
     property: m.Property
     fn: Callable  # state tuple -> bool
     name: str
-    packed: Callable | None = field(default=None, compare=False)  # packed state -> bool
+    packed: Callable = field(compare=False)  # packed state -> bool
 
 
 @dataclass(frozen=True, slots=True)
