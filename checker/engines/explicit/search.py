@@ -209,6 +209,26 @@ def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> 
                       edges, complete and graph.expanded == len(graph.states))
 
 
+def _every_actor(s: int, actors: list) -> list:
+    return actors
+
+
+def _every_actor_mask(s: int, actors: list) -> int:
+    return (1 << len(actors)) - 1
+
+
+def _none_left_out(s: int) -> int:
+    return 0
+
+
+def _itself(t: int) -> int:
+    return t
+
+
+def _as_is(states: list, steps: list, failing: CompiledStep | None) -> tuple[list, list, CompiledStep | None]:
+    return states, steps, failing
+
+
 class Reduction:
     """Hooks through which a state-space reduction (engines/reduce/) shapes the search;
     the engine calls them with packed states. The base class reduces nothing.
@@ -221,23 +241,19 @@ class Reduction:
     `canonical(t)`: the representative of successor t's class (symmetry), looked up
     and stored in its place; `concretise(states, steps, failing)` turns a path of
     representatives (state tuples, each step taken from the one before) into a run of
-    the model, and the failing step into one that fails at its end."""
+    the model, and the failing step into one that fails at its end. `ample_mask` is
+    `ample` as a mask of actor numbers (bit g: `actors[g]`).
 
-    def ample(self, s: int, actors: list) -> list:
-        return actors
+    The hooks are attributes, not methods: a reduction sets them to its analyses'
+    bound methods, which the level loops bind and call per state with no delegation
+    in between."""
 
-    def ample_mask(self, s: int, actors: list) -> int:
-        """`ample` as a mask of actor numbers (bit g: `actors[g]`)."""
-        return (1 << len(actors)) - 1
-
-    def movable(self, s: int) -> int:
-        return 0
-
-    def canonical(self, t: int) -> int:
-        return t
-
-    def concretise(self, states: list, steps: list, failing):
-        return states, steps, failing
+    def __init__(self) -> None:
+        self.ample: Callable[[int, list], list] = _every_actor
+        self.ample_mask: Callable[[int, list], int] = _every_actor_mask
+        self.movable: Callable[[int], int] = _none_left_out
+        self.canonical: Callable[[int], int] = _itself
+        self.concretise: Callable[[list, list, CompiledStep | None], tuple[list, list, CompiledStep | None]] = _as_is
 
     #: False when `canonical` is the identity: the engine then skips the call
     canonicalises: bool = False

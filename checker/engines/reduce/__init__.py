@@ -105,6 +105,7 @@ class Plan(Reduction):
 
     def __init__(self, por: PartialOrder | None = None, symmetry: Symmetry | None = None,
                  notes: tuple[str, ...] = ()):
+        super().__init__()
         self.por = por
         self.symmetry = symmetry
         self.notes = notes
