@@ -333,11 +333,11 @@ class _Graph:
                     q.append(nxt)
         assert found is not None, "a fair component in R is reachable from a seed"
         chain = []  # (node, the step that led to it; None for the start and the free move)
-        node = found
-        while node is not None:
-            link = parent[node]
-            chain.append((node, link[1] if link else None))
-            node = link[0] if link else None
+        at: tuple[int, int] | None = found
+        while at is not None:
+            link = parent[at]
+            chain.append((at, link[1] if link else None))
+            at = link[0] if link else None
         chain.reverse()
         path_states, path_steps, trigger_at = [chain[0][0][0]], [], 0
         for (u, _phase), cs in chain[1:]:

@@ -128,7 +128,7 @@ class TraceBuilder:
         self.cm = cm
         self.decoder = decoder_for(cm)
         self.by_gid = {inst.gid: inst for inst in cm.instances}
-        self._slots = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
+        self._slots: dict[str, int] | None = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
 
     def action(self, step: CompiledStep | CompiledFlush, before, after, kind: str = "step") -> Action:
         if isinstance(step, CompiledFlush):
