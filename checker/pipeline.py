@@ -415,7 +415,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, exploration.model_error)  # each step says what it did
     return _expect_spans(spec, VariantResult(variant, constants, outcomes, stats, model.memory,
-                                             fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
+                                             fairness_of(model, cm.views is not None and cm.views.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
                                              coverage_note=cov_note, lint=model.warnings,
                                              memory_findings=composite_findings(cm.program),
@@ -557,7 +557,7 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
     return VariantResult(variant, constants, outcomes, stats, model.memory,
-                                             fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
+                                             fairness_of(model, cm.views is not None and cm.views.lazy),
                          model_error, checker_bugs=tuple(sym.checker_bugs))
 
 

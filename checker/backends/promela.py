@@ -171,7 +171,7 @@ def refuse(program: Program) -> None:
                             "translate the variant under sequential consistency (--memory-model sc)")
     for sl in program.layout.slots:
         t = sl.type
-        if isinstance(t, m.IntT) and t.lo is not None and (t.lo < INT_MIN or t.hi > INT_MAX):
+        if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None and (t.lo < INT_MIN or t.hi > INT_MAX):
             raise SpecError(where, f"'{sl.name}' ranges over {t.describe()}, wider than Promela's 32-bit int")
         if isinstance(t, m.BitsetT) and t.size > 30:
             raise SpecError(where, f"'{sl.name}' is a set of {t.size} bits, more than a Promela int holds")
@@ -464,6 +464,7 @@ class _Translator:
         if isinstance(t, m.EnumT):
             return "byte"
         if isinstance(t, m.IntT):
+            assert t.lo is not None and t.hi is not None  # a declared variable has its range
             if 0 <= t.lo and t.hi <= 255:
                 return "byte"
             if -32768 <= t.lo and t.hi <= 32767:
@@ -500,10 +501,13 @@ class _Translator:
         if isinstance(x, m.Bound):
             raise SpecError(x.span, "a quantifier over a range that is not constant cannot be translated")
         if isinstance(x, m.Conv) and not isinstance(x.type, m.BitVecT):  # a signed pattern's value
-            self.check_bv(x.operand.type, x.span)
-            h = x.operand.type.half
+            from_t = x.operand.type
+            assert isinstance(from_t, m.BitVecT)
+            self.check_bv(from_t, x.span)
+            h = from_t.half
             return f"(({self.expr(x.operand, seq)} ^ {h}) - {h})"
         if isinstance(x, m.Conv):
+            assert isinstance(x.type, m.BitVecT)  # (the other conversion is above)
             self.check_bv(x.type, x.span)
             a = self.expr(x.operand, seq)
             if fits_bv(x.operand, x.type):
@@ -525,6 +529,7 @@ class _Translator:
             a = self.expr(x.left, seq)
             b = self.expr(x.right, seq)
             if _c_type(x.type):  # in C: unsigned arithmetic modulo 2**width, as ours (model.bv_binop)
+                assert isinstance(x.type, m.BitVecT)
                 ct, w = _c_type(x.type), x.type.width
                 if x.op in ("+", "-", "*"):
                     return f"(({ct})({a} {x.op} {b}))"
@@ -566,10 +571,10 @@ class _Translator:
             if x.op in ("<<", ">>"):
                 rt = x.right.type
                 if not (isinstance(x.right, m.Const) and 0 <= x.right.value <= 30 or isinstance(rt, m.IntT)
-                        and rt.lo is not None and rt.hi <= 30):
+                        and rt.lo is not None and rt.hi is not None and rt.hi <= 30):
                     raise SpecError(x.span, "a shift whose count may exceed 30 cannot be translated faithfully "
                                     "to Promela's 32-bit int", "give the count a range within 0..30")
-                if not (isinstance(x.right, m.Const) or rt.lo >= 0):
+                if not (isinstance(x.right, m.Const) or isinstance(rt, m.IntT) and rt.lo is not None and rt.lo >= 0):
                     self.model_error(seq, f"{b} < 0", "shift_count", "a negative shift count")
             if x.op == "->":
                 return f"(!{a} || {b})"
@@ -618,7 +623,8 @@ class _Translator:
             return f"{name}[{idx.value - t.lo}]"
         code = self.expr(idx, seq)
         it = idx.type
-        if not (isinstance(it, m.IntT) and it.lo is not None and t.lo <= it.lo and it.hi <= t.hi):
+        if not (isinstance(it, m.IntT) and it.lo is not None and it.hi is not None
+                and t.lo <= it.lo and it.hi <= t.hi):
             tmp = self.fresh()
             seq.emit(f"{tmp} = {code}")
             self.model_error(seq, f"{tmp} < {t.lo} || {tmp} > {t.hi}", "index", f"an index outside {sym.name}")
@@ -630,17 +636,18 @@ class _Translator:
         the decision is ir.StoreBuffer.holds)."""
         return self.buffer if self.buffer is not None and not self.direct and self.buffer.holds(target) else None
 
-    def slot_code(self, x: m.TExpr, seq: _Seq) -> str:
+    def slot_code(self, x: m.Var | m.Elem, seq: _Seq) -> str:
         """`x`'s address (slot + 1) as code; `lvalue` has already checked a computed index."""
         base = self.layout.slot_of(x.sym, None) + 1
         if isinstance(x, m.Var):
             return str(base)
         t = x.sym.type
+        assert isinstance(t, m.ArrayT)
         if isinstance(x.index, m.Const):
             return str(base + x.index.value - t.lo)
         return f"({base - t.lo} + {self.expr(x.index, seq)})"
 
-    def load(self, x: m.TExpr, seq: _Seq) -> str:
+    def load(self, x: m.Var | m.Elem, seq: _Seq) -> str:
         """The newest entry of this CPU's buffer for that address, else memory."""
         code = self.lvalue(x, seq)
         buf = self.buffered(x)
@@ -652,7 +659,7 @@ class _Translator:
             code = self.ite(f"{sb}_a[{k}] == {addr}", f"{sb}_v[{k}]", code)
         return code
 
-    def lvalue(self, x: m.TExpr, seq: _Seq) -> str:
+    def lvalue(self, x: m.Var | m.Elem, seq: _Seq) -> str:
         if isinstance(x, m.Var):
             return self.ref(self.var_name(x.sym, self.inst))
         return self.index(x.sym, x.index, seq)
@@ -702,12 +709,14 @@ class _Translator:
         self.store_code(target, code, value, seq)
 
     def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, seq: _Seq):
+        assert isinstance(target, (m.Var, m.Elem))  # what a store can write
         addr = self.lvalue(target, seq)
         t = target.type
         needs = store_needs(t, value)
         if needs.to_bool:
             code = f"({code} -> 1 : 0)"
         if needs.wrap:
+            assert isinstance(t, m.BitVecT)  # only a C integer wraps
             self.check_bv(t, target.span)
             src = value.type if value is not None else None
             if isinstance(src, m.BitVecT) and src.signed and src.width < t.width:
@@ -760,6 +769,7 @@ class _Translator:
 
     def op(self, op, seq: _Seq):
         if isinstance(op, OGoto):
+            assert self.proc is not None and self.inst is not None  # a step's operation
             gid = self.layout.gid_base[self.proc.name] + self.inst
             seq.emit(f"{self.pc(gid)} = {op.pc}\t/* -> {_comment(self.proc.pc_names[op.pc])} */")
             if self.failed_label:
@@ -773,7 +783,9 @@ class _Translator:
         elif isinstance(op, OEval):
             if self.needs_c(op.call):
                 raise SpecError(op.call.span, f"{op.call.name}() on u32/u64 values cannot be translated to Promela")
-            self.builtin(self.simplify(op.call), seq)  # for its side effects; the value is unused
+            call = self.simplify(op.call)
+            assert isinstance(call, m.Builtin)  # folding keeps a call a call
+            self.builtin(call, seq)  # for its side effects; the value is unused
         elif isinstance(op, OIf):
             cond = self.simplify(op.cond)
             if isinstance(cond, m.Const):
@@ -800,8 +812,8 @@ class _Translator:
         elif isinstance(op, OBreak):
             seq.emit("break")
         elif isinstance(op, OContinue):
-            kind, top = self.loops[-1] if self.loops else ("once", None)
-            seq.emit(f"goto {top}" if kind == "while" else "break")
+            kind, label = self.loops[-1] if self.loops else ("once", None)
+            seq.emit(f"goto {label}" if kind == "while" else "break")
         elif isinstance(op, OInline):  # a loop run once, so that its `return` can `break`
             self.do_loop(("once", None), op.body, seq, tail=lambda body: body.append("break"))
         elif isinstance(op, OReturn):
@@ -895,6 +907,7 @@ class _Translator:
         modulo 2**width; a range check is a model error)."""
         code = self.cexpr(value, "an assignment")
         tgt = self.cexpr(target, "an assignment")
+        assert isinstance(target, (m.Var, m.Elem))  # what an assignment writes
         t = target.type
         if _c_type(t):
             body = f"{tgt} = ({_c_type(t)})({code});"
@@ -950,9 +963,10 @@ class _Translator:
         restores them): every variable it assigns or passes to a writing primitive, the
         wait queues and task states, and the pc."""
         self.proc, self.inst = p, inst
-        syms = []
+        syms: list[m.VarSym | str] = []  # "tasks": every task state and wait queue
         for o in walk_ops(st.body):
             if isinstance(o, OAssign):
+                assert isinstance(o.target, (m.Var, m.Elem))
                 syms.append(o.target.sym)
             xs = (o.call,) if isinstance(o, OEval) else (o.value,) if isinstance(o, OAssign) else \
                 (o.cond,) if isinstance(o, (OIf, OWhile, OAssert)) else ()
@@ -965,7 +979,7 @@ class _Translator:
         out = []
         seen = set()
         for sym in syms:
-            if sym == "tasks":
+            if isinstance(sym, str):  # "tasks"
                 names = [self.task(g) for g in sorted(self.layout.task_slot)]
             else:
                 if sym in self.c_syms:
@@ -1018,6 +1032,7 @@ class _Spelled(Spelling):
         self.owner.store_code(loc, code, None, self.seq)
 
     def place(self, loc: m.TExpr) -> str:
+        assert isinstance(loc, (m.Var, m.Elem))  # a place is a variable or an element
         return self.owner.lvalue(loc, self.seq)
 
     def task(self, gid: int) -> str:
@@ -1049,6 +1064,7 @@ class _Spelled(Spelling):
             self.seq.emit(st)
 
     def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
+        assert isinstance(bits.type, m.BitsetT)
         self.check_bit(nr, None, bits.type.size)
         return nr
 
@@ -1181,7 +1197,7 @@ def _translate(program: Program) -> str:
         procs.append("")
     # properties
     t.proc, t.inst = None, None
-    checks: list[tuple[str, str, str]] = []  # (assert name, violated-condition, comment)
+    checks: list[tuple[str, str, bool, str]] = []  # (assert name, violated-condition, in C, comment)
     ltl: list[tuple[str, str, str]] = []
     skipped: list[str] = []
     in_c = any(st.guard is not None and t.needs_c(t.simplify(st.guard)) for _p, _i, st, _k in steps)
@@ -1211,6 +1227,7 @@ def _translate(program: Program) -> str:
     for prop in program.properties:
         pname = _ident(prop.name)
         if prop.kind in (m.PropertyKind.INVARIANT, m.PropertyKind.FINAL):
+            assert prop.cond is not None
             c_mode = t.needs_c(t.simplify(prop.cond))
             c = t.cexpr(t.simplify(prop.cond), "a property") if c_mode else t.pure(prop.cond)
             if prop.kind is m.PropertyKind.INVARIANT:
@@ -1222,6 +1239,7 @@ def _translate(program: Program) -> str:
         elif prop.kind is m.PropertyKind.REACHABLE:
             # searched for as a violation, as the explicit engine does: pan's "assertion
             # violated reachable_<name>" means the state was reached (our holds)
+            assert prop.cond is not None
             c_mode = t.needs_c(t.simplify(prop.cond))
             c = t.cexpr(t.simplify(prop.cond), "a property") if c_mode else t.pure(prop.cond)
             checks.append((f"reachable_{pname}", f"{c}", c_mode,
@@ -1237,6 +1255,7 @@ def _translate(program: Program) -> str:
                                 "is per process",
                                 "the explicit engine checks it (`check` without --promela); a twin of a variant "
                                 "without liveness properties keeps only the safety checks, where `fair` changes nothing")
+            assert prop.goal is not None
             if t.needs_c(t.simplify(prop.goal)) or prop.trigger is not None and t.needs_c(t.simplify(prop.trigger)):
                 raise SpecError(prop.span, f"liveness property {prop.name} reads u32/u64 values, which an ltl "
                                 "claim cannot (c_expr is not allowed there)")

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Callable
+from typing import Any
 
 from .. import model as m
 from ..base.errors import Span, SpecError
@@ -45,7 +46,7 @@ from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
 from ..semantics.lower import Spelling
 from ..memory import lkmm as lkmm_machine
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
-                  Program, ProcessIR, SlotKind, Step, StepKind, StoreBuffer)
+                  Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
 
 
@@ -70,7 +71,7 @@ class CompiledStep:
     instance: int
     gid: int
     name: str  # the generated function's name
-    packed: Callable | None = field(default=None, compare=False)  # packed state -> packed successor or None
+    packed: Callable = field(compare=False)  # packed state -> packed successor or None
     # the bits of the packed state the step may change (-1: an address computed at run
     # time, any bit): a parallel worker need not compute the owner of a successor by a
     # step that leaves the owner's bits alone (engines/explicit/fastloop.py)
@@ -99,13 +100,13 @@ class CompiledFlush:
     otherwise. An engine walks both tables the same way."""
 
     fn: Callable
-    buffer: StoreBuffer
+    buffer: StoreBuffer | lkmm_machine.Propagation  # tso: the buffer it drains; lkmm: the view it moves
     name: str
     slot: int
     gid: int  # an actor of its own, numbered after the process instances: the memory
     # system drains every buffer eventually, whatever its CPU does (fairness sees that)
+    packed: Callable = field(compare=False)
     steps_at: tuple[tuple[CompiledFlush, ...], ...] = field(default=(), repr=False, compare=False)
-    packed: Callable | None = field(default=None, compare=False)
     writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
 
@@ -114,7 +115,7 @@ class CompiledPredicate:
     property: m.Property
     fn: Callable  # state tuple -> bool
     name: str
-    packed: Callable | None = field(default=None, compare=False)  # packed state -> bool
+    packed: Callable = field(compare=False)  # packed state -> bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,13 +146,13 @@ class CompiledModel:
     invariants: tuple[CompiledPredicate, ...]
     liveness: tuple[tuple[m.Property, Callable | None, Callable], ...]  # on state tuples
     source: str  # the generated Python
+    packing: Packing
+    pack: Callable = field(repr=False)  # state tuple -> int (ModelError if out of range)
+    unpack: Callable = field(repr=False)  # int -> state tuple
     namespace: dict = field(repr=False, default_factory=dict)
     flushes: tuple[CompiledFlush, ...] = ()  # tso: one per store buffer
     finals: tuple[CompiledPredicate, ...] = ()  # `final` conditions
     final_state: Callable | None = None  # state tuple -> every process at a valid end, buffers empty, none can move
-    packing: Packing | None = None
-    pack: Callable | None = field(default=None, repr=False)  # state tuple -> int (ModelError if out of range)
-    unpack: Callable | None = field(default=None, repr=False)  # int -> state tuple
     final_state_packed: Callable | None = field(default=None, repr=False)
     liveness_packed: tuple = field(default=(), repr=False)  # `liveness` on packed states, in the same order
     # the questions of vacuity, in property order: the trigger of `always (P -> eventually
@@ -160,8 +161,20 @@ class CompiledModel:
     premises: tuple[CompiledPredicate, ...] = ()
 
     @property
-    def layout(self):
+    def layout(self) -> StateLayout:
         return self.program.layout
+
+    @property
+    def views(self) -> lkmm_machine.Views | None:
+        """lkmm: where the machine's slots are (`layout.lkmm`, typed there as an object:
+        ir sits below memory/ and cannot name the class)."""
+        return views_of(self.program.layout)
+
+
+def views_of(layout: StateLayout) -> lkmm_machine.Views | None:
+    views = layout.lkmm
+    assert views is None or isinstance(views, lkmm_machine.Views)
+    return views
 
 
 def packing_of(layout) -> Packing:
@@ -190,7 +203,7 @@ def _type_bounds(t: m.Type, layout) -> tuple[int, int]:
         return 0, (1 << t.size) - 1
     if isinstance(t, m.WaitQueueT):
         return 0, (1 << len(layout.instance_names)) - 1
-    if isinstance(t, m.IntT) and t.lo is not None:
+    if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None:
         return t.lo, t.hi
     width = getattr(t, "width", None)  # a C unsigned type: 0 .. 2**width - 1
     if isinstance(width, int):
@@ -373,11 +386,12 @@ class Compiler:
         self.tso = program.model.memory == "tso"
         # lkmm: every store to a global slot k also sets bit `marks + k` of the result, so
         # that the machine (lkmm_machine.py) knows what the step stored, equal values too
-        self.views = program.layout.lkmm
+        self.views = views_of(program.layout)
         self.marks = self.pk.bits if self.views is not None else None
         self.buffer: StoreBuffer | None = None  # the store buffer of the CPU being compiled
         self.direct = False  # inside a locked operation: loads and stores use memory
-        self.proc, self.inst = None, None
+        self.proc: ProcessIR | None = None  # the process instance being compiled (None: a property)
+        self.inst: int | None = None
         self.step_writes: dict[str, int] = {}  # step function name -> the bits it may change
         self.spans: dict[str, Span] = {}  # generated function -> the statement or property it runs
 
@@ -427,6 +441,7 @@ class Compiler:
         premise_names: list[tuple[m.Property, str]] = []
         for k, prop in enumerate(self.program.properties):
             if prop.kind is m.PropertyKind.INVARIANT:
+                assert prop.cond is not None
                 fname = f"invariant_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(fname, prop.cond, f"invariant {prop.name}"))
                 inv_names.append((prop, fname))
@@ -435,11 +450,13 @@ class Compiler:
                     self.src.append(self.predicate(premise, prop.cond.left, f"invariant {prop.name}: left side"))
                     premise_names.append((prop, premise))
             elif prop.kind is m.PropertyKind.REACHABLE:  # searched for as a violation of !P
+                assert prop.cond is not None
                 fname = f"reachable_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(fname, m.Un(prop.cond.span, m.BoolT(), "!", prop.cond),
                                                f"reachable {prop.name} (negated)"))
                 inv_names.append((prop, fname))
             elif prop.kind is m.PropertyKind.FINAL:
+                assert prop.cond is not None
                 fname = f"final_{k}_{_ident(prop.name)}"
                 self.src.append(self.predicate(fname, prop.cond, f"final {prop.name} (checked in final states)"))
                 final_names.append((prop, fname))
@@ -450,12 +467,13 @@ class Compiler:
                     self.src.append(self.predicate(trig, prop.trigger, f"property {prop.name}: condition"))
                     premise_names.append((prop, trig))
                 goal = f"goal_{k}_{_ident(prop.name)}"
+                assert prop.goal is not None
                 self.src.append(self.predicate(goal, prop.goal, f"property {prop.name}: goal"))
                 live_names.append((prop, trig, goal))
         if final_names:
             self.src.append(self.final_state_function())
         source = "\n".join(self.src) + "\n"
-        ns = dict(_RUNTIME)
+        ns: dict[str, Any] = dict(_RUNTIME)  # exec's namespace: the generated functions, by name
         ns.update(_SHIFT=pk.shift, _MASK=tuple(pk.mask(k) for k in range(len(pk.shift))), _LO=pk.lo)
         try:
             code = compile(source, f"<timerace {model.name}.{model.variant}>", "exec")
@@ -468,7 +486,7 @@ class Compiler:
         by_instance: dict[tuple[str, int], dict[int, tuple[CompiledStep, ...]]] = {}
         machine = None
         if self.views is not None:
-            machine = lkmm_machine.Machine(self.views, self.layout, pk, self.marks, StoreBufferFull)
+            machine = lkmm_machine.Machine(self.views, self.layout, pk, pk.bits, StoreBufferFull)
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i
             forms = [(fname, ns[fname], self.step_writes.get(fname, 0))]
@@ -492,26 +510,30 @@ class Compiler:
         for k, (b, fname) in enumerate(flush_names):
             cf = CompiledFlush(_on_tuples(ns[fname], pack, unpack), b, fname, b.base,
                                len(self.layout.instance_names) + k, packed=ns[fname])
-            addresses = self.layout.slots[b.base].type.hi
-            object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * addresses)
+            addresses = self.layout.slots[b.base].type
+            assert isinstance(addresses, m.IntT) and addresses.hi is not None  # an address: 0..slots
+            object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * addresses.hi)
             flushes.append(cf)
         if machine is not None:  # lkmm: one fair propagation actor per (CPU, location it reads)
+            views = machine.v
             pcs = {inst.gid: (pk.shift[inst.pc_slot], pk.mask(inst.pc_slot), inst.process.steps_at)
                    for inst in instances}
-            for j, loc in enumerate(self.views.locations):
+            for j, loc in enumerate(views.locations):
                 for r in loc.readers:
-                    cpu = self.views.cpu(r)
+                    cpu = views.cpu(r)
+                    assert cpu is not None  # a reader is a CPU's views
                     fn = machine.propagate(cpu, j, pcs)
                     what = lkmm_machine.Propagation(cpu.name, loc.name, j)
                     cf = CompiledFlush(_on_tuples(fn, pack, unpack), what, f"propagate_{j}_{r}", cpu.cur[j],
                                        len(self.layout.instance_names) + len(flushes), packed=fn)
-                    object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * self.views.bound)
+                    object.__setattr__(cf, "steps_at", ((),) + ((cf,),) * views.bound)
                     flushes.append(cf)
         finals = tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], pack), f, ns[f]) for prop, f in final_names)
         final_packed = _quiescent(ns["final_state"], instances, pk) if finals else None
-        return CompiledModel(self.program, tuple(instances), invariants, liveness, source, ns,
-                             tuple(flushes), finals, _pred_on_tuples(final_packed, pack) if finals else None,
-                             pk, pack, unpack, final_packed,
+        return CompiledModel(self.program, tuple(instances), invariants, liveness, source, pk, pack, unpack, ns,
+                             tuple(flushes), finals,
+                             _pred_on_tuples(final_packed, pack) if final_packed is not None else None,
+                             final_packed,
                              tuple((prop, ns[t] if t else None, ns[g]) for prop, t, g in live_names),
                              tuple(CompiledPredicate(prop, _pred_on_tuples(ns[f], raw), f, ns[f])
                                    for prop, f in premise_names))
@@ -611,9 +633,9 @@ class Compiler:
             e.emit(f"v = v & ~{a.mask << sh:#x} | {_paren(val)} << {sh}" + (f" | {mark:#x}" if mark else ""))
         else:
             e.writes = -1
-            sh = e.fresh()
-            e.emit(f"{sh} = {a.shift_code}")
-            e.emit(f"v = v & ~({a.mask} << {sh}) | {_paren(val)} << {sh}")
+            shift = e.fresh()
+            e.emit(f"{shift} = {a.shift_code}")
+            e.emit(f"v = v & ~({a.mask} << {shift}) | {_paren(val)} << {shift}")
 
     # -- functions
     def step_function(self, fname: str, p: ProcessIR, inst: int, st: Step) -> str:
@@ -732,6 +754,7 @@ class Compiler:
 
     def op(self, op: Op, e: Emitter):
         if isinstance(op, OGoto):
+            assert self.proc is not None and self.inst is not None  # a step's operation
             pc = self.layout.pc_base[self.proc.name] + self.inst
             self.put(e, self.slot_addr(pc), str(op.pc), const=op.pc)
             e.emit(f"return {e.pending()}  # -> {_comment(self.proc.pc_names[op.pc])}")
@@ -746,7 +769,9 @@ class Compiler:
             self.store(target, value, e)
         elif isinstance(op, OEval):
             e.flush()
-            code = self.builtin(self.simplify(op.call), e, "v")
+            call = self.simplify(op.call)
+            assert isinstance(call, m.Builtin)  # folding keeps a call a call
+            code = self.builtin(call, e, "v")
             if code not in ("None", ""):
                 e.emit(code)
         elif isinstance(op, OIf):
@@ -832,8 +857,9 @@ class Compiler:
                 const = 1 if const else 0
                 code = str(const)
         if needs.wrap:  # C conversion: modulo 2**width (a narrower signed value sign-extended)
+            assert isinstance(t, m.BitVecT)  # only a C integer wraps
             src = value.type if value is not None else None
-            if const is not None:
+            if const is not None and src is not None:  # (a constant is a known value)
                 const = m.bv_convert(const, src, t)
                 code = str(const)
             elif isinstance(src, m.BitVecT) and src.signed and src.width < t.width:
@@ -874,7 +900,7 @@ class Compiler:
         atomic step's accesses (`direct`) go to memory."""
         return self.buffer if self.buffer is not None and not self.direct and self.buffer.holds(target) else None
 
-    def load(self, x: m.TExpr, a: _Addr, e: Emitter, src: str) -> str:
+    def load(self, x: m.Var | m.Elem, a: _Addr, e: Emitter, src: str) -> str:
         """A load: the newest entry of this CPU's buffer for that address, else memory."""
         buf = self.buffered(x)
         code = self.get(src, a)
@@ -916,6 +942,7 @@ class Compiler:
         first = pk.shift[base] - w * t.lo  # the shift of element 0, were there one
         checked = code
         if not isinstance(idx, m.Const) and not (isinstance(idx.type, m.IntT) and idx.type.lo is not None
+                                                 and idx.type.hi is not None
                                                  and t.lo <= idx.type.lo and idx.type.hi <= t.hi):
             if inline:
                 checked = f"_ix({code}, {t.lo}, {t.hi}, {name!r})"
@@ -936,7 +963,7 @@ class Compiler:
         return _Addr(f"{name}[...]", None, slot_code, shift_code, w, pk.lo[base])
 
     def var_name(self, sym: m.VarSym) -> str:
-        if sym.scope is m.Scope.LOCAL and self.proc is not None:
+        if sym.scope is m.Scope.LOCAL and self.proc is not None and self.inst is not None:
             return f"{self.proc.instance_name(self.inst)}.{sym.name}"
         return sym.name
 
@@ -956,14 +983,15 @@ class Compiler:
             return self.bound[x.uid]
         if isinstance(x, m.Conv):
             a = self.expr(x.operand, e, src)
+            from_t = x.operand.type
             if not isinstance(x.type, m.BitVecT):  # a signed pattern's value
-                h = hex(x.operand.type.half)
+                assert isinstance(from_t, m.BitVecT)
+                h = hex(from_t.half)
                 return f"(({a} ^ {h}) - {h})"
             if fits_bv(x.operand, x.type):
                 return a
-            src = x.operand.type
-            if isinstance(src, m.BitVecT) and src.signed:  # sign-extend the narrower pattern
-                return f"((({a} ^ {hex(src.half)}) - {hex(src.half)}) & {hex(x.type.mask)})"
+            if isinstance(from_t, m.BitVecT) and from_t.signed:  # sign-extend the narrower pattern
+                return f"((({a} ^ {hex(from_t.half)}) - {hex(from_t.half)}) & {hex(x.type.mask)})"
             return f"({a} & {hex(x.type.mask)})"
         if isinstance(x, m.Un):
             a = self.expr(x.operand, e, src)
@@ -1002,7 +1030,8 @@ class Compiler:
                 i = self.expr(x.index, e, src)
                 it = x.index.type
                 if isinstance(x.index, m.Const) or not (
-                        isinstance(it, m.IntT) and it.lo is not None and 0 <= it.lo and it.hi < proc.instances):
+                        isinstance(it, m.IntT) and it.lo is not None and it.hi is not None
+                        and 0 <= it.lo and it.hi < proc.instances):
                     i = f"_ix({i}, 0, {proc.instances - 1}, {x.process!r})"
                 w = self.pk.width[base]
                 scaled = f"{_paren(i)}" if w == 1 else f"{w} * {_paren(i)}"
@@ -1036,8 +1065,8 @@ class Compiler:
         stride = pk.shift[self.layout.slot_of(x.sym, 1)] - pk.shift[base] if proc.instances > 1 else 0
         i = self.expr(x.index, e, src)
         t = x.index.type
-        if isinstance(x.index, m.Const) or not (isinstance(t, m.IntT) and t.lo is not None and 0 <= t.lo
-                                                and t.hi < proc.instances):
+        if isinstance(x.index, m.Const) or not (isinstance(t, m.IntT) and t.lo is not None and t.hi is not None
+                                                and 0 <= t.lo and t.hi < proc.instances):
             i = f"_ix({i}, 0, {proc.instances - 1}, {x.process!r})"
         sh = f"{pk.shift[base]} + {stride} * {_paren(i)}" if pk.shift[base] else f"{stride} * {_paren(i)}"
         return self.get(src, _Addr(x.sym.name, None, "", sh, pk.width[base], pk.lo[base]))
@@ -1104,8 +1133,9 @@ class _Spelled(Spelling):
             e.depth -= 1
 
     def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
-        size = bits.type.size
-        return f"_ix({nr}, 0, {size - 1}, {self.owner.var_name(bits.sym) + ' bit'!r})"
+        t = bits.type
+        assert isinstance(t, m.BitsetT) and isinstance(bits, (m.Var, m.Elem))  # a bitset variable
+        return f"_ix({nr}, 0, {t.size - 1}, {self.owner.var_name(bits.sym) + ' bit'!r})"
 
     def check_bit(self, nr: str, place: _Addr, size: int) -> None:
         self.e.emit(f"if {nr} < 0 or {nr} >= {size}:")

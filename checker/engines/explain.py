@@ -12,6 +12,7 @@ are not touched, and no model is ever searched again.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..semantics import contexts
 from .. import ir, model as m
@@ -69,10 +70,13 @@ class Explainer:
             values = dict(st.values)
             for k, sl in enumerate(lay.slots):
                 if sl.kind is SlotKind.PC:
+                    assert sl.process is not None  # a pc slot names its instance
                     raw[k] = self.by_name[sl.process].process.pc_names.index(dict(st.pcs)[sl.process])
             dec = self.decoder
             for name, slots in dec.groups:
-                v = values[name]
+                # a decoded value (trace.Value) whose shape follows its slots' kind: a
+                # buffer's (location, value) pairs, an array's elements, one value
+                v: Any = values[name]
                 if lay.slots[slots[0]].kind is SlotKind.BUFFER:
                     for j, (loc, x) in enumerate(v):
                         at = next(i for i, s in enumerate(lay.slots) if s.name == loc)
@@ -320,7 +324,7 @@ class Explainer:
         prop = next((p for p in self.model.properties if p.name == cx.property), None)
         if prop is not None and prop.kind in (m.PropertyKind.INVARIANT, m.PropertyKind.FINAL):
             raw = self.encode(t.states[-1])
-            if raw is not None:
+            if raw is not None and prop.cond is not None:  # (both kinds have one)
                 sides = self.sides(prop.cond, raw, within=_union(prop.span, prop.cond.span))
                 cx = replace(cx, violation=tuple(sides) + tuple((f"{p}@", label) for p, label in t.states[-1].pcs))
         return cx
@@ -331,8 +335,11 @@ class Explainer:
             return cx
         values = dict(cx.trace.states[0].values)
         try:
-            bound = {b.uid: int(values[b.name]) for b in lm.params}
-        except (KeyError, TypeError, ValueError):
+            params = {b.uid: values[b.name] for b in lm.params}
+        except KeyError:
+            return cx
+        bound = {uid: v for uid, v in params.items() if isinstance(v, int)}
+        if len(bound) < len(params):  # a parameter is a number (a bool counts as one)
             return cx
         sides = self.sides(lm.body, (), None, bound, within=_union(lm.span, lm.body.span))
         names = {b.name for b in lm.params}  # a side that is a parameter is listed already

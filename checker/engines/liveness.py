@@ -100,7 +100,7 @@ def actor_names(cm: CompiledModel) -> dict[int, str]:
     """gid -> how traces name the actor: the instance, or `memory (cpu)` for a flush."""
     names = {inst.gid: inst.name for inst in cm.instances}
     for f in cm.flushes:  # (under lkmm, one per CPU and location: named after both)
-        names[f.gid] = f"memory ({f.buffer.cpu})" if cm.layout.lkmm is None else f.buffer.name
+        names[f.gid] = f"memory ({f.buffer.cpu})" if cm.views is None else f.buffer.name
     return names
 
 
@@ -141,7 +141,7 @@ class _Graph:
             self.names[base + j] = f"{fa.describe()} ({inst.name})"
             for uid in fa.uids:
                 by_step[(inst.gid, uid)] = by_step.get((inst.gid, uid), 0) | bit
-        views = cm.layout.lkmm
+        views = cm.views
         if views is not None and views.lazy:  # a lazy propagation is strongly fair (lkmm_machine.Machine.propagate)
             for f in cm.flushes:
                 self.strong |= 1 << f.gid
@@ -215,6 +215,7 @@ class _Graph:
                 note = "holds without any fairness assumption"
             return LivenessOutcome(Verdict.HOLDS, None, note, names)
         cx = self.lasso(prop, seeds, bad, in_r, comp_of, comps)
+        assert cx.trace.loop_start is not None  # a lasso
         note = (f"fair lasso: stem {cx.trace.loop_start} step(s), "
                 f"loop {cx.trace.length - cx.trace.loop_start} step(s)")
         if not complete:
@@ -333,11 +334,11 @@ class _Graph:
                     q.append(nxt)
         assert found is not None, "a fair component in R is reachable from a seed"
         chain = []  # (node, the step that led to it; None for the start and the free move)
-        node = found
-        while node is not None:
-            link = parent[node]
-            chain.append((node, link[1] if link else None))
-            node = link[0] if link else None
+        at: tuple[int, int] | None = found
+        while at is not None:
+            link = parent[at]
+            chain.append((at, link[1] if link else None))
+            at = link[0] if link else None
         chain.reverse()
         path_states, path_steps, trigger_at = [chain[0][0][0]], [], 0
         for (u, _phase), cs in chain[1:]:
@@ -361,8 +362,8 @@ class _Graph:
                     parent[v] = (u, steps[step[k]])
                     q.append(v)
         path_states, path_steps = [target], []
-        while parent[path_states[-1]] is not None:
-            u, cs = parent[path_states[-1]]
+        while (link := parent[path_states[-1]]) is not None:
+            u, cs = link
             path_states.append(u)
             path_steps.append(cs)
         return path_states[::-1], path_steps[::-1]
@@ -378,7 +379,8 @@ class _Graph:
         dst, step, steps, bits, en = self.g.dst, self.g.step, self.g.steps, self.step_bits, self.en
         strong = self.strong & self._taken_in(comp)  # (the others are disabled all over comp)
         need = self.fair & en(entry) | strong
-        states, moves = [entry], []
+        states = [entry]
+        moves: list[CompiledStep] = []
         if not need:
             return states, moves
 
@@ -410,6 +412,7 @@ class _Graph:
 
     def message(self, prop: m.Property, trigger_at: int, loop_start: int, loop_states, loop_steps) -> str:
         src = self.cm.program.model.source
+        assert prop.goal is not None  # a liveness property
         goal = source_text(src, prop.goal.span)
         if prop.trigger is not None:
             head = (f"`{source_text(src, prop.trigger.span)}` holds {_after(trigger_at)}, "
@@ -592,7 +595,7 @@ def runs(cs: CompiledStep, s: tuple) -> bool:
 def _bfs(start, succ, stop_state, stop_edge=None) -> list:
     """The shortest non-empty list of (state, step) from `start` that ends with a stop
     edge or in a stop state; `succ(u)` gives the (state, step) pairs out of u."""
-    parent = {start: None}
+    parent: dict[int, tuple[int, int, object] | None] = {start: None}  # state -> (previous, state, step)
     q = deque([start])
     while q:
         u = q.popleft()

@@ -288,7 +288,7 @@ class Replayer:
     def advance(self, inst: CompiledInstance, state: tuple, target: TraceState):
         """Runs of `inst` from `state` reaching `target`: (new state, extra steps, step),
         with the fewest extra steps first."""
-        level = [(state, ())]
+        level: list[tuple[tuple, tuple]] = [(state, ())]  # (state, the extra steps that led there)
         seen = {state}
         for _ in range(MAX_EXTRA + 1):
             found, nxt = [], []
@@ -318,7 +318,7 @@ class Replayer:
     def failing_run(self, inst: CompiledInstance, state: tuple, want):
         """A run of `inst` (extra no-op steps, then one step) whose last step raises what
         `want(exception)` accepts: (extra steps, the failing step, the exception)."""
-        level = [(state, ())]
+        level: list[tuple[tuple, tuple]] = [(state, ())]  # (state, the extra steps that led there)
         seen = {state}
         for _ in range(MAX_EXTRA + 1):
             nxt = []
@@ -453,6 +453,7 @@ def _follow(rp: Replayer, cx: Counterexample, start: int, frontier: list[_Path],
         if len(nxt) > MAX_FRONTIER:
             return result(False, f"step {n}: more than {MAX_FRONTIER} model states match the trace here; "
                                  "the replay cannot follow them all", steps, n, inconclusive=True)
+        assert first_run is not None  # (a path advanced: nxt is not empty)
         ran = tuple(rp.action(s, cs) for s, cs in first_run)
         line = ran[-1].span.line if ran[-1].span else None  # where the step that ran is written now
         if len(ran) == 1 and ran[0].text == a.text:
@@ -522,8 +523,8 @@ def _final_check(rp: Replayer, cx: Counterexample, frontier: list[_Path]) -> tup
         for p in frontier:
             found = rp.failing_run(inst, p.state, want)
             if found is not None:
-                extra, (s, cs), e = found
-                what = f"assert {prop} still fails" if cx.kind == "assert" else f"the model error recurs: {e}"
+                extra, (s, cs), error = found
+                what = f"assert {prop} still fails" if cx.kind == "assert" else f"the model error recurs: {error}"
                 return True, f"every step replays and step {n + 1}, {_where(cs)}, {what}"
         reason = rp.explain(n + 1, a, frontier[0].state, t.states[-1])
         if cx.kind == "assert":

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from .. import model as m
-from ..backends.python import AssertionViolation, CompiledModel, ModelError, StoreBufferFull
+from ..backends.python import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ..results.trace import Counterexample, PropertyOutcome, Stats, Verdict
 from .explicit import TraceBuilder, stuck_message
 
@@ -45,19 +45,22 @@ def simulate(cm: CompiledModel, plan: SimulationPlan, check_deadlock: bool = Tru
     rng = random.Random(plan.seed)
     initial = [cm.pack(s) for s in cm.program.initial_states]
     pk = cm.packing
-    actors = [(pk.field(inst.pc_slot), inst.steps_at) for inst in cm.instances] + \
-             [(pk.field(f.slot), f.steps_at) for f in cm.flushes]
+    actors: list[tuple[tuple[int, int], tuple[tuple[CompiledStep | CompiledFlush, ...], ...]]] = \
+        [(pk.field(inst.pc_slot), inst.steps_at) for inst in cm.instances] + \
+        [(pk.field(f.slot), f.steps_at) for f in cm.flushes]
     ends = [(pk.field(inst.pc_slot), inst.end_pcs) for inst in cm.instances]
     invariants = [(c.packed, c.property.name) for c in cm.invariants
                   if c.property.kind is m.PropertyKind.INVARIANT]
     finals = [(c.packed, c.property.name) for c in cm.finals]
-    found: dict[str, tuple[list, list, object, str, str]] = {}
-    model_error = None
+    # property -> (packed states, steps, the failing step or None, kind, message)
+    found: dict[str, tuple[list[int], list[CompiledStep | CompiledFlush], CompiledStep | None, str, str]] = {}
+    model_error: tuple[list[int], list[CompiledStep | CompiledFlush], CompiledStep | None, str] | None = None
     start, steps_taken, deepest = time.monotonic(), 0, 0
     visited: set[int] = set()  # the distinct states the runs went through: what they covered
     for _ in range(plan.runs):
         s = rng.choice(initial)
-        path, ks = [s], []
+        path = [s]
+        ks: list[CompiledStep | CompiledFlush] = []
         for d in range(plan.depth + 1):
             visited.add(s)
             model_error = _check_state(cm, s, path, ks, invariants, finals, found)
@@ -71,12 +74,14 @@ def simulate(cm: CompiledModel, plan: SimulationPlan, check_deadlock: bool = Tru
                     try:
                         t = cs.packed(s)
                     except AssertionViolation as a:
+                        assert isinstance(cs, CompiledStep)  # (a flush asserts nothing)
                         if a.property not in found:
                             found[a.property] = (list(path), list(ks), cs, "assert", f"assertion {a.property} failed")
                         continue
                     except StoreBufferFull:
                         continue
                     except ModelError as e:
+                        assert isinstance(cs, CompiledStep)  # (a flush only moves a stored value)
                         model_error = (list(path), list(ks), cs, str(e))
                         break
                     if t is not None:
@@ -128,7 +133,7 @@ def _check_state(cm: CompiledModel, s: int, path: list, ks: list, invariants, fi
         except ModelError as e:
             return list(path), list(ks), None, f"evaluating invariant {name}: {e}"
     try:
-        final = bool(finals) and cm.final_state_packed(s)
+        final = bool(finals) and cm.final_state_packed is not None and cm.final_state_packed(s)
     except ModelError as e:
         return list(path), list(ks), None, f"deciding whether the state is final: {e}"
     for fn, name in finals if final else ():

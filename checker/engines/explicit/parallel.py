@@ -70,6 +70,7 @@ import time
 import traceback
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...backends.python import CompiledModel
@@ -422,7 +423,7 @@ class _Team:
         while True:
             for c in self.commands:
                 c.put(("level", (depth, tuple(search.found))))
-            reports = {}
+            reports: dict[int, dict] = {}  # worker -> its report of this level
             while len(reports) < self.workers:
                 try:
                     r = self.reports.get(timeout=0.5)
@@ -529,7 +530,7 @@ class _Team:
         search.final_count += self.total("finals")
         search.buffer_full += self.total("buffer_full")
         search.ample_states += self.total("ample")
-        search.steps_to = self.steps_to  # parent links live in the workers
+        search.remote_steps_to = self.steps_to  # parent links live in the workers
         sums = None
         if search.marks is not None:  # each worker's visited set: the prefix and the states it owns
             got = []
@@ -545,7 +546,7 @@ class _Team:
         return result
 
     def steps_to(self, i: int) -> tuple[int, list[int]]:
-        ks = []
+        ks: list[int] = []
         search = self.search
         while True:
             if i < self.prefix:
@@ -663,8 +664,12 @@ def _die_with(coordinator: int) -> None:
         os._exit(0)
 
 
+#: successors as they travel between workers: states, their parents' ids, the steps
+Batch = tuple[Sequence[int], Sequence[int], Sequence[int]]
+
+
 class _Worker:
-    def __init__(self, team: _Team, w: int, level: list[int], ids: list[int]):
+    def __init__(self, team: _Team, w: int, level: list[int], ids: Sequence[int]):
         self.team = team
         self.w = w
         self.n = team.workers
@@ -686,7 +691,8 @@ class _Worker:
         # array type codes of a batch's states, parent ids and steps as they travel
         self.codes = (WORD if s.cm.packing.bits <= 64 else "", WORD, s.via.typecode)
         # where run_level is in the exchange (out_of_memory finishes it for the others)
-        self.sent, self.received, self.expanded_before, self.n_taken = -1, {}, 0, 0
+        self.received: dict[int, tuple[list, list]] = {}  # peer -> (its batch, the ranges taken) as wired
+        self.sent, self.expanded_before, self.n_taken = -1, 0, 0
 
     def global_id(self, local: int) -> int:
         return self.prefix + local * self.n + self.w
@@ -726,8 +732,8 @@ class _Worker:
         try:
             while claim := self.claim(self.w, depth, own=True):
                 nxt += s.level(level[claim[0]:claim[1]], ids[claim[0]:claim[1]], depth, self.ticker, route)
-            while claim := self.claim_elsewhere(depth):
-                v, a, b = claim
+            while elsewhere := self.claim_elsewhere(depth):
+                v, a, b = elsewhere
                 n_taken += b - a
                 self.n_taken = n_taken
                 states, sids = self.taken_range(v, a, b)
@@ -740,20 +746,20 @@ class _Worker:
         except StopSearch:  # a model error: the level is abandoned (the search runs again in one process)
             self.abandon(depth)
         outbox = route.by_owner()
-        route = None
+        del route
         for o in range(n):
             if o != self.w:
                 team.inboxes[o].put(("batch", self.w, self.wire(outbox[o]),
                                      [(v, a, self.wire(batches[o])) for v, a, batches in taken if batches[o][0]]))
         self.sent = depth
-        outbox = None
+        del outbox
         received = self.received
         inbox = team.inboxes[self.w]
         while len(received) < n - 1:
             _, src, wire, ranges = inbox.get()
             received[src] = (wire, ranges)
         self.take_in(received, taken, nxt, depth)
-        received = taken = None
+        del received, taken
         self.level = nxt
         self.ids = range(self.global_id(first_local), self.global_id(s.count), n)
         team.reports.put(self.report(len(nxt), s.limit))
@@ -766,7 +772,7 @@ class _Worker:
             "depth": s.depth, "finals": s.final_count, "buffer_full": s.buffer_full, "ample": s.ample_states,
             "found": {k: v for k, v in s.found.items()}, "model_error": s.model_error, "limit": limit,
             "grown": grown - self.rss if grown is not None and self.rss is not None else 0,
-            "collision": s.seen.collision_probability() if s.hash_compact else 0.0,
+            "collision": s.collisions() if s.hash_compact else 0.0,
             "expanded": s.expanded - self.expanded_before, "taken": self.n_taken,
             "marks": s.marks, "held": s.held,
         }
@@ -805,7 +811,8 @@ class _Worker:
         peer in order its batch and what the ranges taken from the peer's level produced.
         `received`: peer -> (its batch, [(owner of the range, start, batch)]) as wired;
         `taken`: [(owner of the range, start, batch per worker)] this worker expanded."""
-        produced: dict[int, list] = {v: [] for v in range(self.n)}  # owner of the range -> (start, batch)
+        # owner of the range -> (start, batch)
+        produced: dict[int, list[tuple[int, Batch]]] = {v: [] for v in range(self.n)}
         for v, a, batches in taken:
             if batches[self.w][0]:
                 produced[v].append((a, batches[self.w]))
@@ -893,7 +900,9 @@ class _Worker:
                     if left > most:
                         most, victim = left, v
                 if victim is not None:
-                    return victim, *self._claim_held(victim, depth, own=False)
+                    claim = self._claim_held(victim, depth, own=False)
+                    assert claim is not None  # it has `most` left, under the same lock
+                    return victim, claim[0], claim[1]
             if not waiting:
                 return None
             time.sleep(0.0002)
@@ -917,6 +926,7 @@ class _Worker:
         states_mm, ids_mm = self.team.shared[v]
         width = self.width
         raw = states_mm[width * a:width * b]
+        states: Sequence[int]
         if width == 8:
             states = array(WORD)
             states.frombytes(raw)
@@ -935,7 +945,7 @@ class _Worker:
         (states wider than 64 bits stay a list)."""
         return [array(code, items).tobytes() if code else items for code, items in zip(self.codes, batch)]
 
-    def unwire(self, wire: list) -> tuple:
+    def unwire(self, wire: list) -> Batch:
         """The batch (states, parent ids, steps) that travelled as `wire`."""
         batch = []
         for code, items in zip(self.codes, wire):
@@ -944,7 +954,8 @@ class _Worker:
                 a.frombytes(items)
                 items = a
             batch.append(items)
-        return tuple(batch)
+        ts, ps, ks = batch
+        return ts, ps, ks
 
     def absorb(self, ts, ps, ks, nxt: list[int], at_limit: bool) -> None:
         """Successors other workers found for states this one owns: the new ones join
@@ -954,9 +965,10 @@ class _Worker:
         parent_append, via_append, nxt_append = s.parent.append, s.via.append, nxt.append
         count = s.count
         if s.hash_compact:
+            seen_contains = seen.__contains__
             for t, p, k in zip(ts, ps, ks):
                 if at_limit:
-                    if not seen.contains(t):
+                    if not seen_contains(t):
                         s.limit = "max-depth"
                     continue
                 if seen.add(t):

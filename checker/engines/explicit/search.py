@@ -28,7 +28,7 @@ from collections.abc import Callable
 from ... import ir
 from ...semantics.lower import Cas, lower
 from ... import model as m
-from ...memory.lkmm import propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
+from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
@@ -128,7 +128,7 @@ class TraceBuilder:
         self.cm = cm
         self.decoder = decoder_for(cm)
         self.by_gid = {inst.gid: inst for inst in cm.instances}
-        self._slots = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
+        self._slots: dict[str, int] | None = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
 
     def action(self, step: CompiledStep | CompiledFlush, before, after, kind: str = "step") -> Action:
         if isinstance(step, CompiledFlush):
@@ -139,9 +139,10 @@ class TraceBuilder:
         pc_to = pcs[after[inst.pc_slot]] if after is not None else pcs[before[inst.pc_slot]]
         ch = changes(b, self.decoder.decode(after)) if after is not None else ()
         detail = ""
-        if self.cm.layout.lkmm is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
+        views = self.cm.views
+        if views is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
             stale_form = step.name.endswith("_fails")  # the form of a failed cmpxchg that reads its view
-            detail = lkmm_step_notes(self.cm.layout.lkmm, step.gid, step.step.uid, stale_form,
+            detail = lkmm_step_notes(views, step.gid, step.step.uid, stale_form,
                                      stale_form or self.cas_failed(inst, step.step, before),
                                      _branch_taken(step.step, after[inst.pc_slot]) if after is not None else None,
                                      before, lambda k, raw: show_value(self.decoder.value(k, raw)))
@@ -178,15 +179,19 @@ class TraceBuilder:
         """A flush is shown as the `memory` moving: which CPU's store became visible."""
         b = self.decoder.decode(before)
         ch = changes(b, self.decoder.decode(after))
-        if self.cm.layout.lkmm is not None:  # lkmm: a CPU's view of one location moves one store newer
-            text = lkmm_propagation_text(self.cm.layout.lkmm, flush.buffer, before, after,
+        views = self.cm.views
+        if views is not None:  # lkmm: a CPU's view of one location moves one store newer
+            assert isinstance(flush.buffer, Propagation)
+            text = lkmm_propagation_text(views, flush.buffer, before, after,
                                          lambda k, raw: show_value(self.decoder.value(k, raw)))
             return Action(MEMORY, None, text, "", "", ch, "flush", None)
-        location, value = b.get(flush.buffer.name)[0]
+        entries = b.get(flush.buffer.name)  # a Buffered: (location, value), oldest first
+        assert isinstance(entries, tuple)
+        location, value = entries[0]
         text = f"flush {flush.buffer.cpu}: {location} = {show_value(value)}"
         return Action(MEMORY, None, text, "", "", ch, "flush", None)
 
-    def trace(self, states: list[tuple], steps: list[CompiledStep], loop_start: int | None = None,
+    def trace(self, states: list[tuple], steps: Sequence[CompiledStep | CompiledFlush], loop_start: int | None = None,
               failure: tuple[CompiledStep, tuple] | None = None) -> Trace:
         decoded = tuple(self.decoder.decode(s) for s in states)
         actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
@@ -204,6 +209,26 @@ def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> 
                       edges, complete and graph.expanded == len(graph.states))
 
 
+def _every_actor(s: int, actors: list) -> list:
+    return actors
+
+
+def _every_actor_mask(s: int, actors: list) -> int:
+    return (1 << len(actors)) - 1
+
+
+def _none_left_out(s: int) -> int:
+    return 0
+
+
+def _itself(t: int) -> int:
+    return t
+
+
+def _as_is(states: list, steps: list, failing: CompiledStep | None) -> tuple[list, list, CompiledStep | None]:
+    return states, steps, failing
+
+
 class Reduction:
     """Hooks through which a state-space reduction (engines/reduce/) shapes the search;
     the engine calls them with packed states. The base class reduces nothing.
@@ -216,28 +241,28 @@ class Reduction:
     `canonical(t)`: the representative of successor t's class (symmetry), looked up
     and stored in its place; `concretise(states, steps, failing)` turns a path of
     representatives (state tuples, each step taken from the one before) into a run of
-    the model, and the failing step into one that fails at its end."""
+    the model, and the failing step into one that fails at its end. `ample_mask` is
+    `ample` as a mask of actor numbers (bit g: `actors[g]`).
 
-    def ample(self, s: int, actors: list) -> list:
-        return actors
+    The hooks are attributes, not methods: a reduction sets them to its analyses'
+    bound methods, which the level loops bind and call per state with no delegation
+    in between."""
 
-    def ample_mask(self, s: int, actors: list) -> int:
-        """`ample` as a mask of actor numbers (bit g: `actors[g]`)."""
-        return (1 << len(actors)) - 1
-
-    def movable(self, s: int) -> int:
-        return 0
-
-    def canonical(self, t: int) -> int:
-        return t
-
-    def concretise(self, states: list, steps: list, failing):
-        return states, steps, failing
+    def __init__(self) -> None:
+        self.ample: Callable[[int, list], list] = _every_actor
+        self.ample_mask: Callable[[int, list], int] = _every_actor_mask
+        self.movable: Callable[[int], int] = _none_left_out
+        self.canonical: Callable[[int], int] = _itself
+        self.concretise: Callable[[list, list, CompiledStep | None], tuple[list, list, CompiledStep | None]] = _as_is
 
     #: False when `canonical` is the identity: the engine then skips the call
     canonicalises: bool = False
     #: False when `ample` always returns every actor
     selects: bool = False
+
+
+#: no reduction: the hooks a search without one binds (and, being off, never calls)
+NO_REDUCTION = Reduction()
 
 
 @dataclass(slots=True)
@@ -337,7 +362,7 @@ class Fingerprints:
             return s + 1
         return ((self.a * s) >> self.shift & 0xFFFFFFFFFFFFFFFF) or 1
 
-    def contains(self, s: int) -> bool:
+    def __contains__(self, s: int) -> bool:
         fp = self.fingerprint(s)
         table, mask = self.table, self.size - 1
         i = home_slot(fp, self.spread) if self.exact else fp & mask
@@ -348,6 +373,8 @@ class Fingerprints:
             if x == 0:
                 return False
             i = (i + 1) & mask
+
+    contains = __contains__  # (native._Seen has both names too)
 
     def add(self, s: int) -> bool:
         """Insert state s; False if its fingerprint was already there."""
@@ -435,11 +462,15 @@ class Search:
         self.ends = [(pk.shift[inst.pc_slot], pk.mask(inst.pc_slot), inst.end_pcs) for inst in instances]
         self.invariants = [(inv.packed, inv.property.name) for inv in cm.invariants]
         self.finals = [(fin.packed, fin.property.name) for fin in cm.finals]
+        # the states where `final` conditions are checked (there are none without one)
+        self.at_final: Callable[[int], bool] = cm.final_state_packed or (lambda s: False)
         canonical = reduction.canonical if reduction is not None and reduction.canonicalises else (lambda t: t)
         self.initial: list[int] = list(dict.fromkeys(canonical(cm.pack(s)) for s in cm.program.initial_states))
         # per stored state: its parent's id (NO_PARENT for an initial state) and the step taken
         self.parent = array(WORD)
         self.via = array(STEP)
+        # parallel: the parent links live in the workers, which `steps_to` then asks
+        self.remote_steps_to: Callable[[int], tuple[int, list[int]]] | None = None
         self.seen: set[int] | Fingerprints = Fingerprints(pk.bits) if self.hash_compact else set()
         # the model's own level loop, for the states that need no decision (fastloop.py)
         self.loops = LevelLoopWriter(cm, self.actors) if generate_from is not None else None
@@ -513,7 +544,8 @@ class Search:
         successor that another worker owns is routed to it instead (`Route`)."""
         if self.graph:
             return self._level_graph(frontier, ids, depth, progress)
-        if self.loops is not None and (self.count >= self.generate_from or route is not None) and not (
+        if self.loops is not None and self.generate_from is not None and (
+                self.count >= self.generate_from or route is not None) and not (
                 self.limits.max_depth is not None and depth >= self.limits.max_depth):
             return self._level_generated(frontier, ids, depth, progress, route)
         return self._level_generic(frontier, ids, depth, progress, route)
@@ -534,6 +566,9 @@ class Search:
         again there (`Route.sent`)."""
         self.depth = max(self.depth, depth)
         red = self.reduction
+        hooks = red if red is not None else NO_REDUCTION
+        loops = self.loops
+        assert loops is not None  # (`level` comes here only with the generated loops)
         nxt: list[int] = []
         max_states = self.limits.max_states if self.limits.max_states is not None else 1 << 62
         tick = None
@@ -542,7 +577,7 @@ class Search:
                 progress.tick(count, queued, depth)
         seen = self.seen
         canonical = red is not None and red.canonicalises
-        local_steps = frozenset()
+        local_steps: frozenset[int] = frozenset()
         if route is not None and route.me >= 0 and not canonical:  # symmetry may move any bits
             local_steps = self.local_steps(route.omask)
         j = 0
@@ -555,17 +590,18 @@ class Search:
                 route_all=route is not None and route.me < 0,
                 finals=bool(self.finals), local_steps=local_steps, marks=self.marks is not None,
                 premises=tuple(n for _, n in self.premises))
-            loop = self.loops.loop(shape)
+            loop = loops.loop(shape)
             status, j, count, expanded, transitions, ample_states, hits = loop(
                 frontier, ids, j, self.count, self.expanded, max_states, seen, seen.add, nxt.append,
-                self.parent.append, self.via.append, tick, red.ample_mask if shape.ample else None, self.actors,
-                red.canonical if shape.canonical else None, route)
+                self.parent.append, self.via.append, tick, hooks.ample_mask if shape.ample else None, self.actors,
+                hooks.canonical if shape.canonical else None, route)
             self.count, self.expanded = count, expanded
             self.transitions += transitions
             self.ample_states += ample_states
             del self.parent[count:], self.via[count:]  # an interrupt may leave a half record
             if hits:
                 marks = self.marks
+                assert marks is not None  # (hits are counted only with marks)
                 for k, h in enumerate(hits):
                     if h:
                         marks[k] |= h
@@ -597,6 +633,7 @@ class Search:
         compact = self.hash_compact
         seen = self.seen
         seen_add = seen.add
+        seen_contains = seen.__contains__
         nxt: list[int] = []
         nxt_append = nxt.append
         parent_append = self.parent.append
@@ -664,7 +701,7 @@ class Search:
                             continue
                         if compact:
                             if at_limit:
-                                if not seen.contains(t):
+                                if not seen_contains(t):
                                     self.limit = "max-depth"
                                 continue
                             if not seen_add(t):
@@ -710,6 +747,7 @@ class Search:
         red = self.reduction
         ample = red.ample if red is not None and red.selects else None
         canonical = red.canonical if red is not None and red.canonicalises else None
+        movable = (red if red is not None else NO_REDUCTION).movable  # called only where `ample` left actors out
         gids = self.gids
         index, states = self.index, self.states
         first, dst, step, enabled = self.first, self.dst, self.step, self.enabled
@@ -769,7 +807,7 @@ class Search:
                     self._deadlock(s, i)
                 if chosen is not actors:  # fairness is judged on every actor that could move
                     self.ample_states += 1
-                    can_move |= red.movable(s)
+                    can_move |= movable(s)
                 first.append(len(dst))
                 enabled.append(can_move)
                 self.expanded += 1
@@ -801,7 +839,7 @@ class Search:
         self.premises = [x for x in self.premises if not self.held[x[1]]]
 
     def _check_final(self, s: int, i: int) -> None:
-        if not self.cm.final_state_packed(s):
+        if not self.at_final(s):
             return
         self.final_count += 1
         self._check_predicates(self.finals, s, i, m.PropertyKind.FINAL,
@@ -836,6 +874,8 @@ class Search:
     def steps_to(self, i: int) -> tuple[int, list[int]]:
         """(the initial state's index in `initial`, the step numbers) of the stored path
         to state i: initial states were stored first, in that order."""
+        if self.remote_steps_to is not None:
+            return self.remote_steps_to(i)
         ks = []
         while self.parent[i] != NO_PARENT:
             ks.append(self.via[i])
@@ -857,6 +897,13 @@ class Search:
         return states, steps
 
     # -- the result
+    def collisions(self) -> float:
+        """The bound on a --hash-compact search's collisions: its visited set is
+        Fingerprints (or native.py's C table, which answers the same), never a set."""
+        seen = self.seen
+        assert not isinstance(seen, set)
+        return seen.collision_probability()
+
     def exploration(self, seconds: float, memory: int | None, workers: int = 1, note: str = "",
                     sums: tuple[int, int, int] | None = None) -> Exploration:
         """The result; `sums`: `states_sums` of every stored state, where they are not
@@ -868,7 +915,7 @@ class Search:
                       final_states=self.final_count if self.finals else None, buffer_full_states=self.buffer_full,
                       bytes_per_state=memory / self.count if memory is not None and self.count else None,
                       workers=workers, workers_note=note,
-                      collision_probability=self.seen.collision_probability() if self.hash_compact else None,
+                      collision_probability=self.collisions() if self.hash_compact else None,
                       ample_states=self.ample_states if self.reduction is not None and self.reduction.selects
                       else None)
         result = Exploration(stats)

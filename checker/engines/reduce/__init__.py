@@ -105,6 +105,7 @@ class Plan(Reduction):
 
     def __init__(self, por: PartialOrder | None = None, symmetry: Symmetry | None = None,
                  notes: tuple[str, ...] = ()):
+        super().__init__()
         self.por = por
         self.symmetry = symmetry
         self.notes = notes
@@ -135,7 +136,7 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
     if cm.program.model.memory == "lkmm":  # the machine's views are per CPU: no footprints or permutations for them yet
-        if cm.layout.lkmm is not None and cm.layout.lkmm.lazy:
+        if cm.views is not None and cm.views.lazy:
             notes.append("under lkmm a store propagates to a CPU only where that CPU next reads, fences or holds "
                          "up a store (--no-por: anywhere); no partial-order or symmetry reduction")
         elif por or symmetry == SymmetryMode.ON:

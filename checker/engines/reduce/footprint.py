@@ -42,6 +42,10 @@ def static_value(x: m.TExpr, inst: int | None, fixed: dict | None = None) -> int
     return int(v.value) if isinstance(v, m.Const) else None
 
 
+#: what an access touches: a slot, or ("at", gid, pcs) for a test of where an instance is
+Access = int | tuple[str, int, frozenset[int]]
+
+
 def _fix(x: m.TExpr, fixed: dict) -> m.TExpr:
     if isinstance(x, m.Var) and x.sym in fixed:
         return m.Const(x.span, x.type, fixed[x.sym])
@@ -61,6 +65,9 @@ class Collector:
         self.layout = program.layout
         self.procs = {p.name: p for p in program.processes}
         self.tso = program.model.memory == "tso"
+        self.proc: str | None = None
+        self.reads: set[Access] = set()
+        self.writes: set[Access] = set()
         self.fixed: dict = {}  # (process, instance) -> {symbol: value}: see `_fixed_locals`
 
     def slots(self, sym: m.VarSym, inst: int | None) -> range:
@@ -79,7 +86,7 @@ class Collector:
             return range(inst, inst + 1)
         return range(p.instances)
 
-    def at(self, process: str, k: int, label: str) -> tuple:
+    def at(self, process: str, k: int, label: str) -> tuple[str, int, frozenset[int]]:
         p = self.procs[process]
         return ("at", self.layout.gid_base[process] + k, p.label_pcs.get(label, frozenset()))
 
@@ -87,8 +94,9 @@ class Collector:
         """The slots an array access may touch: one when the index is a constant or is
         computed from `self` and constants only (`fork[(self + 1) % N]`)."""
         t = x.sym.type
+        assert isinstance(t, m.ArrayT)
         full = self.slots(x.sym, inst)
-        k = static_value(x.index, inst, self.fixed.get((getattr(self, "proc", None), inst or 0)))
+        k = static_value(x.index, inst, self.fixed.get((self.proc, inst or 0)))
         if k is None:
             return full
         k -= t.lo
@@ -156,6 +164,7 @@ class Collector:
         return self.layout.task_slot[self._gid(inst)]
 
     def _gid(self, inst: int | None) -> int:
+        assert self.proc is not None  # a step's (a property has no task slot or buffer)
         return self.layout.gid_base[self.proc] + (inst or 0)
 
     def ops(self, ops, inst: int | None, gotos: set):
@@ -198,7 +207,7 @@ class Collector:
         if buf is not None:
             # conservatively: a fence reads the buffer; any access to a location the
             # CPU may buffer goes through (or past) the buffer
-            located = set()
+            located: set[Access] = set()
             for sym in buf.locations:
                 located.update(self.slots(sym, None))
             if st.fence or located & (reads | writes):
@@ -360,7 +369,7 @@ def analyse(program: ir.Program) -> Analysis:
     n_inst = len(layout.instance_names)
     for k, b in enumerate(layout.buffers):
         whole = frozenset(range(b.base, b.base + 2 * b.capacity))
-        located = set()
+        located: set[int] = set()
         for sym in b.locations:
             located.update(col.slots(sym, None))
         key = (n_inst + k, 0)
@@ -427,7 +436,7 @@ def cannot_fail(ops) -> bool:
             continue
         if isinstance(t, m.EnumT) and 0 <= v.value < len(t.members):
             continue
-        if isinstance(t, m.IntT) and t.lo is not None and t.lo <= v.value <= t.hi:
+        if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None and t.lo <= v.value <= t.hi:
             continue
         return False
     return True
@@ -448,6 +457,7 @@ def expr_cannot_fail(x: m.TExpr | None) -> bool:
         return x.index is None or isinstance(x.index, m.Const)
     if isinstance(x, m.Elem):
         t = x.sym.type
+        assert isinstance(t, m.ArrayT)
         return isinstance(x.index, m.Const) and t.lo <= x.index.value <= t.hi
     if isinstance(x, m.Builtin):
         core = lower(x)

@@ -3,10 +3,12 @@ search stores for each orbit."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ... import ir, model as m
-from ...backends.python import AssertionViolation, CompiledFlush, CompiledModel, ModelError, StoreBufferFull
+from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
+                               StoreBufferFull)
 from ...semantics.lower import WaitAdd, Wake, lower
 
 #
@@ -138,10 +140,13 @@ class _SymmetryWalker:
             core = lower(x)
             if isinstance(core, WaitAdd) and self.proc is not None:
                 q = x.args[0]
+                assert isinstance(q, (m.Var, m.Elem))  # a wait queue variable
                 if not (isinstance(q, m.Elem) and self.index_term(q.index) == ("proc", self.proc)):
                     self.u.shared_waits.setdefault(self.proc, set()).add(q.sym)
             if isinstance(core, Wake) and not core.all:
-                self.u.wake_one.add(x.args[0].sym)
+                q = x.args[0]
+                assert isinstance(q, (m.Var, m.Elem))
+                self.u.wake_one.add(q.sym)
         else:
             raise TypeError(f"symmetry: no rule for {type(x).__name__}")
 
@@ -397,6 +402,7 @@ class Symmetry:
             array_queues: list[list[int]] = [[] for _ in range(n)]  # element i of each queue array
             for sym in d.arrays:
                 base = layout.var_base[(sym, None)]
+                assert isinstance(sym.type, m.ArrayT)  # an array indexed by the domain
                 for i in range(n):
                     (array_queues if isinstance(sym.type.elem, m.WaitQueueT) else slots)[i].append(base + i)
             in_arrays = {q for qs in array_queues for q in qs}
@@ -442,7 +448,7 @@ class Symmetry:
         """Packed state t with index j of the domain holding what index order[j] held."""
         return self._permutation(domain, tuple(order))(t)
 
-    def _permutation(self, domain: int, order: tuple) -> object:
+    def _permutation(self, domain: int, order: tuple) -> Callable[[int], int]:
         """One permutation as generated code: every moved field in one expression."""
         fields = self.fields[domain]
         clear = 0
@@ -463,7 +469,8 @@ class Symmetry:
         """The representative of state tuple t."""
         return self.cm.unpack(self.canonical(self.cm.pack(t)))
 
-    def concretise(self, states: list[tuple], steps: list, failing=None) -> tuple[list, list, object]:
+    def concretise(self, states: list[tuple], steps: list,
+                   failing: CompiledStep | None = None) -> tuple[list, list, CompiledStep | None]:
         """A run of the model for a path of representatives, where each step was taken
         from the representative before it: from the concrete state reached so far, the
         same statement in whichever instance leads to the next representative, run again

@@ -42,7 +42,12 @@ def _params(ev: Evaluator, lemma: m.Lemma):
         elif isinstance(t, m.BitVecT):
             out[b.uid] = z3.BitVec(b.name, t.width, ev.ctx)
         else:
-            lo, hi = (t.lo, t.hi) if isinstance(t, m.IntT) else (0, len(t.members) - 1)
+            if isinstance(t, m.IntT):
+                assert t.lo is not None and t.hi is not None  # a parameter ranges over lo..hi
+                lo, hi = t.lo, t.hi
+            else:
+                assert isinstance(t, m.EnumT)
+                lo, hi = 0, len(t.members) - 1
             x = z3.Int(b.name, ev.ctx) if ev.ints else z3.BitVec(b.name, ev.W, ev.ctx)
             out[b.uid] = ev.iv(x, lo, hi)
             domain.append(conj(ev.ctx, x >= lo, x <= hi))
