@@ -150,6 +150,15 @@ class Access:
     address: bool = False  # an array index computed at run time (ordered as smp_rmb: more than the LKMM)
 
     @property
+    def touches(self) -> bool:
+        """The machine does something around this step (Views.footprint): it loads or
+        stores a tracked location, fences, or raises or takes an interrupt."""
+        return bool(self.view_reads or self.rmw or self.writes or self.acquire or self.conditional) or any(
+            (self.rmw_acquire, self.pre_mb, self.post_mb, self.rmb, self.wmb, self.release, self.signals,
+             self.before_atomic, self.rmw_fence, self.after_rmw_fence, self.after_lock_fence, self.rmw_mark,
+             self.lock_mark, self.unlock))
+
+    @property
     def maybe_mb(self) -> bool:
         """An SC fence may run before this step's accesses (always, or by a fence's state)."""
         return self.pre_mb or self.rmw_fence or self.after_rmw_fence or self.after_lock_fence
@@ -209,6 +218,58 @@ class Views:
         """The views step `uid` of process instance `gid` uses in `state` (slot values)."""
         slot, ids = self.places.get((gid, uid), (None, (gid,)))
         return self.cpu(ids[0] if slot is None else ids[state[slot]])
+
+    def lag_fields(self, j: int) -> tuple[int, ...]:
+        """Every lag slot on location j (CPUs' views, the SC view, every message's and
+        every raised interrupt's view): what a store to j shifts."""
+        n = self.bound
+        return (tuple(f for cpu in self.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
+                      if f is not None)
+                + tuple(f for cpu in self.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
+                + (self.gsc[j],) + tuple(other.views[i][j] for other in self.locations for i in range(n))
+                + tuple(other.strong[i][j] for other in self.locations for i in range(n))
+                + tuple(f for sig in self.signals for f in (sig.cur[j], sig.strong[j])))
+
+    def footprint(self, gid: int, uid: int) -> tuple[frozenset[int], frozenset[int]]:
+        """The machine's slots one step of instance gid reads and writes (both forms),
+        beside what its statement reads and writes (engines/reduce/footprint.py): for a
+        step the machine leaves alone (no tracked location, no fence) nothing; otherwise
+        every slot of each CPU it may run on, the history of each location it loads, the
+        SC view when it may fence, and for a store the location's history and every lag on
+        it (a store shifts them all and waits on its readers' views). What the machine's
+        canonical forms rewrite (Machine.normalise, dead views) is not counted: they
+        change no behaviour."""
+        reads: set[int] = set()
+        writes: set[int] = set()
+        _, ids = self.places.get((gid, uid), (None, (gid,)))
+        for acc in self.accesses.get((gid, uid), ()):
+            if acc is None or not acc.touches:
+                continue
+            for v in ids:
+                c = self.cpu(v)
+                if c is not None:
+                    mine = fields_of(c) + tuple(f for f in (c.before_atomic, c.after_rmw, c.after_lock)
+                                                if f is not None)
+                    reads.update(mine)
+                    writes.update(mine)
+            for j in acc.view_reads | acc.rmw | acc.acquire:
+                reads.update(self.history(j))
+            if acc.maybe_mb or acc.post_mb:
+                reads.update(self.gsc)
+                writes.update(self.gsc)
+            for j in acc.writes:
+                writes.update(self.history(j) + self.lag_fields(j))
+                reads.update(self.lag_fields(j))
+            if acc.signals or self.signals:
+                every = {f for sig in self.signals for f in sig.cur + sig.strong}
+                reads.update(every)
+                writes.update(every)
+        return frozenset(reads), frozenset(writes)
+
+    def history(self, j: int) -> tuple[int, ...]:
+        """Location j's older values and every message's views."""
+        loc = self.locations[j]
+        return loc.old + tuple(f for row in loc.views + loc.strong for f in row)
 
     @property
     def none(self) -> int:
@@ -1016,15 +1077,7 @@ class Machine:
         self.prefix = [0] * self.first
         self.decoded: dict[int, tuple[int, ...]] = {}
         self.encoded: dict[tuple[int, ...], int] = {}
-        # per location, every lag field on it (CPUs' views, the SC view, every message's view)
-        self.lags = tuple(
-            tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
-                  if f is not None)
-            + tuple(f for cpu in views.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
-            + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
-            + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
-            + tuple(f for sig in views.signals for f in (sig.cur[j], sig.strong[j]))
-            for j in range(self.n))
+        self.lags = tuple(views.lag_fields(j) for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
         self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
                              for j, loc in enumerate(views.locations))
