@@ -19,6 +19,15 @@ count wherever they sit (`if (xchg(...))`), and so do the wait-queue primitives'
 states. Under tso the flush of each store buffer is an actor of its own, which reads
 and writes that buffer and writes every location the buffer holds, so a CPU's plain
 stores, its loads of what it may have buffered and its fences depend on its flush.
+Under lkmm (memory/lkmm.py) each propagation of one location to one CPU is an actor
+that reads and writes that CPU's view of it, and a step the machine runs adds the
+machine's slots (Views.footprint): its CPU's views, the history of what it loads, the
+SC view when it may fence, every view of a location it stores (a store shifts them
+all). The lazy propagations are enabled by their CPU's and the storers' pcs; that read
+is left out, since only a step the machine leaves alone can be ample on its own and
+it moves its instance from a pc where nothing consults or stores, so it only enables.
+The machine's canonical forms (normalise, dead views) change no behaviour and are
+not counted.
 Two steps of different actors conflict when one writes what the other reads or writes.
 
 In a state, a *cluster* is a set of actors C such that no step of C's instances at
