@@ -114,6 +114,12 @@ class CpuViews:
     unlocked: tuple[int, ...] = ()
     unlocked_acq: tuple[int, ...] = ()
 
+    @property
+    def slots(self) -> tuple[int, ...]:
+        """Every slot of this CPU's views, its fence flags included."""
+        return fields_of(self) + tuple(f for f in (self.before_atomic, self.after_rmw, self.after_lock)
+                                       if f is not None)
+
 
 @dataclass(frozen=True, slots=True)
 class Access:
@@ -248,10 +254,8 @@ class Views:
             for v in ids:
                 c = self.cpu(v)
                 if c is not None:
-                    mine = fields_of(c) + tuple(f for f in (c.before_atomic, c.after_rmw, c.after_lock)
-                                                if f is not None)
-                    reads.update(mine)
-                    writes.update(mine)
+                    reads.update(c.slots)
+                    writes.update(c.slots)
             for j in acc.view_reads | acc.rmw | acc.acquire:
                 reads.update(self.history(j))
             if acc.maybe_mb or acc.post_mb:

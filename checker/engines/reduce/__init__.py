@@ -143,7 +143,9 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
         if por or symmetry != SymmetryMode.OFF:
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
-    if cm.program.model.memory == "lkmm":  # no permutations of the machine's views yet
+    order = None
+    lkmm = cm.program.model.memory == "lkmm"
+    if lkmm:
         if cm.layout.lkmm is None or not cm.layout.lkmm.lazy:
             if por or symmetry == SymmetryMode.ON:
                 notes.append("no reductions under lkmm: the search is over every interleaving")
@@ -153,17 +155,13 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
         why = ("the variant has liveness properties" if liveness else
                "execution contexts share a CPU's views among its thread and handlers"
                if cm.program.model.cpus is not None else "")
-        order = None
         if por and why:
             notes.append(f"no partial-order reduction under lkmm: {why}")
         elif por and cm.instances:
             order = PartialOrder(cm, analyse(cm.program), singletons=False)
             notes.append("partial-order reduction under lkmm: a step the machine leaves alone (no shared "
                          "location, no fence) commutes with every other CPU's steps and every propagation")
-        if symmetry == SymmetryMode.ON:
-            notes.append("no symmetry reduction under lkmm")
-        return Plan(order, None, tuple(notes))
-    order = None
+        por = False  # (decided)
     fair_lines = sorted({fa.span.line for p in cm.program.processes for fa in p.fair_actions})
     if por and liveness and fair_lines:  # the ample-set argument above is made for fairness per process
         notes.append("no partial-order reduction: the variant has liveness properties and `fair` actions (line "
