@@ -114,6 +114,12 @@ class CpuViews:
     unlocked: tuple[int, ...] = ()
     unlocked_acq: tuple[int, ...] = ()
 
+    @property
+    def slots(self) -> tuple[int, ...]:
+        """Every slot of this CPU's views, its fence flags included."""
+        return fields_of(self) + tuple(f for f in (self.before_atomic, self.after_rmw, self.after_lock)
+                                       if f is not None)
+
 
 @dataclass(frozen=True, slots=True)
 class Access:
@@ -149,6 +155,16 @@ class Access:
     unlock: bool = False  # a spin_unlock (UL): its CPU's later lock acquisitions order what precedes it
     fence_gap: bool = False  # a shared access in this step stands between an exact fence and its RMW
     address: bool = False  # an array index computed at run time (ordered as smp_rmb: more than the LKMM)
+
+    @property
+    def touches(self) -> bool:
+        """The machine does something around this step (Views.footprint): it loads or
+        stores a tracked location, fences, or raises or takes an interrupt."""
+        return bool(self.view_reads or self.rmw or self.writes or self.acquire or self.conditional
+                    or self.timer_lock) or any(
+            (self.rmw_acquire, self.pre_mb, self.post_mb, self.rmb, self.wmb, self.release, self.signals,
+             self.before_atomic, self.rmw_fence, self.after_rmw_fence, self.after_lock_fence, self.rmw_mark,
+             self.lock_mark, self.unlock))
 
     @property
     def maybe_mb(self) -> bool:
@@ -210,6 +226,9 @@ class Views:
     places: dict = field(default_factory=dict)
     signals: tuple[Signal, ...] = ()
     guest: dict = field(default_factory=dict)  # CPU view id -> its `guest_mode` slot (a VM exit takes the interrupt)
+    # gid -> (its pc slot, per pc the view slots of each CPU (by view id) that its steps
+    # from that pc on may still read: `_liveness`); lazily, the others are canonical
+    live: dict = field(default_factory=dict)
 
     def cpu(self, gid: int) -> CpuViews | None:
         """The views with id `gid`: a process instance's own, or with `cpus` a CPU's."""
@@ -219,6 +238,57 @@ class Views:
         """The views step `uid` of process instance `gid` uses in `state` (slot values)."""
         slot, ids = self.places.get((gid, uid), (None, (gid,)))
         return self.cpu(ids[0] if slot is None else ids[state[slot]])
+
+    def lag_fields(self, j: int) -> tuple[int, ...]:
+        """Every lag slot on location j (CPUs' views, the SC view, every message's and
+        every raised interrupt's view): what a store to j shifts."""
+        n = self.bound
+        return (tuple(f for cpu in self.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
+                      if f is not None)
+                + tuple(f for cpu in self.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
+                + (self.gsc[j],) + tuple(other.views[i][j] for other in self.locations for i in range(n))
+                + tuple(other.strong[i][j] for other in self.locations for i in range(n))
+                + tuple(f for sig in self.signals for f in (sig.cur[j], sig.strong[j]))
+                + tuple(sig.done[j] for sig in self.signals if sig.done))
+
+    def footprint(self, gid: int, uid: int) -> tuple[frozenset[int], frozenset[int]]:
+        """The machine's slots one step of instance gid reads and writes (both forms),
+        beside what its statement reads and writes (engines/reduce/footprint.py): for a
+        step the machine leaves alone (no tracked location, no fence) nothing; otherwise
+        every slot of each CPU it may run on, the history of each location it loads, the
+        SC view when it may fence, and for a store the location's history and every lag on
+        it (a store shifts them all and waits on its readers' views). What the machine's
+        canonical forms rewrite (Machine.normalise, dead views) is not counted: they
+        change no behaviour."""
+        reads: set[int] = set()
+        writes: set[int] = set()
+        _, ids = self.places.get((gid, uid), (None, (gid,)))
+        for acc in self.accesses.get((gid, uid), ()):
+            if acc is None or not acc.touches:
+                continue
+            for v in ids:
+                c = self.cpu(v)
+                if c is not None:
+                    reads.update(c.slots)
+                    writes.update(c.slots)
+            for j in acc.view_reads | acc.rmw | acc.acquire:
+                reads.update(self.history(j))
+            if acc.maybe_mb or acc.post_mb:
+                reads.update(self.gsc)
+                writes.update(self.gsc)
+            for j in acc.writes:
+                writes.update(self.history(j) + self.lag_fields(j))
+                reads.update(self.lag_fields(j))
+            if acc.signals or self.signals:
+                every = {f for sig in self.signals for f in sig.cur + sig.strong + sig.done}
+                reads.update(every)
+                writes.update(every)
+        return frozenset(reads), frozenset(writes)
+
+    def history(self, j: int) -> tuple[int, ...]:
+        """Location j's older values and every message's views."""
+        loc = self.locations[j]
+        return loc.old + tuple(f for row in loc.views + loc.strong for f in row)
 
     @property
     def none(self) -> int:
@@ -627,10 +697,106 @@ def extend(program: Program, lazy: bool = True) -> Program:
         here = [c for c in cpus if c.gid in places[key][1]]
         got = tuple(None if an is None else _access(an, index, here) for an in (a, fail))
         accesses[key] = tuple(x if x is None or not x.flags & flags else replace(x, signals=True) for x in got)
-    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy,
-                  {key: place for key, place in places.items() if key in per_step}, tuple(signals), guest)
+    kept = {key: place for key, place in places.items() if key in per_step}
+    live = _liveness(program, tuple(cpus), accesses, kept, tuple(signals)) if lazy else {}
+    views = Views(bound, tuple(locations), tuple(cpus), gsc, accesses, lazy, kept, tuple(signals), guest, live)
     new_layout = replace(layout, slots=tuple(slots), lkmm=views)
     return replace(program, layout=new_layout, init_choices=tuple(choices))
+
+
+def fields_of(c: CpuViews) -> tuple[int, ...]:
+    """A CPU's view slots that `_liveness` tracks (its fence flags are always kept)."""
+    return c.cur + c.acq + c.rel + tuple(f for f in c.own if f is not None) + c.strong + c.unlocked + c.unlocked_acq
+
+
+def _uses(c: CpuViews, acc: Access, definite: bool, signalled: bool) -> tuple[frozenset[int], frozenset[int]]:
+    """(used, killed): the slots of c's views one form of a step on c may read (Machine.step,
+    all of them counted as read before any is written) and those it surely overwrites
+    whatever they held (only when the step surely runs on c: `definite`). A join into a
+    view (acquire, observe, propagate) reads the old value only for the joined result,
+    so it passes liveness through."""
+    used: set[int] = set()
+    if acc.maybe_mb or acc.post_mb:  # mb: acq and cur joined, cur published to the SC view and rel
+        used.update(c.cur + c.acq)
+    if acc.rmb:
+        used.update(c.acq)
+    if acc.wmb:
+        used.update(f for f in c.own if f is not None)
+    if acc.lock_mark:
+        used.update(c.unlocked + c.unlocked_acq)
+    used.update(c.cur[j] for j in acc.view_reads | acc.acquire)
+    if acc.writes:  # a store publishes cur (release) or rel, and strong
+        used.update(c.cur if acc.release else c.rel)
+        used.update(c.strong)
+    if acc.unlock:
+        used.update(c.cur + c.acq)
+    if signalled:  # raising an interrupt publishes cur and strong, a returning callback its stores
+        used.update(c.cur + c.strong + tuple(f for f in c.own if f is not None))
+    killed: set[int] = set()
+    if definite:
+        if acc.pre_mb or acc.post_mb:
+            killed.update(c.rel)
+        killed.update(c.cur[j] for j in acc.rmw)
+        if acc.unlock:
+            killed.update(c.unlocked + c.unlocked_acq)
+    return frozenset(used), frozenset(killed - used)
+
+
+def _liveness(program: Program, cpus: tuple[CpuViews, ...], accesses: dict, places: dict,
+              signals: tuple[Signal, ...]) -> dict:
+    """Views.live: for each instance whose steps use some CPU's views, per pc, the view
+    slots of each such CPU that a step from that pc on may read before one of its own
+    steps overwrites them (a backward dataflow over the instance's control flow, loops
+    to a fixpoint). A slot no instance may read so is dead: no step, propagation or
+    store can tell its value, so the machine keeps it canonical (Machine.save), and a
+    CPU that never reads a location again stops receiving its propagations."""
+    layout = program.layout
+    by_gid = {c.gid: c for c in cpus}
+    out: dict = {}
+    for p in program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            per_cpu: dict[int, dict[int, tuple[frozenset[int], frozenset[int]]]] = {}  # cpu -> uid -> (use, kill)
+            for st in p.steps:
+                key = (gid, st.uid)
+                if key not in accesses:
+                    continue
+                slot, ids = places.get(key, (None, (gid,)))
+                acc, fail = accesses[key]
+                for v in ids:
+                    c = by_gid.get(v)
+                    if c is None:
+                        continue
+                    signalled = any(sig.taker == gid or sig.flags & acc.flags
+                                    or m.GUEST_MODE in acc.flags and sig.cpu in ids for sig in signals)
+                    forms = [_uses(c, a, slot is None and len(ids) == 1, signalled) for a in (acc, fail)
+                             if a is not None]
+                    use = frozenset().union(*(u for u, _ in forms))
+                    kill = frozenset.intersection(*(k for _, k in forms)) - use
+                    per_cpu.setdefault(v, {})[st.uid] = (use, kill)
+            if not per_cpu:
+                continue
+            succ = {st.uid: {op.pc for op in walk_ops(st.body) if isinstance(op, OGoto)} for st in p.steps}
+            n = len(p.steps_at)
+            table: list[dict[int, frozenset[int]]] = [{} for _ in range(n)]
+            for v, steps in per_cpu.items():
+                live = [frozenset[int]()] * n
+                changed = True
+                while changed:
+                    changed = False
+                    for pc in reversed(range(n)):
+                        got: set[int] = set()
+                        for st in p.steps_at[pc]:
+                            use, kill = steps.get(st.uid, (frozenset(), frozenset()))
+                            after = set().union(*(live[t] for t in succ[st.uid] or {pc}))
+                            got |= use | (after - kill)
+                        if got != live[pc]:
+                            live[pc] = frozenset(got)
+                            changed = True
+                for pc in range(n):
+                    table[pc][v] = live[pc]
+            out[gid] = (layout.pc_base[p.name] + i, tuple(table))
+    return out
 
 
 def _places(program: Program) -> dict:
@@ -950,20 +1116,19 @@ class Machine:
         self.prefix = [0] * self.first
         self.decoded: dict[int, tuple[int, ...]] = {}
         self.encoded: dict[tuple[int, ...], int] = {}
-        # per location, every lag field on it (CPUs' views, the SC view, every message's view)
-        self.lags = tuple(
-            tuple(f for cpu in views.cpus for f in (cpu.cur[j], cpu.acq[j], cpu.rel[j], cpu.own[j], cpu.strong[j])
-                  if f is not None)
-            + tuple(f for cpu in views.cpus if cpu.unlocked for f in (cpu.unlocked[j], cpu.unlocked_acq[j]))
-            + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
-            + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
-            + tuple(f for sig in views.signals for f in (sig.cur[j], sig.strong[j]))
-            + tuple(sig.done[j] for sig in views.signals if sig.done)
-            for j in range(self.n))
+        self.lags = tuple(views.lag_fields(j) for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
         self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
                              for j, loc in enumerate(views.locations))
         self.constraints = tuple(tuple(f for f in self.lags[j] if f not in self.reading[j]) for j in range(self.n))
+        # dead view slots (Views.live), by the instances' pcs, which are neighbouring bit fields
+        self.users = tuple((packing.shift[slot], packing.mask(slot), packing.lo[slot], table)
+                           for slot, table in views.live.values())
+        self.tracked = tuple((c.gid, fields_of(c), frozenset(c.cur)) for c in views.cpus) if views.lazy else ()
+        pcs = sorted(slot for slot, _ in views.live.values())
+        self.pc_shift = packing.shift[pcs[0]] if pcs else 0
+        self.pc_mask = (1 << (packing.shift[pcs[-1]] + packing.width[pcs[-1]] - self.pc_shift)) - 1 if pcs else 0
+        self.dead: dict[int, tuple[tuple[int, int], ...]] = {}
 
     def load(self, s: int) -> list:
         """The machine's slots and the tracked memory of packed state s, by slot number
@@ -982,6 +1147,14 @@ class Machine:
     def save(self, s: int, t: list) -> int:
         """Packed state s with the tracked memory taken from t and the machine's slots
         from t normalised (normalise reads and writes the machine's slots only)."""
+        key = s >> self.pc_shift & self.pc_mask
+        dead = self.dead.get(key)
+        if dead is None:
+            if len(self.dead) >= _MEMO:
+                self.dead.clear()
+            dead = self.dead[key] = self.dead_at(s)
+        for f, x in dead:
+            t[f] = x
         s &= self.low
         for k, sh, mk, lo in self.memory_fields:
             s = s & ~(mk << sh) | (t[k] - lo) << sh
@@ -996,6 +1169,18 @@ class Machine:
                 hi |= (x - lo) << sh
             self.encoded[mine] = hi
         return s | hi << self.base
+
+    def dead_at(self, s: int) -> tuple[tuple[int, int], ...]:
+        """(slot, canonical value) of every view slot no instance may read again from its
+        pc in s (Views.live): a current view reads the newest store (0), which no store
+        waits for and no propagation moves; any other says "no constraint"."""
+        live: dict[int, set[int]] = {}
+        for sh, mk, lo, table in self.users:
+            for v, slots in table[(s >> sh & mk) + lo].items():
+                live.setdefault(v, set()).update(slots)
+        none = self.none
+        return tuple((f, 0 if f in cur else none) for v, fields, cur in self.tracked
+                     for f in fields if f not in live.get(v, ()))
 
     # -- views
     def join_into(self, t: list, dst: tuple[int, ...], src: tuple[int, ...]):

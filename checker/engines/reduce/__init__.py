@@ -19,6 +19,15 @@ count wherever they sit (`if (xchg(...))`), and so do the wait-queue primitives'
 states. Under tso the flush of each store buffer is an actor of its own, which reads
 and writes that buffer and writes every location the buffer holds, so a CPU's plain
 stores, its loads of what it may have buffered and its fences depend on its flush.
+Under lkmm (memory/lkmm.py) each propagation of one location to one CPU is an actor
+that reads and writes that CPU's view of it, and a step the machine runs adds the
+machine's slots (Views.footprint): its CPU's views, the history of what it loads, the
+SC view when it may fence, every view of a location it stores (a store shifts them
+all). The lazy propagations are enabled by their CPU's and the storers' pcs; that read
+is left out, since only a step the machine leaves alone can be ample on its own and
+it moves its instance from a pc where nothing consults or stores, so it only enables.
+The machine's canonical forms (normalise, dead views) change no behaviour and are
+not counted.
 Two steps of different actors conflict when one writes what the other reads or writes.
 
 In a state, a *cluster* is a set of actors C such that no step of C's instances at
@@ -135,14 +144,25 @@ def plan(cm: CompiledModel, por: bool = True, symmetry: str = SymmetryMode.AUTO,
         if por or symmetry != SymmetryMode.OFF:
             notes.append("no reductions: --dot-graph draws the whole state graph")
         return Plan(notes=tuple(notes))
-    if cm.program.model.memory == "lkmm":  # the machine's views are per CPU: no footprints or permutations for them yet
-        if cm.views is not None and cm.views.lazy:
-            notes.append("under lkmm a store propagates to a CPU only where that CPU next reads, fences or holds "
-                         "up a store (--no-por: anywhere); no partial-order or symmetry reduction")
-        elif por or symmetry == SymmetryMode.ON:
-            notes.append("no reductions under lkmm: the search is over every interleaving")
-        return Plan(notes=tuple(notes))
     order = None
+    lkmm = cm.program.model.memory == "lkmm"
+    if lkmm:
+        if cm.views is None or not cm.views.lazy:
+            if por or symmetry == SymmetryMode.ON:
+                notes.append("no reductions under lkmm: the search is over every interleaving")
+            return Plan(notes=tuple(notes))
+        notes.append("under lkmm a store propagates to a CPU only where that CPU next reads, fences or holds "
+                     "up a store, and views no step reads again are kept canonical (--no-por: neither)")
+        why = ("the variant has liveness properties" if liveness else
+               "execution contexts share a CPU's views among its thread and handlers"
+               if cm.program.model.cpus is not None else "")
+        if por and why:
+            notes.append(f"no partial-order reduction under lkmm: {why}")
+        elif por and cm.instances:
+            order = PartialOrder(cm, analyse(cm.program), singletons=False)
+            notes.append("partial-order reduction under lkmm: a step the machine leaves alone (no shared "
+                         "location, no fence) commutes with every other CPU's steps and every propagation")
+        por = False  # (decided)
     fair_lines = sorted({fa.span.line for p in cm.program.processes for fa in p.fair_actions})
     if por and liveness and fair_lines:  # the ample-set argument above is made for fairness per process
         notes.append("no partial-order reduction: the variant has liveness properties and `fair` actions (line "

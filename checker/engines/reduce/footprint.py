@@ -203,6 +203,13 @@ class Collector:
         self.ops(st.body, inst, gotos)
         reads, writes = self.reads, self.writes
         always = st.guard is None and st.kind is not ir.StepKind.SCHEDULE
+        views = self.layout.lkmm
+        if views is not None:  # lkmm: the machine's slots too (a store may wait for a full history)
+            more_reads, more_writes = views.footprint(self._gid(inst), st.uid)
+            if more_reads or more_writes:
+                reads |= more_reads
+                writes |= more_writes
+                always = False
         buf = self.layout.buffer_of(self._gid(inst)) if self.tso else None
         if buf is not None:
             # conservatively: a fence reads the buffer; any access to a location the
@@ -376,6 +383,23 @@ def analyse(program: ir.Program) -> Analysis:
         an.footprints[key] = (Footprint(whole, whole | located),)
         an.closes_loop[key] = False  # flushes only shrink the buffer: they close no loop
         an.always_enabled[key] = an.proceeds[key] = False
+    views = layout.lkmm
+    if views is not None:
+        # lkmm: one actor per (CPU, location it reads), in compile's order: it moves that
+        # view. Lazily it is enabled only where a step of the CPU consults the view or a
+        # store waits for it; those reads of pcs are not in its footprint, because a step
+        # the machine leaves alone (the only kind an ample set of one instance can hold)
+        # moves its instance from a pc where no step consults or stores anything: it can
+        # enable a propagation, never disable one or change what it does.
+        k = 0
+        for j, loc in enumerate(views.locations):
+            for r in loc.readers:
+                cur = views.cpu(r).cur[j]
+                key = (n_inst + len(layout.buffers) + k, 0)
+                an.footprints[key] = (Footprint(frozenset({cur}), frozenset({cur})),)
+                an.closes_loop[key] = False  # a propagation only makes a view newer: it closes no loop
+                an.always_enabled[key] = an.proceeds[key] = False
+                k += 1
     actors: dict = {}  # gid -> (reads, writes) over all its steps
     for (gid, _pc), fps in an.footprints.items():
         r, w = actors.setdefault(gid, (set(), set()))

@@ -26,7 +26,9 @@ from ...semantics.lower import WaitAdd, Wake, lower
 #     `inc[0]@end && inc[1]@end`);
 #   - the domain's processes never wait on a shared queue that swake_up_one wakes (it
 #     wakes the lowest-numbered waiter); elements of an array start alike;
-#   - under tso, nothing of the domain goes through a store buffer by address.
+#   - under tso, nothing of the domain goes through a store buffer by address;
+#   - under lkmm, the domain has no data arrays (each element would be a location with
+#     a history and views of its own); an index's CPU views are its belongings.
 # Liveness properties turn symmetry off: fairness is per instance, and the quotient
 # graph does not record which instance moved.
 
@@ -276,6 +278,8 @@ def _check_domain(program, uses: _Uses, members, pnames, procs, syms) -> Domain:
             for sym in arrays:
                 if sym in stored:
                     raise _Asymmetric(f"under tso, stores to {sym.name} go through store buffers by address")
+    if program.model.memory == "lkmm" and arrays:
+        raise _Asymmetric(f"under lkmm, each element of {arrays[0].name} has a history and views of its own")
     domain = Domain(n, tuple(pnames), tuple(sorted(arrays, key=lambda s: s.name)))
     fixed_props = set()
     for node in members:
@@ -399,6 +403,9 @@ class Symmetry:
                     buf = layout.buffer_of(gid)
                     if buf is not None:
                         slots[i].extend(range(buf.base, buf.base + 2 * buf.capacity))
+                    cpu = layout.lkmm.cpu(gid) if layout.lkmm is not None else None
+                    if cpu is not None:  # lkmm: the instance's views (in the same order for every index)
+                        slots[i].extend(cpu.slots)
             array_queues: list[list[int]] = [[] for _ in range(n)]  # element i of each queue array
             for sym in d.arrays:
                 base = layout.var_base[(sym, None)]
