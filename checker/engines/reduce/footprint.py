@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ... import ir, model as m
+from ...backends.python import views_of
 from ...semantics.contexts import SCHED_IN
 from ...semantics.fold import simplify
 from ...semantics.primitives import BUILTINS, Arg
@@ -203,7 +204,7 @@ class Collector:
         self.ops(st.body, inst, gotos)
         reads, writes = self.reads, self.writes
         always = st.guard is None and st.kind is not ir.StepKind.SCHEDULE
-        views = self.layout.lkmm
+        views = views_of(self.layout)
         if views is not None:  # lkmm: the machine's slots too (a store may wait for a full history)
             more_reads, more_writes = views.footprint(self._gid(inst), st.uid)
             if more_reads or more_writes:
@@ -383,7 +384,7 @@ def analyse(program: ir.Program) -> Analysis:
         an.footprints[key] = (Footprint(whole, whole | located),)
         an.closes_loop[key] = False  # flushes only shrink the buffer: they close no loop
         an.always_enabled[key] = an.proceeds[key] = False
-    views = layout.lkmm
+    views = views_of(layout)
     if views is not None:
         # lkmm: one actor per (CPU, location it reads), in compile's order: it moves that
         # view. Lazily it is enabled only where a step of the CPU consults the view or a
@@ -393,8 +394,10 @@ def analyse(program: ir.Program) -> Analysis:
         # enable a propagation, never disable one or change what it does.
         k = 0
         for j, loc in enumerate(views.locations):
-            for r in loc.readers:
-                cur = views.cpu(r).cur[j]
+            for reader in loc.readers:
+                cpu = views.cpu(reader)
+                assert cpu is not None  # a location's readers are CPUs of the machine
+                cur = cpu.cur[j]
                 key = (n_inst + len(layout.buffers) + k, 0)
                 an.footprints[key] = (Footprint(frozenset({cur}), frozenset({cur})),)
                 an.closes_loop[key] = False  # a propagation only makes a view newer: it closes no loop

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ... import ir, model as m
-from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
+from ...backends.python import (views_of, AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                StoreBufferFull)
 from ...semantics.lower import WaitAdd, Wake, lower
 
@@ -403,7 +403,8 @@ class Symmetry:
                     buf = layout.buffer_of(gid)
                     if buf is not None:
                         slots[i].extend(range(buf.base, buf.base + 2 * buf.capacity))
-                    cpu = layout.lkmm.cpu(gid) if layout.lkmm is not None else None
+                    views = views_of(layout)
+                    cpu = views.cpu(gid) if views is not None else None
                     if cpu is not None:  # lkmm: the instance's views (in the same order for every index)
                         slots[i].extend(cpu.slots)
             array_queues: list[list[int]] = [[] for _ in range(n)]  # element i of each queue array
