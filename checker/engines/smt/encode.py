@@ -34,14 +34,15 @@ from typing import Any
 import z3
 
 from ... import model as m
-from ...backends.python import CompiledInstance, CompiledModel, CompiledStep
+from ...backends.python import CompiledFlush, CompiledInstance, CompiledModel, CompiledStep
 from ...base.errors import NOWHERE, Span, SpecError
 from ...semantics.lower import Spelling
-from ...ir import (Program, StateLayout, OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
+from ...ir import (Program, SlotKind, StateLayout, StoreBuffer, OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                    StepKind, walk_ops)
 from .solver import new_solver
 from .terms import conj as _and, disj as _or, negate as _not
 
+FLUSH_PCS = frozenset({0})  # a flush has one place (rounds: Encoding.turn_formula)
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
 MAX_WIDTH = 512
 MODEL_ERROR = "model error"  # the pseudo-property: some step or invariant raises ModelError
@@ -81,10 +82,28 @@ def kind(t: m.Type) -> str:
     return "int"
 
 
-def slot_interval(layout, slot: int) -> tuple[int, int]:
+def buffered_slots(layout: StateLayout, b: StoreBuffer) -> list[int]:
+    """The memory slots a store buffer's entries may name: those of the globals its CPU
+    stores plainly (every element of an array)."""
+    names = {sym.name for sym in b.locations}
+    return [j for j, sl in enumerate(layout.slots)
+            if sl.kind is SlotKind.VAR and sl.process is None and sl.var in names]
+
+
+def stored_interval(layout: StateLayout, slot: int) -> tuple[int, int]:
+    """The values a slot holds, as integers (an unsigned slot's too)."""
+    t = layout.slots[slot].type
+    return (0, t.mask) if isinstance(t, m.BitVecT) else slot_interval(layout, slot)
+
+
+def slot_interval(layout: StateLayout, slot: int) -> tuple[int, int]:
     """The values a non-unsigned slot holds in every reachable state."""
     sl = layout.slots[slot]
     t = sl.type
+    if sl.kind is SlotKind.BUFFER and sl.element is not None and sl.element % 2:  # an entry's value
+        b = next(b for b in layout.buffers if b.name == sl.var)
+        los, his = zip(*(stored_interval(layout, j) for j in buffered_slots(layout, b)))
+        return min(0, *los), max(0, *his)  # an empty entry holds 0
     if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None:
         return t.lo, t.hi
     if isinstance(t, m.BoolT):
@@ -143,7 +162,8 @@ class Evaluator:
         self.instance = proc
         self.proc = proc.process if proc is not None else None  # what lower.Writer reads
         self.inst = proc.instance if proc is not None else None
-        self.direct = False  # lower.Writer: inside a locked primitive (tso)
+        self.direct = False  # lower.Writer: inside a locked primitive or atomic fence (tso): memory
+        self.buffer: StoreBuffer | None = None  # tso: the store buffer of the CPU whose step this is
         self.spelling = _Z3Spelling(self)
         self.bound = dict(bound or {})
         self.g = self.T
@@ -255,8 +275,24 @@ class Evaluator:
 
 
     # -- the state
-    def load(self, slot: int, t: m.Type):
+    def buffered(self, target: m.TExpr) -> StoreBuffer | None:
+        """python.Compiler.buffered: the store buffer a plain access to `target` goes
+        through (tso), decided where the access is written."""
+        b = self.buffer
+        return b if b is not None and not self.direct and b.holds(target) else None
+
+    def from_buffer(self, raw: Any, slot: int) -> Any:
+        """An entry's value (a W-bit integer) in memory slot `slot`'s sort."""
+        st = self.layout.slots[slot].type
+        return z3.Extract(st.width - 1, 0, raw) if isinstance(st, m.BitVecT) else raw
+
+    def load(self, slot: int, t: m.Type, buf: StoreBuffer | None = None) -> Any:
+        """A slot's value as type `t`; through `buf`, the newest entry for the slot, else memory."""
         raw = self.env[slot]
+        if buf is not None:
+            for k in range(buf.capacity):  # oldest first, so that the newest ends up outermost
+                at, val = buf.entry(k)
+                raw = _ite(self.env[at] == slot + 1, self.from_buffer(self.env[val], slot), raw)
         k = kind(t)
         if k == "bool":
             return raw != 0
@@ -279,9 +315,9 @@ class Evaluator:
             if not z3.is_false(cond):
                 self.env[slot] = _ite(cond, raw_of(slot), self.env[slot])
 
-    def select(self, cands, t: m.Type):
+    def select(self, cands, t: m.Type, buf: StoreBuffer | None = None):
         """Read through candidate slots (an array element at a dynamic index)."""
-        vals = [(c, self.load(s, t)) for s, c in cands]
+        vals = [(c, self.load(s, t, buf)) for s, c in cands]
         c0, acc = vals[-1]
         for c, v in reversed(vals[:-1]):
             if kind(t) == "int":
@@ -344,6 +380,7 @@ class Evaluator:
                 c = self.const_iv(x.value)
             return lambda g: c
         if isinstance(x, (m.Var, m.Elem)):
+            buf = self.buffered(x)
             if isinstance(x, m.Elem) and not isinstance(x.index, m.Const) and not (
                     isinstance(x.index, m.SelfE) and self.inst is not None):
                 di = self.ev(x.index)
@@ -352,10 +389,10 @@ class Evaluator:
                 def read_dyn(g, x=x, di=di, at=at):
                     idx = self.as_int(di(g), x.index.type)
                     self.error(_and(self.ctx, g, self.out_of(idx, at.lo, at.hi)))
-                    return self.select(self.candidates(x, idx), t)
+                    return self.select(self.candidates(x, idx), t, buf)
                 return read_dyn
             cands = self.candidates(x, None)
-            return lambda g: self.load(cands[0][0], t)
+            return lambda g: self.load(cands[0][0], t, buf)
         if isinstance(x, m.LocalOf):
             return self._local_of(x)
         if isinstance(x, m.SelfE):
@@ -629,7 +666,29 @@ class Evaluator:
         elif isinstance(t, m.BitsetT) and vtype != t:
             iv = self.as_int(val, vtype)
             self.error(_and(self.ctx, self.g, self.out_of(iv, 0, (1 << t.size) - 1)))
-        self.write(cands, lambda s: self.raw(val, vtype, s))
+        buf = self.buffered(target)
+        if buf is None:
+            self.write(cands, lambda s: self.raw(val, vtype, s))
+            return
+        # tso: (address, value) into the first empty entry; memory keeps the old value
+        # until a flush; with every entry in use the step waits (python.StoreBufferFull)
+        st = self.layout.slots[cands[0][0]].type
+        if isinstance(st, m.BitVecT):
+            self.need(0, st.mask)
+            value = z3.ZeroExt(self.W - st.width, self.as_bv(val, vtype, st.width))
+        else:
+            value = self.as_int(val, vtype).t
+        address = self.bv_const(cands[-1][0] + 1, self.W)
+        for slot, c in reversed(cands[:-1]):
+            address = _ite(c, self.bv_const(slot + 1, self.W), address)
+        taken = self.F
+        for k in range(buf.capacity):
+            at, v = buf.entry(k)
+            free = _and(self.ctx, _not(taken), self.env[at] == 0)
+            self.write([(at, free)], lambda s: address)
+            self.write([(v, free)], lambda s: value)
+            taken = _or(self.ctx, taken, free)
+        self.g = _and(self.ctx, self.g, taken)
 
     # -- operations
     def run(self, ops) -> None:
@@ -950,8 +1009,8 @@ class Transition:
     """One step of one process instance, over the encoding's `cur` state."""
 
     index: int  # the value of the step selector
-    step: CompiledStep
-    instance: CompiledInstance
+    step: CompiledStep | CompiledFlush  # tso: a flush of one store buffer is a step of its own
+    instance: CompiledInstance | None  # None: a flush (the memory system's step)
     pcs: frozenset[int]
     moved: object  # it returns a successor or fails an assert (explicit: "moved")
     err: object  # it raises ModelError (in its guard or body)
@@ -960,6 +1019,11 @@ class Transition:
     updates: dict[int, object]  # slot -> next value, where it may differ from cur
     overflow: Any
     index_in_turn: int = 0  # the value of its instance's turn selector (rounds)
+
+    @property
+    def gid(self) -> int:
+        """Its actor: the instance, or a flush's own gid (after the instances)."""
+        return self.step.gid
 
 
 @dataclass(frozen=True, slots=True)
@@ -1018,8 +1082,8 @@ class Encoding:
         self.ctx = z3.Context()
         self.T, self.F = z3.BoolVal(True, self.ctx), z3.BoolVal(False, self.ctx)
         model = self.cm.program.model
-        if model.memory != "sc":
-            raise SpecError(NOWHERE, f"the Z3 engines support only sequential consistency; "
+        if model.memory == "lkmm":
+            raise SpecError(NOWHERE, f"the Z3 engines encode sequential consistency and x86-TSO; "
                             f"{model.file} is checked under memory model {model.memory}",
                             "check it with the explicit engine (the default)", "TR510")
         self.program = self.cm.program
@@ -1061,22 +1125,31 @@ class Encoding:
                 for cs in steps:
                     entries.setdefault((inst.gid, cs.step.uid), (inst, cs, set()))[2].add(pc)
         self.transitions = []
+        tso = self.program.model.memory == "tso"
         for i, (inst, cs, pcs) in enumerate(entries.values()):
             ev = Evaluator(self, width, list(self.cur), inst)
             pc_val = self.cur[inst.pc_slot]
             ev.g = _or(self.ctx, *[pc_val == p for p in sorted(pcs)])
+            ev.buffer = self.layout.buffer_of(inst.gid) if tso else None
+            if ev.buffer is not None and cs.step.fence:  # a fence waits until its CPU's buffer is empty
+                ev.g = _and(self.ctx, ev.g, self.cur[ev.buffer.base] == 0)
             if cs.step.kind is StepKind.SCHEDULE:
                 ev.g = _and(self.ctx, ev.g, self.cur[self.layout.task_slot[inst.gid]] == 0)
             if cs.step.guard is not None:
                 ev.g = _and(self.ctx, ev.g, ev.now(cs.step.guard))
+            # a locked `atomic` block is one LOCK-prefixed instruction: memory, not the buffer
+            ev.direct = cs.step.kind is StepKind.ATOMIC and cs.step.fence
             ev.run(cs.step.body)
+            ev.direct = False
             needed = max(needed, ev.needed)
             fails = {p: _or(self.ctx, *c) for p, c in ev.fails.items()}
             done = _or(self.ctx, *ev.dones)
             updates = {j: t for j, t in enumerate(ev.env) if not t.eq(self.cur[j])}
             self.transitions.append(Transition(i, cs, inst, frozenset(pcs), _or(self.ctx, done, *fails.values()),
                                                _or(self.ctx, *ev.errs), done, fails, updates, _or(self.ctx, *ev.overflow),
-                                               sum(tr.instance.gid == inst.gid for tr in self.transitions)))
+                                               sum(tr.gid == inst.gid for tr in self.transitions)))
+        for cf in self.cm.flushes:
+            self.transitions.append(self._flush(len(self.transitions), cf, width))
         n = max(1, len(self.transitions))
         self.sel = z3.BitVec("step", max(1, (n - 1).bit_length()), self.ctx)
         # T(cur, nxt, sel): the selected step completes and gives nxt
@@ -1100,7 +1173,7 @@ class Encoding:
         final_state = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
                                       for inst in self.cm.instances],
                            *[_and(self.ctx, _not(tr.moved), _not(tr.err)) for tr in self.transitions
-                             if tr.step.step.kind is not StepKind.STUTTER])
+                             if not (isinstance(tr.step, CompiledStep) and tr.step.step.kind is StepKind.STUTTER)])
         for prop in self.program.properties:
             if prop.kind is m.PropertyKind.INVARIANT:
                 ev = Evaluator(self, width, list(self.cur))
@@ -1128,8 +1201,43 @@ class Encoding:
         self.properties.append(SafetyProperty(MODEL_ERROR, MODEL_ERROR,
                                               _or(self.ctx, *inv_errs, *[tr.err for tr in self.transitions])))
         self.init = _and(self.ctx, *[self._member(j, c) for j, c in enumerate(self.program.init_choices)])
-        self.domain = _and(self.ctx, *[self._in_domain(j) for j in range(len(self.layout.slots))])
+        self.domain = _and(self.ctx, *[self._in_domain(j) for j in range(len(self.layout.slots))],
+                           self._buffers_well_formed())
         return needed
+
+    def _flush(self, index: int, cf: CompiledFlush, width: int) -> Transition:
+        """python.Compiler.flush_function: the oldest entry of a CPU's store buffer
+        reaches memory, the others move up, the last becomes (0, 0)."""
+        b = cf.buffer
+        cur = self.cur
+        first, value = b.entry(0)
+        g = cur[first] != 0
+        updates: dict[int, Any] = {}
+        for j in buffered_slots(self.layout, b):
+            st = self.layout.slots[j].type
+            raw = z3.Extract(st.width - 1, 0, cur[value]) if isinstance(st, m.BitVecT) else cur[value]
+            updates[j] = _ite(cur[first] == j + 1, raw, cur[j])
+        zero = z3.BitVecVal(0, width, self.ctx)
+        for k in range(2 * b.capacity):
+            j = b.base + k
+            updates[j] = _ite(g, cur[j + 2] if k + 2 < 2 * b.capacity else zero, cur[j])
+        return Transition(index, cf, None, FLUSH_PCS, g, self.F, g, {}, updates, self.F, 0)
+
+    def _buffers_well_formed(self):
+        """What every reachable state's store buffers satisfy (tso): an entry names a
+        buffered location or is empty, empty entries are (0, 0) and come last. Part of
+        the domain, so that induction need not refute buffers no run makes."""
+        parts = []
+        for b in self.layout.buffers:
+            addresses = [j + 1 for j in buffered_slots(self.layout, b)]
+            for k in range(b.capacity):
+                at, val = b.entry(k)
+                a = self.cur[at]
+                parts.append(_or(self.ctx, a == 0, *[a == x for x in addresses]))
+                parts.append(_or(self.ctx, a != 0, self.cur[val] == 0))
+                if k + 1 < b.capacity:
+                    parts.append(_or(self.ctx, a != 0, self.cur[b.entry(k + 1)[0]] == 0))
+        return _and(self.ctx, *parts)
 
     def _member(self, j: int, choices):
         """Slot j starts with one of `choices` (a tuple, or a range for `any`)."""
@@ -1190,12 +1298,15 @@ class Encoding:
         selector's last value). Built once per encoding."""
         if self._turns is None:
             self._turns = []
-            for inst in self.cm.instances:
-                trs = tuple(tr for tr in self.transitions if tr.instance.gid == inst.gid)
+            actors: list[tuple[int, list[frozenset[int]]]] = [
+                (inst.gid, reach_by_steps(inst, self.program.init_choices)) for inst in self.cm.instances]
+            actors += [(cf.gid, [FLUSH_PCS]) for cf in self.cm.flushes]  # tso: each buffer's flush in turn
+            for gid, reach in actors:
+                trs = tuple(tr for tr in self.transitions if tr.gid == gid)
                 written = tuple(sorted(set().union(*(tr.updates for tr in trs))))
-                sel = z3.BitVec(f"turn:{inst.gid}", max(1, len(trs).bit_length()), self.ctx)
-                nxt = {j: z3.Const(f"'{inst.gid}:{self.layout.slots[j].name}", self.sort(j)) for j in written}
-                self._turns.append(Turn(inst.gid, trs, sel, nxt, reach_by_steps(inst, self.program.init_choices), {}))
+                sel = z3.BitVec(f"turn:{gid}", max(1, len(trs).bit_length()), self.ctx)
+                nxt = {j: z3.Const(f"'{gid}:{self.layout.slots[j].name}", self.sort(j)) for j in written}
+                self._turns.append(Turn(gid, trs, sel, nxt, reach, {}))
         return self._turns
 
     def turn_formula(self, tt: Turn, pcs: frozenset[int]):
