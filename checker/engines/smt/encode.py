@@ -19,6 +19,12 @@ complement is exactly Python's unbounded int: bvsdiv/bvsrem truncate toward zero
 like the compiled `_div`/`_mod`, bvashr floors like `>>`. The intervals are
 computed while encoding; if they need a wider W, the encoding is rebuilt once.
 
+x86-TSO. The store buffers are slots of the state (ir.StoreBuffer) and are read and
+written as backends/python.py does: a plain store to a buffered global fills the first
+empty entry (the step waits while none is empty), a plain load takes its CPU's newest
+entry for the slot, a fence step needs an empty buffer, a locked primitive or atomic
+fence accesses memory, and each buffer's flush is a transition of its own.
+
 Guarded execution. A step's body runs on a symbolic copy of the state under a
 guard `g`, the condition that control reaches the current operation; each write is
 `slot := If(g, new, old)`, so both sides of an `if` need no merging, and `break`,
@@ -290,8 +296,8 @@ class Evaluator:
         """A slot's value as type `t`; through `buf`, the newest entry for the slot, else memory."""
         raw = self.env[slot]
         if buf is not None:
-            for k in range(buf.capacity):  # oldest first, so that the newest ends up outermost
-                at, val = buf.entry(k)
+            for entry in range(buf.capacity):  # oldest first, so that the newest ends up outermost
+                at, val = buf.entry(entry)
                 raw = _ite(self.env[at] == slot + 1, self.from_buffer(self.env[val], slot), raw)
         k = kind(t)
         if k == "bool":
