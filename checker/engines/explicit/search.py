@@ -186,7 +186,7 @@ class TraceBuilder:
         text = f"flush {flush.buffer.cpu}: {location} = {show_value(value)}"
         return Action(MEMORY, None, text, "", "", ch, "flush", None)
 
-    def trace(self, states: list[tuple], steps: list[CompiledStep | CompiledFlush], loop_start: int | None = None,
+    def trace(self, states: list[tuple], steps: Sequence[CompiledStep | CompiledFlush], loop_start: int | None = None,
               failure: tuple[CompiledStep, tuple] | None = None) -> Trace:
         decoded = tuple(self.decoder.decode(s) for s in states)
         actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
