@@ -35,11 +35,11 @@ from ...base.progress import Progress
 from .fastloop import level_loop_source
 from .native import LOOPS, explore_native, library_for, source_for as native_source
 from .parallel import explore_parallel
-from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, StateGraph, TraceBuilder, decoder_for,
-                     explore_one, state_space, stuck_message)
+from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, StateGraph, TraceBuilder, UnpackedStates,
+                     decoder_for, explore_one, state_space, stuck_message)
 
 __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
-           "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
+           "UnpackedStates", "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
 
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,
