@@ -43,7 +43,7 @@ def replay(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep | Co
     return trace, message
 
 
-def replay_steps(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep],
+def replay_steps(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep | CompiledFlush],
                  from_initial: bool = True) -> list[tuple]:
     """The states the compiled steps reach from states[0], each checked against the
     solver's (ReplayMismatch where they differ)."""
