@@ -3,6 +3,8 @@ compiled model and compare the depth at which each property is first violated.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from checker import ir
 from checker.backends.python import compile_program
 from checker.engines.smt.bmc import bmc
@@ -11,6 +13,13 @@ from checker.model import PropertyKind
 from checker.front.parse import parse
 from checker.resolve import resolve
 from checker.results.trace import Verdict
+
+
+def language_example(model: str) -> str:
+    """The example of spec/LANGUAGE.md that declares `model MODEL;`, as the doc runs it."""
+    doc = (Path(__file__).resolve().parent.parent / "spec" / "LANGUAGE.md").read_text()
+    start = doc.index(f"model {model};")
+    return doc[start:doc.index("```", start)]
 
 
 def compiled(text: str, variant: str = "base", file: str = "m.spec"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agreement import compiled
+from agreement import compiled, language_example
 from checker import model as m
 from checker.base.errors import SpecError
 from checker.cli import main
@@ -386,9 +386,7 @@ def test_the_new_context_constructs_agree_between_explicit_and_bmc(text):
 
 def _guest_model() -> str:
     """The guest-mode example of LANGUAGE.md, as the doc runs it."""
-    doc = (ROOT / "spec" / "LANGUAGE.md").read_text()
-    start = doc.index("model guest_mode_exits;")
-    return doc[start:doc.index("```", start)]
+    return language_example("guest_mode_exits")
 
 
 @pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])

@@ -79,7 +79,7 @@ def test_no_sync_mb_lkmm_trace_reads_a_stale_pir():
     (i, a), = [(i, a) for i, a in stale_reads(t) if a.process == "target"]
     assert a.text == "if (pir)"
     assert a.detail.startswith("not taken: read pir = false, an older store than memory's true: the newer store had not "
-                               "propagated to target")
+                               "propagated to cpu1")  # the target's CPU: views attach to CPUs
     assert t.states[i].get("pir") is True and t.states[i].get("on") is False
     clear = max(j for j, b in enumerate(t.actions[:i]) if b.process == "target" and b.text.startswith("xchg_relaxed(on"))
     assert not any(b.process == "target" and "smp_mb" in b.text for b in t.actions[clear:i])

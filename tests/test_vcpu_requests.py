@@ -52,7 +52,9 @@ def test_the_counterexample_is_the_vcpus_delayed_mode_store():
     last = o.counterexample.trace.states[-1]
     assert last.get("sb(vcpu)") == Buffered([("mode", "IN_GUEST_MODE")])
     assert last.get("mode") == "OUTSIDE_GUEST_MODE"  # what the kick's cmpxchg saw
-    assert dict(last.pcs) == {"requester": "end", "vcpu": "end_in_guest"}
+    # in guest mode (guest_enter's VM exit not taken), no reschedule IPI on its way
+    assert dict(last.pcs) == {"requester": "end", "vcpu": "end_guest", "reschedule": "end_irq"}
+    assert last.get("guest_mode") == (True,) and last.get("pending_reschedule") is False
 
 
 def test_the_requesters_store_lands_after_the_vcpu_checked():

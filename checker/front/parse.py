@@ -188,7 +188,7 @@ def _unclosed(err: SpecError, n: int, source: str) -> SpecError:
 
 
 _DECLARATION = re.compile(r"^[ \t]*(?:model|memory|const|enum|var|waitqueue|process|cpus|preemptions|percpu|ghost|"
-                          r"interrupt|hrtimer|inline|fn|invariant|final|reachable|sometimes|property|variant|"
+                          r"interrupt|hrtimer|guest|inline|fn|invariant|final|reachable|sometimes|property|variant|"
                           r"expect|lemma|preemptible|unfair)\b", re.M)
 
 
@@ -555,6 +555,11 @@ class _Builder(Transformer):
         pinned = any(isinstance(x, Token) and x.type == "PINNED" for x in c)
         c = [x for x in c if not (isinstance(x, Token) and x.type == "PINNED")]
         return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True, pinned=pinned)
+
+    def guest_decl(self, m, c):
+        c = list(c)
+        thread = c.pop(1)
+        return dataclasses.replace(self.process_decl(m, c), guest_of=str(thread), guest_of_span=self.ts(thread))
 
     def on_cpu(self, m, c):
         if str(c[0]) != "cpu":

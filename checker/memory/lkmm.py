@@ -650,7 +650,14 @@ def _places(program: Program) -> dict:
             gid = layout.gid_base[p.name] + i
             for st in p.steps:
                 place: tuple = (None, (gid,))
-                if model.cpus is not None and ctx is not None:
+                if model.cpus is not None and ctx is not None and ctx.kind is m.ContextKind.GUEST:
+                    # a guest runs on its thread's CPU, in program order with it: its view
+                    vcpu = by_name[ctx.vcpu or ""]
+                    t = vcpu.context
+                    assert t is not None, "a guest's thread runs on a CPU"
+                    place = (None, (n_inst + t.cpus[0],)) if not t.preemptible else \
+                        (_cpu_slot(layout, vcpu, 0), tuple(n_inst + c for c in range(model.cpus)))
+                elif model.cpus is not None and ctx is not None:
                     if ctx.kind is m.ContextKind.INTERRUPT or (ctx.kind is m.ContextKind.THREAD
                                                                and not ctx.preemptible):
                         place = (None, (n_inst + ctx.cpus[i],))

@@ -184,4 +184,5 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
             store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties),
-            task_states_read=frozenset(self.task_syms), cpus=self.cpus, preemptions=self.preemptions)
+            task_states_read=frozenset(self.task_syms), cpus=self.cpus, preemptions=self.preemptions,
+            exit_reasons=tuple(self.exit_reasons))

@@ -156,6 +156,7 @@ class Shared:
     failed_properties: set[str]
     cpus: int | None  # Contexts
     interrupt_names: list[str]  # Contexts
+    exit_reasons: list[str]  # Contexts
     percpu_names: set[str]  # Contexts
     preemptions: int | None  # Contexts
     declared_memory: str  # Variants

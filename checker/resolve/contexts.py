@@ -36,7 +36,13 @@ class Contexts(Shared):
             self.cpus = n
         self.interrupt_names = [d.name for d in self.spec.of(ast.ProcessDecl) if d.interrupt]
         self.percpu_names = {d.name for d in self.spec.of(ast.VarDecl) if d.percpu}
-        contexts = [d for d in self.spec.of(ast.ProcessDecl) if d.interrupt or d.cpu is not None]
+        # the exits guests make, `vmexit(HLT)`: numbered after the interrupts in `exit_reason`
+        self.exit_reasons = []
+        for call in _calls_named(self.spec.items, "vmexit"):
+            name = call.args[0].name if len(call.args) == 1 and isinstance(call.args[0], ast.Name) else None
+            if name is not None and name not in self.interrupt_names and name not in self.exit_reasons:
+                self.exit_reasons.append(name)
+        contexts = [d for d in self.spec.of(ast.ProcessDecl) if d.interrupt or d.cpu is not None or d.guest_of]
         bounds = self.spec.of(ast.PreemptionsDecl)
         first = (bounds[:1] or self.spec.of(ast.VarDecl)[:0] or [None])[0]
         needs_cpus = next((d for d in self.spec.items if isinstance(d, ast.VarDecl) and d.percpu), None) \
@@ -89,6 +95,8 @@ class Contexts(Shared):
                                else "no thread"),
                             "only a thread (`process NAME on cpu 0 { ... }`) has preemptible regions"
                             if d.interrupt or d.cpu is None else "drop the region, or the `preemptible` before `process`")
+        if d.guest_of is not None:
+            return self._guest_context(d, count)
         if not d.interrupt and d.cpu is None:
             if d.preemptible:
                 raise SpecError(d.span, f"preemptible process '{d.name}' runs on no CPU",
@@ -128,8 +136,44 @@ class Contexts(Shared):
                                 notes.get("sched_in", ()), d.hrtimer, regions=region is not None,
                                 posted=d.posted, pinned=d.pinned)
 
+    def _guest_context(self, d: ast.ProcessDecl, count: int | None) -> m.ProcessContext:
+        """`guest G of T`: T's guest code, on T's CPU (LANGUAGE.md, "Guest mode")."""
+        span = d.guest_of_span or d.span
+        threads = {t.name: t for t in self.spec.of(ast.ProcessDecl) if t.cpu is not None and not t.interrupt}
+        if count is not None:
+            raise SpecError(d.span, f"guest '{d.name}' is an array", "a guest belongs to one vCPU thread: "
+                            f"declare one guest per thread, `guest {d.name} of THREAD {{ ... }}`")
+        t = threads.get(d.guest_of)
+        if t is None:
+            raise SpecError(span, f"guest '{d.name}' of '{d.guest_of}', which is no thread",
+                            did_you_mean(d.guest_of or "", list(threads))
+                            or "a guest runs on its vCPU thread's CPU: declare `process vcpu on cpu 0 { ... }`")
+        if self.process_counts[t.name]:
+            raise SpecError(span, f"guest '{d.name}' of the thread array '{t.name}': not supported yet",
+                            "give the guest a single thread, `process vcpu on cpu 0 { ... }`")
+        others = [g for g in self.spec.of(ast.ProcessDecl) if g.guest_of == d.guest_of and g is not d]
+        if others and others[0].span.line < d.span.line:
+            raise SpecError(d.span, f"thread '{d.guest_of}' already has a guest, '{others[0].name}'",
+                            "a vCPU runs one guest: merge the two bodies")
+        return m.ProcessContext(m.ContextKind.GUEST, (), span=span, vcpu=t.name)
+
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
-        """An interrupt's name (as its index among the interrupts) or a per-CPU variable."""
+        """An interrupt's name (as its index among the interrupts), an exit reason (an
+        interrupt's, or after them a guest-made exit's) or a per-CPU variable."""
+        if kind is Arg.EXIT:
+            name = a.name if isinstance(a, ast.Name) else None
+            if fname == "vmexit" and name in self.interrupt_names:
+                raise SpecError(a.span, f"'{name}' is an interrupt: its VM exit is the CPU's, not the guest's",
+                                "raise it (`send_IPI`, `raise_irq`) and the vCPU thread's `guest_enter()` returns; "
+                                "`vmexit` names an exiting instruction: `vmexit(HLT)`")
+            if name in self.interrupt_names:
+                return m.Const(a.span, m.INT, self.interrupt_names.index(name))
+            if name in self.exit_reasons:
+                return m.Const(a.span, m.INT, len(self.interrupt_names) + self.exit_reasons.index(name))
+            raise SpecError(a.span, f"'{fname}' needs an exit reason here: an interrupt's name, or one a guest "
+                            "makes with `vmexit(...)`",
+                            did_you_mean(name or "", self.interrupt_names + self.exit_reasons)
+                            or "a guest exits with `vmexit(HLT)`; a host interrupt's name is its exit's reason")
         if kind is Arg.IRQ:
             name = a.name if isinstance(a, ast.Name) else None
             if name not in self.interrupt_names:
@@ -188,8 +232,8 @@ class Contexts(Shared):
         """A thread's `preempt_count`, `asleep` or `in_region`, as a property reads it: a
         stand-in, like `context_global`'s (the lowering says when the thread has none)."""
         typ = m.IntT(0, m.MAX_PREEMPT_DEPTH) if name == "preempt_count" else m.BOOL
-        if name == "exit_reason":  # 0: none yet, k: the k-th interrupt declared
-            typ = m.IntT(0, len(self.interrupt_names))
+        if name == "exit_reason":  # 0: none yet, k: the k-th interrupt declared, then the guests' exits
+            typ = m.IntT(0, len(self.interrupt_names) + len(self.exit_reasons))
         return m.VarSym(name, typ, m.Scope.LOCAL, proc.span, ((0,),), proc.name)
 
 
@@ -233,6 +277,20 @@ def _check_notifier(body, proc: str, n: ast.Notifier) -> None:
             raise SpecError(s.span, f"`on {n.name}` is straight-line code, run as one step",
                             "use assignments, calls, `if` and `while`; no `await`, `loop`, `choose` or labels")
 
+
+
+def _calls_named(x, name: str):
+    """Every `name(...)` call in an AST subtree."""
+    if isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _calls_named(y, name)
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        if isinstance(x, ast.Call) and x.name == name:
+            yield x
+        for f in dataclasses.fields(x):
+            v = getattr(x, f.name)
+            if isinstance(v, (tuple, list)) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+                yield from _calls_named(v, name)
 
 
 def has_region(body):

@@ -338,7 +338,7 @@ class Expressions(Shared):
         for i, (kind, a) in enumerate(zip(sig.args, e.args)):
             if kind is Arg.BITS:
                 continue
-            if kind in (Arg.IRQ, Arg.PERCPU):
+            if kind in (Arg.IRQ, Arg.PERCPU, Arg.EXIT):
                 x = self._context_arg(kind, a, ctx, e.name)
             elif kind is Arg.LOCK:
                 x = self.expr(a, ctx, lvalue=True)

@@ -63,7 +63,9 @@ DRAINED = "sb_drained"  # tso: per CPU, its thread's store buffer is empty for a
 SLEEP_IN_ATOMIC = "scheduling_while_atomic"
 GUEST_MODE = m.GUEST_MODE  # per CPU: it runs a vCPU thread's guest (VMX non-root)
 EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that caused its last VM exit
-VM_EXIT = "VM exit"  # the built-in assertion schedule() checks
+VM_EXIT = "VM exit"  # the trace text of a guest-entering thread's exit step
+VM_ENTRY = "VM entry (interrupts on)"
+VMEXIT = "vmexit"  # `vmexit_T`: the exit T's guest made, until T's exit step reads it
 SCHED_IN = "sched in"  # the text of a thread's sched-in steps (engines/reduce/footprint.py finds them by it)
 
 
@@ -127,8 +129,22 @@ class _Lowering:
                             f"rename the model's '{GUEST_MODE}'")
         self.guest_mode = m.VarSym(GUEST_MODE, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
             if guests else None
-        self.exit_sym = {p.name: m.VarSym(EXIT_REASON, m.IntT(0, len(self.irqs)), m.Scope.LOCAL, _ctx(p).span,
+        reasons = len(self.irqs) + len(model.exit_reasons)
+        self.exit_sym = {p.name: m.VarSym(EXIT_REASON, m.IntT(0, reasons), m.Scope.LOCAL, _ctx(p).span,
                                           ((0,),), p.name) for p in guests}
+        # `guest G of T`: T's guest code; its exits reach T through `vmexit_T` (0: none)
+        self.guest_of = {p.context.vcpu: p for p in model.processes
+                         if p.context and p.context.kind is m.ContextKind.GUEST}
+        self.vmexit: dict[str, m.VarSym] = {}
+        for t, gp in self.guest_of.items():
+            if t not in self.exit_sym:
+                raise SpecError(_ctx(gp).span, f"guest '{gp.name}' of '{t}', which never enters the guest",
+                                f"the guest runs only in guest mode: call `guest_enter()` in '{t}'")
+            name = f"{VMEXIT}_{t}"
+            if name in taken:
+                raise SpecError(span, f"'{name}' names the execution-context state in a model with `cpus`",
+                                f"rename the model's '{name}'")
+            self.vmexit[t] = m.VarSym(name, m.IntT(0, reasons), m.Scope.GLOBAL, _ctx(gp).span, ((0,),), ghost=True)
         self.entries = 0
         # tso: the thread on CPU c has drained its store buffer for an interrupt or a preemption
         self.drained = m.VarSym(DRAINED, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
@@ -178,6 +194,11 @@ class _Lowering:
         assert isinstance(sym.type, m.ArrayT), sym
         return m.Elem(index.span, sym.type.elem, sym, index)
 
+    def in_guest(self, cpu: m.TExpr) -> m.Elem:
+        """`guest_mode[cpu]`, in a model whose threads enter the guest."""
+        assert self.guest_mode is not None, "guest_mode exists where a thread calls guest_enter()"
+        return self.at(self.guest_mode, cpu)
+
     def sb(self, cpu: m.TExpr) -> m.Elem:
         """tso: `sb_drained[cpu]`, the thread on CPU `cpu` has an empty store buffer."""
         assert self.drained is not None, "sb_drained exists under tso only"
@@ -215,6 +236,11 @@ class _Lowering:
                 inn = self.stmts(ctx.sched_in, where)
                 procs.append(dataclasses.replace(p, locals=p.locals + extra, body=body,
                                                  context=dataclasses.replace(ctx, sched_out=out, sched_in=inn)))
+            elif ctx.kind is m.ContextKind.GUEST:
+                for a in m.walk_statements(p.body):
+                    if isinstance(a, m.SAtomic):
+                        _exit_last(a.body)
+                procs.append(dataclasses.replace(p, body=self.stmts(p.body, _Where(p, self.guest_cpu(p), None))))
             else:
                 procs.append(self.handler(p))
         procs += [self.expiry(h) for h in self.timers]
@@ -222,7 +248,8 @@ class _Lowering:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
             + tuple(self.armed.values()) + tuple(self.timer_cpu.values()) + ((self.budget,) if self.budget else ()) \
-            + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ())
+            + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ()) \
+            + tuple(self.vmexit.values())
         props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
@@ -329,14 +356,43 @@ class _Lowering:
         for h in reversed(exiting):  # the lowest-numbered pending interrupt is the reason
             reason = m.Ite(span, m.INT, self.pending_on(h, cpu), _c(self.irqs.index(h) + 1, span), reason)
         at = dataclasses.replace(span, end_col=span.end_col + 1)  # a span of its own: its own trace text
-        leave = m.SAtomic(at, (m.SAwait(at, _or(*(self.pending_on(h, cpu) for h in exiting)) if exiting else f),
-                               m.SAssign(at, why, reason), m.SAssign(at, self.at(self.guest_mode, cpu), f),
-                               m.SAssign(at, self.at(self.irqs_off, cpu), t)))
-        self.texts.append(((w.proc.name, span), "VM entry (interrupts on)"))
+        cause = _or(*(self.pending_on(h, cpu) for h in exiting)) if exiting else f
+        made = self.vmexit.get(w.proc.name)
+        if made is not None:  # its guest's `vmexit(R)` left guest mode and said why
+            gone = m.Bin(at, m.BOOL, "!=", self.g(made), _c(0, at))
+            cause, reason = _or(cause, gone), m.Ite(at, m.INT, gone, self.g(made), reason)
+        leave = m.SAtomic(at, (m.SAwait(at, cause), m.SAssign(at, why, reason))
+                          + ((m.SAssign(at, self.g(made), _c(0, at)),) if made is not None else ())
+                          + (m.SAssign(at, self.at(self.guest_mode, cpu), f), m.SAssign(at, self.at(self.irqs_off, cpu), t)))
+        self.texts.append(((w.proc.name, span), VM_ENTRY))
         self.texts.append(((w.proc.name, at), VM_EXIT))
         self.entries += 1
         label = "end_guest" if self.entries == 1 else f"end_guest{self.entries}"
         return m.SInlined(span, "", (enter, m.SLabeled(at, label, leave)))
+
+    def guest_cpu(self, gp: m.Process) -> m.TExpr:
+        """The CPU a guest runs on: its thread's (which it follows when that migrates)."""
+        t = next(p for p in self.model.processes if p.name == _ctx(gp).vcpu)
+        if not _ctx(t).preemptible:
+            return _c(_ctx(t).cpus[0], _ctx(gp).span)
+        sym = self.cpu_sym[t.name]
+        return m.LocalOf(_ctx(gp).span, sym.type, sym, t.name, None)
+
+    def guest_exit(self, span: Span, w: _Where, reason: int) -> m.SAtomic:
+        """`vmexit(R)` in a guest: the CPU leaves guest mode with interrupts off (the
+        host's IF is restored at the exit, acknowledge-on-exit) and its thread's exit step
+        reads R (LANGUAGE.md, "Guest mode")."""
+        if w.proc.context is None or w.proc.context.kind is not m.ContextKind.GUEST:
+            raise SpecError(span, f"'vmexit' outside a guest, in '{w.proc.name}'",
+                            "the guest makes its exits: declare its code `guest NAME of THREAD { ... vmexit(HLT); }`; "
+                            "a host thread leaves guest mode when `guest_enter()` returns")
+        cpu = self.cpu_of(w, span, "vmexit")
+        t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
+        made = self.vmexit[w.proc.context.vcpu or ""]  # a guest always names its thread
+        assert self.guest_mode is not None, "a guest's thread enters the guest (checked in __init__)"
+        return m.SAtomic(span, (m.SAssign(span, self.g(made), _c(reason + 1, span)),
+                                m.SAssign(span, self.at(self.guest_mode, cpu), f),
+                                m.SAssign(span, self.at(self.irqs_off, cpu), t)))
 
     def pending_on(self, h: m.Process, cpu: m.TExpr) -> m.TExpr:
         """Interrupt `h` is pending on CPU `cpu`."""
@@ -510,6 +566,9 @@ class _Lowering:
     def call(self, s: m.SEval, op: CtxOp, w: _Where, fenced: bool = False) -> m.RStmt:
         span, a = s.span, s.call.args
         name = s.call.name
+        if op is CtxOp.GUEST_EXIT:
+            return self.guest_exit(span, w, _irq(a[0]))  # the reason's number, as an interrupt's
+        _host_only(w, name, span)
         off = lambda: self.at(self.irqs_off, self.cpu_of(w, span, name))  # noqa: E731
         t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
         if op is CtxOp.IRQ_OFF:
@@ -582,6 +641,7 @@ class _Lowering:
     def expr(self, e, w: _Where):
         if isinstance(e, m.Builtin) and BUILTINS[e.name].cls is Cls.CONTEXT:
             op = BUILTINS[e.name].ctx
+            _host_only(w, e.name, e.span)
             if op is CtxOp.CPU_ID:
                 return self.cpu_of(w, e.span, e.name)
             if op is CtxOp.IRQS_DISABLED:
@@ -590,6 +650,13 @@ class _Lowering:
                 return self.at(_percpu(e.args[0]), self.cpu_of(w, e.span, e.name))
             if op is CtxOp.PER_CPU:
                 return self.at(_percpu(e.args[0]), self.expr(e.args[1], w))
+            if op is CtxOp.IN_GUEST:
+                if w.proc.context is None or not w.proc.context.posted or self.guest_mode is None:
+                    raise SpecError(e.span, f"'{e.name}' outside a posted interrupt's handler, in '{w.proc.name}'",
+                                    "only a `posted` handler (`interrupt H[N] posted { ... }`) runs both as the "
+                                    "CPU's processing in guest mode and as the host's handler; a model with one "
+                                    "has a thread that calls `guest_enter()`")
+                return self.at(self.guest_mode, self.cpu_of(w, e.span, e.name))
             if op is CtxOp.EXIT_BY:
                 sym = self.exit_sym.get(w.proc.name)
                 if sym is None or w.instance is not None:
@@ -617,6 +684,35 @@ class _Lowering:
             elif isinstance(v, tuple) and v and isinstance(v[0], m.TExpr):
                 changes[f.name] = tuple(self.expr(a, w) for a in v)
         return dataclasses.replace(e, **changes)
+
+
+def _is_exit(s) -> bool:
+    return isinstance(s, m.SEval) and BUILTINS[s.call.name].ctx is CtxOp.GUEST_EXIT
+
+
+def _exit_last(body) -> None:
+    """In a guest's `atomic` block a `vmexit` comes last (or last in a branch that does):
+    the guest runs nothing after its exit until the next VM entry."""
+    for i, s in enumerate(body):
+        inner = _is_exit(s) or any(_is_exit(x) for x in m.walk_statements((s,)))
+        if not inner:
+            continue
+        if i != len(body) - 1 or not (_is_exit(s) or isinstance(s, m.SIf)):
+            where = s.span if _is_exit(s) else next(x.span for x in m.walk_statements((s,)) if _is_exit(x))
+            raise SpecError(where, "'vmexit' ends the guest's step: nothing may follow it in an `atomic` block",
+                            "make the exit the block's last statement; the guest's next statement runs after the "
+                            "next VM entry")
+        if isinstance(s, m.SIf):
+            _exit_last(s.then)
+            _exit_last(s.orelse)
+
+
+def _host_only(w: _Where, name: str, span: Span) -> None:
+    """A guest runs in VMX non-root mode: the host's context primitives are not its."""
+    if w.proc.context is not None and w.proc.context.kind is m.ContextKind.GUEST:
+        raise SpecError(span, f"'{name}' in guest '{w.proc.name}': the guest runs in VMX non-root mode",
+                        "a guest makes VM exits (`vmexit(HLT)`); the host's interrupts, CPUs and timers are its "
+                        f"thread's ('{w.proc.context.vcpu}'): model what the exit does there")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -649,6 +745,8 @@ def finish(model: m.Model, procs: tuple[Any, ...], ir: ModuleType) -> tuple[Any,
     low.pending = {h.name: g[m.pending_name(h.name)] for h in low.irqs}
     low.tso, low.drained = model.memory == "tso", g.get(DRAINED)
     low.lkmm = model.memory == "lkmm"
+    low.guest_mode = g.get(GUEST_MODE)
+    low.guest_of = {p.context.vcpu: p for p in model.processes if p.context and p.context.kind is m.ContextKind.GUEST}
     low.threads = []
     for p in model.processes:
         if p.context and p.context.kind is m.ContextKind.THREAD:
@@ -659,6 +757,8 @@ def finish(model: m.Model, procs: tuple[Any, ...], ir: ModuleType) -> tuple[Any,
     for p, pir in zip(model.processes, procs):
         if p.context and p.context.kind is m.ContextKind.THREAD:
             pir = _thread(low, model, p, pir, ir)
+        if p.context and p.context.kind is m.ContextKind.GUEST:
+            pir = _guest(low, model, p, pir, ir)
         if any(k[0] == p.name for k in texts):
             steps_at = tuple(tuple(_retext(st, texts) for st in at) for at in pir.steps_at)
             pir = dataclasses.replace(pir, steps_at=steps_at, steps=tuple(_retext(st, texts) for st in pir.steps))
@@ -713,6 +813,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
     # lkmm: a context switch is a full barrier on the CPU it happens on (__schedule takes
     # the rq lock, then smp_mb__after_spinlock()); views attach to CPUs (memory/lkmm.py)
     mb = (ir.OBarrier("smp_mb"),) if low.lkmm else ()
+    guest = low.guest_of.get(p.name)
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
         body = undrain + tuple(frees(st.body))
@@ -720,6 +821,10 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
         if texts.get((p.name, st.span)) == VM_EXIT:  # taken exactly when an interrupt is due here
             guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)), st.guard)
             fence = fence or low.tso  # an interrupt drains the store buffer
+            if low.tso and guest is not None:  # ... the guest's too: it drained for a host interrupt
+                guard = _and(guard, _or(_not(low.in_guest(cpu)), low.sb(cpu)))
+        if texts.get((p.name, st.span)) == VM_ENTRY and low.tso and guest is not None:
+            fence = True  # the guest reads what its thread stored (its buffer is its own here)
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
             assert asleep is not None, "a thread that calls schedule() has `asleep`"
             guard = _or(here, asleep)
@@ -753,9 +858,9 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
                 due = _c(1, span, m.BOOL)
             guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)),
                          _not(low.sb(cpu)), due)
-            body = (ir.OAssign(low.sb(cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
-            st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
-                         fence=True, generated=True)
+            if guest is not None:  # in guest mode the guest's buffer is what must drain (`_guest`)
+                guard = _and(guard, _not(low.in_guest(cpu)))
+            st = _drain(low, ir, p.name, uid, guard, cpu, pc, span)
             uid += 1
             new.append(st)
             extra.append(st)
@@ -782,6 +887,57 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
         steps_at.append(tuple(new))
     steps = tuple(remade[st.uid] for st in pir.steps) + tuple(extra)
     return dataclasses.replace(pir, steps_at=tuple(steps_at), steps=steps)
+
+
+def _drain(low: _Lowering, ir, process: str, uid: int, guard: m.TExpr, cpu: m.TExpr, pc: int, span: Span):
+    """tso: a fence step that drains the process's store buffer before an interrupt is
+    taken on `cpu` (or a preemption), and says so in `sb_drained[cpu]`."""
+    body = (ir.OAssign(low.sb(cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
+    return ir.Step(uid, process, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
+                   fence=True, generated=True)
+
+
+def _guest(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
+    """A guest's steps run only while its thread is in guest mode on its CPU, with no
+    handler running there (a posted vector's processing) and no interrupt due (a host one
+    exits first, a posted one is processed first). Under tso the guest has a buffer of its
+    own: it drains (a fence step) before an interrupt is taken, as its thread does, and its
+    exits and its last steps are fences."""
+    t = next(q for q in model.processes if q.name == _ctx(p).vcpu)
+    span = _ctx(p).span
+    cpu_sym = next(v for v in t.locals if v.name == "cpu")
+    cpu = _c(_ctx(t).cpus[0], span) if not _ctx(t).preemptible \
+        else m.LocalOf(span, cpu_sym.type, cpu_sym, t.name, None)
+    me = low.thread_id(t, span)
+    mine = _and(low.in_guest(cpu), _eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)))
+    here = _and(mine, _not(low.pend(cpu)))
+    end_pcs = {pc for pc, at in enumerate(pir.steps_at) if not at}  # where its code has ended
+    undrain = (ir.OAssign(low.sb(cpu), _c(0, span, m.BOOL)),) if low.tso else ()
+
+    def exits(ops) -> bool:
+        return any(isinstance(op, ir.OAssign) and isinstance(op.target, m.Elem) and op.target.sym.name == GUEST_MODE
+                   or isinstance(op, ir.OGoto) and op.pc in end_pcs for op in ir.walk_ops(ops))
+
+    remade = {}
+    for st in pir.steps:
+        guard = here if st.guard is None else _and(here, st.guard)
+        fence = st.fence or (low.tso and exits(st.body))
+        remade[st.uid] = dataclasses.replace(st, guard=guard, body=undrain + tuple(st.body), fence=fence)
+    steps_at, extra = [], []
+    uid = max((st.uid for st in pir.steps), default=-1) + 1
+    for pc, at in enumerate(pir.steps_at):
+        new = [remade[st.uid] for st in at]
+        if pc not in end_pcs and low.tso:
+            st = _drain(low, ir, p.name, uid, _and(mine, _not(low.sb(cpu)), low.pend(cpu)), cpu, pc, span)
+            uid += 1
+            new.append(st)
+            extra.append(st)
+        steps_at.append(tuple(new))
+    steps = tuple(remade[st.uid] for st in pir.steps) + tuple(extra)
+    # the guest stops wherever its vCPU stops running it: every pc is a valid end
+    every = frozenset(range(len(steps_at)))
+    return dataclasses.replace(pir, steps_at=tuple(steps_at), steps=steps, end_pcs=every,
+                               label_pcs={**pir.label_pcs, "end": every})
 
 
 def _subst(x, sym: m.VarSym, by: m.TExpr):
@@ -909,6 +1065,8 @@ def step_cpu(model: m.Model, process: str, text: str, before: dict, after: dict 
         return None
     if p.context.kind is m.ContextKind.INTERRUPT:
         return p.context.cpus[int(idx[:-1]) if idx else 0]
+    if p.context.kind is m.ContextKind.GUEST:
+        return (after or before).get(f"{p.context.vcpu}.cpu")
     if p.context.kind is m.ContextKind.SCHEDULER:
         who = text.split()[1] if text.startswith("preempt ") else None
         return before.get(f"{who}.cpu")

@@ -31,6 +31,7 @@ class Arg(Enum):
     LOCK = "lock"  # a spinlock: an assignable bool, true while held
     IRQ = "irq"  # an interrupt handler's name
     PERCPU = "percpu"  # a per-CPU variable's name
+    EXIT = "exit"  # an exit reason: an interrupt's name, or an exit a guest makes (`vmexit(HLT)`)
 
 
 class Result(Enum):
@@ -81,7 +82,9 @@ class CtxOp(Enum):
     TIMER_CANCEL = "cancel an hrtimer"
     TIMER_TRY_CANCEL = "try to cancel an hrtimer"
     GUEST_ENTER = "enter guest mode until a VM exit"
-    EXIT_BY = "the last VM exit's interrupt"
+    EXIT_BY = "the last VM exit's reason"
+    GUEST_EXIT = "a VM exit the guest makes"
+    IN_GUEST = "a posted handler runs as guest-mode processing"
 
 
 class RmwOp(Enum):
@@ -165,7 +168,7 @@ class Primitive:
         """Whether it writes state (and so may only appear where side effects may)."""
         if self.cls is Cls.CONTEXT:
             return self.ctx not in (CtxOp.IRQS_DISABLED, CtxOp.CPU_ID, CtxOp.THIS_CPU_READ, CtxOp.PER_CPU,
-                                    CtxOp.EXIT_BY)
+                                    CtxOp.EXIT_BY, CtxOp.IN_GUEST)
         return self.cls not in (Cls.LOAD, Cls.PURE, Cls.FENCE, Cls.WQ_TEST)
 
     @property
@@ -337,9 +340,14 @@ _ROWS: list[Primitive] = [
         ("hrtimer_try_to_cancel", (_I,), Result.INT, CtxOp.TIMER_TRY_CANCEL, X86.PLAIN,
          "-1 if `h`'s callback is running (nothing changes); else as `hrtimer_cancel`, without waiting"),
         ("guest_enter", (), Result.VOID, CtxOp.GUEST_ENTER, X86.PLAIN,
-         "VM entry with interrupts enabled atomically; returns at the VM exit a host interrupt causes"),
-        ("vm_exit_by", (_I,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
-         "whether interrupt `h` caused this thread's last VM exit"),
+         "VM entry with interrupts enabled atomically; returns at the VM exit (a host interrupt, or its guest's `vmexit`)"),
+        ("vm_exit_by", (Arg.EXIT,), Result.BOOL, CtxOp.EXIT_BY, X86.PLAIN,
+         "whether `r` (an interrupt, or an exit a guest makes) caused this thread's last VM exit"),
+        ("in_guest_mode", (), Result.BOOL, CtxOp.IN_GUEST, X86.PLAIN,
+         "in a `posted` interrupt's handler: it runs as the CPU's processing in guest mode (PIR into the "
+         "virtual IRR), not as the host's handler"),
+        ("vmexit", (Arg.EXIT,), Result.VOID, CtxOp.GUEST_EXIT, X86.PLAIN,
+         "in a guest: the VM exit an instruction makes (`vmexit(HLT)`); its thread resumes after `guest_enter()`"),
     )],
 ]
 
@@ -360,7 +368,7 @@ ALIASES = {
 }
 
 _ARG_NAMES = {Arg.LV: "v", Arg.BITS: "s", Arg.NR: "nr", Arg.WQ: "wq", Arg.LOCK: "l", Arg.IRQ: "h",
-              Arg.PERCPU: "x"}
+              Arg.PERCPU: "x", Arg.EXIT: "r"}
 
 
 def signature(p: Primitive) -> str:

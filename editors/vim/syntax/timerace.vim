@@ -8,7 +8,7 @@ let s:cpo_save = &cpo
 set cpo&vim
 
 syntax keyword timeraceDeclaration model memory const enum var waitqueue process inline fn invariant final property reachable sometimes
-      \ variant expect violated lemma cpus preemptions percpu ghost interrupt hrtimer
+      \ variant expect violated lemma cpus preemptions percpu ghost interrupt hrtimer guest of
 syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip stutter return
 syntax keyword timeraceTemporal always eventually
 syntax keyword timeraceQuantifier forall exists in
@@ -38,7 +38,7 @@ syntax keyword timeraceBuiltin atomic_read READ_ONCE smp_load_acquire atomic_set
       \ rcuwait_active
       \ local_irq_disable local_irq_enable local_irq_save local_irq_restore spin_lock_irqsave spin_unlock_irqrestore
       \ irqs_disabled preempt_disable preempt_enable get_cpu put_cpu smp_processor_id
-      \ raise_irq send_IPI this_cpu_read this_cpu_write per_cpu hrtimer_start hrtimer_cancel hrtimer_try_to_cancel guest_enter vm_exit_by
+      \ raise_irq send_IPI this_cpu_read this_cpu_write per_cpu hrtimer_start hrtimer_cancel hrtimer_try_to_cancel guest_enter vm_exit_by in_guest_mode vmexit
 " checker/resolve.py MEMORY_MODELS, after `memory`
 syntax match timeraceMemoryModel "\%(\<memory\s\+\)\@<=\%(sc\|tso\|lkmm\)\>"
 
