@@ -338,7 +338,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
 
         lemma_findings = {lm.name: check_lemma(model, lm, _timeout(opts), lemma_cache) for lm in model.lemmas}
     if opts.engine != "explicit":
-        if model.memory != "sc":
+        if model.memory == "lkmm":
             return _explicit_only(spec, cm, opts, lemma_findings)
         return _expect_spans(spec, _check_symbolic(cm, variant, opts, lemma_findings))
     progress = Progress(opts.progress)
@@ -503,12 +503,12 @@ def _z3_outcomes(model: m.Model, opts: Options, lemma_findings: dict, other) -> 
 
 
 def _explicit_only(spec: Spec, cm: CompiledModel, opts: Options, lemma_findings: dict) -> VariantResult:
-    """A variant under tso or lkmm, which the Z3 engines do not encode (store buffers,
-    the LKMM machine's views): listed as not checked, so the rest of the file runs.
+    """A variant under lkmm, which the Z3 engines do not encode (the LKMM machine's
+    views): listed as not checked, so the rest of the file runs.
     Lemmas do not depend on the memory model and keep their Z3 verdicts."""
     model = cm.program.model
     why = (f"{NOT_CHECKED}: {model.memory} is explicit-only (--engine {opts.engine} encodes sequential "
-           "consistency; --engine explicit checks this variant)")
+           "consistency and x86-TSO; --engine explicit checks this variant)")
     outcomes = _z3_outcomes(model, opts, lemma_findings, lambda prop, expected: PropertyOutcome(
         prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span, why))
     return _expect_spans(spec, VariantResult(model.variant,
@@ -558,7 +558,7 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
     return VariantResult(variant, constants, outcomes, stats, model.memory,
                                              fairness_of(model, cm.views is not None and cm.views.lazy),
-                         model_error, checker_bugs=tuple(sym.checker_bugs))
+                         model_error, store_buffer=model.store_buffer, checker_bugs=tuple(sym.checker_bugs))
 
 
 def _reachable_finding(f, model_error: bool):

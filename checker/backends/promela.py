@@ -78,7 +78,7 @@ from .. import model as m
 from ..semantics.primitives import BUILTINS, Cls
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits, fits_bv, simplify, store_needs
-from ..semantics.lower import Spelling
+from ..semantics.lower import TextSpelling
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Program,
                   ProcessIR, Step, StepKind, StoreBuffer, builtins_in, plain_stores, walk_ops)
 
@@ -701,7 +701,7 @@ class _Translator:
     def builtin(self, c: m.Builtin, seq: _Seq) -> str:
         """A kernel primitive's call (semantics/lower.py decides what is read, checked
         and written)."""
-        return _Spelled(self, seq).builtin(c)
+        return _Spelled(self, seq).builtin(c) or ""  # "": no value
 
     # -- stores (python.Compiler.store_code)
     def store(self, target: m.TExpr, value: m.TExpr, seq: _Seq):
@@ -1004,7 +1004,7 @@ class _Translator:
         return pairs
 
 
-class _Spelled(Spelling):
+class _Spelled(TextSpelling[str]):
     """The core operations in Promela: a location is its variable's name."""
 
     owner: _Translator

@@ -43,7 +43,7 @@ from .. import model as m
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
 from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
-from ..semantics.lower import Spelling
+from ..semantics.lower import TextSpelling
 from ..memory import lkmm as lkmm_machine
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
@@ -1074,10 +1074,10 @@ class Compiler:
     def builtin(self, c: m.Builtin, e: Emitter, src: str) -> str:
         """Emit the side effects of a kernel primitive; return the code of its value
         (semantics/lower.py decides what is read, checked and written)."""
-        return _Spelled(self, e, src).builtin(c)
+        return _Spelled(self, e, src).builtin(c) or ""  # "": no value
 
 
-class _Spelled(Spelling):
+class _Spelled(TextSpelling[_Addr]):
     """The core operations as specialised Python: fields of the packed state `v`."""
 
     owner: Compiler
@@ -1093,6 +1093,7 @@ class _Spelled(Spelling):
         return self.e.fresh()
 
     def assign(self, tmp: str, code: str) -> None:
+        self.e.flush()  # `code` may read what was just stored
         self.e.emit(f"{tmp} = {code}")
 
     def paren(self, code: str) -> str:

@@ -10,7 +10,7 @@ is shown is built from the replayed states. Any disagreement is a bug in the che
 
 from __future__ import annotations
 
-from ..backends.python import AssertionViolation, CompiledModel, CompiledStep, ModelError
+from ..backends.python import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from .smt.encode import MODEL_ERROR
 from .explicit import TraceBuilder, stuck_message
 from ..results.trace import Trace
@@ -30,7 +30,7 @@ def _diff(cm: CompiledModel, want: tuple, got: tuple) -> str:
     return "; ".join(out[:6]) + (" ..." if len(out) > 6 else "")
 
 
-def replay(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep], prop: str, kind: str,
+def replay(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep | CompiledFlush], prop: str, kind: str,
            from_initial: bool = True) -> tuple[Trace, str]:
     """Re-run `steps` from states[0]; check the violation of `prop` at the end.
 
@@ -43,7 +43,7 @@ def replay(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep], pr
     return trace, message
 
 
-def replay_steps(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep],
+def replay_steps(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep | CompiledFlush],
                  from_initial: bool = True) -> list[tuple]:
     """The states the compiled steps reach from states[0], each checked against the
     solver's (ReplayMismatch where they differ)."""
@@ -57,13 +57,18 @@ def replay_steps(cm: CompiledModel, states: list[tuple], steps: list[CompiledSte
     replayed = [tuple(states[0])]
     for i, cs in enumerate(steps):
         s = replayed[-1]
-        inst = by_gid[cs.gid]
-        where = f"step {i + 1} ({inst.name}: {cs.step.text})"
-        if cs not in inst.steps_at[s[inst.pc_slot]]:
-            raise ReplayMismatch(f"{where} is not a step of {inst.name} at "
-                                 f"{inst.process.pc_names[s[inst.pc_slot]]}")
+        if isinstance(cs, CompiledFlush):  # tso: the memory system's step
+            where = f"step {i + 1} (flush {cs.buffer.cpu})"
+        else:
+            inst = by_gid[cs.gid]
+            where = f"step {i + 1} ({inst.name}: {cs.step.text})"
+            if cs not in inst.steps_at[s[inst.pc_slot]]:
+                raise ReplayMismatch(f"{where} is not a step of {inst.name} at "
+                                     f"{inst.process.pc_names[s[inst.pc_slot]]}")
         try:
             r = cs.fn(s)
+        except StoreBufferFull:  # waits for a flush: not enabled
+            r = None
         except (AssertionViolation, ModelError) as e:
             raise ReplayMismatch(f"{where} fails in the compiled code ({type(e).__name__}: {e})") from None
         if r is None:
@@ -104,7 +109,7 @@ def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple
                 except AssertionViolation as a:
                     if a.property == prop:
                         return cs, f"assertion {prop} failed"
-                except ModelError:
+                except (ModelError, StoreBufferFull):
                     continue
         raise ReplayMismatch(f"no step fails assertion {prop} from the last state, per the compiled code")
     if kind == "deadlock":
@@ -112,11 +117,16 @@ def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple
             for cs in inst.steps_at[s[inst.pc_slot]]:
                 try:
                     r = cs.fn(s)
+                except StoreBufferFull:  # waits for a flush
+                    continue
                 except (AssertionViolation, ModelError) as e:
                     raise ReplayMismatch(f"the last state is no deadlock: {inst.name} can take "
                                          f"{cs.step.text} ({type(e).__name__})") from None
                 if r is not None:
                     raise ReplayMismatch(f"the last state is no deadlock: {inst.name} can take {cs.step.text}")
+        for cf in cm.flushes:
+            if cf.fn(s) is not None:
+                raise ReplayMismatch(f"the last state is no deadlock: {cf.buffer.name} can flush")
         if all(s[inst.pc_slot] in inst.end_pcs for inst in cm.instances):
             raise ReplayMismatch("the last state is a valid end state, not a deadlock")
         return None, stuck_message(cm, s)
@@ -138,7 +148,7 @@ def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple
                     cs.fn(s)
                 except ModelError as e:
                     return cs, str(e)
-                except AssertionViolation:
+                except (AssertionViolation, StoreBufferFull):
                     continue
         raise ReplayMismatch("no model error happens in the last state, per the compiled code")
     raise ValueError(kind)

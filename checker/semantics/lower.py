@@ -5,9 +5,9 @@ footprints of engines/reduce/ know these few operations, never a primitive's nam
 primitive is a row of primitives.py, and a new lowering rule only when its shape is new.
 Each core operation carries the row it came from (`prim`), so its ordering travels with it.
 
-What a text back end writes for a core operation is decided once, in `Spelling`: what
-is read, checked, computed and written, in which order. A back end subclasses it to
-spell those pieces in its language.
+What a back end writes for a core operation is decided once, in `Spelling`: what is
+read, checked, computed and written, in which order. A back end subclasses it to spell
+those pieces in its language: Python, Promela, or Z3 terms (engines/smt/encode.py).
 
 Lowering happens when a back end emits a step, never while a state is explored: the
 generated code is as specialised as before.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Generic, Protocol, TypeVar
 
 from .. import model as m
 from ..base.errors import Span
@@ -224,15 +224,19 @@ def _set_size(bits: m.TExpr) -> int:
     return t.size
 
 
-class Spelling(ABC):
-    """How one back end writes code; `builtin` decides what is written, so the back
-    ends (backends/python.py, backends/promela.py) only spell it.
+C = TypeVar("C")  # a back end's code of a value: text, or (the Z3 encoding) a deferred term
+P = TypeVar("P")  # a back end's name of a location
 
-    The integer operators `| & ~ << >> + == !=` are written alike in Python, Promela
-    and C, so the plan writes them itself; whatever a back end writes its own way (a
-    temporary, a read or write of memory, a check, a branch, a conditional value) is a
-    method here. A place is how the back end names a location (a packed bit field, a
-    Promela variable)."""
+
+class Spelling(ABC, Generic[C, P]):
+    """How one back end writes code; `builtin` decides what is written, so the back
+    ends (backends/python.py, backends/promela.py, engines/smt/encode.py) only spell it.
+
+    Everything a back end writes its own way (a temporary, a read or write of memory, a
+    check, a branch, a conditional value, an operator) is a method here; the text back
+    ends share the operators, written alike in Python, Promela and C (`TextSpelling`).
+    A place is how the back end names a location (a packed bit field, a Promela
+    variable, the Z3 encoding's candidate slots)."""
 
     def __init__(self, owner: Writer):
         self.owner = owner
@@ -244,19 +248,19 @@ class Spelling(ABC):
         return self.owner.layout.gid_base[proc.name] + inst
 
     @abstractmethod
-    def value(self, x: m.TExpr) -> str:
+    def value(self, x: m.TExpr) -> C:
         """The code of `x`'s value (a plain read goes through the store buffer)."""
 
     @abstractmethod
-    def fresh(self) -> str:
+    def fresh(self) -> C:
         """A new temporary."""
 
     @abstractmethod
-    def assign(self, tmp: str, code: str) -> None:
+    def assign(self, tmp: C, code: C) -> None:
         """`tmp = code`, now."""
 
     @abstractmethod
-    def paren(self, code: str) -> str:
+    def paren(self, code: C) -> C:
         """`code` as an operand."""
 
     @abstractmethod
@@ -264,22 +268,22 @@ class Spelling(ABC):
         """`loc = value`, as an assignment of the model would store it."""
 
     @abstractmethod
-    def store_code(self, loc: m.TExpr, code: str) -> None:
+    def store_code(self, loc: m.TExpr, code: C) -> None:
         """`loc = code`, a value computed here (within range checks and the buffer)."""
 
     @abstractmethod
-    def place(self, loc: m.TExpr) -> Any:
+    def place(self, loc: m.TExpr) -> P:
         """The location itself, for an access that bypasses the store buffer."""
 
     @abstractmethod
-    def task(self, gid: int) -> Any:
+    def task(self, gid: int) -> P:
         """The place of instance `gid`'s task state (1: INTERRUPTIBLE, 0: RUNNING)."""
 
     @abstractmethod
-    def read(self, place: Any) -> str: ...
+    def read(self, place: P) -> C: ...
 
     @abstractmethod
-    def write(self, place: Any, code: str, const: int | None = None) -> None:
+    def write(self, place: P, code: C, const: int | None = None) -> None:
         """`place = code` (`const`: its value, when it is a constant)."""
 
     @abstractmethod
@@ -287,20 +291,20 @@ class Spelling(ABC):
         """A comment in the generated code."""
 
     @abstractmethod
-    def when(self, cond: str, then: Callable[[], None], note: str | None = None) -> None:
+    def when(self, cond: C, then: Callable[[], None], note: str | None = None) -> None:
         """`if cond: then()`."""
 
     @abstractmethod
-    def first(self, cases: list[tuple[str, str | None, Callable[[], None]]]) -> None:
+    def first(self, cases: list[tuple[C, str | None, Callable[[], None]]]) -> None:
         """The first case whose condition holds runs (`if ... elif ...`); each case is
         (condition, note, body)."""
 
     @abstractmethod
-    def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
+    def bit_in_set(self, nr: C, bits: m.TExpr) -> C:
         """`nr` as a bit number of `bits`, failing when the step runs if it is not one."""
 
     @abstractmethod
-    def check_bit(self, nr: str, place: Any, size: int) -> None:
+    def check_bit(self, nr: C, place: P, size: int) -> None:
         """Fail now unless `nr` is a bit number of the set at `place`."""
 
     @abstractmethod
@@ -308,19 +312,58 @@ class Spelling(ABC):
         """Refuse a fixed-width type this back end cannot compute in."""
 
     @abstractmethod
-    def wrap(self, code: str, t: m.BitVecT) -> str:
+    def wrap(self, code: C, t: m.BitVecT) -> C:
         """`code` modulo 2**width."""
 
     @abstractmethod
-    def min_max(self, a: str, b: str, is_min: bool, signed: m.BitVecT | None) -> str:
+    def min_max(self, a: C, b: C, is_min: bool, signed: m.BitVecT | None) -> C:
         """min/max; of a signed fixed-width type, in two's complement order."""
 
     @abstractmethod
-    def abs(self, x: str, signed: m.BitVecT | None) -> str:
+    def abs(self, x: C, signed: m.BitVecT | None) -> C:
         """|x| of an integer, or of a signed fixed-width type (modulo 2**width)."""
 
-    def builtin(self, c: m.Builtin) -> str:
-        """Write a kernel primitive's call; the code of its value ("" when it has none).
+    # the operators
+    @abstractmethod
+    def number(self, v: int) -> C: ...
+
+    @abstractmethod
+    def group(self, code: C) -> C:
+        """`code` as a value of its own (the text back ends parenthesise it)."""
+
+    @abstractmethod
+    def equals(self, a: C, b: C, negate: bool = False) -> C:
+        """`a == b` (`a != b`)."""
+
+    @abstractmethod
+    def bit_of(self, x: C, nr: C) -> C:
+        """Bit `nr` of `x`, as 0 or 1."""
+
+    @abstractmethod
+    def with_bit(self, x: C, nr: C, set: bool) -> C:
+        """`x` with bit `nr` set (or cleared)."""
+
+    @abstractmethod
+    def with_mask(self, x: C, mask: int, set: bool) -> C:
+        """`x` with the bits of the constant `mask` set (or cleared)."""
+
+    @abstractmethod
+    def has_mask(self, x: C, mask: int) -> C:
+        """Whether `x` has a bit of the constant `mask`."""
+
+    @abstractmethod
+    def or_(self, a: C, b: C) -> C: ...
+
+    @abstractmethod
+    def plus(self, a: C, step: int) -> C:
+        """`a + step`, a constant (before any wrap)."""
+
+    @abstractmethod
+    def plus_delta(self, a: C, delta: C, negate: bool) -> C:
+        """`a + delta` or `a - delta` (before any wrap)."""
+
+    def builtin(self, c: m.Builtin) -> C | None:
+        """Write a kernel primitive's call; the code of its value (None when it has none).
         Under tso a locked primitive reads and writes memory directly: its step only
         runs with an empty store buffer (`Step.fence`)."""
         k = lower(c)
@@ -332,7 +375,7 @@ class Spelling(ABC):
         finally:
             owner.direct = outer
 
-    def core(self, k: Core, span: Span) -> str:
+    def core(self, k: Core, span: Span) -> C | None:
         """One core operation: what is read, checked, computed and written, in order."""
         if isinstance(k, Load):
             return self.value(k.loc)
@@ -340,9 +383,9 @@ class Spelling(ABC):
             nr = self.value(k.nr)
             if bit_may_miss(k.nr, _set_size(k.bits)):
                 nr = self.bit_in_set(nr, k.bits)
-            return f"(({self.value(k.bits)} >> {nr}) & 1)"
+            return self.group(self.bit_of(self.value(k.bits), nr))
         if isinstance(k, Zero):
-            return f"({self.value(k.x)} {'!=' if k.nonzero else '=='} 0)"
+            return self.group(self.equals(self.value(k.x), self.number(0), negate=k.nonzero))
         if isinstance(k, MinMax):
             a, b = self.value(k.a), self.value(k.b)
             t = k.a.type
@@ -359,7 +402,7 @@ class Spelling(ABC):
             return self.abs(x, None)
         if isinstance(k, Store):
             self.store(k.loc, k.value)
-            return ""
+            return None
         if isinstance(k, (Add, Or)):
             return self.add_or(k, span)
         if isinstance(k, BitOp):
@@ -369,11 +412,11 @@ class Spelling(ABC):
             if bit_may_miss(k.nr, size):
                 self.check_bit(nr, place, size)
             cur = self.read(place)
-            old = ""
+            old = None
             if k.returns_old:
                 old = self.fresh()
-                self.assign(old, f"({cur} >> {nr}) & 1")
-            self.write(place, f"{cur} | (1 << {nr})" if k.set else f"{cur} & ~(1 << {nr})")
+                self.assign(old, self.bit_of(cur, nr))
+            self.write(place, self.with_bit(cur, nr, k.set))
             return old
         if isinstance(k, Xchg):
             old = self.fresh()
@@ -385,8 +428,8 @@ class Spelling(ABC):
             self.assign(old, self.value(k.loc))
             expect = self.value(k.expect)
             cas = k
-            self.when(f"{old} == {expect}", lambda: self.store(cas.loc, cas.new))
-            return f"({old} == {expect})" if k.success else old
+            self.when(self.equals(old, expect), lambda: self.store(cas.loc, cas.new))
+            return self.group(self.equals(old, expect)) if k.success else old
         if isinstance(k, (WaitAdd, WaitRemove)):
             queue = self.place(k.queue)
             gid = self.running()
@@ -395,45 +438,46 @@ class Spelling(ABC):
             name = self.owner.layout.instance_names[gid]
             if isinstance(k, WaitAdd):  # on the queue before it may sleep
                 self.note(f"{name} waits; its task is INTERRUPTIBLE")
-                self.write(queue, f"{cur} | {1 << gid}")
-                self.write(task, "1", const=1)
+                self.write(queue, self.with_mask(cur, 1 << gid, True))
+                self.write(task, self.number(1), const=1)
             else:
                 self.note(f"{name} stops waiting; its task is RUNNING")
-                self.write(task, "0", const=0)
-                self.write(queue, f"{cur} & ~{1 << gid}")
-            return ""
+                self.write(task, self.number(0), const=0)
+                self.write(queue, self.with_mask(cur, 1 << gid, False))
+            return None
         if isinstance(k, Wake):
             self.wake(k)
-            return ""
+            return None
         raise TypeError(f"core operation {type(k).__name__}")
 
-    def add_or(self, k: Add | Or, span: Span) -> str:
+    def add_or(self, k: Add | Or, span: Span) -> C | None:
         """A counter's read-modify-write: a delta is read before the location, the new
         value wraps in a fixed width, the old value is kept before the store."""
         target = k.loc
-        cur = self.value(target) if isinstance(k, Or) or k.step is not None else ""
         if isinstance(k, Or):
-            value = f"{cur} | {self.paren(self.value(k.value))}"
+            cur = self.value(target)
+            value = self.or_(cur, self.paren(self.value(k.value)))
         elif k.step is not None:
-            value = f"{cur} + {k.step}"
+            cur = self.value(target)
+            value = self.plus(cur, k.step)
         else:
             assert k.delta is not None
             d = self.value(k.delta)
             cur = self.value(target)
-            value = f"{cur} + {f'-({d})' if k.negate else d}"
+            value = self.plus_delta(cur, d, k.negate)
         new = self.fresh()
         t = target.type
         if isinstance(t, m.BitVecT):  # an unsigned counter wraps
             self.fits(t, span)
             value = self.wrap(value, t)
         self.assign(new, value)
-        old = ""
+        old = None
         if k.returns is Returns.OLD:
             old = self.fresh()
             self.assign(old, cur)
         self.store_code(target, new)
         if k.returns is Returns.NEW_IS_ZERO:
-            return f"({new} == 0)"
+            return self.group(self.equals(new, self.number(0)))
         return new if k.returns is Returns.NEW else old
 
     def wake(self, k: Wake) -> None:
@@ -447,17 +491,52 @@ class Spelling(ABC):
 
         def wake_one(gid: int, leave: bool) -> Callable[[], None]:
             def body() -> None:
-                self.write(self.task(gid), "0", const=0)
+                self.write(self.task(gid), self.number(0), const=0)
                 if leave:
-                    self.write(queue, f"{w} & ~{1 << gid}")
+                    self.write(queue, self.with_mask(w, 1 << gid, False))
             return body
 
         if k.all:
             for gid in sleepers:
-                self.when(f"{w} & {1 << gid}", wake_one(gid, False), note=f"wake {names[gid]}")
-            self.write(queue, "0", const=0)
+                self.when(self.has_mask(w, 1 << gid), wake_one(gid, False), note=f"wake {names[gid]}")
+            self.write(queue, self.number(0), const=0)
         else:
-            self.first([(f"{w} & {1 << gid}", f"wake {names[gid]}", wake_one(gid, True)) for gid in sleepers])
+            self.first([(self.has_mask(w, 1 << gid), f"wake {names[gid]}", wake_one(gid, True)) for gid in sleepers])
+
+
+class TextSpelling(Spelling[str, P]):
+    """The operators of the text back ends: `| & ~ << >> + == !=` are written alike in
+    Python, Promela and C."""
+
+    def number(self, v: int) -> str:
+        return str(v)
+
+    def group(self, code: str) -> str:
+        return f"({code})"
+
+    def equals(self, a: str, b: str, negate: bool = False) -> str:
+        return f"{a} {'!=' if negate else '=='} {b}"
+
+    def bit_of(self, x: str, nr: str) -> str:
+        return f"({x} >> {nr}) & 1"
+
+    def with_bit(self, x: str, nr: str, set: bool) -> str:
+        return f"{x} | (1 << {nr})" if set else f"{x} & ~(1 << {nr})"
+
+    def with_mask(self, x: str, mask: int, set: bool) -> str:
+        return f"{x} | {mask}" if set else f"{x} & ~{mask}"
+
+    def has_mask(self, x: str, mask: int) -> str:
+        return f"{x} & {mask}"
+
+    def or_(self, a: str, b: str) -> str:
+        return f"{a} | {b}"
+
+    def plus(self, a: str, step: int) -> str:
+        return f"{a} + {step}"
+
+    def plus_delta(self, a: str, delta: str, negate: bool) -> str:
+        return f"{a} + {f'-({delta})' if negate else delta}"
 
 
 class _Layout(Protocol):

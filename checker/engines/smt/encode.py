@@ -19,6 +19,12 @@ complement is exactly Python's unbounded int: bvsdiv/bvsrem truncate toward zero
 like the compiled `_div`/`_mod`, bvashr floors like `>>`. The intervals are
 computed while encoding; if they need a wider W, the encoding is rebuilt once.
 
+x86-TSO. The store buffers are slots of the state (ir.StoreBuffer) and are read and
+written as backends/python.py does: a plain store to a buffered global fills the first
+empty entry (the step waits while none is empty), a plain load takes its CPU's newest
+entry for the slot, a fence step needs an empty buffer, a locked primitive or atomic
+fence accesses memory, and each buffer's flush is a transition of its own.
+
 Guarded execution. A step's body runs on a symbolic copy of the state under a
 guard `g`, the condition that control reaches the current operation; each write is
 `slot := If(g, new, old)`, so both sides of an `if` need no merging, and `break`,
@@ -29,20 +35,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Callable
+from typing import Any
 
 import z3
 
 from ... import model as m
-from ...backends.python import CompiledInstance, CompiledModel, CompiledStep
-from ...semantics.primitives import Returns
-from ...base.errors import NOWHERE, SpecError
-from ...semantics.lower import (Abs, Add, BitOp, Cas, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake, Xchg,
-                                Zero, lower)
-from ...ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
+from ...backends.python import CompiledFlush, CompiledInstance, CompiledModel, CompiledStep
+from ...base.errors import NOWHERE, Span, SpecError
+from ...semantics.lower import Spelling
+from ...ir import (Program, SlotKind, StateLayout, StoreBuffer, OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                    StepKind, walk_ops)
 from .solver import new_solver
 from .terms import conj as _and, disj as _or, negate as _not
 
+FLUSH_PCS = frozenset({0})  # a flush has one place (rounds: Encoding.turn_formula)
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
 MAX_WIDTH = 512
 MODEL_ERROR = "model error"  # the pseudo-property: some step or invariant raises ModelError
@@ -82,11 +88,29 @@ def kind(t: m.Type) -> str:
     return "int"
 
 
-def slot_interval(layout, slot: int) -> tuple[int, int]:
+def buffered_slots(layout: StateLayout, b: StoreBuffer) -> list[int]:
+    """The memory slots a store buffer's entries may name: those of the globals its CPU
+    stores plainly (every element of an array)."""
+    names = {sym.name for sym in b.locations}
+    return [j for j, sl in enumerate(layout.slots)
+            if sl.kind is SlotKind.VAR and sl.process is None and sl.var in names]
+
+
+def stored_interval(layout: StateLayout, slot: int) -> tuple[int, int]:
+    """The values a slot holds, as integers (an unsigned slot's too)."""
+    t = layout.slots[slot].type
+    return (0, t.mask) if isinstance(t, m.BitVecT) else slot_interval(layout, slot)
+
+
+def slot_interval(layout: StateLayout, slot: int) -> tuple[int, int]:
     """The values a non-unsigned slot holds in every reachable state."""
     sl = layout.slots[slot]
     t = sl.type
-    if isinstance(t, m.IntT) and t.lo is not None:
+    if sl.kind is SlotKind.BUFFER and sl.element is not None and sl.element % 2:  # an entry's value
+        b = next(b for b in layout.buffers if b.name == sl.var)
+        los, his = zip(*(stored_interval(layout, j) for j in buffered_slots(layout, b)))
+        return min(0, *los), max(0, *his)  # an empty entry holds 0
+    if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None:
         return t.lo, t.hi
     if isinstance(t, m.BoolT):
         return 0, 1
@@ -114,21 +138,22 @@ class _Loop:
         self.conts: list = []
 
 
-Deferred = Callable[[object], object]  # lazy guard -> value (BoolRef | BitVecRef | IV)
+Deferred = Callable[[Any], Any]  # lazy guard -> value (BoolRef | BitVecRef | IV)
 
 
 class Evaluator:
     """Symbolic execution of expressions and operations, mirroring the compiled code.
 
-    About 700 lines, on purpose: it mirrors python.Compiler section by section
-    (expressions, loads, stores, core operations, operations), so that the Z3 twin of
-    each piece of generated code stands in one place, beside the others.
+    About 600 lines, on purpose: it mirrors python.Compiler section by section
+    (expressions, loads, stores, operations), so that the Z3 twin of each piece of
+    generated code stands in one place, beside the others. The core operations are
+    not here: lower.Spelling decides them for every back end, `_Z3Spelling` spells them.
 
     `env` is the symbolic state (one term per slot) and changes as operations run;
     `g` is the guard of the current point. Errors (what raises ModelError in the
     compiled code) and assertion failures are collected with their conditions."""
 
-    def __init__(self, enc: Encoding | None, width: int, env: list | None = None,
+    def __init__(self, enc: Encoding | None, width: int, env: list[Any] | None = None,
                  proc: CompiledInstance | None = None, bound: dict | None = None, ctx=None,
                  ints: bool = False):
         self.enc = enc
@@ -139,9 +164,13 @@ class Evaluator:
         self.ints = ints
         self.T, self.F = z3.BoolVal(True, self.ctx), z3.BoolVal(False, self.ctx)
         self.W = width
-        self.env = env
-        self.proc = proc
+        self.env: list[Any] = env if env is not None else []  # none: an expression over no state (lemmas)
+        self.instance = proc
+        self.proc = proc.process if proc is not None else None  # what lower.Writer reads
         self.inst = proc.instance if proc is not None else None
+        self.direct = False  # lower.Writer: inside a locked primitive or atomic fence (tso): memory
+        self.buffer: StoreBuffer | None = None  # tso: the store buffer of the CPU whose step this is
+        self.spelling = _Z3Spelling(self)
         self.bound = dict(bound or {})
         self.g = self.T
         self.errs: list = []
@@ -150,6 +179,16 @@ class Evaluator:
         self.overflow: list = []
         self.loops: list[_Loop] = []
         self.needed = 0
+
+    @property
+    def layout(self) -> StateLayout:
+        assert self.enc is not None  # the state is read only in a step or a property
+        return self.enc.layout
+
+    @property
+    def program(self) -> Program:
+        assert self.enc is not None
+        return self.enc.program
 
     # -- bookkeeping
     def unreachable(self, cond) -> bool:
@@ -198,63 +237,79 @@ class Evaluator:
         self.g = _and(self.ctx, self.g, _not(cond))
 
     # -- conversions between the three domains
-    def as_int(self, v, t: m.Type) -> IV:
-        k = kind(t)
-        if k == "bool":
+    def as_int(self, v: Any, t: m.Type) -> IV:
+        if isinstance(t, m.BoolT):
             return IV(z3.If(v, self.const_iv(1).t, self.const_iv(0).t), 0, 1)
-        if k == "bv" and self.ints:
+        if not isinstance(t, m.BitVecT):
+            assert isinstance(v, IV)
+            return v
+        if self.ints:
             if t.signed:
                 raise IntModeUnsupported(t.describe())
             return IV(v, 0, t.mask)
-        if k == "bv" and t.signed:  # the pattern's two's-complement value
+        if t.signed:  # the pattern's two's-complement value
             w = t.width
             self.need(-t.half, t.half - 1)
             if self.W <= w:  # too narrow this round; the encoding is rebuilt wider
                 return IV(z3.Extract(self.W - 1, 0, v), -t.half, t.half - 1)
             return IV(z3.SignExt(self.W - w, v), -t.half, t.half - 1)
-        if k == "bv":
-            w = t.width
-            self.need(0, t.mask)
-            if self.W <= w:  # too narrow this round; the encoding is rebuilt wider
-                return IV(z3.Extract(self.W - 1, 0, v), 0, t.mask)
-            return IV(z3.ZeroExt(self.W - w, v), 0, t.mask)
-        return v
+        w = t.width
+        self.need(0, t.mask)
+        if self.W <= w:  # too narrow this round; the encoding is rebuilt wider
+            return IV(z3.Extract(self.W - 1, 0, v), 0, t.mask)
+        return IV(z3.ZeroExt(self.W - w, v), 0, t.mask)
 
-    def as_bv(self, v, t: m.Type, w: int):
+    def as_bv(self, v: Any, t: m.Type, w: int) -> Any:
         """C conversion of a value of type `t` to an unsigned `w`-bit value."""
-        k = kind(t)
-        if k == "bool":
+        if isinstance(t, m.BoolT):
             return z3.If(v, self.bv_const(1, w), self.bv_const(0, w))
+        bv = t if isinstance(t, m.BitVecT) else None
         if self.ints:
-            if k == "bv" and t.signed:
-                raise IntModeUnsupported(t.describe())
-            if k == "int":
+            if bv is None:
                 return self._wrap(v.t, w, v.lo, v.hi)
-            return v if t.width <= w else self._wrap(v, w, 0, t.mask)
-        term = v.t if k == "int" else v
+            if bv.signed:
+                raise IntModeUnsupported(bv.describe())
+            return v if bv.width <= w else self._wrap(v, w, 0, bv.mask)
+        term = v.t if bv is None else v
         have = term.size()
         if have == w:
             return term
         if have > w:
             return z3.Extract(w - 1, 0, term)
-        signed = k == "int" or t.signed  # a signed pattern is sign-extended
+        signed = bv is None or bv.signed  # a signed pattern is sign-extended
         return (z3.SignExt if signed else z3.ZeroExt)(w - have, term)
 
 
     # -- the state
-    def load(self, slot: int, t: m.Type):
+    def buffered(self, target: m.TExpr) -> StoreBuffer | None:
+        """python.Compiler.buffered: the store buffer a plain access to `target` goes
+        through (tso), decided where the access is written."""
+        b = self.buffer
+        return b if b is not None and not self.direct and b.holds(target) else None
+
+    def from_buffer(self, raw: Any, slot: int) -> Any:
+        """An entry's value (a W-bit integer) in memory slot `slot`'s sort."""
+        st = self.layout.slots[slot].type
+        return z3.Extract(st.width - 1, 0, raw) if isinstance(st, m.BitVecT) else raw
+
+    def load(self, slot: int, t: m.Type, buf: StoreBuffer | None = None) -> Any:
+        """A slot's value as type `t`; through `buf`, the newest entry for the slot, else memory."""
         raw = self.env[slot]
+        if buf is not None:
+            for entry in range(buf.capacity):  # oldest first, so that the newest ends up outermost
+                at, val = buf.entry(entry)
+                raw = _ite(self.env[at] == slot + 1, self.from_buffer(self.env[val], slot), raw)
         k = kind(t)
         if k == "bool":
             return raw != 0
         if k == "bv":
             return raw
-        lo, hi = slot_interval(self.enc.layout, slot)
+        lo, hi = slot_interval(self.layout, slot)
         return IV(raw, lo, hi)
 
     def raw(self, v, t: m.Type, slot: int):
         """A value in a slot's storage sort."""
-        st = self.enc.layout.slots[slot].type
+        st = self.layout.slots[slot].type
         if isinstance(st, m.BitVecT):
             return self.as_bv(v, t, st.width)
         return self.as_int(v, t).t
@@ -266,9 +321,9 @@ class Evaluator:
             if not z3.is_false(cond):
                 self.env[slot] = _ite(cond, raw_of(slot), self.env[slot])
 
-    def select(self, cands, t: m.Type):
+    def select(self, cands, t: m.Type, buf: StoreBuffer | None = None):
         """Read through candidate slots (an array element at a dynamic index)."""
-        vals = [(c, self.load(s, t)) for s, c in cands]
+        vals = [(c, self.load(s, t, buf)) for s, c in cands]
         c0, acc = vals[-1]
         for c, v in reversed(vals[:-1]):
             if kind(t) == "int":
@@ -278,19 +333,22 @@ class Evaluator:
         return acc
 
     def var_slot(self, sym: m.VarSym) -> int:
-        return self.enc.layout.slot_of(sym, self.inst)
+        return self.layout.slot_of(sym, self.inst)
 
     def candidates(self, x: m.TExpr, idx_iv: IV | None):
         """[(slot, condition)] for a variable, or an element at index `idx_iv`."""
         if isinstance(x, m.Var):
             return [(self.var_slot(x.sym), self.T)]
+        assert isinstance(x, m.Elem)
         t = x.sym.type
+        assert isinstance(t, m.ArrayT)
         base = self.var_slot(x.sym)
         if isinstance(x.index, m.Const):
             return [(base + x.index.value - t.lo, self.T)]
         if isinstance(x.index, m.SelfE) and self.inst is not None:
             return [(base + self.inst - t.lo, self.T)]
         out = []
+        assert idx_iv is not None  # a computed index
         for k in range(t.lo, t.hi + 1):
             if idx_iv.lo <= k <= idx_iv.hi:
                 out.append((base + k - t.lo, idx_iv.t == k))
@@ -310,6 +368,7 @@ class Evaluator:
                 isinstance(x.index, m.SelfE) and self.inst is not None):
             idx = self.as_int(self.ev(x.index)(self.g), x.index.type)
             t = x.sym.type
+            assert isinstance(t, m.ArrayT)
             self.error(_and(self.ctx, self.g, self.out_of(idx, t.lo, t.hi)))
             return self.candidates(x, idx)
         return self.candidates(x, None)
@@ -321,12 +380,13 @@ class Evaluator:
         if isinstance(x, m.Const):
             if k == "bool":
                 c = z3.BoolVal(bool(x.value), self.ctx)
-            elif k == "bv":
+            elif isinstance(t, m.BitVecT):
                 c = self.bv_const(x.value, t.width)
             else:
                 c = self.const_iv(x.value)
             return lambda g: c
         if isinstance(x, (m.Var, m.Elem)):
+            buf = self.buffered(x)
             if isinstance(x, m.Elem) and not isinstance(x.index, m.Const) and not (
                     isinstance(x.index, m.SelfE) and self.inst is not None):
                 di = self.ev(x.index)
@@ -335,13 +395,14 @@ class Evaluator:
                 def read_dyn(g, x=x, di=di, at=at):
                     idx = self.as_int(di(g), x.index.type)
                     self.error(_and(self.ctx, g, self.out_of(idx, at.lo, at.hi)))
-                    return self.select(self.candidates(x, idx), t)
+                    return self.select(self.candidates(x, idx), t, buf)
                 return read_dyn
             cands = self.candidates(x, None)
-            return lambda g: self.load(cands[0][0], t)
+            return lambda g: self.load(cands[0][0], t, buf)
         if isinstance(x, m.LocalOf):
             return self._local_of(x)
         if isinstance(x, m.SelfE):
+            assert self.inst is not None  # `self` is folded, or read in a step
             c = self.const_iv(self.inst)
             return lambda g: c
         if isinstance(x, m.Bound):
@@ -350,8 +411,10 @@ class Evaluator:
             d = self.ev(x.operand)
             return lambda g: self.as_int(d(g), x.operand.type)
         if isinstance(x, m.Conv):
+            assert isinstance(t, m.BitVecT)
             d = self.ev(x.operand)
-            return lambda g: self.as_bv(d(g), x.operand.type, t.width)
+            width = t.width
+            return lambda g: self.as_bv(d(g), x.operand.type, width)
         if isinstance(x, m.Un):
             return self._unary(x)
         if isinstance(x, m.Bin):
@@ -372,10 +435,10 @@ class Evaluator:
         if isinstance(x, m.Quant):
             return self._quant(x)
         if isinstance(x, m.Builtin):
-            d = self.builtin(x)
-            if d is None:
+            value = self.builtin(x)
+            if value is None:
                 raise TypeError(f"builtin {x.name} has no value")
-            return d
+            return value
         raise TypeError(x)
 
     def now(self, x: m.TExpr):
@@ -384,15 +447,15 @@ class Evaluator:
 
     def _unary(self, x: m.Un) -> Deferred:
         d = self.ev(x.operand)
-        k = kind(x.type)
+        xt = x.type
         if x.op == "!":
             return lambda g: _not(d(g))
-        if k == "bv":
+        if isinstance(xt, m.BitVecT):
             if self.ints:
-                w = x.type.width
+                w, mask = xt.width, xt.mask
                 if x.op == "-":
-                    return lambda g: self._wrap(-d(g), w, -x.type.mask, 0)
-                return lambda g: x.type.mask - d(g)
+                    return lambda g: self._wrap(-d(g), w, -mask, 0)
+                return lambda g: mask - d(g)
             return (lambda g: -d(g)) if x.op == "-" else (lambda g: ~d(g))
 
         def un(g):
@@ -439,10 +502,11 @@ class Evaluator:
                     return r
                 return r if op == "==" else _not(r)
             return cmp
-        if kind(x.type) == "bv" and self.ints:
-            if x.type.signed:
-                raise IntModeUnsupported(x.type.describe())
-            w, mask = x.type.width, x.type.mask
+        xt = x.type
+        if isinstance(xt, m.BitVecT) and self.ints:
+            if xt.signed:
+                raise IntModeUnsupported(xt.describe())
+            w, mask = xt.width, xt.mask
 
             def intbv(g):
                 a, b = da(g), db(g)
@@ -462,8 +526,8 @@ class Evaluator:
                     return self._wrap(a * (1 << k), w, 0, mask << k) if op == "<<" else a / (1 << k)
                 raise IntModeUnsupported(op)
             return intbv
-        if kind(x.type) == "bv":
-            signed = x.type.signed
+        if isinstance(xt, m.BitVecT):
+            signed = xt.signed
 
             def bvop(g):
                 a, b = da(g), db(g)
@@ -532,10 +596,9 @@ class Evaluator:
         raise TypeError(op)
 
     def _at(self, x: m.At) -> Deferred:
-        enc = self.enc
-        proc = next(p for p in enc.program.processes if p.name == x.process)
+        proc = next(p for p in self.program.processes if p.name == x.process)
         pcs = sorted(proc.label_pcs.get(x.label, ()))
-        base = enc.layout.pc_base[x.process]
+        base = self.layout.pc_base[x.process]
         di = self.ev(x.index) if x.index is not None and not isinstance(x.index, m.Const) else None
 
         def at(g):
@@ -559,8 +622,8 @@ class Evaluator:
 
     def _local_of(self, x: m.LocalOf) -> Deferred:
         """`p.r` / `p[i].r` in a property (compile.local_of): a checked instance index."""
-        layout = self.enc.layout
-        proc = next(p for p in self.enc.program.processes if p.name == x.process)
+        layout = self.layout
+        proc = next(p for p in self.program.processes if p.name == x.process)
         di = self.ev(x.index) if x.index is not None and not isinstance(x.index, m.Const) else None
 
         def local_of(g):
@@ -589,181 +652,49 @@ class Evaluator:
             return _or(self.ctx, *results) if x.kind == "exists" else _and(self.ctx, *results)
         return quant
 
-    # -- kernel primitives (as compile.builtin emits them)
+    # -- kernel primitives: semantics/lower.py's Spelling decides, _Z3Spelling spells
     def builtin(self, c: m.Builtin) -> Deferred | None:
-        """One core operation (lower.py), as compile emits it."""
-        k = lower(c)
-        W = self.W
-        if isinstance(k, Load):
-            return self.ev(k.loc)
-        if isinstance(k, TestBit):
-            dbits, dnr = self.ev(k.bits), self.ev(k.nr)
-
-            def test_bit(g):
-                bits = self.as_int(dbits(g), k.bits.type)
-                nr = self.as_int(dnr(g), k.nr.type)
-                if not isinstance(k.nr, m.Const):  # a computed bit number must name a bit of the set
-                    self.error(_and(self.ctx, g, self.out_of(nr, 0, k.bits.type.size - 1)))
-                return ((bits.t >> nr.t) & 1) != 0
-            return test_bit
-        if isinstance(k, Zero):
-            d = self.ev(k.x)
-            if k.nonzero:
-                return lambda g: self.as_int(d(g), k.x.type).t != 0
-            return lambda g: self.as_int(d(g), k.x.type).t == 0
-        if isinstance(k, MinMax):
-            da, db = self.ev(k.a), self.ev(k.b)
-            is_min = k.is_min
-
-            def minmax(g):
-                x, y = da(g), db(g)
-                if kind(c.type) == "bv" and self.ints:
-                    if c.type.signed:
-                        raise IntModeUnsupported(c.type.describe())
-                    le = x <= y
-                    return _ite(le, x, y) if is_min else _ite(le, y, x)
-                if kind(c.type) == "bv":
-                    le = (x <= y) if c.type.signed else z3.ULE(x, y)
-                    return _ite(le, x, y) if is_min else _ite(le, y, x)
-                x, y = self.as_int(x, k.a.type), self.as_int(y, k.b.type)
-                le = x.t <= y.t
-                return IV(_ite(le, x.t, y.t) if is_min else _ite(le, y.t, x.t),
-                          min(x.lo, y.lo), max(x.hi, y.hi))
-            return minmax
-        if isinstance(k, Abs):
-            d = self.ev(k.x)
-            t = k.x.type
-
-            def abs_(g):
-                x = d(g)
-                if kind(t) == "bv":
-                    if not t.signed:
-                        return x
-                    if self.ints:
-                        raise IntModeUnsupported(t.describe())
-                    return _ite(x < 0, -x, x)  # of the minimum: itself, modulo 2**width
-                x = self.as_int(x, t)
-                lo = x.lo if x.lo >= 0 else -x.hi if x.hi <= 0 else 0
-                return self.iv(_ite(x.t < 0, -x.t, x.t), lo, max(abs(x.lo), abs(x.hi)))
-            return abs_
-        if isinstance(k, Store):
-            self.store(k.loc, self.ev(k.value), k.value.type)
+        """One core operation, as every back end writes it (lower.Spelling.core); its
+        value in the sort of the call's type."""
+        code = self.spelling.builtin(c)
+        if code is None:
             return None
-        if isinstance(k, Add):
-            target = k.loc
-            tt = target.type
-            ddelta = self.ev(k.delta) if k.step is None else None
-            dcur = self.ev(target)
-            cur = dcur(self.g)
-            if k.step is not None:
-                delta, dt = self.const_iv(k.step), m.INT
-            else:
-                delta, dt = ddelta(self.g), k.delta.type
-                if k.negate:
-                    if kind(dt) == "bv":
-                        delta = -delta
-                    else:
-                        delta = self.as_int(delta, dt)
-                        delta, dt = self.iv(-delta.t, -delta.hi, -delta.lo), m.INT
-            if kind(tt) == "bv":
-                new = cur + self.as_bv(delta, dt, tt.width)
-            else:
-                new = self._int_op("+", self.as_int(cur, tt), self.as_int(delta, dt), self.g)
-            self.store(target, lambda g: new, tt if kind(tt) == "bv" else m.INT)
-            if k.returns is Returns.NEW_IS_ZERO:
-                z = (new == 0) if kind(tt) == "bv" else (new.t == 0)
-                return lambda g: z
-            if k.returns is Returns.NEW:
-                return lambda g: new
-            if k.returns is Returns.OLD:
-                return lambda g: cur
-            return None
-        if isinstance(k, Or):  # resolve admits only fixed-width locations
-            target = k.loc
-            tt = target.type
-            dval = self.ev(k.value)
-            cur = self.ev(target)(self.g)
-            new = cur | self.as_bv(dval(self.g), k.value.type, tt.width)
-            self.store(target, lambda g: new, tt)
-            return lambda g: cur
-        if isinstance(k, BitOp):
-            dnr = self.ev(k.nr)
-            cands = self.address(k.bits)
-            size = k.bits.type.size
-            nr = self.as_int(dnr(self.g), k.nr.type)
-            if not isinstance(k.nr, m.Const):
-                self.error(_and(self.ctx, self.g, self.out_of(nr, 0, size - 1)))
-            cur = self.select(cands, k.bits.type)
-            old = ((cur.t >> nr.t) & 1) != 0
-            bit = z3.BitVecVal(1, W, self.ctx) << nr.t
-            if k.set:
-                self.write(cands, lambda s: self.env[s] | bit)
-            else:
-                self.write(cands, lambda s: self.env[s] & ~bit)
-            return (lambda g: old) if k.returns_old else None
-        if isinstance(k, Xchg):
-            old = self.now(k.loc)
-            self.store(k.loc, self.ev(k.value), k.value.type)
-            return lambda g: old
-        if isinstance(k, Cas):
-            old = self.now(k.loc)
-            expect = self.now(k.expect)
-            if kind(k.loc.type) == "int":
-                eq = self.as_int(old, k.loc.type).t == self.as_int(expect, k.expect.type).t
-            else:
-                eq = old == expect
-            before = self.g
-            self.g = _and(self.ctx, before, eq)
-            self.store(k.loc, self.ev(k.new), k.new.type)
-            self.g = _or(self.ctx, self.g, _and(self.ctx, before, _not(eq)))
-            if k.success:
-                return lambda g: eq
-            return lambda g: old
-        if isinstance(k, (WaitAdd, WaitRemove)):
-            cands = self.address(k.queue)
-            gid = self.enc.layout.gid_base[self.proc.process.name] + self.inst
-            task = self.enc.layout.task_slot[gid]
-            bit = z3.BitVecVal(1 << gid, W, self.ctx)
-            self.need(0, 1 << gid)
-            if isinstance(k, WaitAdd):
-                self.write(cands, lambda s: self.env[s] | bit)
-                self.write([(task, self.T)], lambda s: z3.BitVecVal(1, W, self.ctx))
-            else:
-                self.write([(task, self.T)], lambda s: z3.BitVecVal(0, W, self.ctx))
-                self.write(cands, lambda s: self.env[s] & ~bit)
-            return None
-        if isinstance(k, Wake):
-            cands = self.address(k.queue)
-            w = self.select(cands, k.queue.type).t
-            sleepers = sorted(self.enc.layout.task_slot.items())
-            if k.all:
-                for gid, task in sleepers:
-                    c = (w & (1 << gid)) != 0
-                    self.write([(task, c)], lambda s: z3.BitVecVal(0, W, self.ctx))
-                self.write(cands, lambda s: z3.BitVecVal(0, W, self.ctx))
-            else:
-                taken = self.F
-                for gid, task in sleepers:
-                    c = _and(self.ctx, _not(taken), (w & (1 << gid)) != 0)
-                    self.write([(task, c)], lambda s: z3.BitVecVal(0, W, self.ctx))
-                    self.write([(s, _and(self.ctx, c, sc)) for s, sc in cands],
-                               lambda s, gid=gid: w & ~z3.BitVecVal(1 << gid, W, self.ctx))
-                    taken = _or(self.ctx, taken, c)
-            return None
-        raise TypeError(f"core operation {type(k).__name__}")
+        return self.spelling.deferred(code, c.type)
 
     def store(self, target: m.TExpr, dval: Deferred, vtype: m.Type) -> None:
         """compile.store: address (checked now), the value, its range check, the write."""
         cands = self.address(target)
         val = dval(self.g)
         t = target.type
-        if isinstance(t, m.IntT) and t.lo is not None:
+        if isinstance(t, m.IntT) and t.lo is not None and t.hi is not None:
             iv = self.as_int(val, vtype)
             self.error(_and(self.ctx, self.g, self.out_of(iv, t.lo, t.hi)))
         elif isinstance(t, m.BitsetT) and vtype != t:
             iv = self.as_int(val, vtype)
             self.error(_and(self.ctx, self.g, self.out_of(iv, 0, (1 << t.size) - 1)))
-        self.write(cands, lambda s: self.raw(val, vtype, s))
+        buf = self.buffered(target)
+        if buf is None:
+            self.write(cands, lambda s: self.raw(val, vtype, s))
+            return
+        # tso: (address, value) into the first empty entry; memory keeps the old value
+        # until a flush; with every entry in use the step waits (python.StoreBufferFull)
+        st = self.layout.slots[cands[0][0]].type
+        if isinstance(st, m.BitVecT):
+            self.need(0, st.mask)
+            value = z3.ZeroExt(self.W - st.width, self.as_bv(val, vtype, st.width))
+        else:
+            value = self.as_int(val, vtype).t
+        address = self.bv_const(cands[-1][0] + 1, self.W)
+        for slot, c in reversed(cands[:-1]):
+            address = _ite(c, self.bv_const(slot + 1, self.W), address)
+        taken = self.F
+        for k in range(buf.capacity):
+            at, v = buf.entry(k)
+            free = _and(self.ctx, _not(taken), self.env[at] == 0)
+            self.write([(at, free)], lambda s: address)
+            self.write([(v, free)], lambda s: value)
+            taken = _or(self.ctx, taken, free)
+        self.g = _and(self.ctx, self.g, taken)
 
     # -- operations
     def run(self, ops) -> None:
@@ -774,7 +705,8 @@ class Evaluator:
 
     def op(self, op: Op) -> None:
         if isinstance(op, OGoto):
-            slot = self.enc.layout.pc_base[self.proc.process.name] + self.inst
+            assert self.proc is not None and self.inst is not None  # a step's
+            slot = self.layout.pc_base[self.proc.name] + self.inst
             self.write([(slot, self.T)], lambda s: z3.BitVecVal(op.pc, self.W, self.ctx))
             self.dones.append(self.g)
             self.g = self.F
@@ -836,6 +768,245 @@ class Evaluator:
         self.g = _or(self.ctx, *exits)
 
 
+class _Code:
+    """A value as the Z3 spelling passes it around: deferred, like the text back ends'
+    code, which runs where it is used (`d`: guard -> term), and of type `t`."""
+
+    __slots__ = ("d", "t")
+
+    def __init__(self, d: Deferred, t: m.Type):
+        self.d, self.t = d, t
+
+
+class _Temp(_Code):
+    """A temporary: `assign` evaluates its value then, as the generated code does."""
+
+    __slots__ = ("v",)
+
+    def __init__(self) -> None:
+        super().__init__(lambda g: self.v, m.INT)
+        self.v: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    cands: list[tuple[int, Any]]  # Evaluator.address: [(slot, condition)]
+    t: m.Type
+
+
+class _Z3Spelling(Spelling[_Code, _Place]):
+    """The core operations as Z3 terms over the evaluator's symbolic state: what the
+    text back ends write as a statement happens now, under the evaluator's guard; what
+    they write as an expression is a deferred term."""
+
+    owner: Evaluator
+
+    def __init__(self, ev: Evaluator):
+        super().__init__(ev)
+        self.ev = ev
+
+    # values in the evaluator's three domains (bool, bit-vector, IV)
+    def deferred(self, code: _Code, t: m.Type) -> Deferred:
+        """`code` in the sort of type `t`."""
+        ev, have, want = self.ev, kind(code.t), kind(t)
+        if want == have:
+            return code.d
+        if want == "bool":
+            return lambda g: self.truth(code, g)
+        if want == "int":
+            return lambda g: ev.as_int(code.d(g), code.t)
+        assert isinstance(t, m.BitVecT)
+        return lambda g: ev.as_bv(code.d(g), code.t, t.width)
+
+    def truth(self, code: _Code, g: Any) -> Any:
+        v = code.d(g)
+        if kind(code.t) == "bool":
+            return v
+        if kind(code.t) == "bv":
+            return v != 0
+        return self.ev.as_int(v, code.t).t != 0
+
+    def num(self, code: _Code, g: Any) -> IV:
+        return self.ev.as_int(code.d(g), code.t)
+
+    def value(self, x: m.TExpr) -> _Code:
+        return _Code(self.ev.ev(x), x.type)
+
+    def fresh(self) -> _Code:
+        return _Temp()
+
+    def assign(self, tmp: _Code, code: _Code) -> None:
+        assert isinstance(tmp, _Temp)
+        tmp.v, tmp.t = code.d(self.ev.g), code.t
+
+    def paren(self, code: _Code) -> _Code:
+        return code
+
+    def store(self, loc: m.TExpr, value: m.TExpr) -> None:
+        self.ev.store(loc, self.ev.ev(value), value.type)
+
+    def store_code(self, loc: m.TExpr, code: _Code) -> None:
+        self.ev.store(loc, code.d, code.t)
+
+    def place(self, loc: m.TExpr) -> _Place:
+        return _Place(self.ev.address(loc), loc.type)
+
+    def task(self, gid: int) -> _Place:
+        slot = self.ev.layout.task_slot[gid]
+        return _Place([(slot, self.ev.T)], self.ev.layout.slots[slot].type)
+
+    def read(self, place: _Place) -> _Code:
+        return _Code(lambda g: self.ev.select(place.cands, place.t), place.t)
+
+    def write(self, place: _Place, code: _Code, const: int | None = None) -> None:
+        ev = self.ev
+        v = code.d(ev.g)
+        ev.write(place.cands, lambda s: ev.raw(v, code.t, s))
+
+    def note(self, text: str) -> None:
+        pass
+
+    def when(self, cond: _Code, then: Callable[[], None], note: str | None = None) -> None:
+        self.first([(cond, note, then)])
+
+    def first(self, cases: list[tuple[_Code, str | None, Callable[[], None]]]) -> None:
+        ev = self.ev
+        before, taken, after = ev.g, ev.F, []
+        kept = True  # no body failed or ended anything: control goes on exactly as before
+        for cond, _, body in cases:
+            c = self.truth(cond, before)
+            ev.g = g = _and(ev.ctx, before, _not(taken), c)
+            body()
+            kept = kept and ev.g is g
+            after.append(ev.g)
+            taken = _or(ev.ctx, taken, c)
+        ev.g = before if kept else _or(ev.ctx, *after, _and(ev.ctx, before, _not(taken)))
+
+    def bit_in_set(self, nr: _Code, bits: m.TExpr) -> _Code:
+        ev = self.ev
+        t = bits.type
+        assert isinstance(t, m.BitsetT)
+
+        def checked(g: Any) -> IV:  # fails where it is read: not on the untaken side of `||`
+            v = self.num(nr, g)
+            ev.error(_and(ev.ctx, g, ev.out_of(v, 0, t.size - 1)))
+            return v
+        return _Code(checked, m.INT)
+
+    def check_bit(self, nr: _Code, place: _Place, size: int) -> None:
+        ev = self.ev
+        ev.error(_and(ev.ctx, ev.g, ev.out_of(self.num(nr, ev.g), 0, size - 1)))
+
+    def fits(self, t: m.BitVecT, span: Span) -> None:
+        if self.ev.ints and t.signed:
+            raise IntModeUnsupported(t.describe())
+
+    def wrap(self, code: _Code, t: m.BitVecT) -> _Code:
+        if not self.ev.ints:
+            return code  # bit-vector arithmetic wraps by itself
+        return _Code(lambda g: self.ev._wrap(code.d(g), t.width, -t.mask, 2 * t.mask), t)
+
+    def min_max(self, a: _Code, b: _Code, is_min: bool, signed: m.BitVecT | None) -> _Code:
+        ev = self.ev
+
+        def minmax(g: Any) -> Any:
+            x, y = a.d(g), b.d(g)
+            if kind(a.t) == "bv":
+                le = x <= y if signed is not None or ev.ints else z3.ULE(x, y)
+                return _ite(le, x, y) if is_min else _ite(le, y, x)
+            p, q = ev.as_int(x, a.t), ev.as_int(y, b.t)
+            le = p.t <= q.t
+            return IV(_ite(le, p.t, q.t) if is_min else _ite(le, q.t, p.t), min(p.lo, q.lo), max(p.hi, q.hi))
+        return _Code(minmax, a.t if kind(a.t) == "bv" else m.INT)
+
+    def abs(self, x: _Code, signed: m.BitVecT | None) -> _Code:
+        ev = self.ev
+        if signed is not None:  # of the minimum: itself, modulo 2**width
+            return _Code(lambda g: (lambda v: _ite(v < 0, -v, v))(x.d(g)), signed)
+
+        def abs_(g: Any) -> IV:
+            v = ev.as_int(x.d(g), x.t)
+            lo = v.lo if v.lo >= 0 else -v.hi if v.hi <= 0 else 0
+            return ev.iv(_ite(v.t < 0, -v.t, v.t), lo, max(abs(v.lo), abs(v.hi)))
+        return _Code(abs_, m.INT)
+
+    # the operators
+    def number(self, v: int) -> _Code:
+        return _Code(lambda g: self.ev.const_iv(v), m.INT)
+
+    def group(self, code: _Code) -> _Code:
+        return code
+
+    def equals(self, a: _Code, b: _Code, negate: bool = False) -> _Code:
+        ev = self.ev
+
+        def eq(g: Any) -> Any:
+            x, y = a.d(g), b.d(g)
+            ka, kb = kind(a.t), kind(b.t)
+            if ka == "bool" and kb == "bool":
+                r = x == y
+            elif ka == "bv" or kb == "bv":  # the other side converted, as C compares
+                t = a.t if ka == "bv" else b.t
+                assert isinstance(t, m.BitVecT)
+                r = ev.as_bv(x, a.t, t.width) == ev.as_bv(y, b.t, t.width)
+            else:
+                r = ev.as_int(x, a.t).t == ev.as_int(y, b.t).t
+            return _not(r) if negate else r
+        return _Code(eq, m.BOOL)
+
+    def bit_of(self, x: _Code, nr: _Code) -> _Code:
+        ev = self.ev
+        if ev.ints:
+            raise IntModeUnsupported("a bit of a set")
+        return _Code(lambda g: IV((self.num(x, g).t >> self.num(nr, g).t) & 1, 0, 1), m.INT)
+
+    def with_bit(self, x: _Code, nr: _Code, set: bool) -> _Code:
+        ev = self.ev
+        assert isinstance(x.t, m.BitsetT)  # resolve admits only a bit set here
+        hi = (1 << x.t.size) - 1
+
+        def changed(g: Any) -> IV:
+            bit = z3.BitVecVal(1, ev.W, ev.ctx) << self.num(nr, g).t
+            cur = self.num(x, g).t
+            return IV(cur | bit if set else cur & ~bit, 0, hi)
+        return _Code(changed, x.t)
+
+    def with_mask(self, x: _Code, mask: int, set: bool) -> _Code:
+        ev = self.ev
+
+        def changed(g: Any) -> IV:
+            ev.need(0, mask)
+            cur = self.num(x, g)
+            bits = z3.BitVecVal(mask, ev.W, ev.ctx)
+            if set:
+                return IV(cur.t | bits, 0, (1 << max(cur.hi.bit_length(), mask.bit_length())) - 1)
+            return IV(cur.t & ~bits, 0, cur.hi)
+        return _Code(changed, x.t)
+
+    def has_mask(self, x: _Code, mask: int) -> _Code:
+        ev = self.ev
+        return _Code(lambda g: (self.num(x, g).t & z3.BitVecVal(mask, ev.W, ev.ctx)) != 0, m.BOOL)
+
+    def or_(self, a: _Code, b: _Code) -> _Code:
+        ev = self.ev
+        t = a.t
+        assert isinstance(t, m.BitVecT)  # resolve admits only fixed-width locations
+        return _Code(lambda g: a.d(g) | ev.as_bv(b.d(g), b.t, t.width), t)
+
+    def plus(self, a: _Code, step: int) -> _Code:
+        return self.plus_delta(a, self.number(step), False)
+
+    def plus_delta(self, a: _Code, delta: _Code, negate: bool) -> _Code:
+        ev = self.ev
+        t = a.t
+        if isinstance(t, m.BitVecT):
+            def bv_sum(g: Any) -> Any:
+                x, d = a.d(g), ev.as_bv(delta.d(g), delta.t, t.width)
+                return x - d if negate else x + d
+            return _Code(bv_sum, t)
+        return _Code(lambda g: ev._int_op("-" if negate else "+", self.num(a, g), self.num(delta, g), g), m.INT)
+
+
 # ---- the transition system -------------------------------------------------------
 
 
@@ -844,16 +1015,21 @@ class Transition:
     """One step of one process instance, over the encoding's `cur` state."""
 
     index: int  # the value of the step selector
-    step: CompiledStep
-    instance: CompiledInstance
+    step: CompiledStep | CompiledFlush  # tso: a flush of one store buffer is a step of its own
+    instance: CompiledInstance | None  # None: a flush (the memory system's step)
     pcs: frozenset[int]
     moved: object  # it returns a successor or fails an assert (explicit: "moved")
     err: object  # it raises ModelError (in its guard or body)
     done: object  # it returns a successor
     fails: dict[str, object]
     updates: dict[int, object]  # slot -> next value, where it may differ from cur
-    overflow: object
+    overflow: Any
     index_in_turn: int = 0  # the value of its instance's turn selector (rounds)
+
+    @property
+    def gid(self) -> int:
+        """Its actor: the instance, or a flush's own gid (after the instances)."""
+        return self.step.gid
 
 
 @dataclass(frozen=True, slots=True)
@@ -864,7 +1040,7 @@ class Turn:
 
     gid: int
     transitions: tuple[Transition, ...]
-    sel: object
+    sel: Any
     nxt: dict[int, object]
     reach: list[frozenset[int]]  # the pcs it may be at after m steps of its own (reach_by_steps)
     formulas: dict[frozenset[int], object]  # pcs -> the formula with only the steps there
@@ -874,7 +1050,7 @@ class Turn:
 class Substep:
     """One turn placed in the unrolling: its selector and the state after it."""
 
-    sel: object
+    sel: Any
     transitions: tuple[Transition, ...]
     after: list
 
@@ -907,13 +1083,13 @@ class Encoding:
     width: int = 0
     cur: list = field(default_factory=list)
     nxt: list = field(default_factory=list)
-    sel: object = None
+    sel: Any = None
     transitions: list[Transition] = field(default_factory=list)
     properties: list[SafetyProperty] = field(default_factory=list)
-    trans: object = None
-    init: object = None
-    domain: object = None
-    overflow: object = None
+    trans: Any = None
+    init: Any = None
+    domain: Any = None
+    overflow: Any = None
     _turns: list[Turn] | None = None
 
     liveness: list[LivenessTerms] = field(default_factory=list)  # engines/smt/lasso.py checks them
@@ -925,8 +1101,8 @@ class Encoding:
         self.ctx = z3.Context()
         self.T, self.F = z3.BoolVal(True, self.ctx), z3.BoolVal(False, self.ctx)
         model = self.cm.program.model
-        if model.memory != "sc":
-            raise SpecError(NOWHERE, f"the Z3 engines support only sequential consistency; "
+        if model.memory == "lkmm":
+            raise SpecError(NOWHERE, f"the Z3 engines encode sequential consistency and x86-TSO; "
                             f"{model.file} is checked under memory model {model.memory}",
                             "check it with the explicit engine (the default)", "TR510")
         self.program = self.cm.program
@@ -968,22 +1144,31 @@ class Encoding:
                 for cs in steps:
                     entries.setdefault((inst.gid, cs.step.uid), (inst, cs, set()))[2].add(pc)
         self.transitions = []
+        tso = self.program.model.memory == "tso"
         for i, (inst, cs, pcs) in enumerate(entries.values()):
             ev = Evaluator(self, width, list(self.cur), inst)
             pc_val = self.cur[inst.pc_slot]
             ev.g = _or(self.ctx, *[pc_val == p for p in sorted(pcs)])
+            ev.buffer = self.layout.buffer_of(inst.gid) if tso else None
+            if ev.buffer is not None and cs.step.fence:  # a fence waits until its CPU's buffer is empty
+                ev.g = _and(self.ctx, ev.g, self.cur[ev.buffer.base] == 0)
             if cs.step.kind is StepKind.SCHEDULE:
                 ev.g = _and(self.ctx, ev.g, self.cur[self.layout.task_slot[inst.gid]] == 0)
             if cs.step.guard is not None:
                 ev.g = _and(self.ctx, ev.g, ev.now(cs.step.guard))
+            # a locked `atomic` block is one LOCK-prefixed instruction: memory, not the buffer
+            ev.direct = cs.step.kind is StepKind.ATOMIC and cs.step.fence
             ev.run(cs.step.body)
+            ev.direct = False
             needed = max(needed, ev.needed)
             fails = {p: _or(self.ctx, *c) for p, c in ev.fails.items()}
             done = _or(self.ctx, *ev.dones)
             updates = {j: t for j, t in enumerate(ev.env) if not t.eq(self.cur[j])}
             self.transitions.append(Transition(i, cs, inst, frozenset(pcs), _or(self.ctx, done, *fails.values()),
                                                _or(self.ctx, *ev.errs), done, fails, updates, _or(self.ctx, *ev.overflow),
-                                               sum(tr.instance.gid == inst.gid for tr in self.transitions)))
+                                               sum(tr.gid == inst.gid for tr in self.transitions)))
+        for cf in self.cm.flushes:
+            self.transitions.append(self._flush(len(self.transitions), cf, width))
         n = max(1, len(self.transitions))
         self.sel = z3.BitVec("step", max(1, (n - 1).bit_length()), self.ctx)
         # T(cur, nxt, sel): the selected step completes and gives nxt
@@ -1008,7 +1193,7 @@ class Encoding:
         final_state = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
                                       for inst in self.cm.instances],
                            *[_and(self.ctx, _not(tr.moved), _not(tr.err)) for tr in self.transitions
-                             if tr.step.step.kind is not StepKind.STUTTER])
+                             if not (isinstance(tr.step, CompiledStep) and tr.step.step.kind is StepKind.STUTTER)])
         for prop in self.program.properties:
             if prop.kind is m.PropertyKind.INVARIANT:
                 ev = Evaluator(self, width, list(self.cur))
@@ -1056,8 +1241,44 @@ class Encoding:
         self.properties.append(SafetyProperty(MODEL_ERROR, MODEL_ERROR,
                                               _or(self.ctx, *inv_errs, *[tr.err for tr in self.transitions])))
         self.init = _and(self.ctx, *[self._member(j, c) for j, c in enumerate(self.program.init_choices)])
-        self.domain = _and(self.ctx, *[self._in_domain(j) for j in range(len(self.layout.slots))])
+        self.domain = _and(self.ctx, *[self._in_domain(j) for j in range(len(self.layout.slots))],
+                           self._buffers_well_formed())
         return needed
+
+    def _flush(self, index: int, cf: CompiledFlush, width: int) -> Transition:
+        """python.Compiler.flush_function: the oldest entry of a CPU's store buffer
+        reaches memory, the others move up, the last becomes (0, 0)."""
+        b = cf.buffer
+        assert isinstance(b, StoreBuffer)  # the Z3 engines take tso, not lkmm's propagations
+        cur = self.cur
+        first, value = b.entry(0)
+        g = cur[first] != 0
+        updates: dict[int, Any] = {}
+        for j in buffered_slots(self.layout, b):
+            st = self.layout.slots[j].type
+            raw = z3.Extract(st.width - 1, 0, cur[value]) if isinstance(st, m.BitVecT) else cur[value]
+            updates[j] = _ite(cur[first] == j + 1, raw, cur[j])
+        zero = z3.BitVecVal(0, width, self.ctx)
+        for k in range(2 * b.capacity):
+            j = b.base + k
+            updates[j] = _ite(g, cur[j + 2] if k + 2 < 2 * b.capacity else zero, cur[j])
+        return Transition(index, cf, None, FLUSH_PCS, g, self.F, g, {}, updates, self.F, 0)
+
+    def _buffers_well_formed(self):
+        """What every reachable state's store buffers satisfy (tso): an entry names a
+        buffered location or is empty, empty entries are (0, 0) and come last. Part of
+        the domain, so that induction need not refute buffers no run makes."""
+        parts = []
+        for b in self.layout.buffers:
+            addresses = [j + 1 for j in buffered_slots(self.layout, b)]
+            for k in range(b.capacity):
+                at, val = b.entry(k)
+                a = self.cur[at]
+                parts.append(_or(self.ctx, a == 0, *[a == x for x in addresses]))
+                parts.append(_or(self.ctx, a != 0, self.cur[val] == 0))
+                if k + 1 < b.capacity:
+                    parts.append(_or(self.ctx, a != 0, self.cur[b.entry(k + 1)[0]] == 0))
+        return _and(self.ctx, *parts)
 
     def _member(self, j: int, choices):
         """Slot j starts with one of `choices` (a tuple, or a range for `any`)."""
@@ -1118,12 +1339,15 @@ class Encoding:
         selector's last value). Built once per encoding."""
         if self._turns is None:
             self._turns = []
-            for inst in self.cm.instances:
-                trs = tuple(tr for tr in self.transitions if tr.instance.gid == inst.gid)
+            actors: list[tuple[int, list[frozenset[int]]]] = [
+                (inst.gid, reach_by_steps(inst, self.program.init_choices)) for inst in self.cm.instances]
+            actors += [(cf.gid, [FLUSH_PCS]) for cf in self.cm.flushes]  # tso: each buffer's flush in turn
+            for gid, reach in actors:
+                trs = tuple(tr for tr in self.transitions if tr.gid == gid)
                 written = tuple(sorted(set().union(*(tr.updates for tr in trs))))
-                sel = z3.BitVec(f"turn:{inst.gid}", max(1, len(trs).bit_length()), self.ctx)
-                nxt = {j: z3.Const(f"'{inst.gid}:{self.layout.slots[j].name}", self.sort(j)) for j in written}
-                self._turns.append(Turn(inst.gid, trs, sel, nxt, reach_by_steps(inst, self.program.init_choices), {}))
+                sel = z3.BitVec(f"turn:{gid}", max(1, len(trs).bit_length()), self.ctx)
+                nxt = {j: z3.Const(f"'{gid}:{self.layout.slots[j].name}", self.sort(j)) for j in written}
+                self._turns.append(Turn(gid, trs, sel, nxt, reach, {}))
         return self._turns
 
     def turn_formula(self, tt: Turn, pcs: frozenset[int]):

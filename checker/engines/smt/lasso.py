@@ -40,7 +40,7 @@ from typing import cast
 
 import z3
 
-from ...backends.python import CompiledModel
+from ...backends.python import CompiledModel, CompiledStep
 from ...results.trace import Stats, Verdict
 from .. import liveness
 from ..crosscheck import ReplayMismatch, replay_steps
@@ -75,7 +75,7 @@ def fair_actors(enc: Encoding) -> list[FairActor]:
         return FairActor(name, strong, disj(ctx, *[disj(ctx, tr.moved, tr.err) for tr in trs]),
                          tuple(tr.index for tr in trs))
 
-    out = [actor(inst.name, False, [tr for tr in enc.transitions if tr.instance.gid == inst.gid])
+    out = [actor(inst.name, False, [tr for tr in enc.transitions if tr.gid == inst.gid])
            for inst in enc.cm.instances if not inst.process.unfair]
     seen: dict[str, int] = {}
     for inst, fa in liveness.fair_actions(enc.cm):
@@ -84,7 +84,8 @@ def fair_actors(enc: Encoding) -> list[FairActor]:
         if seen[name] > 1:  # two actions on one line: the monitor's slots must not share a name (one Z3 constant)
             name += f" #{seen[name]}"
         out.append(actor(name, fa.strong,
-                         [tr for tr in enc.transitions if tr.instance.gid == inst.gid and tr.step.step.uid in fa.uids]))
+                         [tr for tr in enc.transitions
+                          if tr.gid == inst.gid and isinstance(tr.step, CompiledStep) and tr.step.step.uid in fa.uids]))
     return out
 
 
