@@ -27,16 +27,17 @@ what the generic one does.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
-from ...backends.c import Unsupported
+from ...backends.c import MAX_BITS, Unsupported
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import level_loop_source
-from .native import LOOPS, explore_native, library_for, source_for as native_source
+from .native import LOOPS, Build, Library, compiler, explore_native, library_for, source_for as native_source, take_over
 from .parallel import explore_parallel
-from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, StateGraph, TraceBuilder, decoder_for,
-                     explore_one, state_space, stuck_message)
+from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, Search, StateGraph, TraceBuilder, decoder_for,
+                     explore_one, rss_bytes, run_levels, state_space, stuck_message)
 
 __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
            "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
@@ -50,31 +51,136 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
     of states; `workers` > 1 partitions the states across processes when the model is
     big enough to pay for them (parallel.py), never with `graph`; `coverage` records
     which steps ran and which premises held (engines/coverage.py reads them); `loop`
-    (LOOPS): the level loop, Python, the native one in C (native.py) or native where it
-    applies (auto), said in `Stats.loop` with why not native when it could not be; ""
-    (not asked): Python, unsaid."""
+    (LOOPS): the level loop, Python, the native one in C from the start (native.py), or
+    auto: Python at once and native from the level boundary where the build is ready
+    (`_explore_auto`); said in `Stats.loop`, with why not native where it could not be;
+    "" (not asked): Python, unsaid."""
     if loop == "python":
         found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
         found.stats = replace(found.stats, loop="python")
         return found
+    if loop == "auto":
+        return _explore_auto(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
     if loop:
-        why = "partial-order reduction and symmetry are the Python loop's (--no-por --no-symmetry)" \
-            if reduction is not None else ""
+        why = not_native(cm, reduction, graph)
         if not why:
             try:
-                library = library_for(cm)
+                library = library_for(cm, reduction)
             except Unsupported as e:
                 why = str(e)
         if not why:
-            found = explore_native(cm, limits, progress, hash_compact, coverage, library, graph)
+            found = explore_native(cm, limits, progress, hash_compact, coverage, library, graph, reduction)
             note = (f"the native loop runs in one process (--workers {workers} not used)",) if workers > 1 else ()
             found.stats = replace(found.stats, loop="native", notes=found.stats.notes + note)
             return found
-        found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
-        found.stats = replace(found.stats, loop="python",
-                              notes=found.stats.notes + (f"the Python loop ran, not the native one: {why}",))
-        return found
+        return _python_because(_explore_python(cm, limits, progress, graph, hash_compact, reduction, workers,
+                                               coverage), why)
     return _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+
+
+def not_native(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> str:
+    """Why the native loop cannot run this search, told without writing its C ("" when
+    it may): what the C loop does not do, and what the C back end surely refuses."""
+    if reduction is not None and reduction.canonicalises:
+        return "symmetry reduction is the Python loop's (--no-symmetry)"
+    if reduction is not None and reduction.selects and graph:
+        return "partial-order reduction with the whole graph kept (liveness) is the Python loop's (--no-por)"
+    if cm.flushes or cm.program.model.memory != "sc":
+        return f"memory {cm.program.model.memory}"
+    if cm.packing is not None and cm.packing.bits > MAX_BITS:
+        return f"a packed state of {cm.packing.bits} bits (at most {MAX_BITS})"
+    if compiler() is None:
+        return "no C compiler (cc, or $CC) on PATH"
+    return ""
+
+
+def _python_because(found: Exploration, why: str) -> Exploration:
+    found.stats = replace(found.stats, loop="python",
+                          notes=found.stats.notes + (f"the Python loop ran, not the native one: {why}",))
+    return found
+
+
+#: --loop auto starts building the native loop once the Python search has stored this
+#: many states: a smaller search is over before a compiler would be
+NATIVE_FROM = 20_000
+
+
+class _Switch:
+    """`run_levels`' hand-over test for --loop auto: past NATIVE_FROM states, write the
+    variant's C and start its build (or find it in the cache); at each level boundary
+    after that, hand over once the library is loaded."""
+
+    def __init__(self, search: Search):
+        self.search = search
+        self.build: Build | None = None
+        self.library: Library | None = None
+        self.why = ""
+        self.cached = False
+
+    def __call__(self, level: list[int], depth: int) -> bool:
+        if self.why or self.search.count < NATIVE_FROM:
+            return False
+        try:
+            if self.build is None:
+                self.build = Build(native_source(self.search.cm, self.search.reduction))
+                self.cached = self.build.library is not None
+            self.library = self.build.ready()
+        except Unsupported as e:
+            self.why, self.build = str(e), None
+            return False
+        return self.library is not None
+
+    def cancel(self) -> None:
+        if self.build is not None:
+            self.build.cancel()
+
+    def detach(self) -> None:
+        if self.build is not None:
+            self.build.detach()
+
+
+def _explore_auto(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,
+                  reduction: Reduction | None, workers: int, coverage: bool) -> Exploration:
+    """--loop auto: the Python search starts at once; a search that grows past
+    NATIVE_FROM states has its C built meanwhile by a child process, and moves to the
+    native loop at the first level boundary where the library is ready (native.take_over),
+    with the same states in the same order, so the same verdicts and counterexamples.
+    A search over before that never waits for a compiler (the build is stopped)."""
+    why = not_native(cm, reduction, graph)
+    if why:  # (the workers, where they pay, are the Python loop's)
+        found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+        if found.stats.states >= NATIVE_FROM:
+            return _python_because(found, why)
+        found.stats = replace(found.stats, loop="python")
+        return found
+    start = time.monotonic()
+    rss = rss_bytes()
+    search = Search(cm, limits, graph, hash_compact, reduction, coverage=coverage)
+    switch = _Switch(search)
+    try:
+        level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=switch)
+    except BaseException:
+        switch.cancel()
+        raise
+    if level and switch.library is not None:
+        found = take_over(search, level, first_id, depth, switch.library, progress, start, rss)
+        note = (f"the native loop runs in one process (--workers {workers} not used)",) if workers > 1 else ()
+        found.stats = replace(found.stats, loop="native", loop_from=(depth, first_id + len(level)),
+                              notes=found.stats.notes + note)
+        return found
+    if search.limit == "interrupted":
+        switch.cancel()
+    else:  # over before the build: it finishes into the cache for the next search of this variant
+        switch.detach()
+    if progress is not None:
+        progress.done()
+    grown = rss_bytes()
+    memory = grown - rss if rss is not None and grown is not None else None
+    found = search.exploration(time.monotonic() - start, memory, 1, "")
+    if switch.why:
+        return _python_because(found, switch.why)
+    found.stats = replace(found.stats, loop="python")
+    return found
 
 
 def _explore_python(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,

@@ -29,6 +29,7 @@ from ... import ir
 from ...semantics.lower import Cas, lower
 from ... import model as m
 from ...memory.lkmm import propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
+from ...backends.c import AmpleTables
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
@@ -230,6 +231,11 @@ class Reduction:
 
     def canonical(self, t: int) -> int:
         return t
+
+    def ample_tables(self) -> AmpleTables | None:
+        """`ample` as tables the native loop can walk (backends/c.py), or None when
+        the choice cannot be tabled (then only the Python loop reduces)."""
+        return None
 
     def concretise(self, states: list, steps: list, failing):
         return states, steps, failing
