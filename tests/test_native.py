@@ -301,5 +301,5 @@ def test_the_bench_script_compares_both_loops(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench.main(["--model", "philosophers=4", "--repeats", "1", "--no-spin", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
-    assert {r["tool"] for r in rows} == {"python", "native"} and {r["states"] for r in rows} == {464}
+    assert {r["tool"] for r in rows} == {"python", "native", "auto"} and {r["states"] for r in rows} == {464}
     assert "states per CPU s" in capsys.readouterr().out

@@ -105,30 +105,44 @@ def _python_because(found: Exploration, why: str) -> Exploration:
 NATIVE_FROM = 20_000
 
 
-class _Switch:
-    """`run_levels`' hand-over test for --loop auto: past NATIVE_FROM states, write the
-    variant's C and start its build (or find it in the cache); at each level boundary
-    after that, hand over once the library is loaded."""
+class Switch:
+    """--loop auto's hand-over, asked at each level boundary (`run_levels`' `until`):
+    past NATIVE_FROM states, write the variant's C and start its build (or find it in
+    the cache); at each boundary after that, say to hand over once the library is
+    loaded; then `take_over` goes on natively. The search is the one `attach`ed (by
+    `_explore_auto`, or by explore_parallel, which asks this before its workers)."""
 
-    def __init__(self, search: Search):
-        self.search = search
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.search: Search | None = None
         self.build: Build | None = None
         self.library: Library | None = None
         self.why = ""
-        self.cached = False
+
+    def attach(self, search: Search) -> None:
+        self.search = search
 
     def __call__(self, level: list[int], depth: int) -> bool:
-        if self.why or self.search.count < NATIVE_FROM:
+        search = self.search
+        if search is None or self.why or search.count < NATIVE_FROM:
             return False
         try:
             if self.build is None:
-                self.build = Build(native_source(self.search.cm, self.search.reduction))
-                self.cached = self.build.library is not None
+                self.build = Build(native_source(search.cm, search.reduction))
             self.library = self.build.ready()
         except Unsupported as e:
             self.why, self.build = str(e), None
             return False
         return self.library is not None
+
+    def take_over(self, level: list[int], first_id: int, depth: int, progress: Progress | None, start: float,
+                  rss: int | None) -> Exploration:
+        assert self.search is not None and self.library is not None
+        found = take_over(self.search, level, first_id, depth, self.library, progress, start, rss)
+        note = f"the native loop took over at depth {depth}, before workers would have started" \
+            if self.workers > 1 else ""
+        found.stats = replace(found.stats, loop="native", loop_from=(depth, first_id + len(level)), workers_note=note)
+        return found
 
     def cancel(self) -> None:
         if self.build is not None:
@@ -144,43 +158,54 @@ def _explore_auto(cm: CompiledModel, limits: Limits, progress: Progress | None, 
     """--loop auto: the Python search starts at once; a search that grows past
     NATIVE_FROM states has its C built meanwhile by a child process, and moves to the
     native loop at the first level boundary where the library is ready (native.take_over),
-    with the same states in the same order, so the same verdicts and counterexamples.
-    A search over before that never waits for a compiler (the build is stopped)."""
+    with the same states in the same order, so the same verdicts and counterexamples;
+    with workers, unless they started first (explore_parallel asks the switch first).
+    A search over before that never waits for a compiler: its build finishes into the
+    cache for the next search of the variant (Ctrl-C stops it)."""
     why = not_native(cm, reduction, graph)
-    if why:  # (the workers, where they pay, are the Python loop's)
+    if why:
         found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
         if found.stats.states >= NATIVE_FROM:
             return _python_because(found, why)
         found.stats = replace(found.stats, loop="python")
         return found
-    start = time.monotonic()
-    rss = rss_bytes()
-    search = Search(cm, limits, graph, hash_compact, reduction, coverage=coverage)
-    switch = _Switch(search)
+    switch = Switch(workers)
     try:
-        level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=switch)
+        if workers > 1 and not graph:
+            found = explore_parallel(cm, limits, progress, hash_compact, reduction, workers, coverage, switch)
+        else:
+            found = _auto_one(cm, limits, progress, graph, hash_compact, reduction, coverage, switch,
+                              "liveness needs the whole graph in one process" if workers > 1 else "")
     except BaseException:
         switch.cancel()
         raise
-    if level and switch.library is not None:
-        found = take_over(search, level, first_id, depth, switch.library, progress, start, rss)
-        note = (f"the native loop runs in one process (--workers {workers} not used)",) if workers > 1 else ()
-        found.stats = replace(found.stats, loop="native", loop_from=(depth, first_id + len(level)),
-                              notes=found.stats.notes + note)
+    if found.stats.loop == "native":
         return found
-    if search.limit == "interrupted":
+    if found.stats.limit == "interrupted":
         switch.cancel()
-    else:  # over before the build: it finishes into the cache for the next search of this variant
+    else:
         switch.detach()
-    if progress is not None:
-        progress.done()
-    grown = rss_bytes()
-    memory = grown - rss if rss is not None and grown is not None else None
-    found = search.exploration(time.monotonic() - start, memory, 1, "")
     if switch.why:
         return _python_because(found, switch.why)
     found.stats = replace(found.stats, loop="python")
     return found
+
+
+def _auto_one(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,
+              reduction: Reduction | None, coverage: bool, switch: Switch, note: str) -> Exploration:
+    """`explore_one`, handing over to the native loop where `switch` says so."""
+    start = time.monotonic()
+    rss = rss_bytes()
+    search = Search(cm, limits, graph, hash_compact, reduction, coverage=coverage)
+    switch.attach(search)
+    level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=switch)
+    if level and switch.library is not None:
+        return switch.take_over(level, first_id, depth, progress, start, rss)
+    if progress is not None:
+        progress.done()
+    grown = rss_bytes()
+    memory = grown - rss if rss is not None and grown is not None else None
+    return search.exploration(time.monotonic() - start, memory, 1, note)
 
 
 def _explore_python(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,

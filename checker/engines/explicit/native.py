@@ -33,6 +33,7 @@ import tempfile
 import time
 from array import array
 from pathlib import Path
+from typing import IO
 
 from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source
 from ...backends.python import CompiledModel
@@ -150,8 +151,9 @@ def _cache_folder() -> Path:
     return folder
 
 
-#: builds left to finish after their search ended (`Build.detach`), reaped by the next one
-_DETACHED: list[subprocess.Popen[bytes]] = []
+#: builds left to finish after their search ended (`Build.detach`), by library: the
+#: next build of the same library takes its compiler over instead of starting another
+_DETACHED: dict[Path, Build] = {}
 
 #: the compile, run by a shell so that the library is renamed into the cache when whole
 #: whether or not the process that started it is still there: $1 the compiler, $2 the C,
@@ -168,15 +170,29 @@ class Build:
     building the same key (xdist workers) never see half a library, and a cancelled
     build leaves nothing behind."""
 
+    tmp_c: str
+    tmp_so: str
+    errors: IO[bytes]
+    started: float
+
     def __init__(self, source: CSource):
         self.source = source
         self.library: Library | None = None
         self.proc: subprocess.Popen[bytes] | None = None
-        _DETACHED[:] = [p for p in _DETACHED if p.poll() is None]
+        for so, left in list(_DETACHED.items()):
+            if left.proc is None or left.proc.poll() is not None:
+                del _DETACHED[so]
+                left.proc = None
+                left._clean()
         cc = compiler()
         if cc is None:
             raise Unsupported("no C compiler (cc, or $CC) on PATH")
         self.so = _cache_folder() / f"{cache_key(source, cc)}.so"
+        running = _DETACHED.pop(self.so, None)
+        if running is not None:  # this process's compiler of the same library still runs: wait for that one
+            self.proc, self.tmp_c, self.tmp_so, self.errors = running.proc, running.tmp_c, running.tmp_so, running.errors
+            self.started = running.started
+            return
         if self.so.exists():
             try:
                 self.library = Library(self.so, source)
@@ -261,9 +277,7 @@ class Build:
         """Leave the compiler running: its library lands in the cache when whole, for
         the next search of the same variant (nothing waits for it)."""
         if self.proc is not None:
-            _DETACHED.append(self.proc)
-            self.proc = None
-            self.errors.close()
+            _DETACHED[self.so] = self
 
     def _clean(self) -> None:
         self.errors.close()
