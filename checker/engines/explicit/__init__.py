@@ -36,7 +36,7 @@ from ...base.progress import Progress
 from .fastloop import level_loop_source
 from .native import LOOPS, Build, Library, compiler, explore_native, library_for, source_for as native_source, take_over
 from .parallel import explore_parallel
-from .search import (OUT_OF_MEMORY, Exploration, Limits, Reduction, Search, StateGraph, TraceBuilder, decoder_for,
+from .search import (OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph, TraceBuilder, decoder_for,
                      explore_one, rss_bytes, run_levels, state_space, stuck_message)
 
 __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
@@ -125,6 +125,9 @@ class Switch:
     def __call__(self, level: list[int], depth: int) -> bool:
         search = self.search
         if search is None or self.why or search.count < NATIVE_FROM:
+            return False
+        if isinstance(search.seen, Fingerprints) and not search.seen.exact:
+            self.why = "--hash-compact fingerprints that are not the states themselves"
             return False
         try:
             if self.build is None:
