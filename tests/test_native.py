@@ -23,6 +23,7 @@ from checker.base.errors import SpecError
 from checker.engines import reduce
 from checker.engines import explicit
 from checker.engines.explicit import Limits, explore
+from checker.engines.explicit import native
 from checker.engines.explicit.native import cache_key, compiler, library_for, source_for
 from checker.engines.explicit.search import Search, run_levels
 from checker.ir import StepKind
@@ -240,6 +241,33 @@ process b { x = 3; }
     none = explore(cm, loop="native")
     assert none.stats.loop == "python" and "no C compiler" in none.stats.notes[-1]
     assert none.stats.states == explore(cm).stats.states
+
+
+def test_a_search_over_before_its_build_leaves_it_to_the_cache(tmp_path, monkeypatch):
+    """--loop auto on a search that ends before the compiler does: Python all through,
+    nothing said; the build finishes into the cache (a whole library, no temporary
+    files), and the next search switches. A cancelled build leaves nothing behind; with
+    no compiler the run is Python's, with a note once it is big enough to matter."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(explicit, "NATIVE_FROM", 1)
+    cm = compiled("model m;\nvar x: 0..3 = 0;\nvar y: 0..3 = 0;\nprocess a { x = 1; x = 2; }\nprocess b { y = 3; }\n")
+    folder = tmp_path / "timerace" / "native"
+    first = explore(cm, loop="auto")
+    assert first.stats.loop == "python" and first.stats.loop_from is None and first.stats.notes == ()
+    (left,) = [b for so, b in native._DETACHED.items() if so.parent == folder]
+    assert left.proc is not None and left.proc.wait() == 0
+    assert [p.suffix for p in folder.iterdir()] == [".so"]
+    again = explore(cm, loop="auto")
+    assert again.stats.loop == "native" and again.stats.loop_from == (0, 1)
+    assert _comparable(again) == _comparable(first)
+    other = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 3; }\n")
+    build = native.Build(source_for(other))
+    assert build.proc is not None
+    build.cancel()
+    assert [p.suffix for p in folder.iterdir()] == [".so"]  # the first library only
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    none = explore(other, loop="auto")
+    assert none.stats.loop == "python" and "no C compiler" in none.stats.notes[-1]
 
 
 def test_liveness_verdicts_and_lassos_come_out_the_same():
