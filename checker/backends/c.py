@@ -25,7 +25,8 @@ states past 63 bits, more than 64 invariants or premises.
 
 from __future__ import annotations
 
-import hashlib
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,11 @@ MAX_PREDICATES = 64
 #: how many states one call of the level function expands before it returns, so that
 #: the caller can show progress and take a Ctrl-C
 CHUNK = 1 << 16
+
+
+def compiler() -> str | None:
+    """The C compiler this C is built with: $CC, else cc, as found on PATH."""
+    return shutil.which(os.environ.get("CC") or "cc")
 
 
 class Unsupported(Exception):
@@ -616,6 +622,8 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
         out.append(_ample(actors, ample))
     out.append(_level(actors, gids, len(invariants), len(premises), finals, ample is not None))
     text = "\n".join(out)
+    import hashlib  # (here: only a native search or --dump-c writes C)
+
     return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest())
 
 

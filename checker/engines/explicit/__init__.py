@@ -29,15 +29,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from ...backends.c import MAX_BITS, Unsupported
+from ...backends.c import MAX_BITS, CSource, Unsupported, compiler
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import level_loop_source
-from .native import LOOPS, Build, Library, compiler, explore_native, library_for, source_for as native_source, take_over
 from .parallel import explore_parallel
-from .search import (OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph, TraceBuilder, decoder_for,
+from .search import (LOOPS, OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph, TraceBuilder, decoder_for,
                      explore_one, rss_bytes, run_levels, state_space, stuck_message)
+
+if TYPE_CHECKING:
+    from .native import Build, Library
+
+# native.py (ctypes, the compiler's child process) is imported where a search may use
+# it, not at start-up: most searches are over before a build would be
 
 __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
            "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
@@ -64,6 +70,8 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
     if loop:
         why = not_native(cm, reduction, graph)
         if not why:
+            from .native import explore_native, library_for
+
             try:
                 library = library_for(cm, reduction)
             except Unsupported as e:
@@ -76,6 +84,13 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
         return _python_because(_explore_python(cm, limits, progress, graph, hash_compact, reduction, workers,
                                                coverage), why)
     return _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
+
+
+def native_source(cm: CompiledModel, reduction: Reduction | None = None) -> CSource:
+    """The C of the native loop for one variant (--dump-c); raises Unsupported."""
+    from .native import source_for
+
+    return source_for(cm, reduction)
 
 
 def not_native(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> str:
@@ -131,6 +146,8 @@ class Switch:
             return False
         try:
             if self.build is None:
+                from .native import Build
+
                 self.build = Build(native_source(search.cm, search.reduction))
             self.library = self.build.ready()
         except Unsupported as e:
@@ -141,6 +158,8 @@ class Switch:
     def take_over(self, level: list[int], first_id: int, depth: int, progress: Progress | None, start: float,
                   rss: int | None) -> Exploration:
         assert self.search is not None and self.library is not None
+        from .native import take_over
+
         found = take_over(self.search, level, first_id, depth, self.library, progress, start, rss)
         note = f"the native loop took over at depth {depth}, before workers would have started" \
             if self.workers > 1 else ""

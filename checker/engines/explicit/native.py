@@ -26,7 +26,6 @@ import ctypes
 import hashlib
 import operator
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -35,26 +34,19 @@ from array import array
 from pathlib import Path
 from typing import IO
 
-from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source
+from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source, compiler
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import actor_tables
 from .search import (OUT_OF_MEMORY, STEP, WORD, Exploration, Fingerprints, Limits, Reduction, Search, StopSearch,
                      rss_bytes)
 
-#: the loops `--loop` chooses between; auto: native where it applies, else Python
-LOOPS = ("python", "native", "auto")
 #: tr_level's answers (backends/c.py's enum)
 DONE, GENERIC, FULL, CHUNKED, NOMEM = range(5)
 CFLAGS = ("-O2", "-shared", "-fPIC", "-w")
 #: a compile that takes longer is given up (the Python loop runs instead)
 COMPILE_SECONDS = 300
 _u64, _u32, _ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
-
-
-def compiler() -> str | None:
-    """The C compiler: $CC, else cc, as found on PATH."""
-    return shutil.which(os.environ.get("CC") or "cc")
 
 
 def cache_dir() -> Path:

@@ -24,17 +24,20 @@ from array import array
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ... import ir
 from ...semantics.lower import Cas, lower
 from ... import model as m
 from ...memory.lkmm import propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
-from ...backends.c import AmpleTables
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
 from ...results.trace import MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes, show_value
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
+
+if TYPE_CHECKING:
+    from ...backends.c import AmpleTables
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +410,10 @@ def rss_bytes() -> int | None:
     except (OSError, ValueError, IndexError, AttributeError):
         return None
 
+
+#: the level loops `--loop` chooses between (explore() in the package): auto, Python at
+#: once and the native one (native.py) from the level where its build is ready
+LOOPS = ("python", "native", "auto")
 
 #: the generated level loop takes over once this many states are stored: writing it
 #: costs tens of milliseconds, more than the whole search of a small model
