@@ -101,7 +101,7 @@ def not_native(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> s
     if reduction is not None and reduction.selects and graph:
         return "partial-order reduction with the whole graph kept (liveness) is the Python loop's (--no-por)"
     if cm.flushes or cm.program.model.memory != "sc":
-        return f"memory {cm.program.model.memory}"
+        return f"the C loop searches sc only, not memory {cm.program.model.memory}"
     if cm.packing is not None and cm.packing.bits > MAX_BITS:
         return f"a packed state of {cm.packing.bits} bits (at most {MAX_BITS})"
     if compiler() is None:
