@@ -10,7 +10,11 @@ checks that, and that the rest of checker/ imports this package, never a part):
   `Reduction` interface that engines/reduce/ implements (partial-order reduction and
   symmetry, decided from the IR before the search: a plug-in handed to `explore`, not a
   part of the search, so it stays beside the other engines);
-* `parallel`: the same search shared among worker processes, level by level.
+* `parallel`: the same search shared among worker processes, level by level;
+* `native`: the level loop in C (backends/c.py), built by the system's compiler and
+  loaded with ctypes, which takes a search over from the Python loop at a level
+  boundary (`--loop auto`, the command line's default: `Switch` below) or runs it
+  from the start (`--loop native`).
 
 The level loops sit side by side in `Search`: `_level_generic` (every case, and the
 only one that decides anything: violations, model errors, deadlocks, limits),
@@ -36,8 +40,8 @@ from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import level_loop_source
 from .parallel import explore_parallel
-from .search import (LOOPS, OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph, TraceBuilder, decoder_for,
-                     explore_one, rss_bytes, run_levels, state_space, stuck_message)
+from .search import (LOOPS, OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph,
+                     TraceBuilder, decoder_for, explore_one, rss_bytes, run_levels, state_space, stuck_message)
 
 if TYPE_CHECKING:
     from .native import Build, Library
