@@ -19,6 +19,7 @@ import itertools
 import sys
 from dataclasses import dataclass, field
 from collections.abc import Iterator
+from typing import TypedDict, TypeGuard
 
 from .semantics import contexts
 from . import model as m
@@ -100,6 +101,7 @@ class StateLayout:
 
     def slot_of(self, sym: m.VarSym, instance: int | None) -> int:
         if sym.task:  # `P.state`
+            assert sym.process is not None, "a task state belongs to its process"
             return self.task_slot[self.gid_base[sym.process] + (instance or 0)]
         key = (sym, instance if sym.scope is m.Scope.LOCAL else None)
         return self.var_base[key]
@@ -278,9 +280,9 @@ def build(model: m.Model) -> Program:
         layout = _layout(model, procs)
         choices = _init_choices(layout)
         if model.cpus is not None:
-            choices = list(choices)
-            contexts.initial_cpus(model, layout, choices)
-            choices = tuple(choices)
+            listed = list(choices)
+            contexts.initial_cpus(model, layout, listed)
+            choices = tuple(listed)
         return Program(model, layout, procs, choices, model.properties)
     except SpecError as e:
         raise e.with_code("TR300") from None
@@ -316,20 +318,20 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
     pc_base: dict[str, int] = {}
     gid_base: dict[str, int] = {}
     names: list[str] = []
-    for p in procs:
-        pc_base[p.name] = len(slots)
-        gid_base[p.name] = len(names)
-        for i in range(p.instances):
-            slots.append(Slot(f"pc {p.instance_name(i)}", SlotKind.PC, m.IntT(0, len(p.pc_names) - 1),
-                              None, None, p.instance_name(i)))
-            names.append(p.instance_name(i))
+    for pir in procs:
+        pc_base[pir.name] = len(slots)
+        gid_base[pir.name] = len(names)
+        for i in range(pir.instances):
+            slots.append(Slot(f"pc {pir.instance_name(i)}", SlotKind.PC, m.IntT(0, len(pir.pc_names) - 1),
+                              None, None, pir.instance_name(i)))
+            names.append(pir.instance_name(i))
     task_slot: dict[int, int] = {}
-    for p in procs:
-        if p.sleeps or p.name in model.task_states_read:  # (one that never waits stays RUNNING)
-            for i in range(p.instances):
-                task_slot[gid_base[p.name] + i] = len(slots)
-                slots.append(Slot(f"{p.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
-                                  None, None, p.instance_name(i)))
+    for pir in procs:
+        if pir.sleeps or pir.name in model.task_states_read:  # (one that never waits stays RUNNING)
+            for i in range(pir.instances):
+                task_slot[gid_base[pir.name] + i] = len(slots)
+                slots.append(Slot(f"{pir.instance_name(i)}.state", SlotKind.TASK, m.IntT(0, 1),
+                                  None, None, pir.instance_name(i)))
     if len(names) > MAX_PROCESSES:
         raise SpecError(model.processes[0].span,
                         f"{len(names)} processes in one model; the limit is {MAX_PROCESSES}",
@@ -337,12 +339,13 @@ def _layout(model: m.Model, procs: tuple[ProcessIR, ...]) -> StateLayout:
     buffers: list[StoreBuffer] = []
     if model.memory == "tso":
         addresses = m.IntT(0, len(slots))
-        for p in procs:
-            if not p.plain_stores:
+        assert model.store_buffer is not None, "a tso model has its store buffers' size"
+        for pir in procs:
+            if not pir.plain_stores:
                 continue  # a CPU that never stores plainly never has anything buffered
-            for i in range(p.instances):
-                cpu = p.instance_name(i)
-                b = StoreBuffer(cpu, gid_base[p.name] + i, len(slots), model.store_buffer, p.plain_stores)
+            for i in range(pir.instances):
+                cpu = pir.instance_name(i)
+                b = StoreBuffer(cpu, gid_base[pir.name] + i, len(slots), model.store_buffer, pir.plain_stores)
                 for k in range(b.capacity):
                     slots.append(Slot(f"{b.name}[{k}] address", SlotKind.BUFFER, addresses, b.name, 2 * k, cpu))
                     slots.append(Slot(f"{b.name}[{k}] value", SlotKind.BUFFER, m.INT, b.name, 2 * k + 1, cpu))
@@ -379,6 +382,18 @@ def _initial_states(model: m.Model, layout: StateLayout, choices) -> tuple[tuple
 # ---- lowering one process ------------------------------------------------------
 
 
+class _StepFields(TypedDict, total=False):
+    """What a node knows of its step before pcs are known (a jump or a choice: its span)."""
+
+    kind: StepKind
+    guard: m.TExpr | None
+    body: list[Op]
+    span: Span
+    text: str
+    inline: str | None
+    branch: m.TExpr  # a branch step's condition
+
+
 class _Node:
     __slots__ = ("kind", "target", "targets", "step", "gotos", "pc", "uid")
 
@@ -386,7 +401,7 @@ class _Node:
         self.kind = kind  # "step" | "jump" | "choice" | "end"
         self.target: _Node | None = None  # jump
         self.targets: list[_Node] = []  # choice
-        self.step: dict | None = None  # step fields before pcs are known
+        self.step: _StepFields = {}  # step fields before pcs are known (none: a node with no span)
         self.pc: int | None = None
 
 
@@ -555,11 +570,12 @@ class _ProcessBuilder:
                     self.stutters[id(t)][1].targets = [n]
             return n
         if isinstance(s, m.SAtomic):
-            body = list(s.body)
+            stmts = list(s.body)
             guard = None
-            if body and isinstance(body[0], m.SAwait):
-                guard = body.pop(0).cond
-            ops = self.ops(body)
+            if stmts and isinstance(stmts[0], m.SAwait):
+                guard = stmts[0].cond
+                stmts.pop(0)
+            ops = self.ops(stmts)
             return self.step(StepKind.ATOMIC, s, ops, nxt, ctx, guard=guard,
                              text=self.text(s.span))
         raise SpecError(s.span, f"unsupported statement {type(s).__name__}",
@@ -609,7 +625,7 @@ class _ProcessBuilder:
 
     # -- nodes to pcs and steps
     def resolve(self, n: _Node) -> _Node:
-        seen = []
+        seen: list[_Node] = []
         while n.kind == "jump":
             if n in seen or n.target is None:
                 where = next((j.step["span"] for j in seen if j.step), self.proc.span)
@@ -653,6 +669,7 @@ class _ProcessBuilder:
             if id(n) not in made:
                 d = n.step
                 targets = [pcs[id(self.resolve(t))] for t in n.targets]
+                body: tuple[Op, ...]
                 if "branch" in d:
                     body = (OIf(d["branch"], (OGoto(targets[0]),), (OGoto(targets[1]),)),)
                 else:
@@ -718,12 +735,12 @@ class _ProcessBuilder:
         label_pcs["end"] = set(end_pcs) | label_pcs.get("end", set())
         all_steps = tuple(sorted(made.values(), key=lambda s: s.uid))
         fair_actions = []
-        for node, st in self.fair:
+        for node, fair in self.fair:
             r = self.resolve(node)
             firsts = [r] if r.kind == "step" else self.closure(r) if r.kind == "choice" else []
             uids = frozenset(made[id(x)].uid for x in firsts if id(x) in made)
             if uids:
-                fair_actions.append(FairAction(uids, st.strong, st.span, self.text(st.span)))
+                fair_actions.append(FairAction(uids, fair.strong, fair.span, self.text(fair.span)))
         stores = frozenset(sym for st in all_steps for sym in plain_stores(st))
         return ProcessIR(self.proc.name, self.proc.count, self.proc.unfair, tuple(names),
                          tuple(steps_at), all_steps, frozenset(end_pcs),
@@ -796,7 +813,7 @@ def op_exprs(op: Op) -> tuple:
     return ()
 
 
-def _is_global(target: m.TExpr) -> bool:
+def _is_global(target: m.TExpr) -> TypeGuard[m.Var | m.Elem]:
     return isinstance(target, (m.Var, m.Elem)) and target.sym.scope is m.Scope.GLOBAL
 
 

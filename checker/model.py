@@ -559,10 +559,10 @@ class ProcessContext:
 
     kind: ContextKind
     cpus: tuple[int, ...]  # per instance: a thread's first CPU, a handler's CPU
+    span: Span  # the `on cpu` clause, or the declaration
     preemptible: bool = False
     sched_out: tuple[RStmt, ...] = ()
     sched_in: tuple[RStmt, ...] = ()
-    span: Span | None = None  # the `on cpu` clause, or the declaration
     hrtimer: bool = False  # an interrupt raised by its timer's expiry (`hrtimer NAME on cpu C`)
     regions: bool = False  # preemptible only inside its `preemptible { ... }` regions
     posted: bool = False  # an interrupt processed in guest mode without a VM exit

@@ -16,6 +16,7 @@ from .front.ast import Spec
 from .backends.python import CompiledModel, compile_program
 from .memory.lkmm import composite_findings, left_out
 from .engines import coverage, liveness, reduce, simulate
+from .engines.simulate import SimulationPlan
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
 from .engines.replay import malformed, replay
@@ -61,7 +62,7 @@ class Options:
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
-    simulate: object | None = None  # engines/simulate.SimulationPlan: random runs instead of a search
+    simulate: SimulationPlan | None = None  # random runs instead of a search
     loop: str = ""  # the explicit level loop: python, native (C, engines/explicit/native.py), auto; "": python, unsaid
 
 
@@ -296,7 +297,7 @@ def _fair_statements(body):
         if isinstance(s, m.SFair) and s.span not in seen:
             seen.add(s.span)
             yield s
-        subs = []
+        subs: list[m.RStmt] = []
         for attr in ("then", "orelse", "body"):
             sub = getattr(s, attr, None)
             if isinstance(sub, tuple):
@@ -436,6 +437,7 @@ def _coverage(cm: CompiledModel, searched: CompiledModel, stats: Stats, explorat
         return None, ""
     if not stats.complete or exploration.model_error is not None:
         return None, "coverage not computed: the search was not complete"
+    assert exploration.digest is not None  # the search records it with the marks
     return coverage.from_search(cm, searched, exploration.marks, exploration.held, stats.states,
                                 exploration.digest, reduced), ""
 
@@ -548,6 +550,7 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
 def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantResult:
     """Random runs (engines/simulate.py): violations with their runs, nothing verified."""
     model = cm.program.model
+    assert opts.simulate is not None  # (check_variant comes here only then)
     cxs, error, stats = simulate.simulate(cm, opts.simulate, opts.limits.check_deadlock)
     outcomes = simulate.outcomes(model, cxs, error, opts.simulate, opts.use_expectations,
                                  opts.limits.check_deadlock, stats.states)

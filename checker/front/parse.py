@@ -103,7 +103,8 @@ def _syntax_errors(first: lark.exceptions.UnexpectedInput, source: str, file: st
     One error per line: a second on the line of the last is mostly the first seen again.
     At most MAX_SYNTAX_ERRORS, and RECOVERY_BUDGET characters parsed again in all."""
     errors: list[SpecError] = []
-    text, e, mended_to, last_at, budget = source, first, -1, -1, RECOVERY_BUDGET
+    e: lark.exceptions.UnexpectedInput | None = first
+    text, mended_to, last_at, budget = source, -1, -1, RECOVERY_BUDGET
     quiet_line = 0  # the line of the last error, unless `}`s were added before it
     while e is not None:
         at = _error_offset(e, text)
@@ -121,7 +122,7 @@ def _syntax_errors(first: lark.exceptions.UnexpectedInput, source: str, file: st
         budget -= len(text) * (_MAX_CLOSED + 1)
         last_at = at
         closed = _close_blocks(text, e, width) if err is not None and err.code == "TR100" else None
-        if closed is not None:
+        if closed is not None and err is not None:  # (closed only after an error here)
             n, text, mended_to, e = closed
             errors[-1] = _unclosed(err, n, source)
             last_at = quiet_line = -1
@@ -282,17 +283,19 @@ def _syntax_error(e: lark.exceptions.UnexpectedInput, source: str, file: str) ->
         if source.endswith("\n"):
             line, col = line - 1, len(source.rstrip("\n").rsplit("\n", 1)[-1]) + 1
         span = Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1))
-        hint = "a block or declaration is not closed" + (
+        hint: str | None = "a block or declaration is not closed" + (
             f"; expected {_join(words)}" if words else "")
         if "'}'" in words:
             hint = "a '{' is never closed: add the missing '}'"
         return SpecError(span, "unexpected end of file", hint, "TR105")
     line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
-        ch = source[e.pos_in_stream] if e.pos_in_stream < len(source) else "?"
+        pos = _error_offset(e, source)
+        ch = source[pos] if pos < len(source) else "?"
         span = Span(file, line, col, line, col + 1)
         return SpecError(span, f"unexpected character {ch!r}",
                          "names are letters, digits and '_'; comments are // or /* */", "TR104")
+    assert isinstance(e, lark.exceptions.UnexpectedToken), e  # lark's third kind (EOF and characters: above)
     tok = e.token
     width = max(1, len(str(tok)))
     span = Span(file, line, col, line, col + width)
@@ -385,6 +388,7 @@ def _unclosed_comment(source: str) -> int | None:
 
 def _error_offset(e: lark.exceptions.UnexpectedInput, source: str) -> int:
     if isinstance(e, lark.exceptions.UnexpectedCharacters):
+        assert e.pos_in_stream is not None  # the lexer sets it (lark types it on the base class, as Optional)
         return e.pos_in_stream
     tok = getattr(e, "token", None)
     pos = getattr(tok, "start_pos", None)
@@ -433,8 +437,9 @@ def _span(file: str, meta) -> Span:
 
 
 def _tok_span(file: str, tok: Token) -> Span:
-    return Span(file, tok.line, tok.column, tok.end_line or tok.line,
-                tok.end_column or tok.column + len(tok))
+    line, col = tok.line, tok.column
+    assert line is not None and col is not None, tok  # the lexer positions every token it makes
+    return Span(file, line, col, tok.end_line or line, tok.end_column or col + len(tok))
 
 
 @v_args(meta=True)

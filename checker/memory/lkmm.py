@@ -58,7 +58,7 @@ from enum import Enum
 
 from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
-from ..base.errors import SpecError
+from ..base.errors import NOWHERE, SpecError
 from ..ir import (OAssert, OAssign, OBarrier, OEval, OGoto, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
                   walk_ops)
 
@@ -274,6 +274,7 @@ class _Analysis:
                 return ()
             base = self.layout.slot_of(target.sym, None)
             t = target.sym.type
+            assert isinstance(t, m.ArrayT), target.sym  # an element is of an array
             idx = target.index
             if isinstance(idx, m.SelfE) and self.inst is not None:
                 idx = m.Const(idx.span, idx.type, self.inst)
@@ -498,7 +499,7 @@ def extend(program: Program, lazy: bool = True) -> Program:
     layout = program.layout
     bound = model.store_buffer or DEFAULT_HISTORY
     if bound < 2:
-        raise SpecError(model.processes[0].span if model.processes else None,
+        raise SpecError(model.processes[0].span if model.processes else NOWHERE,
                         "under lkmm a location's history holds at least 2 stores (`memory lkmm(2)`)")
     per_step: dict = {}
     touched: dict[int, set[int]] = {}  # global slot -> gids that access it
@@ -541,15 +542,15 @@ def extend(program: Program, lazy: bool = True) -> Program:
         sl = layout.slots[k]
         lo = sl.type.lo if isinstance(sl.type, m.IntT) and sl.type.lo is not None else 0
         old = tuple(add(f"{sl.name}@{i}", sl.type, lo) for i in range(1, bound))
-        views = tuple(tuple(add(f"view of {sl.name}@{i} on {layout.slots[kk].name}", lag,
-                                0 if (i == 0 and jj == j) else none)
-                            for jj, kk in enumerate(tracked)) for i in range(bound))
-        strong = tuple(tuple(add(f"strong view of {sl.name}@{i} on {layout.slots[kk].name}", lag, none)
-                             for kk in tracked) for i in range(bound))
+        loc_views = tuple(tuple(add(f"view of {sl.name}@{i} on {layout.slots[kk].name}", lag,
+                                    0 if (i == 0 and jj == j) else none)
+                                for jj, kk in enumerate(tracked)) for i in range(bound))
+        loc_strong = tuple(tuple(add(f"strong view of {sl.name}@{i} on {layout.slots[kk].name}", lag, none)
+                                 for kk in tracked) for i in range(bound))
         readers = tuple(sorted({v for (g, uid), (a, f) in per_step.items() if g in touched[k]
                                 for an in (a, f) if an is not None and k in an.view_reads
                                 for v in places[(g, uid)][1]}))
-        locations.append(Location(sl.name, k, old, views, strong, readers))
+        locations.append(Location(sl.name, k, old, loc_views, loc_strong, readers))
     gsc = tuple(add(f"sc view on {layout.slots[k].name}", lag, none) for k in tracked)
     cpus = []
     n_inst = len(layout.instance_names)
@@ -1024,7 +1025,11 @@ class Machine:
         loc = v.locations[j]
         none = self.none
         for r in loc.readers:
-            if r != c.gid and t[v.cpu(r).cur[j]] >= none - 1:
+            if r == c.gid:
+                continue
+            reader = v.cpu(r)
+            assert reader is not None, "a location's readers are CPUs' views"
+            if t[reader.cur[j]] >= none - 1:
                 raise self.full()  # that reader still needs the oldest message kept
         base = c.cur if acc.release else c.rel
         view = [t[f] for f in base]
@@ -1050,8 +1055,9 @@ class Machine:
             t[f] = t[s_]
         t[loc.slot] = value
         t[c.cur[j]] = 0
-        if c.own[j] is not None:
-            t[c.own[j]] = 0
+        own = c.own[j]
+        if own is not None:
+            t[own] = 0
 
     def raising(self, t: list, c: CpuViews, gid: int, s: int, r: int, stored: int, signals: tuple[Signal, ...]):
         """Interrupts a step raised or took (`s` before it, `r` after): a handler's entry
@@ -1272,6 +1278,7 @@ def propagation_text(views: Views, what: Propagation, before, after, value) -> s
     """A propagation step as a trace says it: which store the CPU reads from now on.
     `value(slot, raw)` shows a slot's value."""
     cpu = views.cpu(next(c.gid for c in views.cpus if c.name == what.cpu))
+    assert cpu is not None  # found by its name among the CPUs' views
     loc = views.locations[what.index]
     lag = after[cpu.cur[what.index]]
     shown = value(loc.slot, after[loc.slot] if lag == 0 else after[loc.old[lag - 1]])
@@ -1313,11 +1320,12 @@ def step_notes(views: Views, gid: int, uid: int, failed: bool, cas_failed: bool,
         acc = fail if failed and fail is not None else acc
     if branch is not None:
         reads = []
-        for j in sorted(acc.view_reads) if acc is not None else ():
-            loc = views.locations[j]
-            lag = before[cpu.cur[j]]
-            if not 0 < lag < views.bound:  # the newest store: stale_reads says nothing of it
-                reads.append(f"{loc.name} = {value(loc.slot, before[loc.slot])}")
+        if acc is not None and cpu is not None:  # (an access is found only for a step with views)
+            for j in sorted(acc.view_reads):
+                loc = views.locations[j]
+                lag = before[cpu.cur[j]]
+                if not 0 < lag < views.bound:  # the newest store: stale_reads says nothing of it
+                    reads.append(f"{loc.name} = {value(loc.slot, before[loc.slot])}")
         notes.append(("taken" if branch else "not taken") + (": " + ", ".join(reads) if reads else ""))
     if cas_failed:
         notes.append("cmpxchg failed: it read another value than it expected, and stored nothing")

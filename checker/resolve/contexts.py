@@ -49,19 +49,19 @@ class Contexts(Shared):
                             "declare the bound once, `preemptions K;`")
         self.preemptions = None
         if any(d.preemptible or has_region(d.body) for d in self.spec.of(ast.ProcessDecl)):
-            bound = DEFAULT_PREEMPTIONS
+            bound: int | str = DEFAULT_PREEMPTIONS
             if bounds:
                 bound = self.const_int(bounds[0].bound, "the preemption bound")
             if preemptions_override is not None:
                 bound = preemptions_override
-            if bound == "unbounded":
-                bound = None
-            elif not 0 <= bound <= MAX_PREEMPTIONS:
-                span = bounds[0].bound.span if bounds and preemptions_override is None else Span("", 0, 0, 0, 0)
-                raise SpecError(span, f"the preemption bound is 0 to {MAX_PREEMPTIONS}, not {bound}",
-                                "each preemption a run may take multiplies the states; `--preemptions "
-                                "unbounded` drops the bound")
-            self.preemptions = bound
+            if bound != "unbounded":
+                assert isinstance(bound, int), bound  # the command line gives a number or "unbounded"
+                if not 0 <= bound <= MAX_PREEMPTIONS:
+                    span = bounds[0].bound.span if bounds and preemptions_override is None else Span("", 0, 0, 0, 0)
+                    raise SpecError(span, f"the preemption bound is 0 to {MAX_PREEMPTIONS}, not {bound}",
+                                    "each preemption a run may take multiplies the states; `--preemptions "
+                                    "unbounded` drops the bound")
+                self.preemptions = bound
 
     def _thread_locals(self, d: ast.ProcessDecl, locals_: dict) -> None:
         """A thread's `cpu`, the CPU it runs on: a local, so that `vcpu.cpu` reads in
@@ -71,13 +71,14 @@ class Contexts(Shared):
         if "cpu" in locals_:
             raise SpecError(locals_["cpu"].span, f"thread '{d.name}' declares 'cpu', the CPU it runs on",
                             "rename the local; `cpu` (or `smp_processor_id()`) reads the thread's CPU")
-        sym = m.VarSym("cpu", m.IntT(0, self.cpus - 1), m.Scope.LOCAL, d.cpu_span, ((0,),), d.name)
+        assert d.cpu_span is not None, "the parser spans every `on cpu`"
+        sym = m.VarSym("cpu", m.IntT(0, self._cpus() - 1), m.Scope.LOCAL, d.cpu_span, ((0,),), d.name)
         locals_["cpu"] = sym
         self.read_locals.add(id(sym))
 
     def _percpu_decl(self, d: ast.VarDecl) -> ast.VarDecl:
         """`percpu var x: T` is `var x[cpus]: T`: element c is CPU c's copy."""
-        count = ast.Number(d.span, self.cpus)
+        count = ast.Number(d.span, self._cpus())
         return dataclasses.replace(d, dim=ast.Dim(d.span, count, None, None))
 
     def _process_context(self, d: ast.ProcessDecl, count: int | None, ctx: Ctx) -> m.ProcessContext | None:
@@ -101,16 +102,19 @@ class Contexts(Shared):
             if count is None:
                 raise SpecError(d.span, f"interrupt '{d.name}' is bound to no CPU",
                                 "write `interrupt NAME on cpu 0 { ... }`, or `interrupt NAME[N]`: one per CPU 0..N-1")
+            assert d.dim is not None, "a process array has its dimension"
             cpus = tuple(instances)
             where = d.dim.span
         else:
+            assert d.cpu is not None and d.cpu_span is not None, "a thread, or a handler on a CPU"
             where = d.cpu_span
             x = self.expr(d.cpu, dataclasses.replace(ctx, what="a CPU"))
             cpus = tuple(_cpu_value(x, i) for i in instances)
+        ncpus = self._cpus()
         for c in cpus:
-            if not 0 <= c < self.cpus:
-                raise SpecError(where, f"CPU {c} is not one of the model's CPUs 0..{self.cpus - 1}",
-                                f"`cpus {self.cpus};` declares CPUs 0 to {self.cpus - 1}")
+            if not 0 <= c < ncpus:
+                raise SpecError(where, f"CPU {c} is not one of the model's CPUs 0..{ncpus - 1}",
+                                f"`cpus {ncpus};` declares CPUs 0 to {ncpus - 1}")
         kind = m.ContextKind.INTERRUPT if d.interrupt else m.ContextKind.THREAD
         notes: dict[str, tuple[m.RStmt, ...]] = {}
         for n in d.notifiers:
@@ -120,8 +124,8 @@ class Contexts(Shared):
             inner = dataclasses.replace(ctx, effects=True, in_atomic=True, what=f"`on {n.name}`")
             notes[n.name] = self.stmts(n.body.body, inner)
             _check_notifier(notes[n.name], d.name, n)
-        return m.ProcessContext(kind, cpus, d.preemptible or region is not None, notes.get("sched_out", ()),
-                                notes.get("sched_in", ()), where, d.hrtimer, regions=region is not None,
+        return m.ProcessContext(kind, cpus, where, d.preemptible or region is not None, notes.get("sched_out", ()),
+                                notes.get("sched_in", ()), d.hrtimer, regions=region is not None,
                                 posted=d.posted, pinned=d.pinned)
 
     def _context_arg(self, kind: Arg, a: ast.Expr, ctx: Ctx, fname: str) -> m.TExpr:
@@ -147,9 +151,10 @@ class Contexts(Shared):
         state itself. None when the model has no such state."""
         if self.cpus is None:
             return None
+        n = self.cpus
         decls = {d.name: d for d in self.spec.of(ast.ProcessDecl)}
-        per_cpu = lambda elem: m.ArrayT(elem, 0, self.cpus - 1, None)  # noqa: E731
-        typ = None
+        per_cpu = lambda elem: m.ArrayT(elem, 0, n - 1, None)  # noqa: E731
+        typ: m.Type | None = None
         if name in ("irqs_off", "in_irq", m.GUEST_MODE):
             typ = per_cpu(m.BOOL)
         elif name == "curr":
@@ -166,12 +171,18 @@ class Contexts(Shared):
                                                                              m.timer_cpu_name(d.name) if d.pinned else None)),
                        None)
             if irq is not None and irq.pinned and name == m.timer_cpu_name(irq.name):
-                typ = m.IntT(0, self.cpus - 1)
+                typ = m.IntT(0, n - 1)
             elif irq is not None:
                 typ = per_cpu(m.BOOL) if name.startswith("pending_") and self.process_counts[irq.name] else m.BOOL
         if typ is None:
             return None
         return m.VarSym(name, typ, m.Scope.GLOBAL, self.spec.of(ast.CpusDecl)[0].span, ((0,),))
+
+    def _cpus(self) -> int:
+        """The model's CPUs, for a construct that needs them (_contexts_header refused it
+        in a model without `cpus`)."""
+        assert self.cpus is not None, "a context construct in a model without `cpus`"
+        return self.cpus
 
     def context_local(self, proc: m.Process, name: str) -> m.VarSym:
         """A thread's `preempt_count`, `asleep` or `in_region`, as a property reads it: a

@@ -275,7 +275,8 @@ class Expressions(Shared):
     def _call(self, e: ast.Call, ctx: Ctx) -> m.TExpr:
         if e.name in self.fns:
             return self._expand_fn(e, ctx)
-        if m.fixed_width_type(e.name) is not None:
+        width_t = m.fixed_width_type(e.name)
+        if width_t is not None:
             if len(e.args) != 1:
                 raise SpecError(e.span, f"the conversion '{e.name}(x)' takes one argument",
                                 f"e.g. `{e.name}(x)`")
@@ -284,8 +285,7 @@ class Expressions(Shared):
                 raise SpecError(e.args[0].span, f"cannot convert {x.type.describe()} to {e.name}",
                                 "a conversion takes an integer or a bit set" + ("; for a bool write `b ? 1 : 0`"
                                                                                 if isinstance(x.type, m.BoolT) else ""))
-            t = m.fixed_width_type(e.name)
-            return _respan(self._conv(x, t), e.span) if x.type != t else x
+            return _respan(self._conv(x, width_t), e.span) if x.type != width_t else x
         name = ALIASES.get(e.name, e.name)
         if name in BUILTINS:
             return self._builtin(e, ctx, statement=False)
@@ -360,6 +360,7 @@ class Expressions(Shared):
                     raise SpecError(a.span, f"'{e.name}' needs a wait queue, not {x.type.describe()}",
                                     "declare one with `waitqueue name;`")
             elif kind is Arg.NR:
+                assert bits_t is not None, "a primitive with a bit number has its bit set (the table's rows)"
                 x = self._value(self.expr(a, dataclasses.replace(ctx, effects=False)))
                 self._check_bitnr_type(x, bits_t, a.span)
                 if isinstance(x, m.Const) and not 0 <= x.value < bits_t.size:
@@ -404,13 +405,16 @@ class Expressions(Shared):
                                     f"it is `{signature(sig)}`")
             joined = m.arith_type(args[0].type, args[-1].type)
             args = [self._conv(x, joined) for x in args]
-        result = {Result.VOID: m.VOID, Result.BOOL: m.BOOL, Result.INT: m.INT}.get(sig.result)
-        if sig.cls is Cls.PURE:
+        result: m.Type
+        if sig.result is Result.LV:
+            assert lv_type is not None, "a primitive whose value has its first argument's type has one"
+            result = lv_type if isinstance(lv_type, m.BitVecT) or not m.is_intlike(lv_type) else m.INT
+        elif sig.cls is Cls.PURE:
             result = m.arith_type(args[0].type, args[-1].type)
         elif sig.result is Result.INT and isinstance(loc_type, m.BitVecT):
             result = loc_type  # atomic_inc_return on an unsigned counter wraps
-        if sig.result is Result.LV:
-            result = lv_type if isinstance(lv_type, m.BitVecT) or not m.is_intlike(lv_type) else m.INT
+        else:
+            result = {Result.VOID: m.VOID, Result.BOOL: m.BOOL, Result.INT: m.INT}[sig.result]
         if result is m.VOID and not statement:
             raise SpecError(e.span, f"'{e.name}' has no value", "call it as a statement")
         consts = [x for x in args if isinstance(x, m.Const)]

@@ -43,6 +43,7 @@ class Types(Shared):
             if t.size is not None:
                 size = self.const_int(t.size, "a bit set's size")
             else:
+                assert t.lo is not None and t.hi is not None, "bitset(lo..hi) when not bitset(N)"
                 lo = self.const_int(t.lo, "a bit set's range")
                 if lo != 0:
                     raise SpecError(t.span, "a bit set's bits are numbered from 0", "write bitset(N) or bitset(0..N-1)")
@@ -83,6 +84,7 @@ class Types(Shared):
                                 "an array has 1 or more elements: `var a[N]: T` with N >= 1")
             _check_array_size(n, d.span)
             return 0, n - 1, None
+        assert d.lo is not None and d.hi is not None, "a dimension is a count or a range lo..hi"
         lo = self.const_int(d.lo, "an array bound")
         hi = self.const_int(d.hi, "an array bound")
         if lo > hi:
@@ -108,12 +110,13 @@ class Types(Shared):
                             ((0,),) * (hi - lo + 1))
         return m.VarSym(d.name, m.WaitQueueT(), m.Scope.GLOBAL, d.span, ((0,),))
 
-    def _init(self, d: ast.VarDecl, elem: m.Type, n: int) -> tuple[tuple[int, ...], ...]:
+    def _init(self, d: ast.VarDecl, elem: m.Type, n: int) -> tuple[tuple[int, ...] | range, ...]:
         e = d.init
         if e is None:
-            default = elem.lo if isinstance(elem, m.IntT) and elem.lo > 0 else 0
-            if isinstance(elem, m.IntT) and elem.hi < 0:
-                default = elem.hi
+            default = 0
+            if isinstance(elem, m.IntT):
+                lo, hi = _declared(elem)
+                default = lo if lo > 0 else hi if hi < 0 else 0
             return ((default,),) * n
         if isinstance(e, ast.AnyInit):
             dom = self._domain(elem, d.type.span)
@@ -138,9 +141,10 @@ class Types(Shared):
         if isinstance(t, m.EnumT):
             return range(len(t.members))
         if isinstance(t, m.IntT):
-            if t.hi - t.lo > 4096:
+            lo, hi = _declared(t)
+            if hi - lo > 4096:
                 raise SpecError(span, "`any` over more than 4096 values", "narrow the range")
-            return range(t.lo, t.hi + 1)
+            return range(lo, hi + 1)
         if isinstance(t, m.BitsetT) and t.size <= 12:
             return range(1 << t.size)
         raise SpecError(span, f"`any` is not allowed for {t.describe()}",
@@ -172,15 +176,22 @@ class Types(Shared):
         if isinstance(t, m.IntT):
             c = self._value(c)
             assert isinstance(c, m.Const)  # a constant's value is a constant
-        if isinstance(t, m.IntT) and not t.lo <= c.value <= t.hi:
-            raise SpecError(e.span, f"initial value {c.value} of '{name}' is outside its range {t.lo}..{t.hi}",
-                            f"'{name}' is declared as {t.lo}..{t.hi}")
+            lo, hi = _declared(t)
+            if not lo <= c.value <= hi:
+                raise SpecError(e.span, f"initial value {c.value} of '{name}' is outside its range {lo}..{hi}",
+                                f"'{name}' is declared as {lo}..{hi}")
         if isinstance(t, m.BitVecT):
             return m.bv_convert(c.value, c.type, t)  # C conversion: -1 is u8's largest value
         return c.value
 
 
 # ---- helpers---------------------------------------------------------------
+
+
+def _declared(t: m.IntT) -> tuple[int, int]:
+    """A declared range's bounds (only arithmetic's int is unbounded, and nothing declares it)."""
+    assert t.lo is not None and t.hi is not None, t
+    return t.lo, t.hi
 
 
 def _check_array_size(n: int, span: Span) -> None:

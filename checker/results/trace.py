@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .. import model as m
 from ..base.errors import Span
 from ..ir import SlotKind, StateLayout, TASK_STATES
+from ..memory.lkmm import Views
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
@@ -260,13 +261,21 @@ class StateDecoder:
         for i, sl in enumerate(layout.slots):
             if sl.kind in (SlotKind.PC, SlotKind.VIEW):
                 continue
-            key = sl.var if sl.kind in (SlotKind.VAR, SlotKind.BUFFER) else sl.name
+            if sl.kind in (SlotKind.VAR, SlotKind.BUFFER):
+                assert sl.var is not None, sl  # a variable's or a store buffer's slots carry its name
+                key = sl.var
+            else:
+                key = sl.name
             if key not in groups:
                 groups[key] = []
                 order.append(key)
             groups[key].append(i)
         self.groups = [(k, tuple(groups[k])) for k in order]
-        self.pc_slots = [(sl.process, i) for i, sl in enumerate(layout.slots) if sl.kind is SlotKind.PC]
+        self.pc_slots: list[tuple[str, int]] = []
+        for i, sl in enumerate(layout.slots):
+            if sl.kind is SlotKind.PC:
+                assert sl.process is not None, sl  # a pc slot names its process instance
+                self.pc_slots.append((sl.process, i))
 
     def value(self, slot: int, raw: int) -> Value:
         sl = self.layout.slots[slot]
@@ -295,7 +304,7 @@ class StateDecoder:
         return Buffered(entries)
 
     def decode(self, state: tuple[int, ...]) -> TraceState:
-        values = []
+        values: list[tuple[str, Value]] = []
         for name, slots in self.groups:
             sl = self.layout.slots[slots[0]]
             if sl.kind is SlotKind.BUFFER:
@@ -308,13 +317,14 @@ class StateDecoder:
         pcs = tuple((proc, self.pc_names[proc][state[i]]) for proc, i in self.pc_slots)
         return TraceState(tuple(values), pcs)
 
-    def stale(self, state: tuple[int, ...]) -> list:
+    def stale(self, state: tuple[int, ...]) -> list[tuple[str, Value]]:
         """lkmm: per CPU, `view(cpu) = [x=0]`, the locations where it still reads an older
         store than memory's, and the value it reads there (an empty list: none)."""
         views = self.layout.lkmm
         if views is None:
             return []
-        out = []
+        assert isinstance(views, Views)  # (StateLayout types it `object`: the IR sits below memory/)
+        out: list[tuple[str, Value]] = []
         for cpu in views.cpus:
             entries = []
             for j, loc in enumerate(views.locations):

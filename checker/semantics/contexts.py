@@ -48,6 +48,8 @@ and an IPI or device interrupt is raised after one (LANGUAGE.md, "Under lkmm").
 from __future__ import annotations
 
 import dataclasses
+from types import ModuleType
+from typing import Any
 
 from .. import model as m
 from .primitives import BUILTINS, Arg, Cls, CtxOp
@@ -80,9 +82,10 @@ def lower(model: m.Model) -> m.Model:
 
 class _Lowering:
     def __init__(self, model: m.Model):
+        assert model.cpus is not None, "only a model with `cpus` has contexts to lower"
         self.model = model
-        self.n = model.cpus
-        self.texts: list = []
+        self.n: int = model.cpus
+        self.texts: list[tuple[tuple[str, Span], str]] = []  # ((process, span), trace text): Model.step_texts
         span = next((p.context.span for p in model.processes if p.context), model.processes[0].span)
         self.span = span
         self.tso = model.memory == "tso"
@@ -94,11 +97,11 @@ class _Lowering:
             if p.context and p.context.kind is m.ContextKind.THREAD:
                 for i in range(p.instances):
                     self.threads.append(_Thread(p, i, len(self.threads) + 1))
-        self.preemptible = [t for t in self.threads if t.proc.context.preemptible]
+        self.preemptible = [t for t in self.threads if _ctx(t.proc).preemptible]
         pending_names = [m.pending_name(h.name) for h in self.irqs]
-        self.timers = [h for h in self.irqs if h.context.hrtimer]
+        self.timers = [h for h in self.irqs if _ctx(h).hrtimer]
         timer_names = [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers] \
-            + [m.timer_cpu_name(h.name) for h in self.timers if h.context.pinned]
+            + [m.timer_cpu_name(h.name) for h in self.timers if _ctx(h).pinned]
         for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
                 + ((SCHEDULER,) if self.preemptible else ()):
             if name in taken:
@@ -106,13 +109,13 @@ class _Lowering:
                                 f"rename the model's '{name}'")
         for h in self.irqs:
             if h.count is not None and h.count != self.n:
-                raise SpecError(h.context.span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
+                raise SpecError(_ctx(h).span, f"interrupt '{h.name}[{h.count}]' needs one handler per CPU",
                                 f"the model has {self.n} CPUs: write `interrupt {h.name}[{self.n}]`")
         arr = lambda elem: m.ArrayT(elem, 0, self.n - 1, None)  # noqa: E731
         # the CPU's own state, not memory: never in a store buffer (a `ghost var`)
         self.irqs_off = m.VarSym("irqs_off", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True)
         self.in_irq = m.VarSym("in_irq", arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True)
-        first = [next((t.id for t in self.threads if t.proc.context.cpus[t.index] == c), 0) for c in range(self.n)]
+        first = [next((t.id for t in self.threads if _ctx(t.proc).cpus[t.index] == c), 0) for c in range(self.n)]
         self.curr = m.VarSym("curr", arr(m.IntT(0, len(self.threads))), m.Scope.GLOBAL, span,
                              tuple((v,) for v in first), ghost=True)
         # guest mode, when a thread enters the guest: per CPU, and per such thread why it last exited
@@ -123,25 +126,25 @@ class _Lowering:
                             f"rename the model's '{GUEST_MODE}'")
         self.guest_mode = m.VarSym(GUEST_MODE, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
             if guests else None
-        self.exit_sym = {p.name: m.VarSym(EXIT_REASON, m.IntT(0, len(self.irqs)), m.Scope.LOCAL, p.context.span,
+        self.exit_sym = {p.name: m.VarSym(EXIT_REASON, m.IntT(0, len(self.irqs)), m.Scope.LOCAL, _ctx(p).span,
                                           ((0,),), p.name) for p in guests}
         self.entries = 0
         # tso: the thread on CPU c has drained its store buffer for an interrupt or a preemption
         self.drained = m.VarSym(DRAINED, arr(m.BOOL), m.Scope.GLOBAL, span, ((0,),) * self.n, ghost=True) \
             if self.tso else None
-        self.pending = {}
+        self.pending: dict[str, m.VarSym] = {}
         for h, name in zip(self.irqs, pending_names):
             typ = arr(m.BOOL) if h.count is not None else m.BOOL
-            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, h.context.span, ((0,),) * (h.count or 1),
+            self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, _ctx(h).span, ((0,),) * (h.count or 1),
                                             ghost=True)
-        self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, h.context.span, ((0,),),
+        self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, _ctx(h).span, ((0,),),
                                        ghost=True) for h in self.timers}
         # `hrtimer T[N] pinned`: the CPU whose clock base queues it, set by hrtimer_start
         self.timer_cpu = {h.name: m.VarSym(m.timer_cpu_name(h.name), m.IntT(0, self.n - 1), m.Scope.GLOBAL,
-                                           h.context.span, ((0,),), ghost=True)
-                          for h in self.timers if h.context.pinned}
+                                           _ctx(h).span, ((0,),), ghost=True)
+                          for h in self.timers if _ctx(h).pinned}
         self.bound = model.preemptions if self.preemptible else None
-        self.budget = None
+        self.budget: m.VarSym | None = None
         if self.preemptible and self.bound is not None:
             self.budget = m.VarSym("preemptions", m.IntT(0, self.bound), m.Scope.GLOBAL, span, ((0,),), ghost=True)
         # per-thread locals
@@ -150,27 +153,34 @@ class _Lowering:
         self.asleep_sym: dict[str, m.VarSym] = {}
         self.region_sym: dict[str, m.VarSym] = {}
         for p in {t.proc.name: t.proc for t in self.threads}.values():
-            if p.context.regions:
-                self.region_sym[p.name] = m.VarSym("in_region", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
+            ctx = _ctx(p)
+            if ctx.regions:
+                self.region_sym[p.name] = m.VarSym("in_region", m.BOOL, m.Scope.LOCAL, ctx.span, ((0,),), p.name)
             for name in m.CONTEXT_LOCALS:
                 if any(v.name == name for v in p.locals):
-                    raise SpecError(p.context.span, f"thread '{p.name}' declares '{name}', the name of its "
+                    raise SpecError(ctx.span, f"thread '{p.name}' declares '{name}', the name of its "
                                     "execution-context state", f"rename the local '{name}'")
             # made by the resolver; the first CPU differs per instance: `initial_cpus` sets each
             self.cpu_sym[p.name] = next(v for v in p.locals if v.name == "cpu")
             sleeps = _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)
-            if p.context.preemptible or sleeps:  # a sleeper's count: schedule() checks it is 0
+            if ctx.preemptible or sleeps:  # a sleeper's count: schedule() checks it is 0
                 self.pc_sym[p.name] = m.VarSym("preempt_count", m.IntT(0, MAX_PREEMPT_DEPTH), m.Scope.LOCAL,
-                                               p.context.span, ((0,),), p.name)
+                                               ctx.span, ((0,),), p.name)
             if sleeps:  # off its CPU while it sleeps
-                self.asleep_sym[p.name] = m.VarSym("asleep", m.BOOL, m.Scope.LOCAL, p.context.span, ((0,),), p.name)
+                self.asleep_sym[p.name] = m.VarSym("asleep", m.BOOL, m.Scope.LOCAL, ctx.span, ((0,),), p.name)
 
     # -- expressions
     def g(self, sym: m.VarSym) -> m.Var:
         return m.Var(self.span, sym.type, sym)
 
     def at(self, sym: m.VarSym, index: m.TExpr) -> m.Elem:
+        assert isinstance(sym.type, m.ArrayT), sym
         return m.Elem(index.span, sym.type.elem, sym, index)
+
+    def sb(self, cpu: m.TExpr) -> m.Elem:
+        """tso: `sb_drained[cpu]`, the thread on CPU `cpu` has an empty store buffer."""
+        assert self.drained is not None, "sb_drained exists under tso only"
+        return self.at(self.drained, cpu)
 
     def pend(self, cpu: m.TExpr) -> m.TExpr:
         """Some interrupt is pending on CPU `cpu`."""
@@ -189,7 +199,7 @@ class _Lowering:
 
     # -- the model
     def run(self) -> m.Model:
-        procs = []
+        procs: list[m.Process] = []
         for p in self.model.processes:
             ctx = p.context
             if ctx is None:
@@ -216,11 +226,11 @@ class _Lowering:
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
         if sleeper is not None and all(q.name != SLEEP_IN_ATOMIC for q in props):
-            props = props + (m.Property(SLEEP_IN_ATOMIC, m.PropertyKind.ASSERT, sleeper.context.span),)
+            props = props + (m.Property(SLEEP_IN_ATOMIC, m.PropertyKind.ASSERT, _ctx(sleeper).span),)
         return dataclasses.replace(self.model, globals=self.model.globals + hidden, processes=tuple(procs),
                                    step_texts=tuple(self.texts), properties=props)
 
-    def reads(self, prop: m.Property, hidden: tuple) -> m.Property:
+    def reads(self, prop: m.Property, hidden: tuple[m.VarSym, ...]) -> m.Property:
         """`prop` reading the context state itself where the resolver put stand-ins for
         it (the names traces print: resolve/contexts.py)."""
         state = {s.name: s for s in hidden}
@@ -255,7 +265,7 @@ class _Lowering:
         return dataclasses.replace(prop, **fields)
 
     def handler(self, p: m.Process) -> m.Process:
-        ctx = p.context
+        ctx = _ctx(p)
         span = ctx.span
         cpu = _c(ctx.cpus[0], span) if p.count is None else m.SelfE(span, m.IntT(0, p.count - 1))
         sym = self.pending[p.name]
@@ -265,10 +275,11 @@ class _Lowering:
         due = _and(pending, _not(self.at(self.irqs_off, cpu)), _not(self.at(self.in_irq, cpu)))
         if self.guest_mode is not None and not ctx.posted:  # in guest mode it is a VM exit first
             due = _and(due, _not(self.at(self.guest_mode, cpu)))
-        take = (m.SAssign(span, pending, _c(0, span, m.BOOL)), m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL)))
+        take: tuple[m.RStmt, ...] = (m.SAssign(span, pending, _c(0, span, m.BOOL)),
+                                     m.SAssign(span, self.at(self.in_irq, cpu), _c(1, span, m.BOOL)))
         if self.tso:  # the thread on the CPU drained its store buffer first (`finish`)
-            due = _and(due, _or(_eq(self.at(self.curr, cpu), _c(0, span)), self.at(self.drained, cpu)))
-            take += (m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)),)
+            due = _and(due, _or(_eq(self.at(self.curr, cpu), _c(0, span)), self.sb(cpu)))
+            take += (m.SAssign(span, self.sb(cpu), _c(0, span, m.BOOL)),)
         entry = m.SAtomic(span, (m.SAwait(span, due),) + take)
         leave = m.SAssign(p.end_span, self.at(self.in_irq, cpu), _c(0, span, m.BOOL))
         self.texts.append(((p.name, span), f"irq entry: {p.name}"))
@@ -283,7 +294,7 @@ class _Lowering:
         busy housekeeping CPU): any, one expiry process per CPU, which nothing observes
         before the callback runs there. A `pinned` one expires only on the CPU that
         queued it (`cpu_T`)."""
-        span = h.context.span
+        span = _ctx(h).span
         armed = self.g(self.armed[h.name])
         cpu = m.SelfE(span, m.IntT(0, h.count - 1)) if h.count is not None else None
         pending = self.g(self.pending[h.name]) if cpu is None else self.at(self.pending[h.name], cpu)
@@ -305,12 +316,13 @@ class _Lowering:
         not exit: their handler runs in guest mode. The guest may run for ever: the wait
         for the exit is a valid end (`end_guest`)."""
         cpu = self.cpu_of(w, span, "guest_enter")
-        if w.proc.context.kind is not m.ContextKind.THREAD or w.instance is not None:
+        if _ctx(w.proc).kind is not m.ContextKind.THREAD or w.instance is not None:
             raise SpecError(span, "'guest_enter' outside a thread's body", "a vCPU thread enters the guest")
+        assert self.guest_mode is not None, "a thread that enters the guest makes guest_mode"
         t, f = _c(1, span, m.BOOL), _c(0, span, m.BOOL)
         enter = m.SAtomic(span, (m.SAssign(span, self.at(self.guest_mode, cpu), t),
                                  m.SAssign(span, self.at(self.irqs_off, cpu), f)))
-        exiting = [h for h in self.irqs if not h.context.posted]
+        exiting = [h for h in self.irqs if not _ctx(h).posted]
         why = m.Var(span, self.exit_sym[w.proc.name].type, self.exit_sym[w.proc.name])
         reason: m.TExpr = _c(0, span)
         for h in reversed(exiting):  # the lowest-numbered pending interrupt is the reason
@@ -329,9 +341,9 @@ class _Lowering:
         """Interrupt `h` is pending on CPU `cpu`."""
         if h.count is not None:
             return self.at(self.pending[h.name], cpu)
-        return _and(_eq(cpu, _c(h.context.cpus[0], cpu.span)), self.g(self.pending[h.name]))
+        return _and(_eq(cpu, _c(_ctx(h).cpus[0], cpu.span)), self.g(self.pending[h.name]))
 
-    def cancel(self, op: CtxOp, arg: m.Const, span: Span, name: str, target: m.TExpr | None) -> m.SAtomic:
+    def cancel(self, op: CtxOp, arg: m.TExpr, span: Span, name: str, target: m.TExpr | None) -> m.SAtomic:
         """hrtimer_cancel waits until the callback is not running, hrtimer_try_to_cancel
         gives -1 then (kernel/time/hrtimer.c); otherwise both disarm the timer, drop an
         expiry not yet handled, and give whether it was queued (armed or expired, not run)."""
@@ -367,18 +379,18 @@ class _Lowering:
             move = (m.SIf(span, idle, (m.SAssign(span, self.g(self.timer_cpu[h.name]), self.cpu_of(w, span, name)),), ()),)
         return m.SAtomic(span, drop + move + (m.SAssign(span, self.g(self.armed[h.name]), _c(1, span, m.BOOL)),))
 
-    def timer(self, arg: m.Const, span: Span, name: str) -> m.Process:
-        h = self.irqs[arg.value]
-        if not h.context.hrtimer:
+    def timer(self, arg: m.TExpr, span: Span, name: str) -> m.Process:
+        h = self.irqs[_irq(arg)]
+        if not _ctx(h).hrtimer:
             raise SpecError(arg.span, f"'{name}' needs an hrtimer; '{h.name}' is an interrupt",
-                            f"declare it `hrtimer {h.name} on cpu {h.context.cpus[0]} {{ ... }}`, or raise it with "
+                            f"declare it `hrtimer {h.name} on cpu {_ctx(h).cpus[0]} {{ ... }}`, or raise it with "
                             f"`raise_irq({h.name})`")
         return h
 
     def scheduler(self) -> m.Process:
         branches = []
         for k, t in enumerate(self.preemptible):
-            p, ctx = t.proc, t.proc.context
+            p, ctx = t.proc, _ctx(t.proc)
             idx = None if p.count is None else _c(t.index, ctx.span)
             span = dataclasses.replace(ctx.span, end_col=ctx.span.end_col + k)  # one per thread: its own text
             cpu_sym = self.cpu_sym[p.name]
@@ -389,13 +401,14 @@ class _Lowering:
             if p.name in self.region_sym:  # preempted only inside its `preemptible { ... }` regions
                 guard = _and(guard, m.LocalOf(span, m.BOOL, self.region_sym[p.name], p.name, idx))
             if self.tso:  # the thread drained its store buffer first (`finish`)
-                guard = _and(guard, self.at(self.drained, cpu))
+                guard = _and(guard, self.sb(cpu))
             if self.guest_mode is not None:  # a thread in guest mode is preempted through a VM exit only
                 guard = _and(guard, _not(self.at(self.guest_mode, cpu)))
-            body = [m.SAwait(span, guard if self.budget is None else
-                             _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span))))]
+            if self.budget is not None and self.bound is not None:
+                guard = _and(guard, m.Bin(span, m.BOOL, "<", self.g(self.budget), _c(self.bound, span)))
+            body: list[m.RStmt] = [m.SAwait(span, guard)]
             if self.tso:
-                body.append(m.SAssign(span, self.at(self.drained, cpu), _c(0, span, m.BOOL)))
+                body.append(m.SAssign(span, self.sb(cpu), _c(0, span, m.BOOL)))
             if self.lkmm:  # __schedule(): rq lock, then smp_mb__after_spinlock(), before the notifiers
                 body.append(_mb(span))
             where = _Where(p, cpu, None, instance=idx)
@@ -409,10 +422,10 @@ class _Lowering:
             self.texts.append(((SCHEDULER, span), f"preempt {name}" + (" (sched_out)" if ctx.sched_out else "")))
         loop = m.SLabeled(self.span, "end_sched", m.SLoop(self.span, (m.SChoose(self.span, tuple(branches)),)))
         return m.Process(SCHEDULER, self.span, None, True, (), (loop,), frozenset({"end_sched"}), self.span,
-                         m.ProcessContext(m.ContextKind.SCHEDULER, (), span=self.span))
+                         m.ProcessContext(m.ContextKind.SCHEDULER, (), self.span))
 
     # -- statements: the context primitives become assignments to the hidden state
-    def stmts(self, body, w: _Where) -> tuple[m.RStmt, ...]:
+    def stmts(self, body: tuple[m.RStmt, ...], w: _Where) -> tuple[m.RStmt, ...]:
         return tuple(self.stmt(s, w) for s in body)
 
     def stmt(self, s: m.RStmt, w: _Where) -> m.RStmt:
@@ -420,11 +433,12 @@ class _Lowering:
         if isinstance(s, m.SEval):
             p = BUILTINS[s.call.name]
             if p.cls is Cls.CONTEXT:
+                assert p.ctx is not None, "a context primitive's row names what it does"
                 return self.call(s, p.ctx, w)
             if p.cls is Cls.SCHEDULE and w.proc.context is not None \
                     and w.proc.context.kind is m.ContextKind.INTERRUPT:  # a handler never sleeps
                 return m.SAssert(s.span, SLEEP_IN_ATOMIC, _c(0, s.span, m.BOOL))
-            if w.count is not None and w.proc.context.preemptible and p.args[:1] == (Arg.LOCK,) \
+            if w.count is not None and _ctx(w.proc).preemptible and p.args[:1] == (Arg.LOCK,) \
                     and p.cls is Cls.RMW:
                 raise SpecError(s.span, f"'{s.call.name}' in a preemptible thread is not supported yet",
                                 "use spin_lock, or make the thread not preemptible")
@@ -444,11 +458,13 @@ class _Lowering:
                                 "a thread's `cpu` changes only when the scheduler migrates it; "
                                 "keep the value in a local of your own")
             v = s.value
-            if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
-                return self.cancel(BUILTINS[v.name].ctx, v.args[0], s.span, v.name, x(s.target))
-            if isinstance(v, m.Builtin) and BUILTINS[v.name].ctx is CtxOp.GET_CPU:
+            op = BUILTINS[v.name].ctx if isinstance(v, m.Builtin) else None
+            if isinstance(v, m.Builtin) and op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
+                assert op is not None
+                return self.cancel(op, v.args[0], s.span, v.name, x(s.target))
+            if isinstance(v, m.Builtin) and op is CtxOp.GET_CPU:
                 cpu = self.cpu_of(w, s.span, v.name)
-                ops = (m.SAssign(s.span, x(s.target), cpu),)
+                ops: tuple[m.RStmt, ...] = (m.SAssign(s.span, x(s.target), cpu),)
                 if w.count is not None:
                     ops = (self.add(w.count, 1, s.span),) + ops
                 return m.SAtomic(s.span, ops) if len(ops) > 1 else ops[0]
@@ -512,6 +528,7 @@ class _Lowering:
                 return m.SInlined(span, "", (save,) + self.locked(span, "spin_lock", a[0], w.count).body)
             restore = m.SAssign(span, off(), _to(a[1], m.BOOL))
             return m.SInlined(span, "", self.locked(span, "spin_unlock", a[0], w.count, (restore,)).body)
+        body: tuple[m.RStmt, ...]
         if op is CtxOp.LOCK_IRQSAVE:
             body = (m.SAwait(span, _not(a[0])), m.SAssign(span, a[1], _to(off(), a[1].type)),
                     m.SAssign(span, off(), t), m.SAssign(span, a[0], t))
@@ -539,15 +556,15 @@ class _Lowering:
             inner = self.call(s, op, w, fenced=True)
             return m.SAtomic(span, (_mb(span),) + (inner.body if isinstance(inner, m.SAtomic) else (inner,)))
         if op is CtxOp.RAISE:
-            h = self.irqs[a[0].value]
+            h = self.irqs[_irq(a[0])]
             if h.count is not None:
                 raise SpecError(span, f"interrupt '{h.name}' has one handler per CPU: say which",
                                 f"write `send_IPI(cpu, {h.name})`")
             return m.SAssign(span, self.g(self.pending[h.name]), t)
         if op is CtxOp.RAISE_ON:
-            h = self.irqs[a[1].value]
+            h = self.irqs[_irq(a[1])]
             if h.count is None:
-                raise SpecError(span, f"interrupt '{h.name}' is bound to CPU {h.context.cpus[0]}",
+                raise SpecError(span, f"interrupt '{h.name}' is bound to CPU {_ctx(h).cpus[0]}",
                                 f"write `raise_irq({h.name})`")
             return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
         if op is CtxOp.TIMER_START:
@@ -557,7 +574,7 @@ class _Lowering:
         if op is CtxOp.GUEST_ENTER:
             return self.guest_enter(span, w)
         if op is CtxOp.THIS_CPU_WRITE:
-            return m.SAssign(span, self.at(a[0].sym, self.cpu_of(w, span, name)), self.expr(a[1], w))
+            return m.SAssign(span, self.at(_percpu(a[0]), self.cpu_of(w, span, name)), self.expr(a[1], w))
         raise SpecError(span, f"'{name}' has a value: use it in an expression",
                         f"e.g. `x = {name}(...);` or `if ({name}(...)) ...`")
 
@@ -569,18 +586,18 @@ class _Lowering:
             if op is CtxOp.IRQS_DISABLED:
                 return self.at(self.irqs_off, self.cpu_of(w, e.span, e.name))
             if op is CtxOp.THIS_CPU_READ:
-                return self.at(e.args[0].sym, self.cpu_of(w, e.span, e.name))
+                return self.at(_percpu(e.args[0]), self.cpu_of(w, e.span, e.name))
             if op is CtxOp.PER_CPU:
-                return self.at(e.args[0].sym, self.expr(e.args[1], w))
+                return self.at(_percpu(e.args[0]), self.expr(e.args[1], w))
             if op is CtxOp.EXIT_BY:
                 sym = self.exit_sym.get(w.proc.name)
                 if sym is None or w.instance is not None:
                     raise SpecError(e.span, f"'{e.name}' in '{w.proc.name}', which never enters the guest",
                                     "call it in a thread after its `guest_enter()`")
-                return _eq(m.Var(e.span, sym.type, sym), _c(e.args[0].value + 1, e.span))
+                return _eq(m.Var(e.span, sym.type, sym), _c(_irq(e.args[0]) + 1, e.span))
             raise SpecError(e.span, f"'{e.name}' changes the context: call it as a statement",
                             f"or assign its value on its own: `r = {e.name}(...);`")
-        if isinstance(e, m.Builtin) and w.count is not None and w.proc.context.preemptible \
+        if isinstance(e, m.Builtin) and w.count is not None and _ctx(w.proc).preemptible \
                 and BUILTINS[e.name].args[:1] == (Arg.LOCK,):
             raise SpecError(e.span, f"'{e.name}' in a preemptible thread is not supported yet",
                             "use spin_lock, or make the thread not preemptible")
@@ -616,7 +633,9 @@ class _Where:
 # ---- after the processes are built: the thread guards and the sched-in steps
 
 
-def finish(model: m.Model, procs: tuple, ir) -> tuple:
+# `ir` is the IR module (checker/ir.py), passed in by its caller: semantics sits below
+# the IR (tests/test_layers.py), so its processes and steps are typed Any here
+def finish(model: m.Model, procs: tuple[Any, ...], ir: ModuleType) -> tuple[Any, ...]:
     """Every thread step guarded by "current here, no handler running or due"; a
     thread's final step frees its CPU; at every pc of a thread, its sched-in steps."""
     if model.cpus is None:
@@ -657,9 +676,10 @@ def _retext(st, texts):
     return dataclasses.replace(st, text=t, generated=True) if t is not None else st
 
 
-def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
+def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleType) -> Any:
+    ctx = _ctx(p)
     cpu_sym = next(v for v in p.locals if v.name == "cpu")
-    span = p.context.span
+    span = ctx.span
     cpu = m.Var(span, cpu_sym.type, cpu_sym)
     me = low.thread_id(p, span)
     here = _and(_eq(low.at(low.curr, cpu), me), low.runnable_here(cpu))
@@ -680,14 +700,14 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
     asleep_sym = next((v for v in p.locals if v.name == "asleep"), None)
     asleep = m.Var(span, m.BOOL, asleep_sym) if asleep_sym is not None else None
     count_sym = next((v for v in p.locals if v.name == "preempt_count"), None)
-    atomic = low.at(low.irqs_off, cpu)  # schedule() here is "BUG: scheduling while atomic"
+    atomic: m.TExpr = low.at(low.irqs_off, cpu)  # schedule() here is "BUG: scheduling while atomic"
     if count_sym is not None:
         atomic = _or(atomic, m.Bin(span, m.BOOL, ">", m.Var(span, count_sym.type, count_sym), _c(0, span)))
     remade: dict[int, object] = {}
     uid = max((st.uid for st in pir.steps), default=-1) + 1
     # tso: `sb_drained[c]` says the thread on CPU c has an empty store buffer, for an
     # interrupt entry or a preemption to rely on; any step of the thread clears it
-    undrain = (ir.OAssign(low.at(low.drained, cpu), _c(0, span, m.BOOL)),) if low.tso else ()
+    undrain = (ir.OAssign(low.sb(cpu), _c(0, span, m.BOOL)),) if low.tso else ()
     texts = dict(model.step_texts)
     # lkmm: a context switch is a full barrier on the CPU it happens on (__schedule takes
     # the rq lock, then smp_mb__after_spinlock()); views attach to CPUs (memory/lkmm.py)
@@ -700,13 +720,14 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
             guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)), st.guard)
             fence = fence or low.tso  # an interrupt drains the store buffer
         if st.kind is ir.StepKind.SCHEDULE:  # woken: returns from schedule() off its CPU if it slept
+            assert asleep is not None, "a thread that calls schedule() has `asleep`"
             guard = _or(here, asleep)
             body = (ir.OAssert(SLEEP_IN_ATOMIC, _or(asleep, _not(atomic)), st.span),
                     ir.OAssign(asleep, _c(0, span, m.BOOL))) + body
         remade[st.uid] = dataclasses.replace(st, guard=guard, body=body, fence=fence)
-    sched_out = ir._ProcessBuilder(model, p).ops(p.context.sched_out)
-    sched_in = ir._ProcessBuilder(model, p).ops(p.context.sched_in)
-    targets = range(low.n) if p.context.preemptible else [None]
+    sched_out = ir._ProcessBuilder(model, p).ops(ctx.sched_out)
+    sched_in = ir._ProcessBuilder(model, p).ops(ctx.sched_in)
+    targets: list[int | None] = list(range(low.n)) if ctx.preemptible else [None]
     steps_at = []
     extra = []
     for pc, at in enumerate(pir.steps_at):
@@ -716,7 +737,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
             where_s = next(st.span for st in at if st.kind is ir.StepKind.SCHEDULE)
             body = (ir.OAssert(SLEEP_IN_ATOMIC, _not(atomic), where_s),) + undrain + mb + tuple(sched_out) \
                 + (free, ir.OAssign(asleep, _c(1, span, m.BOOL)), ir.OGoto(pc))
-            text = "schedule(): off cpu" + (" (sched_out)" if p.context.sched_out else "")
+            text = "schedule(): off cpu" + (" (sched_out)" if ctx.sched_out else "")
             # a context switch takes the runqueue lock: a full barrier (tso: a fence)
             st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, here, body, where_s, text, None, None,
                          fence=low.tso, generated=True)
@@ -727,11 +748,11 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
             # the thread drains its store buffer (a fence step) before an interrupt due on
             # its CPU is taken, and whenever it may be preempted
             due = _and(_not(low.at(low.irqs_off, cpu)), low.pend(cpu))
-            if p.context.preemptible:
+            if ctx.preemptible:
                 due = _c(1, span, m.BOOL)
             guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)),
-                         _not(low.at(low.drained, cpu)), due)
-            body = (ir.OAssign(low.at(low.drained, cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
+                         _not(low.sb(cpu)), due)
+            body = (ir.OAssign(low.sb(cpu), _c(1, span, m.BOOL)), ir.OGoto(pc))
             st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, body, span, "drain store buffer", None, None,
                          fence=True, generated=True)
             uid += 1
@@ -744,15 +765,15 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
                              low.runnable_here(dest))
                 if asleep is not None:  # a sleeper comes back through schedule() first
                     guard = _and(guard, _not(asleep))
-                body = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
+                ops = ([] if c is None else [ir.OAssign(cpu, dest)]) + [ir.OAssign(low.at(low.curr, dest), me)]
                 if low.tso:
-                    body.append(ir.OAssign(low.at(low.drained, dest), _c(0, span, m.BOOL)))
-                body += list(mb) + [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
+                    ops.append(ir.OAssign(low.sb(dest), _c(0, span, m.BOOL)))
+                ops += list(mb) + [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
-                text = f"sched in{where}" + (" (sched_in)" if p.context.sched_in else "")
+                text = f"sched in{where}" + (" (sched_in)" if ctx.sched_in else "")
                 # migration: the old CPU's accesses before the new one's (kernel/sched/core.c,
                 # "Notes on Program-Order guarantees on SMP systems"): tso, a fence
-                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(body), span, text, None, None,
+                st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(ops), span, text, None, None,
                              fence=low.tso, generated=True)
                 uid += 1
                 new.append(st)
@@ -777,7 +798,7 @@ def _map(x, f):
         return got
     if isinstance(x, tuple):
         return tuple(_map(a, f) for a in x)
-    if not dataclasses.is_dataclass(x) or isinstance(x, (m.Const, m.Var, m.Type, m.VarSym)):
+    if not dataclasses.is_dataclass(x) or isinstance(x, (type, m.Const, m.Var, m.Type, m.VarSym)):
         return x
     changes = {}
     for fl in dataclasses.fields(x):
@@ -815,6 +836,24 @@ def _calls(body, pred) -> bool:
 
 
 # ---- small expression builders
+
+
+def _ctx(p: m.Process) -> m.ProcessContext:
+    """The context of a process the lowering found running in one (a thread, a handler)."""
+    assert p.context is not None, f"'{p.name}' runs in no execution context"
+    return p.context
+
+
+def _irq(arg: m.TExpr) -> int:
+    """An interrupt argument: the resolver made it the interrupt's index (resolve/contexts.py)."""
+    assert isinstance(arg, m.Const), arg
+    return arg.value
+
+
+def _percpu(arg: m.TExpr) -> m.VarSym:
+    """A per-CPU variable argument: the resolver made it that global (resolve/contexts.py)."""
+    assert isinstance(arg, m.Var), arg
+    return arg.sym
 
 
 def _mb(span: Span) -> m.SEval:
