@@ -111,8 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--depth; induction: k-induction in Z3 up to k = --depth; pdr: PDR/IC3 in Z3 (Spacer), unbounded "
                         "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
-                   help="bmc: paths of up to K steps (K rounds with --rounds); induction: k = 0..K; --simulate: "
-                        "steps per run (default 10)")
+                   help="bmc: paths of up to K steps (K rounds with --rounds), and for liveness fair lassos of up "
+                        "to K steps, stem and loop; induction: k = 0..K; --simulate: steps per run (default 10)")
     z.add_argument("--rounds", action="store_true",
                    help="bmc: each depth is a round, in which every process instance in turn takes a step or "
                         "idles, so deep violations are reached in fewer frames; a counterexample lists its "

@@ -529,22 +529,71 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     if opts.engine == "induction" and opts.strengthen:
         options["strengthen"] = opts.strengthen
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)
+    stats = sym.stats
+    live: dict = {}
+    if cm.liveness and stats.limit != "interrupted":
+        from .engines.smt.lasso import lasso_bmc, lasso_pdr
+
+        lasso = (lasso_pdr if opts.engine == "pdr" else lasso_bmc)(cm, opts.depth, _timeout(opts),
+                                                                  opts.limits.check_deadlock)
+        live = lasso.findings
+        sym.checker_bugs.extend(lasso.checker_bugs)
+        stats = replace(stats, seconds=stats.seconds + lasso.stats.seconds, notes=stats.notes + lasso.stats.notes)
+        if lasso.stats.limit == "interrupted":
+            stats = replace(stats, complete=False, limit="interrupted")
 
     def decided(prop: m.Property, expected: bool) -> PropertyOutcome:
-        if prop.kind in (m.PropertyKind.LIVENESS, m.PropertyKind.REACHABLE):
-            return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None, prop.span,
-                                   f"{prop.kind.value} properties are not checked by the {opts.engine} engine")
-        if prop.name not in sym.findings:  # the engine was interrupted before it decided this one
+        finding = (live if prop.kind is m.PropertyKind.LIVENESS else sym.findings).get(prop.name)
+        if finding is None:  # the engine was interrupted before it decided this one
             return PropertyOutcome(prop.name, prop.kind.value, Verdict.INCOMPLETE, expected, None,
-                                   prop.span, sym.stats.limit or "not checked")
-        return _outcome(prop, expected, sym.findings[prop.name])
+                                   prop.span, stats.limit or "not checked")
+        if prop.kind is m.PropertyKind.REACHABLE:
+            finding = _reachable_finding(finding, sym.model_error is not None)
+        elif prop.kind is m.PropertyKind.LIVENESS:
+            finding = _liveness_finding(finding, opts, sym.model_error is not None)
+        return _outcome(prop, expected, finding)
 
     outcomes = _z3_outcomes(model, opts, lemma_findings, decided)
     constants = tuple((k, v) for k, v in model.constants.items())
     outcomes, model_error = explain(cm, outcomes, sym.model_error)
-    return VariantResult(variant, constants, outcomes, sym.stats, model.memory,
+    return VariantResult(variant, constants, outcomes, stats, model.memory,
                                              fairness_of(model, cm.layout.lkmm is not None and cm.layout.lkmm.lazy),
                          model_error, checker_bugs=tuple(sym.checker_bugs))
+
+
+def _reachable_finding(f, model_error: bool):
+    """A Z3 engine's finding for `reachable P`, which it checked as the invariant !P (as
+    the explicit engine does, `_reachable_verdict`): a violation of !P is P reached
+    (holds; the witness is not shown, as the explicit engine shows none); !P proved is
+    P unreachable (violated)."""
+    from .engines.smt.bmc import Finding
+
+    if f.verdict is Verdict.VIOLATED and f.counterexample is not None:
+        return Finding(Verdict.HOLDS, note=f"reached in {len(f.counterexample.trace.actions)} steps")
+    if f.verdict in (Verdict.HOLDS, Verdict.PROVED):
+        if model_error:
+            return Finding(Verdict.INCOMPLETE, note="search stopped at a model error before reaching it")
+        how = f" ({f.note})" if f.note else ""
+        return Finding(Verdict.VIOLATED, note=f"no reachable state satisfies it{how}")
+    if f.verdict is Verdict.INCOMPLETE:
+        note = f.note.replace("no violation up to", "not reached up to") if f.note else "not reached"
+        return Finding(Verdict.INCOMPLETE, note=note, bound=f.bound)  # (no counterexample to induction: !P is no claim)
+    return f
+
+
+def _liveness_finding(f, opts: Options, model_error: bool):
+    """A lasso engine's finding as the variant reports it: a proof is no proof when a
+    model error is reachable (the explicit engine stops there too); induction proves no
+    liveness, and says which engine does."""
+    from .engines.smt.bmc import Finding
+
+    if f.verdict is Verdict.PROVED and model_error:
+        return Finding(Verdict.INCOMPLETE, note="search stopped at a model error; " + f.note)
+    if f.verdict is Verdict.INCOMPLETE and opts.engine == "induction" and f.bound is not None:
+        return replace(f, note=f.note + "; induction proves no liveness property (--engine pdr can)")
+    if f.verdict is Verdict.INCOMPLETE and opts.rounds and f.bound is not None:
+        return replace(f, note=f.note + "; lassos are searched step by step (--rounds is for safety)")
+    return f
 
 
 def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantResult:

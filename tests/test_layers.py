@@ -124,6 +124,9 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
         ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas", "checker.engines.smt.pdr"),
          False, "k-induction on top of bmc's unrolling; lemmas over bmc's findings; PDR through Spacer, its "
          "paths pinned to bmc's unrolling"),
+        ("z3 liveness", ("checker.engines.smt.lasso",), False,
+         "liveness under Z3: the liveness-to-safety product, unrolled by bmc's unrolling and proved by pdr's "
+         "Spacer query; its lassos judged by the explicit liveness engine"),
         ("explanations", ("checker.engines.explain",), False,
          "what each step of a counterexample decided, evaluated with the compiled model; the pipeline "
          "attaches it to the results, so that no exporter re-runs anything"),
@@ -191,6 +194,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("checker.engines.explicit", "checker.engines.explicit.native"):
         "the native loop (ctypes, the compiler's child process), only for a search past NATIVE_FROM states, "
         "--loop native or --dump-c",
+    ("checker.pipeline", "checker.engines.smt.lasso"): "Z3, only for liveness under a Z3 engine",
 }
 
 #: calls that import by name at run time, allowed only here: module -> why
@@ -201,7 +205,7 @@ DYNAMIC = {"checker": "the lazy public names (`from checker import check_file`):
 TOP_LEVEL_HEAVY = {
     "z3": frozenset({"checker.engines.smt.solver", "checker.engines.smt.terms", "checker.engines.smt.encode",
                      "checker.engines.smt.bmc", "checker.engines.smt.induction", "checker.engines.smt.lemmas",
-                     "checker.engines.smt.pdr", "checker.engines.smt.houdini"}),
+                     "checker.engines.smt.pdr", "checker.engines.smt.houdini", "checker.engines.smt.lasso"}),
     "lark": frozenset({"checker.front.parse"}),
     "networkx": frozenset(),
 }

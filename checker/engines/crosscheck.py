@@ -36,6 +36,17 @@ def replay(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep], pr
 
     Returns the trace (from the replayed states) and the violation's message, or
     raises ReplayMismatch saying where the solver and the compiled code disagree."""
+    replayed = replay_steps(cm, states, steps, from_initial)
+    last = replayed[-1]
+    failure, message = _check_violation(cm, last, prop, kind)
+    trace = TraceBuilder(cm).trace(replayed, list(steps), failure=(failure, last) if failure else None)
+    return trace, message
+
+
+def replay_steps(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep],
+                 from_initial: bool = True) -> list[tuple]:
+    """The states the compiled steps reach from states[0], each checked against the
+    solver's (ReplayMismatch where they differ)."""
     program = cm.program
     if from_initial:
         for sl, v, allowed in zip(cm.layout.slots, states[0], program.init_choices):
@@ -60,22 +71,20 @@ def replay(cm: CompiledModel, states: list[tuple], steps: list[CompiledStep], pr
         if tuple(r) != tuple(states[i + 1]):
             raise ReplayMismatch(f"{where} leads elsewhere: {_diff(cm, tuple(states[i + 1]), tuple(r))}")
         replayed.append(tuple(r))
-    last = replayed[-1]
-    failure, message = _check_violation(cm, last, prop, kind)
-    trace = TraceBuilder(cm).trace(replayed, list(steps), failure=(failure, last) if failure else None)
-    return trace, message
+    return replayed
 
 
 def _check_violation(cm: CompiledModel, s: tuple, prop: str, kind: str) -> tuple[CompiledStep | None, str]:
-    if kind == "invariant":
+    if kind in ("invariant", "reachable"):  # `reachable P` is compiled as the invariant !P
         inv = next(i for i in cm.invariants if i.property.name == prop)
         try:
             ok = inv.fn(s)
         except ModelError as e:
-            raise ReplayMismatch(f"invariant {prop} raises a model error in the compiled code: {e}") from None
+            raise ReplayMismatch(f"{kind} {prop} raises a model error in the compiled code: {e}") from None
         if ok:
-            raise ReplayMismatch(f"invariant {prop} holds in the last state, per the compiled code")
-        return None, f"invariant {prop} is violated"
+            raise ReplayMismatch(f"invariant {prop} holds in the last state, per the compiled code" if kind == "invariant"
+                                 else f"{prop} does not hold in the last state, per the compiled code")
+        return None, f"invariant {prop} is violated" if kind == "invariant" else f"{prop} is reached"
     if kind == "final":
         fin = next(f for f in cm.finals if f.property.name == prop)
         if cm.final_state is None or not cm.final_state(s):

@@ -51,15 +51,17 @@ proves nothing, and the verdict is "incomplete".
 from __future__ import annotations
 
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass
 
 from .. import model as m
-from ..backends.python import AssertionViolation, CompiledModel, CompiledStep, ModelError, StoreBufferFull
+from ..backends.python import (AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError,
+                               StoreBufferFull)
 from ..base.errors import source_text
-from ..ir import StepKind
-from ..results.trace import Counterexample, Verdict
-from .explicit import Exploration, StateGraph, TraceBuilder
+from ..ir import FairAction, StepKind
+from ..results.trace import Counterexample, Stats, Verdict
+from .explicit import Exploration, StateGraph, TraceBuilder, UnpackedStates
 
 
 def _after(n: int) -> str:
@@ -88,7 +90,7 @@ def fair_mask(cm: CompiledModel) -> int:
     return mask
 
 
-def fair_actions(cm: CompiledModel) -> list[tuple[object, object]]:
+def fair_actions(cm: CompiledModel) -> list[tuple[CompiledInstance, FairAction]]:
     """(instance, FairAction) for every `fair` statement of every instance; in the
     liveness masks, action j is bit (number of actors + j)."""
     return [(inst, fa) for inst in cm.instances for fa in inst.process.fair_actions]
@@ -161,7 +163,7 @@ class _Graph:
                 if not mask >> inst.gid & 1:
                     continue  # none of its steps is enabled
                 for cs in inst.steps_at[s[inst.pc_slot]]:
-                    if cs.step.uid in fa.uids and _runs(cs, s):
+                    if cs.step.uid in fa.uids and runs(cs, s):
                         got |= 1 << (base + j)
                         break
             self._action_enabled[u] = got
@@ -474,12 +476,51 @@ class _Graph:
                 key = (inst.gid, cs.step.uid)
                 if key in taken or key in fair or cs.step.kind is StepKind.STUTTER:
                     continue
-                if all(any(c.step.uid == cs.step.uid and _runs(c, s) for c in inst.steps_at[s[inst.pc_slot]])
+                if all(any(c.step.uid == cs.step.uid and runs(c, s) for c in inst.steps_at[s[inst.pc_slot]])
                        for s in states):
                     return (f". Hint: fairness is per process: {inst.name} keeps moving while its step "
                             f"`{_short(cs.step.text)}` (line {cs.step.span.line}) stays enabled and is never taken; "
                             "if it must happen, mark it `fair` (`or fair { ... }` on its `choose` branch)")
         return ""
+
+
+def judge(cm: CompiledModel, path: list[tuple], prop: str, found_by: str) -> LivenessOutcome:
+    """Property `prop` judged by this engine on the states of a path another engine
+    found (a Z3 lasso): the graph of those states, with every step between two of them
+    and each one's enabled actors as the compiled steps give them. A fair lasso in it is
+    a fair run of the model; the outcome is VIOLATED with the lasso this engine finds
+    there (printed as every liveness counterexample is), and INCOMPLETE when there is
+    none, i.e. the other engine's claim did not replay."""
+    ids: dict[tuple, int] = {}
+    for s in path:
+        ids.setdefault(tuple(s), len(ids))
+    order = list(ids)
+    steps: list[CompiledStep] = []
+    index: dict[int, int] = {}
+    first, dst, step, enabled = array("q", [0]), array("q"), array("q"), array("q")
+    for s in order:
+        can_move = 0
+        for inst in cm.instances:
+            for cs in inst.steps_at[s[inst.pc_slot]]:
+                if runs(cs, s):
+                    can_move |= 1 << inst.gid
+                try:
+                    t = cs.fn(s)
+                except (AssertionViolation, ModelError, StoreBufferFull):
+                    continue
+                if t is not None and tuple(t) in ids:
+                    if id(cs) not in index:
+                        index[id(cs)] = len(steps)
+                        steps.append(cs)
+                    dst.append(ids[tuple(t)])
+                    step.append(index[id(cs)])
+        first.append(len(dst))
+        enabled.append(can_move)
+    assert cm.pack is not None and cm.unpack is not None
+    graph = StateGraph(UnpackedStates([cm.pack(s) for s in order], cm.unpack), 1, len(order), first, dst, step,
+                       tuple(steps), enabled)
+    out, _ = check(cm, Exploration(Stats(complete=False, limit=found_by, engine="liveness"), graph=graph))
+    return out[prop]
 
 
 def components(nodes: list[int], inside: set[int], first, dst, n: int) -> list[frozenset[int]]:
@@ -537,7 +578,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def _runs(cs: CompiledStep, s: tuple) -> bool:
+def runs(cs: CompiledStep, s: tuple) -> bool:
     """Whether step cs is enabled in state s (failing an assertion or raising a model
     error counts: the search reports those, as it counts them as moves)."""
     try:

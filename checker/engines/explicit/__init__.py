@@ -41,7 +41,8 @@ from ...base.progress import Progress
 from .fastloop import level_loop_source
 from .parallel import explore_parallel
 from .search import (LOOPS, OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph,
-                     TraceBuilder, decoder_for, explore_one, rss_bytes, run_levels, state_space, stuck_message)
+                     TraceBuilder, UnpackedStates, decoder_for, explore_one, rss_bytes, run_levels, state_space,
+                     stuck_message)
 
 if TYPE_CHECKING:
     from .native import Build, Library
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 # it, not at start-up: most searches are over before a build would be
 
 __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
-           "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
+           "UnpackedStates", "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
 
 
 def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | None = None,

@@ -886,6 +886,17 @@ class SafetyProperty:
     bad: object  # over `cur`: this state violates it (or a step from it fails it)
 
 
+@dataclass(frozen=True, slots=True)
+class LivenessTerms:
+    """`always (trigger -> eventually goal)` over `cur` (trigger true for `always
+    eventually goal`); `err`: evaluating either raises ModelError."""
+
+    name: str
+    trigger: object
+    goal: object
+    err: object
+
+
 @dataclass
 class Encoding:
     """The transition system of a compiled model: T(cur, nxt, sel), the initial
@@ -904,6 +915,8 @@ class Encoding:
     domain: object = None
     overflow: object = None
     _turns: list[Turn] | None = None
+
+    liveness: list[LivenessTerms] = field(default_factory=list)  # engines/smt/lasso.py checks them
 
     def __post_init__(self):
         # A fresh context per encoding: Z3's answers depend on the order its terms were
@@ -989,6 +1002,7 @@ class Encoding:
         self.overflow = _or(self.ctx, *[tr.overflow for tr in self.transitions])
         # properties, in the model's order; `model error` last
         self.properties = []
+        self.liveness = []
         inv_errs = []
         # final states: every process at a valid end and no step enabled (a stutter aside)
         final_state = _and(self.ctx, *[_or(self.ctx, *[self.cur[inst.pc_slot] == p for p in sorted(inst.end_pcs)])
@@ -1011,6 +1025,26 @@ class Encoding:
                 inv_errs.append(err)
                 self.properties.append(SafetyProperty(prop.name, prop.kind.value,
                                                       _and(self.ctx, final_state, _not(err), _not(ok))))
+            elif prop.kind is m.PropertyKind.REACHABLE:  # as the explicit engine does: "violating" !P is reaching P
+                ev = Evaluator(self, width, list(self.cur))
+                ok = ev.now(prop.cond)
+                needed = max(needed, ev.needed)
+                err = _or(self.ctx, *ev.errs)
+                inv_errs.append(err)
+                self.properties.append(SafetyProperty(prop.name, prop.kind.value, _and(self.ctx, _not(err), ok)))
+            elif prop.kind is m.PropertyKind.LIVENESS:
+                # as engines/liveness.py evaluates them: the trigger only where the goal is false
+                ev = Evaluator(self, width, list(self.cur))
+                goal = ev.now(prop.goal)
+                goal_err = _or(self.ctx, *ev.errs)
+                trigger, err = self.T, goal_err
+                if prop.trigger is not None:
+                    evt = Evaluator(self, width, list(self.cur))
+                    trigger = evt.now(prop.trigger)
+                    needed = max(needed, evt.needed)
+                    err = _or(self.ctx, goal_err, _and(self.ctx, _not(goal), _or(self.ctx, *evt.errs)))
+                needed = max(needed, ev.needed)
+                self.liveness.append(LivenessTerms(prop.name, trigger, goal, err))
             elif prop.kind is m.PropertyKind.ASSERT:
                 bad = _or(self.ctx, *[tr.fails[prop.name] for tr in self.transitions if prop.name in tr.fails])
                 self.properties.append(SafetyProperty(prop.name, prop.kind.value, bad))

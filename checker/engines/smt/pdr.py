@@ -240,11 +240,7 @@ def violated(cm: CompiledModel, enc: Encoding, result: SymbolicResult, p: Safety
     """Record Spacer's path to a state violating `p`, replayed; why the run stops, if it does.
     The path's steps are found by pinning a bmc unrolling to its states."""
     k = len(states) - 1
-    unroll = Unrolling(enc, timeout)
-    unroll.extend(k)
-    for frame, state in zip(unroll.frames, states):
-        unroll.solver.add(*[a == b for a, b in zip(frame, state)])
-    r, model, reason = unroll.check(enc.at(p.bad, unroll.frames[k]))
+    unroll, r, model, reason = pinned(enc, states, p.bad, timeout)
     if r == z3.unknown:
         note = f"pdr found a path of {k} steps, but its steps were not recovered: {reason}"
         if p.name in WHAT:
@@ -269,6 +265,17 @@ def violated(cm: CompiledModel, enc: Encoding, result: SymbolicResult, p: Safety
     else:
         result.findings[p.name] = Finding(Verdict.VIOLATED, cx, note=f"found by pdr at depth {k}")
     return None
+
+
+def pinned(enc, states: list, bad, timeout: float | None):
+    """A bmc unrolling pinned to Spacer's ground states, asked for `bad` at the last:
+    (the unrolling, the answer, its model, why unknown); the model gives the steps."""
+    unroll = Unrolling(enc, timeout)
+    unroll.extend(len(states) - 1)
+    for frame, state in zip(unroll.frames, states):
+        unroll.solver.add(*[a == b for a, b in zip(frame, state)])
+    r, model, reason = unroll.check(enc.at(bad, unroll.frames[len(states) - 1]))
+    return unroll, r, model, reason
 
 
 def clause_count(inv: Invariant) -> str:
