@@ -2,8 +2,9 @@
 
 For every shipped model with `cpus` (and the context twin of a hand-encoded model),
 the distinct states of its base variant forced to sc, x86-TSO and lkmm, as
-`check --variant base --memory-model M` explores them (partial-order reduction on), and
-how many of them partial-order reduction expanded with an ample set. A twin's row
+`check --variant base --memory-model M` explores them (partial-order reduction on), how
+many of them partial-order reduction expanded with an ample set, and the states with
+`--no-por` (under lkmm: without lazy propagation). A twin's row
 comes with the row of the model it was written from, the same protocol without
 contexts: what the constructs cost over the hand encoding.
 
@@ -30,19 +31,22 @@ def context_models() -> list[str]:
 
 
 def cell(path: str, memory: str) -> str:
-    """The base variant's states under `memory` (and its ample-set share under sc/tso),
-    the properties that do not hold there, or why it is not checked."""
-    try:
-        result = check_spec(load(str(ROOT / path)), Options(variants=("base",), memory=memory, progress=False,
-                                                             use_expectations=False))
-    except SpecError as e:
-        return "refused (contexts under lkmm)" if "not supported yet" in e.message else f"error: {e.message}"
-    v = result.variants[0]
+    """The base variant's states under `memory` (its ample-set share under sc/tso, and
+    the states without the reduction), the properties that do not hold there, or why it
+    is not checked."""
+    runs = []
+    for por in (True, False):
+        try:
+            result = check_spec(load(str(ROOT / path)), Options(variants=("base",), memory=memory, progress=False,
+                                                                 use_expectations=False, por=por, coverage=False))
+        except SpecError as e:
+            return "refused (contexts under lkmm)" if "not supported yet" in e.message else f"error: {e.message}"
+        runs.append(result.variants[0])
+    v, plain = runs
     bad = [o.property for o in v.outcomes if o.verdict is not Verdict.HOLDS]
-    verdict = f", {', '.join(bad)} {'not holding' if len(bad) > 1 else 'does not hold'}" if bad else ""
-    if memory == "lkmm" or v.stats.ample_states is None:
-        return f"{v.stats.states:,}{verdict.replace(', ', ' (', 1) + ')' if bad else ''}"
-    return f"{v.stats.states:,} ({v.stats.ample_states:,} ample{verdict})"
+    verdict = f"; {', '.join(bad)} {'not holding' if len(bad) > 1 else 'does not hold'}" if bad else ""
+    ample = "" if memory == "lkmm" or v.stats.ample_states is None else f"{v.stats.ample_states:,} ample, "
+    return f"{v.stats.states:,} ({ample}{plain.stats.states:,} without POR{verdict})"
 
 
 def rows():

@@ -133,6 +133,7 @@ class Access:
     writes: frozenset[int] = frozenset()  # location indices it stores to
     flags: frozenset[str] = frozenset()  # the context state (ghost variables) it assigns
     signals: bool = False  # it raises or takes an interrupt: publishes or joins a whole view
+    timer_lock: frozenset[str] = frozenset()  # the hrtimers whose clock base's lock it takes (start, cancel)
     # the exact fences (linux-kernel.cat's mb, lines 36-39): a step that is an RMW in
     # herd7's sense (a failed cmpxchg included) takes a pending smp_mb__before_atomic()
     # as an SC fence before its accesses (`rmw_fence`); smp_mb__after_atomic() and
@@ -170,7 +171,15 @@ class Signal:
     raiser's view when it raised it (an IPI is sent after a full barrier) or armed it
     (hrtimer_start under the clock base's lock), which the handler's entry joins into
     its CPU's view. `raised`: the slots whose store to 1 raises it (its pending flag, an
-    hrtimer's armed flag); `pending`: the flag its entry clears; `taker`: its gid."""
+    hrtimer's armed flag); `pending`: the flag its entry clears; `taker`: its gid.
+
+    An hrtimer's callback also publishes, when it returns (its `pc` back at an `idle` pc),
+    what its CPU had stored (`done`), which a cancel or start that finds the callback not
+    running joins: hrtimer_try_to_cancel() finds an inactive timer through hrtimer_active()'s
+    seqcount reads (smp_rmb) after __run_hrtimer's raw_write_seqcount_barrier() (smp_wmb)
+    and `base->running = NULL`; a queued one under the clock base's lock, after the
+    callback's CPU re-took and released it (kernel/time/hrtimer.c). So as smp_wmb
+    publishes: the CPU's own stores (the weaker of the two paths)."""
 
     name: str
     taker: int
@@ -180,6 +189,10 @@ class Signal:
     strong: tuple[int, ...]
     flags: frozenset[str] = frozenset()  # the names of the raising flags' variables
     cpu: int = -1  # the view id of its handler's CPU
+    timer: str = ""  # an hrtimer's callback: the hrtimer's name
+    pc: int = -1  # ... its handler instance's pc slot, and the pcs where it is not running
+    idle: frozenset[int] = frozenset()
+    done: tuple[int, ...] = ()  # ... what its CPU had stored when the callback last returned
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +274,7 @@ class _Analysis:
         # what the step does in order, for the exact fences: (Event, global slots)
         self.seq: list[tuple[Event, tuple[int, ...]]] = []
         self.ghosts: set[str] = set()  # ghost globals assigned (a raised interrupt's flag)
+        self.idle_reads: set[str] = set()  # handlers whose idle label it reads (hrtimer_start/cancel)
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
         if isinstance(target, (m.Var, m.Elem)) and target.sym.ghost:
@@ -318,6 +332,8 @@ class _Analysis:
                 self.expr(sub)
         elif isinstance(x, m.Quant):
             self.expr(x.body)
+        elif isinstance(x, m.At) and x.label == m.IRQ_IDLE:
+            self.idle_reads.add(x.process)
 
     def builtin(self, b: m.Builtin):
         p = BUILTINS[b.name]
@@ -581,12 +597,20 @@ def extend(program: Program, lazy: bool = True) -> Program:
                                      none, name) for k in tracked)
         cpus.append(CpuViews(name, g, cur, acq, rel, own, strong, ba, aa, al, unlocked, unlocked_acq))
     signals = []
+    timer_of = {layout.gid_base[p.name] + i: p.name for p in model.processes
+                if p.context is not None and p.context.hrtimer for i in range(p.instances)}
     for name, taker, pending, raised, flags in _raisers(program) if view_ids else ():
         sig_cur = tuple(add(f"raise of {name}: view on {layout.slots[k].name}", lag, none) for k in tracked)
         sig_strong = tuple(add(f"raise of {name}: strong view on {layout.slots[k].name}", lag, none)
                            for k in tracked)
         cpu = next(ids[0] for (g, _), (_, ids) in places.items() if g == taker)
-        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags, cpu))
+        timer = {}
+        if timer_of.get(taker):
+            proc = next(p for p in program.processes if p.name == timer_of[taker])
+            timer = dict(timer=proc.name, pc=layout.pc_base[proc.name] + taker - layout.gid_base[proc.name],
+                         idle=proc.label_pcs[m.IRQ_IDLE],
+                         done=tuple(add(f"{name} returned: view on {layout.slots[k].name}", lag, none) for k in tracked))
+        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags, cpu, **timer))
     guest = {}
     gm = next((g for g in model.globals if g.name == m.GUEST_MODE), None)
     if gm is not None and signals:
@@ -707,6 +731,7 @@ def _access(a: _Analysis, index: dict[int, int], cpus: list[CpuViews]) -> Access
     return Access(js(a.view_reads), js(a.rmw), js(a.acquire), f.get("rmw_acquire", False), f.get("pre_mb", False),
                   f.get("post_mb", False), f.get("rmb", False), f.get("wmb", False), f.get("release", False),
                   js(a.conditional), "; ".join(why), js(a.writes), frozenset(a.ghosts),
+                  timer_lock=frozenset(h for h in a.idle_reads if m.armed_name(h) in a.ghosts),
                   **{k: f.get(k, False) and any(map(_FENCE_FLAGS[k], cpus)) for k in _FENCE_FLAGS},
                   conditional_slots=frozenset(a.conditional))
 
@@ -926,6 +951,7 @@ class Machine:
             + (views.gsc[j],) + tuple(other.views[i][j] for other in views.locations for i in range(self.none))
             + tuple(other.strong[i][j] for other in views.locations for i in range(self.none))
             + tuple(f for sig in views.signals for f in (sig.cur[j], sig.strong[j]))
+            + tuple(sig.done[j] for sig in views.signals if sig.done)
             for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
         self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
@@ -1059,7 +1085,19 @@ class Machine:
         if own is not None:
             t[own] = 0
 
-    def raising(self, t: list, c: CpuViews, gid: int, s: int, r: int, stored: int, signals: tuple[Signal, ...]):
+    def timer_base(self, t: list, c: CpuViews, sig: Signal, s: int):
+        """A step that takes hrtimer sig.timer's clock base lock (hrtimer_start, a cancel;
+        `s` the state before it): with the callback not running it is ordered after the
+        callback's return (Signal.done), and with the timer queued after the start that
+        queued it (its view, sig.cur)."""
+        sh, mk, lo = self.shift, self.width_mask, self.lo
+        if (s >> sh[sig.pc] & mk[sig.pc]) in sig.idle:
+            self.join_into(t, c.cur, sig.done)
+        if any((s >> sh[k] & mk[k]) + lo[k] for k in sig.raised):
+            self.join_into(t, c.cur, sig.cur)
+
+    def raising(self, t: list, c: CpuViews, gid: int, s: int, r: int, stored: int, signals: tuple[Signal, ...],
+                acc: Access):
         """Interrupts a step raised or took (`s` before it, `r` after): a handler's entry
         (its pending flag cleared by its own step) joins what the raise published into its
         CPU's view; a store of 1 to a raising flag publishes the raiser's view (after the
@@ -1076,6 +1114,13 @@ class Machine:
                     self.join_into(t, c.strong, sig.cur)
                     self.join_into(t, c.strong, sig.strong)
         for sig in signals:
+            if sig.timer and sig.timer in acc.timer_lock and gid != sig.taker:
+                self.timer_base(t, c, sig, s)
+            elif sig.done and gid == sig.taker and (s >> sh[sig.pc] & mk[sig.pc]) not in sig.idle \
+                    and (r >> sh[sig.pc] & mk[sig.pc]) in sig.idle:  # the callback returns
+                for d, s_ in zip(sig.done, c.own):
+                    if s_ is not None and t[s_] < t[d]:
+                        t[d] = t[s_]
             if gid == sig.taker and (s >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending] \
                     and not (r >> sh[sig.pending] & mk[sig.pending]) + lo[sig.pending]:
                 self.join_into(t, c.cur, sig.cur)
@@ -1166,7 +1211,7 @@ class Machine:
             if acc.before_atomic and ba is not None:
                 t[ba] = 1
             if signals:
-                self.raising(t, c, gid, s, r, stored, signals)
+                self.raising(t, c, gid, s, r, stored, signals, acc)
             return self.save(r, t)
 
         return run

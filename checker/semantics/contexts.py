@@ -64,6 +64,7 @@ SLEEP_IN_ATOMIC = "scheduling_while_atomic"
 GUEST_MODE = m.GUEST_MODE  # per CPU: it runs a vCPU thread's guest (VMX non-root)
 EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that caused its last VM exit
 VM_EXIT = "VM exit"  # the built-in assertion schedule() checks
+SCHED_IN = "sched in"  # the text of a thread's sched-in steps (engines/reduce/footprint.py finds them by it)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -770,7 +771,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
                     ops.append(ir.OAssign(low.sb(dest), _c(0, span, m.BOOL)))
                 ops += list(mb) + [_subst(op, cpu_sym, dest) for op in sched_in] + [ir.OGoto(pc)]
                 where = "" if c is None else f" on cpu{c}"
-                text = f"sched in{where}" + (" (sched_in)" if ctx.sched_in else "")
+                text = f"{SCHED_IN}{where}" + (" (sched_in)" if ctx.sched_in else "")
                 # migration: the old CPU's accesses before the new one's (kernel/sched/core.c,
                 # "Notes on Program-Order guarantees on SMP systems"): tso, a fence
                 st = ir.Step(uid, p.name, ir.StepKind.ATOMIC, guard, tuple(ops), span, text, None, None,

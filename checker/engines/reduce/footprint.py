@@ -4,9 +4,11 @@ the package's docstring)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ... import ir, model as m
+from ...semantics.contexts import SCHED_IN
 from ...semantics.fold import simplify
 from ...semantics.primitives import BUILTINS, Arg
 from ...semantics.lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
@@ -28,12 +30,26 @@ class Footprint:
         return bool(self.writes & (reads | writes) or self.reads & writes)
 
 
-def static_value(x: m.TExpr, inst: int | None) -> int | None:
+def static_value(x: m.TExpr, inst: int | None, fixed: dict | None = None) -> int | None:
     """The value of an expression made of constants and `self` (for instance `inst`),
     or None when it reads the state: what the compiled step folds it to (fold.py), so
-    that a footprint names the slot the step's code accesses."""
+    that a footprint names the slot the step's code accesses. `fixed`: the locals no
+    step ever assigns (symbol -> its value), read as constants (a thread's `cpu` when
+    it never migrates)."""
+    if fixed:
+        x = _fix(x, fixed)
     v = simplify(x, inst)
     return int(v.value) if isinstance(v, m.Const) else None
+
+
+def _fix(x: m.TExpr, fixed: dict) -> m.TExpr:
+    if isinstance(x, m.Var) and x.sym in fixed:
+        return m.Const(x.span, x.type, fixed[x.sym])
+    if isinstance(x, m.Bin):
+        return m.Bin(x.span, x.type, x.op, _fix(x.left, fixed), _fix(x.right, fixed))
+    if isinstance(x, (m.Un, m.Conv)):
+        return dataclasses.replace(x, operand=_fix(x.operand, fixed))
+    return x
 
 
 class Collector:
@@ -45,6 +61,7 @@ class Collector:
         self.layout = program.layout
         self.procs = {p.name: p for p in program.processes}
         self.tso = program.model.memory == "tso"
+        self.fixed: dict = {}  # (process, instance) -> {symbol: value}: see `_fixed_locals`
 
     def slots(self, sym: m.VarSym, inst: int | None) -> range:
         base = self.layout.slot_of(sym, inst)
@@ -71,7 +88,7 @@ class Collector:
         computed from `self` and constants only (`fork[(self + 1) % N]`)."""
         t = x.sym.type
         full = self.slots(x.sym, inst)
-        k = static_value(x.index, inst)
+        k = static_value(x.index, inst, self.fixed.get((getattr(self, "proc", None), inst or 0)))
         if k is None:
             return full
         k -= t.lo
@@ -230,6 +247,34 @@ class Analysis:
         return self.candidate(gid, pc) and not self.conflicts[(gid, pc)]
 
 
+def _fixed_locals(program: ir.Program, col: Collector) -> dict:
+    """(process, instance) -> {local: value} for the scalar locals of that instance that
+    no step writes (assignments and primitives alike, as `col` finds them) and that start
+    with one value: constants for the footprints. A thread that never migrates never
+    writes its `cpu` (contexts.py), so its accesses to `in_irq[cpu]`, `pending_H[cpu]`
+    name its CPU's element, not every CPU's."""
+    layout = program.layout
+    written: set = set()
+    for p in program.processes:
+        for i in range(p.instances):
+            for st in p.steps:
+                written |= col.step(p, i, st)[1]
+    out: dict = {}
+    for p in program.processes:
+        decl = next((q for q in program.model.processes if q.name == p.name), None)
+        for i in range(p.instances):
+            here = {}
+            for sym in decl.locals if decl is not None else ():
+                if isinstance(sym.type, m.ArrayT):
+                    continue
+                k = layout.slot_of(sym, i)
+                choices = program.init_choices[k]
+                if k not in written and len(choices) == 1:
+                    here[sym] = choices[0]
+            out[(p.name, i)] = here
+    return out
+
+
 def back_edges(p: ir.ProcessIR, targets: dict) -> set:
     """The pcs of process p with a step that is a back edge of a depth-first search of
     its control flow from its entry (pc 0): every loop of the process contains one.
@@ -257,6 +302,7 @@ def back_edges(p: ir.ProcessIR, targets: dict) -> set:
 
 def analyse(program: ir.Program) -> Analysis:
     col = Collector(program)
+    col.fixed = _fixed_locals(program, col)
     layout = program.layout
     raw: dict = {}  # (gid, pc) -> list of (reads, writes, gotos)
     referenced: set = set()  # every place proposition anything reads
@@ -273,7 +319,13 @@ def analyse(program: ir.Program) -> Analysis:
                     proceeds |= a and cannot_fail(st.body)
                     referenced.update(x for x in r if isinstance(x, tuple))
                     lst.append((r, w, g))
-                    targets.setdefault(pc, set()).update(g)
+                    # a sched-in step puts its thread back on a CPU where it stands: no loop of
+                    # the process's control flow, though it goes to its own pc. A cycle of
+                    # states through it also takes the thread off its CPU, by a preemption (a
+                    # step of the scheduler's loop) or its schedule() (a back edge of its
+                    # own), so the cycle proviso still has a back edge on every cycle.
+                    if not (st.generated and st.text.startswith(SCHED_IN)):
+                        targets.setdefault(pc, set()).update(g)
                     always |= a
                 raw[(gid, pc)] = lst
                 an.always_enabled[(gid, pc)] = always
