@@ -8,6 +8,8 @@ For each model and size it runs, --repeats times each, with reductions off:
           --workers 1 --brief --json OUT --with-timing --loop python`
   native  the same with `--loop native` (an untimed run first builds the C into the
           cache, so the timed runs load it: the compile is paid once per model)
+  auto    the same with `--loop auto`, the default: Python first, the native loop from
+          the first level boundary past 20,000 states (the build is in the cache by then)
   pan     a pan built once from the Promela twin with reductions off (`spin -o3 -a`,
           `gcc -O2 -DNOREDUCE`), then run alone (`./pan`)
 
@@ -18,7 +20,12 @@ second of search, and our JSON's search time (wall clock, inflated on a busy mac
 sensitive than wall time to a shared machine, but a busy machine still slows every
 tool (caches, frequency): compare the tools within one run.
 
+With --por, partial-order reduction stays on (the default run's form; symmetry off, as
+the native loop does not do it) and pan is left out (its reduction is another one, with
+other counts): the loops must then agree on the reduced counts.
+
 Usage: python bench/native.py [--model NAME=N,N ...] [--repeats K] [--json OUT] [--no-spin]
+                              [--loops python,native,auto] [--por]
 """
 
 from __future__ import annotations
@@ -40,17 +47,18 @@ DEFAULT = {"kvm_vcpus": (3,), "philosophers": (9,)}
 
 
 def ours(check: list[str], spec: Path, n: int, loop: str, out: Path,
-         extra: tuple[str, ...] = ()) -> tuple[int | None, float, float | None]:
+         extra: tuple[str, ...] = (), por: bool = False) -> tuple[int | None, float, float | None]:
     """(states, CPU seconds of the child, the search's seconds) of one run."""
-    argv = check + [str(spec), "-D", f"N={n}", "--variant", "base", "--no-por", "--no-symmetry", "--no-coverage",
-                    "--workers", "1", "--brief", "--json", str(out), "--with-timing", "--loop", loop, *extra]
+    argv = check + [str(spec), "-D", f"N={n}", "--variant", "base", *(() if por else ("--no-por",)), "--no-symmetry",
+                    "--no-coverage", "--workers", "1", "--brief", "--json", str(out), "--with-timing", "--loop", loop,
+                    *extra]
     p = run_measured(argv)
     if extra:
         return None, p.cpu_seconds, None
     if p.returncode != 0 or not out.exists():
         return None, p.cpu_seconds, None
     v = json.loads(out.read_text())["variants"][0]
-    if v["stats"].get("loop") != loop:
+    if loop != "auto" and v["stats"].get("loop") != loop:  # (auto: either, by the size of the search)
         return None, p.cpu_seconds, None
     return v["stats"]["states"], p.cpu_seconds, v["stats"].get("seconds")
 
@@ -62,25 +70,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--check", help="the check executable (default: the one beside this Python)")
     ap.add_argument("--no-spin", action="store_true", help="leave pan out")
+    ap.add_argument("--loops", default="python,native,auto", help="our level loops to run (default: all three)")
+    ap.add_argument("--por", action="store_true", help="partial-order reduction on (pan left out)")
     args = ap.parse_args(argv)
+    loops = [x for x in args.loops.split(",") if x]
     sizes = {m.partition("=")[0]: tuple(int(x) for x in m.partition("=")[2].split(",")) for m in args.model} \
         if args.model else DEFAULT
     check = check_command(args.check)
-    spin_ok = not args.no_spin and shutil.which("spin") is not None and shutil.which("gcc") is not None
+    spin_ok = not args.no_spin and not args.por and shutil.which("spin") is not None and shutil.which("gcc") is not None
     rows, record, bad = [], [], False
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for fam in FAMILIES:
             for n in sizes.get(fam.name, ()):
                 got: dict[str, tuple[int | None, float | None, float | None]] = {}
-                for loop in ("python", "native"):
+                for loop in loops:
                     out = work / f"{fam.name}-{n}-{loop}.json"
                     if loop == "native":
-                        ours(check, fam.spec, n, loop, out)  # builds the C into the cache
-                    runs = [ours(check, fam.spec, n, loop, out) for _ in range(args.repeats)]
+                        ours(check, fam.spec, n, loop, out, por=args.por)  # builds the C into the cache
+                    runs = [ours(check, fam.spec, n, loop, out, por=args.por) for _ in range(args.repeats)]
                     # start-up, parse, compile (and load the C) alone: a search of one state
-                    start = statistics.median(ours(check, fam.spec, n, loop, out, ("--max-states", "1"))[1]
-                                              for _ in range(args.repeats))
+                    start = statistics.median(ours(check, fam.spec, n, loop, out, ("--max-states", "1"),
+                                                   por=args.por)[1] for _ in range(args.repeats))
                     states = {r[0] for r in runs}
                     got[loop] = (runs[0][0] if len(states) == 1 else None,
                                  max(0.001, statistics.median(r[1] for r in runs) - start),
@@ -110,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "search_seconds": search})
     print(table(["model", "loop", "states", "search CPU s", "search s (wall)", "states per CPU s",
                  "rate / pan's"], rows, left=frozenset({0, 1})))
-    print(f"medians of {args.repeats} runs; reductions off everywhere; pan: run alone (built once); ours: the "
+    how = "partial-order reduction on, symmetry off" if args.por else "reductions off everywhere"
+    print(f"medians of {args.repeats} runs; {how}; pan: run alone (built once); ours: the "
           "process's CPU less a --max-states 1 run's")
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=1) + "\n")

@@ -171,12 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")
-    perf.add_argument("--loop", choices=LOOPS, default="",
-                      help="the explicit search's level loop: python (default), native (the plain breadth-first "
-                           "search compiled to C with the system's C compiler, cached under $XDG_CACHE_HOME; "
-                           "same states, verdicts and counterexamples) or auto (native where it applies); "
-                           "where native does not apply (reductions, tso, lkmm, fixed-width integers, no "
-                           "compiler, ...) the Python loop runs and the output says why")
+    perf.add_argument("--loop", choices=LOOPS, default="auto",
+                      help="the explicit search's level loop: auto (default: Python at once, and for a search "
+                           "big enough to pay for it the breadth-first loop compiled to C with the system's C "
+                           "compiler while Python goes on, switching at a level boundary once built; builds are "
+                           "cached under $XDG_CACHE_HOME), native (C from the start, waiting for the build) or "
+                           "python; the same states, verdicts and counterexamples either way. Where native does "
+                           "not apply (symmetry, tso, lkmm, fixed-width integers, no compiler, ...) the Python "
+                           "loop runs and the output says why")
     red = p.add_argument_group("reductions (verdicts are the same with and without them)")
     red.add_argument("--no-por", action="store_true",
                      help="turn partial-order reduction off (on by default; counterexamples are the same either way)")

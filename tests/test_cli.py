@@ -83,7 +83,7 @@ def test_json_output(counter, tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main([counter, "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["model"] == "counter" and data["version"] == 2
+    assert data["model"] == "counter" and data["version"] == 3
     base = data["variants"][0]
     # the default search reduces by symmetry (13 states without); the JSON says so
     assert base["name"] == "base" and base["stats"]["states"] == 8 and base["stats"]["ample_states"] == 0

@@ -60,7 +60,8 @@ def test_the_file_holds_the_run_model_properties_verdicts_stats_and_actions(expo
     assert base["stats"] == {"engine": "explicit", "states": 240, "transitions": 523, "depth": 12,
                              "complete": True, "limit": None, "final_states": None, "buffer_full_states": 0,
                              "ample_states": None,
-                             "reductions": ["no reductions: --dot-graph draws the whole state graph"]}
+                             "reductions": ["no reductions: --dot-graph draws the whole state graph"],
+                             "loop": "python"}
     seen = next(o for o in base["outcomes"] if o["property"] == "seen")
     assert (seen["verdict"], seen["expected"], seen["as_expected"]) == ("violated", "holds", False)
     step = seen["counterexample"]["trace"]["actions"][2]

@@ -191,6 +191,9 @@ LAZY: dict[tuple[str, str], str] = {
     ("checker.export.outputs", "checker.export.sarif"): "an exporter, only for --sarif",
     ("checker.export.outputs", "checker.export.junit"): "an exporter (and xml.etree), only for --junit",
     ("checker.pipeline", "checker.engines.smt.pdr"): "Z3, only for --engine pdr",
+    ("checker.engines.explicit", "checker.engines.explicit.native"):
+        "the native loop (ctypes, the compiler's child process), only for a search past NATIVE_FROM states, "
+        "--loop native or --dump-c",
     ("checker.pipeline", "checker.engines.smt.lasso"): "Z3, only for liveness under a Z3 engine",
 }
 

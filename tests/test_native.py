@@ -18,13 +18,16 @@ from agreement import compiled
 from test_reduce_random import _Gen
 
 from checker.backends.c import Unsupported
-from checker.backends.python import AssertionViolation, ModelError
+from checker.backends.python import AssertionViolation, ModelError, compile_program
 from checker.base.errors import SpecError
 from checker.engines import reduce
+from checker.engines import explicit
 from checker.engines.explicit import Limits, explore
+from checker.engines.explicit import native
 from checker.engines.explicit.native import cache_key, compiler, library_for, source_for
 from checker.engines.explicit.search import Search, run_levels
 from checker.ir import StepKind
+from checker.cli import main
 from checker.pipeline import Options, compile_variant, load, selected_variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +45,7 @@ def _cache(tmp_path_factory):
 
 
 def _comparable(ex):
-    st = replace(ex.stats, seconds=0.0, bytes_per_state=None, loop="", notes=())
+    st = replace(ex.stats, seconds=0.0, bytes_per_state=None, loop="", loop_from=None, notes=())
     g = ex.graph
     graph = None if g is None else (list(g.states.packed), g.initial, g.expanded, list(g.first), list(g.dst),
                                     list(g.step), list(g.enabled))
@@ -66,6 +69,35 @@ def _both(cm, **kw):
     return c
 
 
+def _por(cm):
+    """Partial-order reduction alone (symmetry is the Python loop's), a fresh plan."""
+    return reduce.plan(cm, por=True, symmetry="off")
+
+
+def _auto(cm, py=None, **kw):
+    """--loop auto against the Python loop, handing over at the first level boundary and
+    at one half-way through the states (the build is in the cache, so the switch comes
+    at the first boundary past NATIVE_FROM)."""
+    py = explore(cm, **kw) if py is None else py
+    library_for(cm, kw.get("reduction"))
+    mp = pytest.MonkeyPatch()
+    try:
+        for start in (1, max(2, py.stats.states // 2)):
+            mp.setattr(explicit, "NATIVE_FROM", start)
+            got = explore(cm, loop="auto", **kw)
+            if start == 1:  # the first boundary: before the initial states are expanded
+                assert got.stats.loop == "native" and got.stats.loop_from == (0, got.graph.initial if
+                                                                              got.graph else got.stats.loop_from[1])
+            if got.stats.loop == "native":
+                assert got.stats.loop_from is not None and got.stats.loop_from[1] >= start
+            else:  # the search ended (or stopped) before the boundary past `start`
+                assert got.stats.loop == "python" and got.stats.loop_from is None
+            assert _comparable(got) == _comparable(py), start
+    finally:
+        mp.undo()
+    return py
+
+
 def _applies(cm) -> bool:
     try:
         source_for(cm)
@@ -74,9 +106,10 @@ def _applies(cm) -> bool:
     return True
 
 
-def _steps_agree(cm, states: int = 2000) -> int:
-    """Every step and invariant, C against Python, in up to `states` reachable states."""
-    lib = library_for(cm)
+def _steps_agree(cm, states: int = 2000, reduction=None) -> int:
+    """Every step and invariant, C against Python, in up to `states` reachable states
+    (the library built for `reduction`: the steps are the same)."""
+    lib = library_for(cm, reduction)
     search = Search(cm, Limits(max_states=states), generate_from=None)
     run_levels(search, search.add_initial(), 0, 0, None)
     steps = search.steps
@@ -115,12 +148,13 @@ def test_random_models_search_the_same(seed):
         ex = explore(cm, loop="native")
         assert ex.stats.loop == "python" and any("tso" in n or "store buffers" in n for n in ex.stats.notes)
         return
-    _both(cm)
-    _both(cm, graph=True, coverage=True)
-    _both(cm, hash_compact=True, coverage=True)
-    _both(cm, limits=Limits(max_states=7))
-    _both(cm, limits=Limits(max_depth=3), coverage=True)
+    for kw in ({}, {"graph": True, "coverage": True}, {"hash_compact": True, "coverage": True},
+               {"limits": Limits(max_states=7)}, {"limits": Limits(max_depth=3), "coverage": True}):
+        _auto(cm, _both(cm, **kw), **kw)
     assert _steps_agree(cm) > 0
+    if seed % 2 == 0:  # partial-order reduction (half the seeds: a build each): the ample sets in C are Python's
+        for kw in ({"coverage": True}, {"limits": Limits(max_states=9)}):
+            _auto(cm, _both(cm, reduction=_por(cm), **kw), reduction=_por(cm), **kw)
 
 
 @pytest.mark.slow
@@ -135,8 +169,17 @@ def test_shipped_models_search_the_same(model):
         cm = compile_variant(spec, variant, Options())
         if cm.program.model.memory != "sc" or not _applies(cm):
             continue
-        _both(cm, coverage=True, graph=bool(cm.liveness))  # the graph, for the liveness engine
-        assert _steps_agree(cm, 500) > 0
+        # one build a variant: the graph for the liveness engine, unreduced; else reduced as
+        # the default run reduces, local steps merged (symmetry aside: the Python loop's)
+        if cm.liveness:
+            _both(cm, coverage=True, graph=True)
+            red = None
+        else:
+            program, merged = reduce.merge_local_steps(cm.program)
+            cm = compile_program(program) if merged else cm
+            red = _por(cm)
+            _both(cm, coverage=True, reduction=red)
+        assert _steps_agree(cm, 500, red) > 0
         native += 1
     if native == 0:
         reason = "no variant"
@@ -164,11 +207,22 @@ invariant y_small: y < 2;
     assert error.model_error is not None and "outside the range" in error.model_error.message
 
 
-def test_the_counts_of_a_bench_model(tmp_path):
+def test_the_counts_of_a_bench_model(tmp_path, monkeypatch, capsys):
     spec = load(str(ROOT / "bench/models/kvm_vcpus.spec"))
     cm = compile_variant(spec, "base", Options(defines={"N": "2"}))
     ex = _both(cm, coverage=True)
     assert ex.stats.states == 46_376 and ex.stats.complete
+    auto = explore(cm, loop="auto", coverage=True)  # (the build is cached: it takes over past NATIVE_FROM states)
+    assert auto.stats.loop == "native" and auto.stats.loop_from[1] >= explicit.NATIVE_FROM
+    assert _comparable(auto) == _comparable(ex)
+    # the command line says where it switched, in the text and in --json
+    monkeypatch.setattr(explicit, "NATIVE_FROM", 20)
+    small = str(ROOT / "models/timer_migration.spec")
+    library_for(compile_variant(load(small), "base", Options()))  # in the cache: the switch is at once
+    out = tmp_path / "run.json"
+    assert main([small, "--variant", "base", "--no-por", "--workers", "1", "--json", str(out)]) == 0
+    depth, states = json.loads(out.read_text())["variants"][0]["stats"]["loop_from"].values()
+    assert f"the native level loop (C) took over at depth {depth}, after {states:,} states" in capsys.readouterr().out
 
 
 def test_what_the_c_loop_does_not_take_runs_in_python_and_says_why(monkeypatch):
@@ -178,7 +232,7 @@ var x: 0..3 = 0;
 process a { x = 1; x = 2; }
 process b { x = 3; }
 """)
-    red = explore(cm, reduction=reduce.plan(cm, por=True), loop="native")
+    red = explore(cm, reduction=reduce.plan(cm, por=True, symmetry="on"), loop="native", graph=True)
     assert red.stats.loop == "python" and "reduction" in red.stats.notes[-1]
     wide = compiled("model m;\nvar x: u64 = 0;\nprocess a { x = x + 1; }\n")
     assert "fixed-width" in explore(wide, loop="native").stats.notes[-1] or \
@@ -187,6 +241,33 @@ process b { x = 3; }
     none = explore(cm, loop="native")
     assert none.stats.loop == "python" and "no C compiler" in none.stats.notes[-1]
     assert none.stats.states == explore(cm).stats.states
+
+
+def test_a_search_over_before_its_build_leaves_it_to_the_cache(tmp_path, monkeypatch):
+    """--loop auto on a search that ends before the compiler does: Python all through,
+    nothing said; the build finishes into the cache (a whole library, no temporary
+    files), and the next search switches. A cancelled build leaves nothing behind; with
+    no compiler the run is Python's, with a note once it is big enough to matter."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(explicit, "NATIVE_FROM", 1)
+    cm = compiled("model m;\nvar x: 0..3 = 0;\nvar y: 0..3 = 0;\nprocess a { x = 1; x = 2; }\nprocess b { y = 3; }\n")
+    folder = tmp_path / "timerace" / "native"
+    first = explore(cm, loop="auto")
+    assert first.stats.loop == "python" and first.stats.loop_from is None and first.stats.notes == ()
+    (left,) = [b for so, b in native._DETACHED.items() if so.parent == folder]
+    assert left.proc is not None and left.proc.wait() == 0
+    assert [p.suffix for p in folder.iterdir()] == [".so"]
+    again = explore(cm, loop="auto")
+    assert again.stats.loop == "native" and again.stats.loop_from == (0, 1)
+    assert _comparable(again) == _comparable(first)
+    other = compiled("model m;\nvar x: 0..3 = 0;\nprocess a { x = 3; }\n")
+    build = native.Build(source_for(other))
+    assert build.proc is not None
+    build.cancel()
+    assert [p.suffix for p in folder.iterdir()] == [".so"]  # the first library only
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    none = explore(other, loop="auto")
+    assert none.stats.loop == "python" and "no C compiler" in none.stats.notes[-1]
 
 
 def test_liveness_verdicts_and_lassos_come_out_the_same():
@@ -230,8 +311,10 @@ def test_the_command_line_says_which_loop_ran(tmp_path):
     assert {v["stats"]["loop"] for v in doc["variants"]} == {"native"}
     assert "the native level loop ran" in out.stderr
     plain = subprocess.run(check + [spec, "--no-por", "--workers", "1", "--json", "-"], capture_output=True,
-                           text=True)
-    assert all("loop" not in v["stats"] for v in json.loads(plain.stdout)["variants"])
+                           text=True)  # (auto: a small model's search is over before a build would be)
+    assert all(v["stats"]["loop"] == "python" and "loop_from" not in v["stats"]
+               for v in json.loads(plain.stdout)["variants"])
+    assert "level loop" not in plain.stderr, plain.stderr[-3000:]
     dump = subprocess.run(check + [spec, "--dump-c", "--variant", "base"], capture_output=True, text=True)
     assert dump.returncode == 0 and "int tr_level(" in dump.stdout and "static int step0(" in dump.stdout
 
@@ -244,7 +327,8 @@ def test_the_bench_script_compares_both_loops(tmp_path, capsys):
     finally:
         sys.path.remove(str(ROOT / "bench"))
     out = tmp_path / "bench.json"
-    assert bench.main(["--model", "philosophers=4", "--repeats", "1", "--no-spin", "--json", str(out)]) == 0
+    assert bench.main(["--model", "philosophers=4", "--repeats", "1", "--no-spin", "--json", str(out),
+                       "--loops", "python,native"]) == 0  # (auto, at this size, is the Python row again)
     rows = json.loads(out.read_text())
     assert {r["tool"] for r in rows} == {"python", "native"} and {r["states"] for r in rows} == {464}
     assert "states per CPU s" in capsys.readouterr().out

@@ -25,7 +25,8 @@ states past 63 bits, more than 64 invariants or premises.
 
 from __future__ import annotations
 
-import hashlib
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +47,11 @@ MAX_PREDICATES = 64
 #: how many states one call of the level function expands before it returns, so that
 #: the caller can show progress and take a Ctrl-C
 CHUNK = 1 << 16
+
+
+def compiler() -> str | None:
+    """The C compiler this C is built with: $CC, else cc, as found on PATH."""
+    return shutil.which(os.environ.get("CC") or "cc")
 
 
 class Unsupported(Exception):
@@ -81,6 +87,18 @@ class CSource:
     invariants: int
     premises: int
     digest: str  # sha256 of the text: the build cache's key
+
+
+@dataclass(frozen=True, slots=True)
+class AmpleTables:
+    """Partial-order reduction's choice of ample set (engines/reduce/por.py), as tables
+    the C loop walks: per process instance (gid order, the actors' order) and per pc,
+    (has a step there, may seed a cluster, the gid mask its steps there conflict with,
+    one of them surely has a successor); `singletons`: only clusters of one instance
+    that conflicts with nobody (the liveness form)."""
+
+    rows: tuple[tuple[tuple[bool, bool, int, bool], ...], ...]
+    singletons: bool
 
 
 def _comment(text: str) -> str:
@@ -574,9 +592,10 @@ def premise_of(prop: m.Property) -> m.TExpr:
 def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: Sequence[int], hi: Sequence[int],
              bits: int,
              steps: Sequence[StepRef], actors: Sequence[Actor], invariants: Sequence[m.Property],
-             premises: Sequence[m.Property], finals: bool) -> CSource:
+             premises: Sequence[m.Property], finals: bool, ample: AmpleTables | None = None) -> CSource:
     """The whole translation unit: the step functions numbered as the search numbers
-    them, the predicates, and the level loop walking `actors` in the search's order."""
+    them, the predicates, and the level loop walking `actors` in the search's order
+    (with `ample`, only the actors of the ample set it chooses in each state)."""
     if len(invariants) > MAX_PREDICATES or len(premises) > MAX_PREDICATES:
         raise Unsupported(f"more than {MAX_PREDICATES} invariants or premises")
     if any(len(a.steps_at) > 63 for a in actors):
@@ -599,8 +618,12 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
     gids = [layout.gid_base[ref.process.name] + ref.instance for ref in steps]
     if max(gids, default=0) > 62:
         raise Unsupported("more than 63 process instances (the enabled masks are 64 bits)")
-    out.append(_level(actors, gids, len(invariants), len(premises), finals))
+    if ample is not None:
+        out.append(_ample(actors, ample))
+    out.append(_level(actors, gids, len(invariants), len(premises), finals, ample is not None))
     text = "\n".join(out)
+    import hashlib  # (here: only a native search or --dump-c writes C)
+
     return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest())
 
 
@@ -616,10 +639,122 @@ def _dispatchers(steps: int, invariants: int, premises: int) -> str:
     return "\n".join(lines)
 
 
-def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premises: int, finals: bool) -> str:
+def _ample(actors: Sequence[Actor], ample: AmpleTables) -> str:
+    """`PartialOrder.ample_mask` in C: the clusters at the state's pcs, smallest first
+    (by size, then mask), the first that surely moves or has a step with a successor;
+    else every actor. Where a step tried bails, the Python loop chooses instead."""
+    n = len(ample.rows)
+    if n != len(actors) or n > 63:
+        raise Unsupported("partial-order reduction over other actors than the process instances")
+    width = max(1, max((len(r) for r in ample.rows), default=1))
+    if any(len(r) != len(a.steps_at) for r, a in zip(ample.rows, actors)):
+        raise Unsupported("ample-set rows that do not match the actors' pcs")
+
+    def table(ctype: str, name: str, pick) -> str:
+        rows = ["{" + ", ".join(str(pick(x)) for x in r) + (", 0" * (width - len(r)) if len(r) < width else "")
+                + "}" if r else "{0}" for r in ample.rows]
+        return f"static const {ctype} {name}[{n}][{width}] = {{" + ", ".join(rows) + "};"
+
+    lines = [
+        "/* partial-order reduction: per instance and pc (has a step, a candidate, conflicts, surely moves) */",
+        f"#define NINST {n}",
+        f"#define ALLMASK {(1 << n) - 1:#x}ULL",
+        f"#define SINGLETONS {int(ample.singletons)}",
+        table("unsigned char", "P_HAS", lambda x: int(x[0])),
+        table("unsigned char", "P_CAND", lambda x: int(x[1])),
+        table("u64", "P_CONF", lambda x: f"{x[2]:#x}ULL"),
+        table("unsigned char", "P_SURE", lambda x: int(x[3])),
+        "static const int PC_SHIFT[NINST] = {" + ", ".join(str(a.shift) for a in actors) + "};",
+        "static const u64 PC_MASK[NINST] = {" + ", ".join(f"{a.mask:#x}ULL" for a in actors) + "};",
+        "",
+    ]
+    for g, a in enumerate(actors):  # whether instance g has a step with a successor: 1, 0, or BAIL
+        lines += [f"static int moves{g}(u64 s) {{", "    u64 out; int r, bail = 0;", "    (void)out; (void)r;",
+                  f"    switch (s >> {a.shift} & {a.mask:#x}) {{"]
+        for value, at in enumerate(a.steps_at):
+            if at:
+                lines.append(f"    case {value}:")
+                for k in at:
+                    lines += [f"        r = step{k}(s, &out);", "        if (r == 1) return 1;",
+                              "        if (r == BAIL) bail = 1;"]
+                lines.append("        break;")
+        lines += ["    }", "    return bail ? BAIL : 0;", "}", ""]
+    lines += [
+        "static int moves(int g, u64 s) {",
+        "    switch (g) {",
+        *[f"    case {g}: return moves{g}(s);" for g in range(n)],
+        "    }",
+        "    return 0;",
+        "}",
+        "",
+        "/* the smallest cluster holding instance `seed` at the pcs `pc`, or 0 */",
+        "static u64 cluster(int seed, const u64 *pc) {",
+        "    if (!P_CAND[seed][pc[seed]]) return 0;",
+        "    u64 mask = 1ULL << seed, need = P_CONF[seed][pc[seed]];",
+        "    if (SINGLETONS) return need ? 0 : mask;",
+        "    while (need & ~mask) {",
+        "        u64 fresh = need & ~mask;",
+        "        mask |= fresh;",
+        "        for (int g = 0; fresh; g++, fresh >>= 1) {",
+        "            if (!(fresh & 1)) continue;",
+        "            if (P_HAS[g][pc[g]] && !P_CAND[g][pc[g]]) return 0;",
+        "            need |= P_CONF[g][pc[g]];",
+        "        }",
+        "    }",
+        "    return mask;",
+        "}",
+        "",
+        "/* the ample set in s as a gid mask (ALLMASK: every actor); *bail when a step it",
+        "   tried bailed, so that the Python loop decides */",
+        "static u64 ample(u64 s, int *bail) {",
+        "    u64 pc[NINST], movers = 0, cl[NINST];",
+        "    int nc = 0;",
+        "    for (int g = 0; g < NINST; g++) {",
+        "        pc[g] = s >> PC_SHIFT[g] & PC_MASK[g];",
+        "        if (P_HAS[g][pc[g]]) movers |= 1ULL << g;",
+        "    }",
+        "    for (int g = 0; g < NINST; g++) {",
+        "        u64 c = cluster(g, pc);",
+        "        if (!c || !(movers & ~c)) continue;",
+        "        int dup = 0;",
+        "        for (int i = 0; i < nc; i++) dup |= cl[i] == c;",
+        "        if (dup) continue;",
+        "        int i = nc++;  /* insertion by (size, mask), as PartialOrder sorts them */",
+        "        int size = __builtin_popcountll(c);",
+        "        while (i > 0 && (__builtin_popcountll(cl[i - 1]) > size",
+        "                         || (__builtin_popcountll(cl[i - 1]) == size && cl[i - 1] > c))) {",
+        "            cl[i] = cl[i - 1];",
+        "            i--;",
+        "        }",
+        "        cl[i] = c;",
+        "    }",
+        "    for (int i = 0; i < nc; i++) {",
+        "        u64 c = cl[i];",
+        "        for (int g = 0; g < NINST; g++)",
+        "            if ((c >> g & 1) && P_SURE[g][pc[g]]) return c;",
+        "        int found = 0;",
+        "        for (int g = 0; g < NINST && !found; g++) {",
+        "            if (!(c >> g & 1)) continue;",
+        "            int r = moves(g, s);",
+        "            if (r == 1) found = 1;",
+        "            else if (r == BAIL) *bail = 1;",
+        "        }",
+        "        if (found) return c;",
+        "        if (*bail) return ALLMASK;",
+        "    }",
+        "    return ALLMASK;",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premises: int, finals: bool,
+           por: bool = False) -> str:
     """The level loop: per state the invariants and premises still asked for, then per
-    actor a switch on its field running the steps there into a buffer; the successors
-    are stored only once every step ran without bailing, in the search's order."""
+    actor (with `por`, per actor of the ample set) a switch on its field running the
+    steps there into a buffer; the successors are stored only once every step ran
+    without bailing, in the search's order."""
     lines = [
         "int tr_level(struct tr *t, u64 hi, u64 *jp, u64 *expanded, u64 max_states, u64 inv_on, u64 prem_on,",
         "             int deadlock) {",
@@ -637,10 +772,14 @@ def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premis
         lines.append(f"        if ((prem_on >> {i} & 1) && premise{i}(s) != 0) goto generic;")
     if finals:
         lines.append("        if (at_ends(s)) goto generic;  /* `final` conditions are the Python loop's */")
-    for a in actors:
+    if por:
+        lines += ["        int bail = 0;", "        u64 am = ample(s, &bail);", "        if (bail) goto generic;"]
+    for g, a in enumerate(actors):
         cases = [(value, at) for value, at in enumerate(a.steps_at) if at]
         if not cases:
             continue
+        if por:
+            lines.append(f"        if (am >> {g} & 1)")
         lines.append(f"        switch (s >> {a.shift} & {a.mask:#x}) {{")
         for value, at in cases:
             lines.append(f"        case {value}:")
@@ -668,6 +807,7 @@ def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premis
         "            }",
         "        }",
         "        if (t->graph && (tr_first(t, t->ndst) < 0 || tr_enabled(t, en) < 0)) { *jp = j; return NOMEM; }",
+        *(["        if (am != ALLMASK) t->ample_states++;"] if por else []),
         "        *expanded += 1;",
         "        if (t->count >= max_states && *expanded < t->count) { *jp = j + 1; return FULL; }",
         "        continue;",
@@ -731,7 +871,7 @@ struct tr {
     u64 *table, *ids;  /* ids: the graph's, each slot's state id (graph mode only) */
     u64 size, used, limit;
     int spread;
-    u64 transitions;
+    u64 transitions, ample_states;
     u64 marks[NSTEPS];
     /* graph mode: the edges of state i are dst/step[first[i] .. first[i + 1]), and
        enabled[i] has bit g set when actor g had a successor (the liveness engine's) */
@@ -901,6 +1041,38 @@ int tr_record(struct tr *t, u64 parent, u32 via) {
     return 0;
 }
 
+/* a search the Python loop began, taken over at a level boundary: its n states (the
+   frontier last, in its order; graph mode: every state in id order), with the parents
+   and steps by id; graph mode also the edges, their ends and the enabled masks so far */
+int tr_load(struct tr *t, u64 n, const u64 *states, const u64 *parent, const u32 *via) {
+    u64 id;
+    for (u64 i = 0; i < n; i++) {
+        int r = add_id(t, states[i], &id);
+        if (r < 0) return -1;
+        if (r == 0) return -2;  /* a state twice: not a visited set */
+    }
+    if (reserve(t, n) < 0) return -1;
+    if (n) {
+        memcpy(t->parent, parent, n * sizeof(u64));
+        memcpy(t->via, via, n * sizeof(u32));
+    }
+    t->records = n;
+    return 0;
+}
+
+int tr_load_graph(struct tr *t, u64 nfirst, const u64 *first, u64 ndst, const u64 *dst, const u32 *step,
+                  u64 nenabled, const int64_t *enabled) {
+    if (grow((void **)&t->first, &t->capfirst, nfirst, sizeof(u64)) < 0
+        || grow((void **)&t->dst, &t->capdst, ndst, sizeof(u64)) < 0
+        || grow((void **)&t->step, &t->capstep, ndst, sizeof(u32)) < 0
+        || grow((void **)&t->enabled, &t->capenabled, nenabled, sizeof(int64_t)) < 0) return -1;
+    if (nfirst) memcpy(t->first, first, nfirst * sizeof(u64));
+    if (ndst) { memcpy(t->dst, dst, ndst * sizeof(u64)); memcpy(t->step, step, ndst * sizeof(u32)); }
+    if (nenabled) memcpy(t->enabled, enabled, nenabled * sizeof(int64_t));
+    t->nfirst = nfirst; t->ndst = ndst; t->nenabled = nenabled;
+    return 0;
+}
+
 u64 tr_count(struct tr *t) { return t->count; }
 u64 tr_records(struct tr *t) { return t->records; }
 u64 tr_state(struct tr *t, u64 i) { return t->states[i]; }
@@ -909,5 +1081,6 @@ u32 tr_via(struct tr *t, u64 i) { return t->via[i]; }
 u64 *tr_states(struct tr *t) { return t->states; }
 u64 *tr_marks(struct tr *t) { return t->marks; }
 u64 tr_transitions(struct tr *t) { return t->transitions; }
+u64 tr_ample_states(struct tr *t) { return t->ample_states; }
 void tr_truncate(struct tr *t, u64 n) { if (t->records > n) t->records = n; }
 """

@@ -20,7 +20,7 @@ from ..results.trace import Action, Buffered, Counterexample, Members, RunResult
 from .files import dump_json, write_text
 from ..results.findings import memory_warnings, run_warnings
 
-SCHEMA_VERSION = 2  # 2: top-level `warnings` (coverage and vacuity)
+SCHEMA_VERSION = 3  # 2: top-level `warnings` (coverage and vacuity); 3: `loop` always, `loop_from`
 SCHEMA_FILE = "trace-schema.json"
 
 
@@ -103,8 +103,10 @@ def _to_dict(result: RunResult, timing: bool = False) -> dict:
             "ample_states": v.stats.ample_states,
             "reductions": list(v.stats.reductions),
         }
-        if v.stats.loop:  # only when --loop chose one: the default output is unchanged
+        if v.stats.loop:
             out["loop"] = v.stats.loop
+        if v.stats.loop_from is not None:
+            out["loop_from"] = {"depth": v.stats.loop_from[0], "states": v.stats.loop_from[1]}
         if timing:
             out["seconds"] = round(v.stats.seconds, 3)
         return out

@@ -182,7 +182,9 @@ class Stats:
     notes: tuple[str, ...] = ()  # what else the engine wants said about this search
     ample_states: int | None = None  # partial-order reduction: states expanded with an ample set (None: off)
     reductions: tuple[str, ...] = ()  # the reductions applied, or why not, in words
-    loop: str = ""  # the explicit level loop that ran, "native" or "python", when --loop asked for one
+    loop: str = ""  # the explicit level loop that ran, "native" or "python" ("": not said, the API's default)
+    # --loop auto: (depth, states stored) where the native loop took over from the Python one
+    loop_from: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,21 +26,21 @@ import ctypes
 import hashlib
 import operator
 import os
-import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from array import array
 from pathlib import Path
+from typing import IO
 
-from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source
+from ...backends.c import Actor, CSource, StepRef, Unsupported, c_source, compiler
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import actor_tables
-from .search import OUT_OF_MEMORY, STEP, WORD, Exploration, Limits, Search, StopSearch, rss_bytes
+from .search import (OUT_OF_MEMORY, STEP, WORD, Exploration, Fingerprints, Limits, Reduction, Search, StopSearch,
+                     rss_bytes)
 
-#: the loops `--loop` chooses between; auto: native where it applies, else Python
-LOOPS = ("python", "native", "auto")
 #: tr_level's answers (backends/c.py's enum)
 DONE, GENERIC, FULL, CHUNKED, NOMEM = range(5)
 CFLAGS = ("-O2", "-shared", "-fPIC", "-w")
@@ -49,21 +49,25 @@ COMPILE_SECONDS = 300
 _u64, _u32, _ptr = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
 
 
-def compiler() -> str | None:
-    """The C compiler: $CC, else cc, as found on PATH."""
-    return shutil.which(os.environ.get("CC") or "cc")
-
-
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "timerace" / "native"
 
 
-def source_for(cm: CompiledModel) -> CSource:
+def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource:
     """The C of one compiled variant, its steps numbered as the search numbers them
-    (fastloop.actor_tables); raises Unsupported."""
+    (fastloop.actor_tables), choosing ample sets as `reduction` does; raises
+    Unsupported (also for a reduction the C loop does not do)."""
     if cm.flushes:
         raise Unsupported("store buffers or lkmm views")
+    ample = None
+    if reduction is not None:
+        if reduction.canonicalises:
+            raise Unsupported("symmetry reduction is the Python loop's (--no-symmetry)")
+        if reduction.selects:
+            ample = reduction.ample_tables()
+            if ample is None:
+                raise Unsupported("this partial-order reduction is the Python loop's (--no-por)")
     steps, actors = actor_tables(cm)
     by_gid = {inst.gid: inst for inst in cm.instances}
     refs = []
@@ -73,7 +77,8 @@ def source_for(cm: CompiledModel) -> CSource:
     pk = cm.packing
     assert pk is not None
     return c_source(cm.program, pk.shift, pk.width, pk.lo, pk.hi, pk.bits, refs, rows,
-                    [inv.property for inv in cm.invariants], [p.property for p in cm.premises], bool(cm.finals))
+                    [inv.property for inv in cm.invariants], [p.property for p in cm.premises], bool(cm.finals),
+                    ample)
 
 
 class Library:
@@ -95,7 +100,9 @@ class Library:
                 ("tr_count", _u64, (_ptr,)), ("tr_records", _u64, (_ptr,)), ("tr_state", _u64, (_ptr, _u64)),
                 ("tr_parent", _u64, (_ptr, _u64)), ("tr_via", _u32, (_ptr, _u64)),
                 ("tr_states", ctypes.POINTER(_u64), (_ptr,)), ("tr_marks", ctypes.POINTER(_u64), (_ptr,)),
-                ("tr_transitions", _u64, (_ptr,)), ("tr_truncate", None, (_ptr, _u64)),
+                ("tr_transitions", _u64, (_ptr,)), ("tr_ample_states", _u64, (_ptr,)), ("tr_truncate", None, (_ptr, _u64)),
+                ("tr_load", ctypes.c_int, (_ptr, _u64, _ptr, _ptr, _ptr)),
+                ("tr_load_graph", ctypes.c_int, (_ptr, _u64, _ptr, _u64, _ptr, _ptr, _u64, _ptr)),
                 ("tr_step", ctypes.c_int, (ctypes.c_int, _u64, ctypes.POINTER(_u64))),
                 ("tr_predicate", ctypes.c_int, (ctypes.c_int, ctypes.c_int, _u64)),
                 ("tr_level", ctypes.c_int, (_ptr, _u64, ctypes.POINTER(_u64), ctypes.POINTER(_u64), _u64, _u64,
@@ -118,12 +125,12 @@ def cache_key(source: CSource, cc: str) -> str:
 
 
 def build(source: CSource) -> Library:
-    """Compile (or find in the cache) and load; raises Unsupported with the reason when
-    there is no compiler or it fails."""
-    cc = compiler()
-    if cc is None:
-        raise Unsupported("no C compiler (cc, or $CC) on PATH")
-    key = cache_key(source, cc)
+    """Compile (or find in the cache) and load, waiting for the compiler; raises
+    Unsupported with the reason when there is no compiler or it fails."""
+    return Build(source).wait()
+
+
+def _cache_folder() -> Path:
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -133,49 +140,148 @@ def build(source: CSource) -> Library:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise Unsupported(f"no folder to build in: {e}") from None
-    so = folder / f"{key}.so"
-    if so.exists():
-        try:
-            return Library(so, source)
-        except OSError:  # not a library this process can load (a damaged cache entry): build it again
-            so.unlink(missing_ok=True)
-    _compile(cc, source, so)
-    try:
-        return Library(so, source)
-    except OSError as e:
-        raise Unsupported(f"the built library does not load: {e}") from None
+    return folder
 
 
-def _compile(cc: str, source: CSource, so: Path) -> None:
-    folder = so.parent
-    if not so.exists():
+#: builds left to finish after their search ended (`Build.detach`), by library: the
+#: next build of the same library takes its compiler over instead of starting another
+_DETACHED: dict[Path, Build] = {}
+
+#: the compile, run by a shell so that the library is renamed into the cache when whole
+#: whether or not the process that started it is still there: $1 the compiler, $2 the C,
+#: $3 the temporary library, $4 the cached one, then the flags
+_COMPILE = 'cc=$1 c=$2 tmp=$3 so=$4; shift 4; "$cc" "$@" -o "$tmp" "$c" && mv -f "$tmp" "$so"; ' \
+    'code=$?; rm -f "$c" "$tmp"; exit $code'
+
+
+class Build:
+    """One variant's library: loaded from the cache at once, or compiled by a child
+    process that runs while the caller goes on (`ready` polls it, `wait` waits, `cancel`
+    stops it, `detach` lets it finish into the cache for the next run). The compiler
+    writes a temporary file that is renamed into the cache when whole, so two processes
+    building the same key (xdist workers) never see half a library, and a cancelled
+    build leaves nothing behind."""
+
+    tmp_c: str
+    tmp_so: str
+    errors: IO[bytes]
+    started: float
+
+    def __init__(self, source: CSource):
+        self.source = source
+        self.library: Library | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        for so, left in list(_DETACHED.items()):
+            if left.proc is None or left.proc.poll() is not None:
+                del _DETACHED[so]
+                left.proc = None
+                left._clean()
+        cc = compiler()
+        if cc is None:
+            raise Unsupported("no C compiler (cc, or $CC) on PATH")
+        self.so = _cache_folder() / f"{cache_key(source, cc)}.so"
+        running = _DETACHED.pop(self.so, None)
+        if running is not None:  # this process's compiler of the same library still runs: wait for that one
+            self.proc, self.tmp_c, self.tmp_so, self.errors = running.proc, running.tmp_c, running.tmp_so, running.errors
+            self.started = running.started
+            return
+        if self.so.exists():
+            try:
+                self.library = Library(self.so, source)
+                return
+            except OSError:  # not a library this process can load (a damaged cache entry): build it again
+                self.so.unlink(missing_ok=True)
         try:
-            fd, tmp_c = tempfile.mkstemp(suffix=".c", dir=folder)
+            fd, self.tmp_c = tempfile.mkstemp(suffix=".c", dir=self.so.parent)
         except OSError as e:
-            raise Unsupported(f"cannot write the C into {folder}: {e}") from None
-        tmp_so = tmp_c[:-2] + ".so"
+            raise Unsupported(f"cannot write the C into {self.so.parent}: {e}") from None
+        self.tmp_so = self.tmp_c[:-2] + ".so"
+        self.errors = tempfile.TemporaryFile()
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(source.text)
-            try:
-                done = subprocess.run([cc, *CFLAGS, "-o", tmp_so, tmp_c], capture_output=True, text=True,
-                                      timeout=COMPILE_SECONDS)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                raise Unsupported(f"the C compiler did not run: {e}") from None
-            if done.returncode != 0:
-                first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
+            # its own session: a Ctrl-C stops the search, and `cancel` the compiler
+            self.proc = subprocess.Popen(["/bin/sh", "-c", _COMPILE, "sh", cc, self.tmp_c, self.tmp_so, str(self.so),
+                                          *CFLAGS], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self.errors, start_new_session=True)
+        except OSError as e:
+            self._clean()
+            raise Unsupported(f"the C compiler did not run: {e}") from None
+        self.started = time.monotonic()
+
+    def ready(self) -> Library | None:
+        """The library once built, None while the compiler still runs; raises
+        Unsupported when it failed."""
+        if self.library is not None or self.proc is None:
+            return self.library
+        if self.proc.poll() is None:
+            if time.monotonic() - self.started > COMPILE_SECONDS:
+                self.cancel()
+                raise Unsupported(f"the C compiler took more than {COMPILE_SECONDS} s")
+            return None
+        return self._finish()
+
+    def wait(self) -> Library:
+        if self.library is not None:
+            return self.library
+        assert self.proc is not None
+        try:
+            self.proc.wait(timeout=max(1.0, COMPILE_SECONDS - (time.monotonic() - self.started)))
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise Unsupported(f"the C compiler took more than {COMPILE_SECONDS} s") from None
+        except BaseException:  # Ctrl-C: no compiler left running
+            self.cancel()
+            raise
+        library = self._finish()
+        assert library is not None
+        return library
+
+    def _finish(self) -> Library | None:
+        assert self.proc is not None
+        code, self.proc = self.proc.returncode, None
+        try:
+            if code != 0 or not self.so.exists():
+                self.errors.seek(0)
+                text = self.errors.read().decode(errors="replace")
+                first = (text.strip().splitlines() or ["(no message)"])[0]
                 raise Unsupported(f"the C compiler failed: {first[:200]}")
-            os.replace(tmp_so, so)  # whole or not at all: a reader never sees half a library
         finally:
-            for leftover in (tmp_c, tmp_so):
-                try:
-                    os.unlink(leftover)
-                except OSError:
-                    pass
+            self._clean()
+        try:
+            self.library = Library(self.so, self.source)
+        except OSError as e:
+            raise Unsupported(f"the built library does not load: {e}") from None
+        return self.library
+
+    def cancel(self) -> None:
+        """Stop the compiler, if it runs, and remove what it wrote."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:  # already gone
+                pass
+            self.proc.wait()
+            self.proc = None
+            self._clean()
+
+    def detach(self) -> None:
+        """Leave the compiler running: its library lands in the cache when whole, for
+        the next search of the same variant (nothing waits for it)."""
+        if self.proc is not None:
+            _DETACHED[self.so] = self
+
+    def _clean(self) -> None:
+        self.errors.close()
+        for leftover in (self.tmp_c, self.tmp_so):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
 
 
-def library_for(cm: CompiledModel) -> Library:
-    return build(source_for(cm))
+def library_for(cm: CompiledModel, reduction: Reduction | None = None) -> Library:
+    return build(source_for(cm, reduction))
 
 
 # ---- the C stores as the Python search's visited set, parents and steps ----------
@@ -316,60 +422,123 @@ def _column(typecode: str, pointer, n: int, itemsize: int) -> array:
 
 
 def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
-                   coverage: bool, library: Library, graph: bool = False) -> Exploration:
-    """The search of one variant with the native level loop (see the module's doc)."""
+                   coverage: bool, library: Library, graph: bool = False,
+                   reduction: Reduction | None = None) -> Exploration:
+    """The search of one variant with the native level loop (see the module's doc);
+    `reduction`: the one `library` was written for (`source_for`)."""
     start = time.monotonic()
     rss = rss_bytes()
-    search = Search(cm, limits, graph, hash_compact, None, generate_from=None, coverage=coverage)
+    search = Search(cm, limits, graph, hash_compact, reduction, generate_from=None, coverage=coverage)
     lib = library.lib
     t = lib.tr_new(int(graph))
     if not t:
         raise MemoryError
     try:
-        parents = _Parents(lib, t)
-        search.seen = _Seen(lib, t)  # type: ignore[assignment]
-        search.parent = parents  # type: ignore[assignment]
-        search.via = _Steps(lib, t, parents)  # type: ignore[assignment]
-        if graph:
-            dst = _Edges(lib, t)
-            search.index, search.states = _Index(lib, t), _Stored()  # type: ignore[assignment]
-            search.dst, search.step = dst, _Edges(lib, t, dst)  # type: ignore[assignment]
-            search.first, search.enabled = _First(lib, t), _Enabled(lib, t)  # type: ignore[assignment]
+        _attach(search, lib, t)
         search.add_initial()
         _run(search, lib, t, progress)
-        if graph:  # the graph as the Python search keeps it, for the liveness engine
-            n, edges = int(lib.tr_count(t)), int(lib.tr_ndst(t))
-            search.states = _column("Q", lib.tr_states(t), n, 8)  # type: ignore[assignment]
-            search.first = _column(WORD, lib.tr_first_ptr(t), int(lib.tr_nfirst(t)), 8)
-            search.dst = _column(WORD, lib.tr_dst_ptr(t), edges, 8)
-            search.step = _column(STEP, lib.tr_step_ptr(t), edges, 4)
-            search.enabled = _column("q", lib.tr_enabled_ptr(t), int(lib.tr_nenabled(t)), 8)
-        search.transitions += lib.tr_transitions(t)
-        if search.marks is not None:
-            marks = lib.tr_marks(t)
-            for k in range(len(search.marks)):
-                search.marks[k] |= marks[k]
-        if progress is not None:
-            progress.done()
-        seconds = time.monotonic() - start
-        grown = rss_bytes()
-        memory = grown - rss if rss is not None and grown is not None else None
-        sums = None
-        if coverage and not graph:  # the digest of the stored states, as states_sums gives it for Python's
-            n = int(lib.tr_count(t))
-            states = array("Q", ctypes.string_at(lib.tr_states(t), 8 * n)) if n else array("Q")
-            total, squares = sum(states), sum(map(operator.mul, states, states))
-            # Fingerprints sums its fingerprints, state + 1
-            sums = (n, total + n, squares + 2 * total + n) if hash_compact else (n, total, squares)
-        return search.exploration(seconds, memory, 1, "", sums)
+        return _finish(search, lib, t, progress, start, rss)
     finally:
         lib.tr_free(t)
 
 
-def _run(search: Search, lib, t, progress: Progress | None) -> None:
-    """`run_levels` over the C queue: level after level, each a range of ids."""
+def take_over(search: Search, level: list[int], first_id: int, depth: int, library: Library,
+              progress: Progress | None, start: float, rss: int | None) -> Exploration:
+    """Go on natively with a search the Python loop began (`run_levels` stopped before
+    expanding `level`, the states first_id.. at `depth`): its states, parents and steps
+    (graph mode: its edges) move into the C stores, the frontier last and in its order,
+    so that the C loop expands the same states in the same order as the Python loop
+    would have. The rest of the search (what it found, its counts and marks) stays in
+    `search`, whose generic loop still judges every state that needs a decision."""
+    lib = library.lib
+    graph = search.graph
+    t = lib.tr_new(int(graph))
+    if not t:
+        raise MemoryError
+    try:
+        if graph:
+            states = array("Q", search.states)
+        else:  # the visited set has no order: only the frontier's ids matter (parents point at ids)
+            seen = search.seen
+            stored = (x - 1 for x in seen.table if x) if isinstance(seen, Fingerprints) else seen
+            old = set(stored).difference(level)
+            states = array("Q", old)
+            states.extend(level)
+        n = len(states)
+        if n != search.count or n != first_id + len(level):
+            raise AssertionError("internal error: the Python search's stores do not match its count")
+        loaded = lib.tr_load(t, n, _address(states), _address(search.parent), _address(search.via))
+        if loaded == -1:
+            raise MemoryError
+        if loaded < 0:
+            raise AssertionError("internal error: a state stored twice by the Python search")
+        if graph and lib.tr_load_graph(t, len(search.first), _address(search.first), len(search.dst),
+                                       _address(search.dst), _address(search.step), len(search.enabled),
+                                       _address(search.enabled)) < 0:
+            raise MemoryError
+        del states
+        search.loops = None  # the generated Python loop: the C loop does its work now
+        _attach(search, lib, t)
+        _run(search, lib, t, progress, first_id, depth)
+        return _finish(search, lib, t, progress, start, rss)
+    finally:
+        lib.tr_free(t)
+
+
+def _address(column: array) -> int:
+    """Where an array's items are (for a C function that copies them)."""
+    return column.buffer_info()[0] if len(column) else 0
+
+
+def _attach(search: Search, lib, t) -> None:
+    """Make the C stores the search's visited set, parents and steps (and graph)."""
+    parents = _Parents(lib, t)
+    search.seen = _Seen(lib, t)  # type: ignore[assignment]
+    search.parent = parents  # type: ignore[assignment]
+    search.via = _Steps(lib, t, parents)  # type: ignore[assignment]
+    if search.graph:
+        dst = _Edges(lib, t)
+        search.index, search.states = _Index(lib, t), _Stored()  # type: ignore[assignment]
+        search.dst, search.step = dst, _Edges(lib, t, dst)  # type: ignore[assignment]
+        search.first, search.enabled = _First(lib, t), _Enabled(lib, t)  # type: ignore[assignment]
+
+
+def _finish(search: Search, lib, t, progress: Progress | None, start: float, rss: int | None) -> Exploration:
+    """The exploration, its graph and digest read back from the C stores."""
+    graph, coverage, hash_compact = search.graph, search.marks is not None, search.hash_compact
+    if graph:  # the graph as the Python search keeps it, for the liveness engine
+        n, edges = int(lib.tr_count(t)), int(lib.tr_ndst(t))
+        search.states = _column("Q", lib.tr_states(t), n, 8)  # type: ignore[assignment]
+        search.first = _column(WORD, lib.tr_first_ptr(t), int(lib.tr_nfirst(t)), 8)
+        search.dst = _column(WORD, lib.tr_dst_ptr(t), edges, 8)
+        search.step = _column(STEP, lib.tr_step_ptr(t), edges, 4)
+        search.enabled = _column("q", lib.tr_enabled_ptr(t), int(lib.tr_nenabled(t)), 8)
+    search.transitions += lib.tr_transitions(t)
+    search.ample_states += lib.tr_ample_states(t)
+    if search.marks is not None:
+        marks = lib.tr_marks(t)
+        for k in range(len(search.marks)):
+            search.marks[k] |= marks[k]
+    if progress is not None:
+        progress.done()
+    seconds = time.monotonic() - start
+    grown = rss_bytes()
+    memory = grown - rss if rss is not None and grown is not None else None
+    sums = None
+    if coverage and not graph:  # the digest of the stored states, as states_sums gives it for Python's
+        n = int(lib.tr_count(t))
+        states = array("Q", ctypes.string_at(lib.tr_states(t), 8 * n)) if n else array("Q")
+        total, squares = sum(states), sum(map(operator.mul, states, states))
+        # Fingerprints sums its fingerprints, state + 1
+        sums = (n, total + n, squares + 2 * total + n) if hash_compact else (n, total, squares)
+    return search.exploration(seconds, memory, 1, "", sums)
+
+
+def _run(search: Search, lib, t, progress: Progress | None, lo: int = 0, depth: int = 0) -> None:
+    """`run_levels` over the C queue: level after level, each a range of ids, from the
+    level whose first id is `lo` (the rest of the queue) at `depth`."""
     limits = search.limits
-    lo, hi, depth = 0, int(lib.tr_count(t)), 0
+    hi = int(lib.tr_count(t))
     try:
         while lo < hi:
             if limits.max_depth is not None and depth >= limits.max_depth:

@@ -69,6 +69,7 @@ import signal
 import time
 import traceback
 from array import array
+from typing import Protocol
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,11 +94,30 @@ REDUCED_COST = 4
 LEVEL_FROM = 500
 
 
+class Handover(Protocol):
+    """What explore_parallel asks of --loop auto's switch (explicit.Switch)."""
+
+    @property
+    def library(self) -> object: ...
+
+    def attach(self, search: Search) -> None: ...
+
+    def __call__(self, level: list[int], depth: int) -> bool: ...
+
+    def take_over(self, level: list[int], first_id: int, depth: int, progress: Progress | None, start: float,
+                  rss: int | None) -> Exploration: ...
+
+
 def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | None, hash_compact: bool,
-                     reduction: Reduction | None, workers: int, coverage: bool = False) -> Exploration:
+                     reduction: Reduction | None, workers: int, coverage: bool = False,
+                     switch: Handover | None = None) -> Exploration:
+    """`switch` (--loop auto, explicit.Switch): asked at each level boundary before the
+    workers are; where it says so, the native loop takes over (`switch.take_over`)."""
     start = time.monotonic()
     rss = rss_bytes()
     search = Search(cm, limits, False, hash_compact, reduction, coverage=coverage)
+    if switch is not None:
+        switch.attach(search)
     note = ""
     if limits.max_states is not None:
         note = "--max-states stops at an exact state, which one process does"
@@ -115,7 +135,12 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         widest[0] = max(widest[0], len(level))
         return not note and search.count >= start_from and len(level) >= LEVEL_FROM and growing
 
-    level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=big_enough)
+    def until(level: list[int], depth: int) -> bool:
+        return (switch is not None and switch(level, depth)) or big_enough(level, depth)
+
+    level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=until)
+    if level and switch is not None and switch.library is not None:
+        return switch.take_over(level, first_id, depth, progress, start, rss)
     if not level:  # finished (or stopped) before it was worth starting workers
         if progress is not None:
             progress.done()

@@ -24,6 +24,7 @@ from array import array
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ... import ir
 from ...semantics.lower import Cas, lower
@@ -34,6 +35,9 @@ from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel
 from ...base.progress import Progress
 from ...results.trace import MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes, show_value
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
+
+if TYPE_CHECKING:
+    from ...backends.c import AmpleTables
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +229,10 @@ def _itself(t: int) -> int:
     return t
 
 
+def _no_tables() -> AmpleTables | None:
+    return None
+
+
 def _as_is(states: list, steps: list, failing: CompiledStep | None) -> tuple[list, list, CompiledStep | None]:
     return states, steps, failing
 
@@ -254,6 +262,9 @@ class Reduction:
         self.movable: Callable[[int], int] = _none_left_out
         self.canonical: Callable[[int], int] = _itself
         self.concretise: Callable[[list, list, CompiledStep | None], tuple[list, list, CompiledStep | None]] = _as_is
+        # `ample` as tables the native loop can walk (backends/c.py), or None when the
+        # choice cannot be tabled (then only the Python loop reduces)
+        self.ample_tables: Callable[[], AmpleTables | None] = _no_tables
 
     #: False when `canonical` is the identity: the engine then skips the call
     canonicalises: bool = False
@@ -428,6 +439,10 @@ def rss_bytes() -> int | None:
     except (OSError, ValueError, IndexError, AttributeError):
         return None
 
+
+#: the level loops `--loop` chooses between (explore() in the package): auto, Python at
+#: once and the native one (native.py) from the level where its build is ready
+LOOPS = ("python", "native", "auto")
 
 #: the generated level loop takes over once this many states are stored: writing it
 #: costs tens of milliseconds, more than the whole search of a small model

@@ -124,6 +124,7 @@ class Plan(Reduction):
             self.ample = por.ample
             self.ample_mask = por.ample_mask
             self.movable = por.movable
+            self.ample_tables = por.ample_tables
         if symmetry is not None:
             self.canonical = symmetry.canonical
             self.concretise = symmetry.concretise

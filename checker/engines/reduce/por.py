@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...backends.c import AmpleTables
 from ...backends.python import AssertionViolation, CompiledModel, ModelError, StoreBufferFull
 from .footprint import Analysis
 
@@ -51,6 +52,13 @@ class PartialOrder:
                    for g, inst in enumerate(cm.instances)]
         self.flush_visible = [an.visible[(g, 0)] for g in range(self.n_inst, self.n_actors)]
         self.flush_proceeds = [an.proceeds[(g, 0)] for g in range(self.n_inst, self.n_actors)]
+
+    def ample_tables(self) -> AmpleTables | None:
+        """The rows `_options` builds its clusters from, for the native loop, which
+        computes the same choice in C; None with store-buffer flushes (not tabled)."""
+        if self.n_actors != self.n_inst or any(lo for _, _, lo in self.fields):
+            return None
+        return AmpleTables(tuple(tuple(row) for row in self.at), self.singletons)
 
     def ample(self, s: int, actors: list) -> list:
         mask = self.ample_mask(s, actors)

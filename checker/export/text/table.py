@@ -338,7 +338,11 @@ def search_notes(result: RunResult) -> list[str]:
                    f"estimated n^2/2^64 for n = {st.states:,} fingerprints")
             what = "" if all(o.verdict is not Verdict.VIOLATED for o in v.outcomes) else "each property that "
             lines.append(f"{v.variant}: --hash-compact: {what}holds with collision probability <= {p:.2g} ({how})")
-        if st.loop == "native":  # (a Python loop asked for by --loop says why in its notes)
+        if st.loop == "native" and st.loop_from is not None:  # (a Python loop says why in its notes, if it matters)
+            depth, states = st.loop_from
+            lines.append(f"{v.variant}: the native level loop (C) took over at depth {depth}, after "
+                         f"{states:,} states in the Python loop")
+        elif st.loop == "native":
             lines.append(f"{v.variant}: the native level loop ran (C, --loop)")
         lines += [f"{v.variant}: {n}" for n in st.notes]
     return lines
