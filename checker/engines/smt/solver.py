@@ -32,6 +32,10 @@ def _configure() -> None:
     if not _configured:
         for name in ("smt.random_seed", "sat.random_seed"):
             z3.set_param(name, SEED)
+        # Z3's own SIGINT handler (installed while it solves) would take a Ctrl-C away
+        # from Python's: a query that still answered sat or unsat then lost it, and the
+        # run went on to the end. Without it every Ctrl-C reaches the watchdog below.
+        z3.set_param("ctrl_c", False)
         _configured = True
 
 
@@ -52,13 +56,15 @@ def new_solver(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | None =
     s = z3.SolverFor(logic, ctx=ctx) if logic else z3.Solver(ctx=ctx)
     s.__class__ = _Solver
     s.set("random_seed", SEED)
+    s.set("ctrl_c", False)
     s.budget = timeout
     if timeout is not None:
         s.set("timeout", max(1, int(timeout * 1000)))
     return s
 
 
-#: Z3's reason_unknown() after Ctrl-C: it catches SIGINT while it solves and answers unknown
+#: Z3's reason_unknown() after a Ctrl-C it caught itself: its own SIGINT handler is off
+#: (`_configure`), so this is only a second line of defence
 CTRL_C_REASON = "interrupted from keyboard"
 
 
@@ -195,6 +201,7 @@ def new_fixedpoint(timeout: float | None = DEFAULT_TIMEOUT, ctx: z3.Context | No
     fp.__class__ = _Fixedpoint
     fp.set("engine", "spacer")
     fp.set("spacer.random_seed", SEED)
+    fp.set("ctrl_c", False)
     for name in ("xform.slice", "xform.inline_linear", "xform.inline_eager"):
         fp.set(name, False)
     fp.budget = timeout
