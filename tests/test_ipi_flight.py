@@ -95,3 +95,34 @@ def test_spin_agrees_on_the_in_flight_twins(tmp_path):
         ours, untranslated, differences = agreement(spec, work)
         assert untranslated == [] and all(not d for d in differences.values()), differences
         assert set(differences) == {"base", "tso"}
+
+
+def test_bmc_finds_the_overtaking_flag_at_the_explicit_depth():
+    # the Z3 encoding gets the delivery from the same lowering (sc: bmc's memory model)
+    from agreement import bmc_depths
+    cm = compiled(NATURAL.read_text())
+    want = {k: c.trace.length for k, c in explore(cm).counterexamples.items()}
+    assert set(want) == {"handler_first", "late_handler"}  # the violation, and the witness
+    depths, err, _ = bmc_depths(cm, max(want.values()) + 1)
+    assert err is None and depths == want
+
+
+FAIR = """model fair_delivery;
+cpus 2;
+var handled: bool = false;
+interrupt h[2] { handled = true; }
+process sender on cpu 0 { send_IPI(1, h); }
+process target on cpu 1 { loop { skip; } }
+property arrives: always eventually handled;
+"""
+
+
+def test_an_ipi_in_flight_is_eventually_delivered_under_weak_fairness():
+    # the target's thread could run for ever; the delivery is the interrupt's own
+    # weakly fair step, and then entry is taken before the thread's next step
+    from test_liveness import check
+    _, ex, out = check(FAIR)
+    assert ex.stats.complete and out["arrives"].verdict.value == "holds"
+    _, _, out = check(FAIR.replace("property arrives: always eventually handled;",
+                                   "property arrives: always eventually in_flight_h[1];"))
+    assert out["arrives"].verdict.value == "violated"  # in flight once, never again
