@@ -1,7 +1,8 @@
 """Every shipped model and variant under sc, x86-TSO and lkmm: the README's model table.
 
 One row per design: a variant and its memory-model twins, which the models name
-`NAME_tso` and `NAME_lkmm` (`base_tso` is the base under x86-TSO). Each cell is the
+`NAME_tso` and `NAME_lkmm` (`base_tso` is the base under x86-TSO; a model declared
+`memory tso` names its sc twins `NAME_sc`). Each cell is the
 variant as shipped, with its own `memory` declaration and constants (an lkmm twin may
 use smaller constants; its label says so): the properties it violates with the steps of
 each shortest counterexample, its distinct states, and `UNEXPECTED` where an outcome is
@@ -30,12 +31,16 @@ from test_model_labels import model_labels  # noqa: E402  (the one parser of lab
 MEMORIES = ("sc", "tso", "lkmm")
 
 
-def design_of(variant: str) -> tuple[str, str]:
-    """`base_tso` -> (`base`, `tso`): the design and the memory model its name says."""
-    for memory in MEMORIES[1:]:
-        if variant.endswith("_" + memory):
-            return variant[: -len(memory) - 1], memory
-    return variant, "sc"
+def design_of(variant: str, memory: str) -> str:
+    """The design a variant checks: `base_tso` under tso is `base`, and so is a variant
+    named after its memory model alone (vcpu_requests' `lkmm`, `lkmm_sc`); a name that
+    does not say its memory model is a design of its own."""
+    name = variant
+    if name.endswith("_" + memory):
+        name = name[: -len(memory) - 1]
+    elif memory != "sc" or any(name.endswith("_" + m) for m in MEMORIES[1:]):
+        return variant
+    return "base" if name in MEMORIES else name
 
 
 def summary(v: VariantResult) -> dict:
@@ -69,8 +74,8 @@ def model_rows(path: Path) -> list[dict]:
     result = check_spec(load(str(path)), Options(progress=False, coverage=False))
     designs: dict[str, dict] = {}
     for v in result.variants:
-        name, memory = design_of(v.variant)
-        if memory != v.memory:  # a name that does not say its memory model: a design of its own
+        name = design_of(v.variant, v.memory)
+        if v.memory in designs.get(name, {}):  # two variants of one design and memory model
             name = v.variant
         row = designs.setdefault(name, {"model": path.stem, "design": name, "labels": {}})
         row[v.memory] = summary(v)
