@@ -36,6 +36,8 @@ def design_of(variant: str, memory: str) -> str:
     named after its memory model alone (vcpu_requests' `lkmm`, `lkmm_sc`); a name that
     does not say its memory model is a design of its own."""
     name = variant
+    if name == memory:
+        return "base"
     if name.endswith("_" + memory):
         name = name[: -len(memory) - 1]
     elif memory != "sc" or any(name.endswith("_" + m) for m in MEMORIES[1:]):
