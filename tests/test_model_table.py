@@ -1,8 +1,8 @@
 """bench/model_table.py, the README's table of every model and variant under sc, x86-TSO
 and lkmm: twins grouped into one design by their names, each cell what the search found
 (violations with their steps, states), an unexpected outcome said, and labels per twin.
-On vcpu_preempted_kick, whose twins are `base_tso`/`base_lkmm`, and on a `memory tso`
-model whose sc twins end in `_sc`; both small."""
+On timer_migration, whose twins are `base_tso`/`base_lkmm` (a few hundred states in
+all), and on a `memory tso` model whose sc twins end in `_sc`."""
 
 from __future__ import annotations
 
@@ -38,45 +38,50 @@ def test_design_names(table):
 
 
 @pytest.fixture(scope="module")
-def kick(table):
-    return {row["design"]: row for row in table.model_rows(ROOT / "models" / "vcpu_preempted_kick.spec")}
+def migration(table):
+    return {row["design"]: row for row in table.model_rows(ROOT / "models" / "timer_migration.spec")}
 
 
-def test_twins_share_a_row(table, kick):
-    assert set(kick) == {"base", "early_check", "entry_mb"}
-    base = kick["base"]
-    assert {m: base[m]["variant"] for m in table.MEMORIES} == {"sc": "base", "tso": "base_tso", "lkmm": "base_lkmm"}
-    assert "entry_mb" in kick and "sc" not in kick["entry_mb"]
+def test_twins_share_a_row(table, migration):
+    assert set(migration) == {"base", "fixed"}
+    assert {m: migration["base"][m]["variant"] for m in table.MEMORIES} == \
+        {"sc": "base", "tso": "base_tso", "lkmm": "base_lkmm"}
+    assert {m: migration["fixed"][m]["variant"] for m in table.MEMORIES} == \
+        {"sc": "fixed", "tso": "fixed_tso", "lkmm": "fixed_lkmm"}
 
 
-def test_cells_say_what_the_search_found(table, kick):
-    base = kick["base"]
-    assert table.cell(base["sc"]).startswith("holds; ")
-    tso = table.cell(base["tso"])
-    assert tso.startswith("violated request_seen_before_guest (") and "lost_while_preempted (" in tso
-    assert all(p["steps"] and p["steps"] > 0 for p in base["tso"]["violated"])
+def test_cells_say_what_the_search_found(table, migration):
+    for memory in table.MEMORIES:
+        got = migration["base"][memory]
+        assert table.cell(got).startswith("violated timer_on_vcpu_cpu (")
+        assert [p["property"] for p in got["violated"]] == ["timer_on_vcpu_cpu"]
+        assert got["violated"][0]["steps"] > 0 and got["states"] > 0 and got["complete"]
+        assert table.cell(migration["fixed"][memory]).startswith("holds; ")
     assert table.cell(None) == "-"
-    assert not any(row[m]["unexpected"] for row in kick.values() for m in table.MEMORIES if m in row)
-    got = dict(base["sc"], unexpected=["request_seen_before_guest"], complete=False)
-    assert table.cell(got).endswith("(search not finished); UNEXPECTED: request_seen_before_guest")
+    assert not any(row[m]["unexpected"] for row in migration.values() for m in table.MEMORIES)
+    got = dict(migration["fixed"]["sc"], unexpected=["timer_on_vcpu_cpu"], complete=False)
+    assert table.cell(got).endswith("(search not finished); UNEXPECTED: timer_on_vcpu_cpu")
 
 
-def test_labels_per_twin(table, kick):
-    text = table.label_cell(kick["base"])
-    assert text.startswith("kernel v5.4 ")
-    assert "; tso: mutation: v5.4 without the entry's smp_mb, under x86-TSO" in text
-    assert table.label_cell(kick["entry_mb"]).startswith("tso: kernel v5.4 ")
+def test_labels_per_twin(table, migration):
+    text = table.label_cell(migration["base"])
+    assert text.startswith("commit 2f52d58c92d9 (the request checked before local_irq_disable only")
+    assert "; tso: commit 2f52d58c92d9 (as base, under x86-TSO); lkmm: commit 2f52d58c92d9 (as base, " in text
 
 
 def test_a_tso_model_groups_its_sc_twins(table, tmp_path):
     spec = tmp_path / "m.spec"
     spec.write_text("// label base: kernel v6.18\n// label fixed: mutation: a store\n"
                     "// label fixed_sc: mutation: the same under sc\n"
+                    "// label relaxed_lkmm: mutation: lkmm only\n"
                     "model m;\nmemory tso;\nconst X = false;\nvar x: 0..1 = 0;\n"
                     "process p { if (X) x = 1; }\ninvariant zero: x == 0;\n"
                     "variant fixed { X = true; } expect violated zero;\n"
-                    "variant fixed_sc { X = true; memory sc; } expect violated zero;\n")
+                    "variant fixed_sc { X = true; memory sc; } expect violated zero;\n"
+                    "variant relaxed_lkmm { memory lkmm; }\n")
     rows = {row["design"]: row for row in table.model_rows(spec)}
-    assert set(rows) == {"base", "fixed"}
+    assert set(rows) == {"base", "fixed", "relaxed"}
+    assert table.label_cell(rows["relaxed"]) == "lkmm: mutation: lkmm only"
+    assert table.label_cell(rows["fixed"]) == "mutation: the same under sc; tso: mutation: a store"
     assert rows["fixed"]["sc"]["variant"] == "fixed_sc" and rows["fixed"]["tso"]["variant"] == "fixed"
     assert rows["fixed"]["sc"]["violated"][0]["property"] == "zero"
