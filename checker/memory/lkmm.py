@@ -857,21 +857,20 @@ def _cpu_slot(layout: StateLayout, p: m.Process, instance: int) -> int:
 
 def _preempted(st: Step) -> tuple[str, int] | None:
     """The thread (process, instance) whose `cpu` a scheduler step reads: the one it preempts."""
-    found: list = []
-
-    def visit(x):
-        if isinstance(x, m.LocalOf) and x.sym.name == "cpu":
-            idx = x.index
-            found.append((x.process, idx.value if isinstance(idx, m.Const) else 0))
-        elif isinstance(x, tuple):
-            for y in x:
-                visit(y)
-        elif isinstance(x, m.TExpr):
-            for f in x.__dataclass_fields__:
-                visit(getattr(x, f))
-
-    visit(st.guard)
+    found = [(x.process, x.index.value if isinstance(x.index, m.Const) else 0) for x in _subterms(st.guard)
+             if isinstance(x, m.LocalOf) and x.sym.name == "cpu"]
     return found[0] if found else None
+
+
+def _subterms(x):
+    """Every typed expression inside x (one, or a tuple of them), each before its parts."""
+    if isinstance(x, tuple):
+        for y in x:
+            yield from _subterms(y)
+    elif isinstance(x, m.TExpr):
+        yield x
+        for f in x.__dataclass_fields__:
+            yield from _subterms(getattr(x, f))
 
 
 def _raisers(program: Program) -> list:
@@ -930,20 +929,8 @@ _FENCE_FLAGS = {
 
 def _reads(x, scope: m.Scope) -> set:
     """The variables (VarSyms) of one scope an expression reads, indexes included."""
-    found: set = set()
-
-    def visit(e):
-        if isinstance(e, (m.Var, m.Elem)) and e.sym.scope is scope and not e.sym.ghost:
-            found.add(e.sym)
-        if isinstance(e, tuple):
-            for y in e:
-                visit(y)
-        elif isinstance(e, m.TExpr):
-            for f in e.__dataclass_fields__:
-                visit(getattr(e, f))
-
-    visit(x)
-    return found
+    return {e.sym for e in _subterms(x) if isinstance(e, (m.Var, m.Elem)) and e.sym.scope is scope
+            and not e.sym.ghost}
 
 
 _EXIT = -1  # _Dependencies' successor of a step that ends its process
