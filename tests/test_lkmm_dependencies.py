@@ -61,6 +61,11 @@ CASES = [
     ("lb3_one_po", litmus("lb3_one_po", "r0 = READ_ONCE(*x);\nif (r0)\nWRITE_ONCE(*y, 1);",
                           "r1 = READ_ONCE(*y);\nWRITE_ONCE(*z, 1);", "r2 = READ_ONCE(*z);\nif (r2)\nWRITE_ONCE(*x, 1);",
                           exists="0:r0=1 /\\ 1:r1=1 /\\ 2:r2=1"), False),
+    # one statement: a load beside a relaxed RMW is not a dependency of the RMW's store
+    ("load_beside_rmw", litmus("load_beside_rmw", "r0 = READ_ONCE(*x) + xchg_relaxed(y, 1);", WRITER, exists=LB),
+     False),
+    ("rmw_of_a_loaded_value", litmus("rmw_of_a_loaded_value", "r0 = xchg_relaxed(y, READ_ONCE(*x));", WRITER,
+                                     exists="0:r0=0 /\\ 1:r1=1"), True),
     # a control dependency orders no later load: MP's reader may still see the old x
     ("mp_ctrl_load", litmus("mp_ctrl_load", "WRITE_ONCE(*x, 1);\nsmp_wmb();\nWRITE_ONCE(*y, 1);",
                             "r0 = READ_ONCE(*y);\nif (r0)\nr1 = READ_ONCE(*x);", exists="1:r0=1 /\\ 1:r1=0"), True),

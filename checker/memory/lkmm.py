@@ -934,6 +934,7 @@ def _reads(x, scope: m.Scope) -> set:
 
 
 _EXIT = -1  # _Dependencies' successor of a step that ends its process
+_PLACES = (Arg.LV, Arg.BITS, Arg.LOCK, Arg.WQ)  # a primitive's arguments that name what it writes
 
 
 class _Dependencies:
@@ -1043,6 +1044,35 @@ class _Dependencies:
                or g & self.governing(u)}
         self.cache[k] = frozenset(got)
         return self.cache[k]
+
+    @staticmethod
+    def within(st: Step) -> bool:
+        """Whether each store of one statement takes its value or address from every
+        shared location the statement reads besides the ones it stores (data, addr inside
+        the statement, as `WRITE_ONCE(y, x)` or `r = xchg(y, x)`). Not so for a load
+        beside an RMW (`READ_ONCE(x) + xchg_relaxed(y, 1)`) or a guard's load."""
+        ops = [op for op in walk_ops(st.body) if not isinstance(op, OGoto)]
+        exprs = (st.guard, tuple(op.value if isinstance(op, OAssign) else op.call if isinstance(op, OEval)
+                                 else op.cond if isinstance(op, (OIf, OWhile, OAssert)) else None for op in ops),
+                 tuple(op.target for op in ops if isinstance(op, OAssign)))
+        loaded = _reads(exprs, m.Scope.GLOBAL)
+        feeds: list[tuple[set, set]] = []  # (what a store stores, what its value and address read)
+        for op in ops:
+            if isinstance(op, OAssign) and isinstance(op.target, (m.Var, m.Elem)) \
+                    and op.target.sym.scope is m.Scope.GLOBAL and not op.target.sym.ghost:
+                index = op.target.index if isinstance(op.target, m.Elem) else None
+                feeds.append(({op.target.sym}, _reads((index, op.value), m.Scope.GLOBAL)))
+            for c in builtins_in(op.call if isinstance(op, OEval) else op.value if isinstance(op, OAssign)
+                                 else op.cond if isinstance(op, (OIf, OWhile)) else None):
+                p = BUILTINS[c.name]
+                if not p.effect:
+                    continue
+                places = [a for a, kind in zip(c.args, p.args) if kind in _PLACES]
+                stored = {a.sym for a in places if isinstance(a, (m.Var, m.Elem))}
+                feed = _reads(tuple(a for a, kind in zip(c.args, p.args) if kind not in _PLACES)
+                              + tuple(a.index for a in places if isinstance(a, m.Elem)), m.Scope.GLOBAL)
+                feeds.append((stored, feed))
+        return all(loaded - stored <= feed for stored, feed in feeds)
 
     @staticmethod
     def depends(st: Step, d: frozenset) -> bool:
@@ -1158,11 +1188,14 @@ def left_out(program: Program) -> tuple[str, ...]:
     deps: dict[str, _Dependencies] = {}
     proc_of = {layout.gid_base[p.name] + i: p for p in program.processes for i in range(p.instances)}
 
-    def dependent(k, q):  # q's store ordered after k's loads by a dependency (rwdep)
+    def deps_of(k) -> _Dependencies:
         p = proc_of[k[0]]
         if p.name not in deps:
             deps[p.name] = _Dependencies(p)
-        return q[1] in deps[p.name].ordered_after(k[1])
+        return deps[p.name]
+
+    def dependent(k, q):  # q's store ordered after k's loads by a dependency (rwdep)
+        return q[1] in deps_of(k).ordered_after(k[1])
 
     lb = None
     for k in sorted(steps):
@@ -1171,6 +1204,17 @@ def left_out(program: Program) -> tuple[str, ...]:
         acquired = {j for a in forms[k] for j in a.acquire} | (
             {j for a in forms[k] for j in a.rmw} if all(a.rmw_acquire for a in forms[k]) else set())
         unordered = loads(k) - acquired
+        if unordered - stores(k) and not composite(steps[k]) and not deps_of(k).within(steps[k]) \
+                and not all(a.release for a in forms[k] if a.writes):
+            # a load and a store of one statement that nothing orders
+            for y in sorted(stores(k)):
+                hit = [x for x in sorted(unordered - stores(k)) if any(s[0] != k[0] for s in storers.get(x, ()))
+                       and any(x in stores(r) and r[0] != k[0] for r in reaches(k))]
+                if hit:
+                    lb = (k, k, hit[0], y)
+                    break
+            if lb is not None:
+                break
         if not unordered or any(a.post_mb for a in forms[k]):
             continue
         for u in sorted(after(k, lambda q: fenced(q) or any(a.post_mb for a in forms[q]))):
