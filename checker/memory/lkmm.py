@@ -1197,6 +1197,13 @@ def left_out(program: Program) -> tuple[str, ...]:
     def dependent(k, q):  # q's store ordered after k's loads by a dependency (rwdep)
         return q[1] in deps_of(k).ordered_after(k[1])
 
+    def buffered(k, q, xs):
+        """(k, q, x, y): q's store to y can reach another CPU's store to x, which k loads
+        (one of xs); None when none can."""
+        hit = [x for x in sorted(xs) if any(s[0] != k[0] for s in storers.get(x, ()))
+               and any(x in stores(r) and r[0] != k[0] for r in reaches(q))]
+        return (k, q, hit[0], min(stores(q))) if hit and stores(q) else None
+
     lb = None
     for k in sorted(steps):
         if lb is not None:
@@ -1206,13 +1213,7 @@ def left_out(program: Program) -> tuple[str, ...]:
         unordered = loads(k) - acquired
         if unordered - stores(k) and not composite(steps[k]) and not deps_of(k).within(steps[k]) \
                 and not all(a.release for a in forms[k] if a.writes):
-            # a load and a store of one statement that nothing orders
-            for y in sorted(stores(k)):
-                hit = [x for x in sorted(unordered - stores(k)) if any(s[0] != k[0] for s in storers.get(x, ()))
-                       and any(x in stores(r) and r[0] != k[0] for r in reaches(k))]
-                if hit:
-                    lb = (k, k, hit[0], y)
-                    break
+            lb = buffered(k, k, unordered - stores(k))  # a load and a store of one statement, unordered
             if lb is not None:
                 break
         if not unordered or any(a.post_mb for a in forms[k]):
@@ -1221,12 +1222,7 @@ def left_out(program: Program) -> tuple[str, ...]:
             q = (k[0], u)
             if fenced(q) or all(a.release for a in forms[q] if a.writes) or dependent(k, q):
                 continue
-            for y in sorted(stores(q)):
-                hit = [x for x in sorted(unordered) if any(s[0] != k[0] for s in storers.get(x, ()))
-                       and any(x in stores(r) and r[0] != k[0] for r in reaches(q))]
-                if hit:
-                    lb = (k, q, hit[0], y)
-                    break
+            lb = buffered(k, q, unordered)
             if lb is not None:
                 break
     if lb is not None:
