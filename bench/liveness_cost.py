@@ -59,13 +59,12 @@ def main() -> None:
             cm = compile_program(ir.build(resolve(parse(text, path), variant)))
             if cm.program.model.memory != "sc" or not cm.liveness:
                 continue
-            loop = args.loop
-            if loop == "native":  # (builds the library into the cache, untimed)
-                explore(cm, loop=loop), explore(cm, loop=loop, graph=True)
-            t_safe, safe = least(args.repeats, lambda cm=cm: explore(cm, loop=loop))
+            if args.loop == "native":  # (builds the library into the cache, untimed)
+                explore(cm, loop=args.loop), explore(cm, loop=args.loop, graph=True)
+            t_safe, safe = least(args.repeats, lambda cm=cm: explore(cm, loop=args.loop))
             if safe.stats.states < args.min_states:
                 continue
-            t_graph, graph = least(args.repeats, lambda cm=cm: explore(cm, loop=loop, graph=True))
+            t_graph, graph = least(args.repeats, lambda cm=cm: explore(cm, loop=args.loop, graph=True))
             if graph.stats.loop != safe.stats.loop:
                 print(f"  (the graph search ran in the {graph.stats.loop} loop, safety in the {safe.stats.loop} one)")
             t_check, _ = least(args.repeats, lambda cm=cm, g=graph: liveness.check(cm, g))

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # The C back end (backends/c.py), native.py (ctypes, the compiler's child process) and
 # the workers (parallel.py) are imported where a search uses them, not at start-up:
 # most searches are over before a build would be, and run in one process
-# (tests/test_startup.py keeps them out of a small model's run)
+# (tests/test_api.py checks what a small model's run imports; test_layers.py, LAZY, why)
 
 __all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder",
            "UnpackedStates", "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
