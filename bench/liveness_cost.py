@@ -40,6 +40,21 @@ def least(repeats: int, run) -> tuple[float, object]:
     return best, out
 
 
+def sc_liveness_variants(targets: list[str]):
+    """(path, variant, compiled variant) of every sc variant with liveness properties
+    of the shipped models, or of the MODEL.spec[:VARIANT] `targets`."""
+    wanted = [t.split(":") for t in targets]
+    paths = sorted({p for p, *_ in wanted}) if wanted else sorted(glob.glob(os.path.join(ROOT, "models", "*.spec")))
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        for variant in variant_names(parse(text, path)):
+            if wanted and not any(p == path and (not v or v[0] == variant) for p, *v in wanted):
+                continue
+            cm = compile_program(ir.build(resolve(parse(text, path), variant)))
+            if cm.program.model.memory == "sc" and cm.liveness:
+                yield path, variant, cm
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loop", choices=("python", "native"), default="python")
@@ -47,32 +62,23 @@ def main() -> None:
     ap.add_argument("--min-states", type=int, default=2000)
     ap.add_argument("targets", nargs="*", help="MODEL.spec[:VARIANT]")
     args = ap.parse_args()
-    wanted = [t.split(":") for t in args.targets]
-    paths = sorted({p for p, *_ in wanted}) if wanted else sorted(glob.glob(os.path.join(ROOT, "models", "*.spec")))
     print(f"{'model:variant':44} {'states':>8} {'safety':>8} {'graph':>8} {'check':>8} {'live/safe':>9}")
     ratios = []
-    for path in paths:
-        text = open(path, encoding="utf-8").read()
-        for variant in variant_names(parse(text, path)):
-            if wanted and not any(p == path and (not v or v[0] == variant) for p, *v in wanted):
-                continue
-            cm = compile_program(ir.build(resolve(parse(text, path), variant)))
-            if cm.program.model.memory != "sc" or not cm.liveness:
-                continue
-            if args.loop == "native":  # (builds the library into the cache, untimed)
-                explore(cm, loop=args.loop), explore(cm, loop=args.loop, graph=True)
-            t_safe, safe = least(args.repeats, lambda cm=cm: explore(cm, loop=args.loop))
-            if safe.stats.states < args.min_states:
-                continue
-            t_graph, graph = least(args.repeats, lambda cm=cm: explore(cm, loop=args.loop, graph=True))
-            if graph.stats.loop != safe.stats.loop:
-                print(f"  (the graph search ran in the {graph.stats.loop} loop, safety in the {safe.stats.loop} one)")
-            t_check, _ = least(args.repeats, lambda cm=cm, g=graph: liveness.check(cm, g))
-            ratio = (t_graph + t_check) / t_safe
-            ratios.append(ratio)
-            name = f"{os.path.basename(path).removesuffix('.spec')}:{variant}"
-            print(f"{name:44} {safe.stats.states:>8} {t_safe:>8.3f} {t_graph:>8.3f} {t_check:>8.3f} {ratio:>8.2f}x",
-                  flush=True)
+    for path, variant, cm in sc_liveness_variants(args.targets):
+        if args.loop == "native":  # (builds the library into the cache, untimed)
+            explore(cm, loop=args.loop), explore(cm, loop=args.loop, graph=True)
+        t_safe, safe = least(args.repeats, lambda cm=cm: explore(cm, loop=args.loop))
+        if safe.stats.states < args.min_states:
+            continue
+        t_graph, graph = least(args.repeats, lambda cm=cm: explore(cm, loop=args.loop, graph=True))
+        if graph.stats.loop != safe.stats.loop:
+            print(f"  (the graph search ran in the {graph.stats.loop} loop, safety in the {safe.stats.loop} one)")
+        t_check, _ = least(args.repeats, lambda cm=cm, g=graph: liveness.check(cm, g))
+        ratio = (t_graph + t_check) / t_safe
+        ratios.append(ratio)
+        name = f"{os.path.basename(path).removesuffix('.spec')}:{variant}"
+        print(f"{name:44} {safe.stats.states:>8} {t_safe:>8.3f} {t_graph:>8.3f} {t_check:>8.3f} {ratio:>8.2f}x",
+              flush=True)
     if ratios:
         print(f"liveness over safety: median {sorted(ratios)[len(ratios) // 2]:.2f}x, worst {max(ratios):.2f}x "
               f"({len(ratios)} variants)")
