@@ -232,16 +232,23 @@ class _Graph:
             for u in comp:
                 in_r[u] = 1
                 comp_of[u] = 0
+        en_of = self.en if self.actions else self.g.enabled.__getitem__
+        inside = bytearray(n)  # the component at hand, as a mask
         while todo:
             comp = todo.pop()
             moved = disabled = somewhere = 0
             for u in comp:
-                en = self.en(u)
+                inside[u] = 1
+            for u in comp:
+                en = en_of(u)
                 disabled |= fair & ~en
                 somewhere |= en
                 for k in range(first[u], first[u + 1]):
-                    if dst[k] in comp:
+                    v = dst[k]
+                    if v < n and inside[v]:
                         moved |= bits[step[k]]
+            for u in comp:
+                inside[u] = 0
             unmet = strong & somewhere & ~moved
             if unmet:  # a strongly fair action enabled here and never taken: drop where it is enabled
                 starved_by |= unmet
