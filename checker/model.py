@@ -505,6 +505,17 @@ def pending_name(irq: str) -> str:
     return f"pending_{irq}"
 
 
+def in_flight_name(irq: str) -> str:
+    """The flag (array, for one handler per CPU) saying interrupt `irq` was raised from
+    another CPU and is on its way: its delivery (a step of its own) makes it pending."""
+    return f"in_flight_{irq}"
+
+
+def delivery_name(irq: str) -> str:
+    """The generated process whose steps deliver interrupt `irq` in flight."""
+    return f"{irq}_delivery"
+
+
 def armed_name(timer: str) -> str:
     return f"armed_{timer}"
 

@@ -382,9 +382,9 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
          "a queued timer has a non-zero tscdeadline (ADVANCE is 1): only cancel_without_wait's rewrite to 0 lands between the dequeue and T2"),
     ],
     'csd_wait_ipi.spec': [
-        ("no_release: the same reachable states as base (15): does the variant's setting change anything?",
+        ("no_release: the same reachable states as base (16): does the variant's setting change anything?",
          'under sc a release is a plain store: the same states as base'),
-        ("no_release_tso: the same reachable states as base_tso (23): does the variant's setting change anything?",
+        ("no_release_tso: the same reachable states as base_tso (24): does the variant's setting change anything?",
          'x86 keeps stores in order: a release is a plain store, as in base_tso'),
     ],
     'vcpu_preempted_kick.spec': [

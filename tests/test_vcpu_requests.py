@@ -53,8 +53,10 @@ def test_the_counterexample_is_the_vcpus_delayed_mode_store():
     assert last.get("sb(vcpu)") == Buffered([("mode", "IN_GUEST_MODE")])
     assert last.get("mode") == "OUTSIDE_GUEST_MODE"  # what the kick's cmpxchg saw
     # in guest mode (guest_enter's VM exit not taken), no reschedule IPI on its way
-    assert dict(last.pcs) == {"requester": "end", "vcpu": "end_guest", "reschedule": "end_irq"}
+    assert dict(last.pcs) == {"requester": "end", "vcpu": "end_guest", "reschedule": "end_irq",
+                              "reschedule_delivery": "end_flight"}
     assert last.get("guest_mode") == (True,) and last.get("pending_reschedule") is False
+    assert last.get("in_flight_reschedule") is False
 
 
 def test_the_requesters_store_lands_after_the_vcpu_checked():

@@ -209,6 +209,7 @@ class Signal:
     pc: int = -1  # ... its handler instance's pc slot, and the pcs where it is not running
     idle: frozenset[int] = frozenset()
     done: tuple[int, ...] = ()  # ... what its CPU had stored when the callback last returned
+    flight: tuple[int, ...] = ()  # its in-flight flag's slot, when it is raised from another CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -669,7 +670,7 @@ def extend(program: Program, lazy: bool = True) -> Program:
     signals = []
     timer_of = {layout.gid_base[p.name] + i: p.name for p in model.processes
                 if p.context is not None and p.context.hrtimer for i in range(p.instances)}
-    for name, taker, pending, raised, flags in _raisers(program) if view_ids else ():
+    for name, taker, pending, raised, flags, flight in _raisers(program) if view_ids else ():
         sig_cur = tuple(add(f"raise of {name}: view on {layout.slots[k].name}", lag, none) for k in tracked)
         sig_strong = tuple(add(f"raise of {name}: strong view on {layout.slots[k].name}", lag, none)
                            for k in tracked)
@@ -680,7 +681,7 @@ def extend(program: Program, lazy: bool = True) -> Program:
             timer = dict(timer=proc.name, pc=layout.pc_base[proc.name] + taker - layout.gid_base[proc.name],
                          idle=proc.label_pcs[m.IRQ_IDLE],
                          done=tuple(add(f"{name} returned: view on {layout.slots[k].name}", lag, none) for k in tracked))
-        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags, cpu, **timer))
+        signals.append(Signal(name, taker, pending, raised, sig_cur, sig_strong, flags, cpu, flight=flight, **timer))
     guest = {}
     gm = next((g for g in model.globals if g.name == m.GUEST_MODE), None)
     if gm is not None and signals:
@@ -874,7 +875,7 @@ def _subterms(x):
 
 
 def _raisers(program: Program) -> list:
-    """(name, handler gid, pending slot, raising slots, their variables' names) per
+    """(name, handler gid, pending slot, raising slots, their variables' names, in-flight slots) per
     interrupt handler instance."""
     model, layout = program.model, program.layout
     glob = {g.name: g for g in model.globals}
@@ -884,11 +885,14 @@ def _raisers(program: Program) -> list:
             continue
         sym = glob[m.pending_name(p.name)]
         armed = glob.get(m.armed_name(p.name)) if p.context.hrtimer else None
+        wire = glob.get(m.in_flight_name(p.name))  # raised from another CPU, not yet delivered
         for i in range(p.instances):
             pending = layout.slot_of(sym, None) + (i if p.count is not None else 0)
-            raised = (pending,) + ((layout.slot_of(armed, None),) if armed is not None else ())
-            flags = frozenset({sym.name} | ({armed.name} if armed is not None else set()))
-            out.append((p.instance_name(i), layout.gid_base[p.name] + i, pending, raised, flags))
+            flight = () if wire is None else (layout.slot_of(wire, None) + (i if p.count is not None else 0),)
+            raised = (pending,) + ((layout.slot_of(armed, None),) if armed is not None else ()) + flight
+            flags = frozenset({sym.name} | ({armed.name} if armed is not None else set())
+                              | ({wire.name} if wire is not None else set()))
+            out.append((p.instance_name(i), layout.gid_base[p.name] + i, pending, raised, flags, flight))
     return out
 
 
@@ -1502,8 +1506,9 @@ class Machine:
                 self.join_into(t, c.cur, sig.cur)
                 self.join_into(t, c.strong, sig.cur)
                 self.join_into(t, c.strong, sig.strong)
-                for f in sig.cur + sig.strong:
-                    t[f] = self.none
+                if not any((r >> sh[k] & mk[k]) + lo[k] for k in sig.flight):  # another raise on its way keeps it
+                    for f in sig.cur + sig.strong:
+                        t[f] = self.none
             if any(stored >> k & 1 and (r >> sh[k] & mk[k]) + lo[k] for k in sig.raised):
                 self.join_into(t, sig.cur, c.cur)
                 self.join_into(t, sig.strong, c.strong)

@@ -190,7 +190,7 @@ class Contexts(Shared):
 
     def context_global(self, name: str) -> m.VarSym | None:
         """The execution-context state named `name` as traces print it (`irqs_off[c]`,
-        `in_irq[c]`, `curr[c]`, `pending_H`, `armed_T`, `preemptions`), typed as
+        `in_irq[c]`, `curr[c]`, `pending_H`, `in_flight_H`, `armed_T`, `preemptions`), typed as
         semantics/contexts.py makes it: a stand-in that the lowering replaces with the
         state itself. None when the model has no such state."""
         if self.cpus is None:
@@ -211,13 +211,15 @@ class Contexts(Shared):
             typ = m.IntT(0, self.preemptions)
         else:
             irq = next((d for d in decls.values() if d.interrupt and name in (m.pending_name(d.name),
+                                                                             m.in_flight_name(d.name),
                                                                              m.armed_name(d.name) if d.hrtimer else None,
                                                                              m.timer_cpu_name(d.name) if d.pinned else None)),
                        None)
             if irq is not None and irq.pinned and name == m.timer_cpu_name(irq.name):
                 typ = m.IntT(0, n - 1)
             elif irq is not None:
-                typ = per_cpu(m.BOOL) if name.startswith("pending_") and self.process_counts[irq.name] else m.BOOL
+                typ = per_cpu(m.BOOL) if name.startswith(("pending_", "in_flight_")) \
+                    and self.process_counts[irq.name] else m.BOOL
         if typ is None:
             return None
         return m.VarSym(name, typ, m.Scope.GLOBAL, self.spec.of(ast.CpusDecl)[0].span, ((0,),))

@@ -103,7 +103,8 @@ class _Lowering:
         self.preemptible = [t for t in self.threads if _ctx(t.proc).preemptible]
         pending_names = [m.pending_name(h.name) for h in self.irqs]
         self.timers = [h for h in self.irqs if _ctx(h).hrtimer]
-        timer_names = [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers] \
+        flight_names = [n for h in self.irqs for n in (m.in_flight_name(h.name), m.delivery_name(h.name))]
+        timer_names = flight_names + [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers] \
             + [m.timer_cpu_name(h.name) for h in self.timers if _ctx(h).pinned]
         for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
                 + ((SCHEDULER,) if self.preemptible else ()):
@@ -154,6 +155,9 @@ class _Lowering:
             typ = arr(m.BOOL) if h.count is not None else m.BOOL
             self.pending[h.name] = m.VarSym(name, typ, m.Scope.GLOBAL, _ctx(h).span, ((0,),) * (h.count or 1),
                                             ghost=True)
+        # an interrupt raised from another CPU: in flight until its delivery step (made on
+        # demand, by the first raise that may be remote: `raise_on`)
+        self.in_flight: dict[str, m.VarSym] = {}
         self.armed = {h.name: m.VarSym(m.armed_name(h.name), m.BOOL, m.Scope.GLOBAL, _ctx(h).span, ((0,),),
                                        ghost=True) for h in self.timers}
         # `hrtimer T[N] pinned`: the CPU whose clock base queues it, set by hrtimer_start
@@ -244,12 +248,13 @@ class _Lowering:
             else:
                 procs.append(self.handler(p))
         procs += [self.expiry(h) for h in self.timers]
+        procs += [self.delivery(h) for h in self.irqs if h.name in self.in_flight]
         if self.preemptible:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
             + tuple(self.armed.values()) + tuple(self.timer_cpu.values()) + ((self.budget,) if self.budget else ()) \
             + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ()) \
-            + tuple(self.vmexit.values())
+            + tuple(self.vmexit.values()) + tuple(self.in_flight[h.name] for h in self.irqs if h.name in self.in_flight)
         props = tuple(self.reads(p, hidden) for p in self.model.properties)
         sleeper = next((p for p in self.model.processes if p.context and p.context.kind is not m.ContextKind.SCHEDULER
                         and _calls(p.body, lambda q: q.cls is Cls.SCHEDULE)), None)
@@ -272,6 +277,11 @@ class _Lowering:
                     and x.sym not in self.model.globals:
                 raise SpecError(x.span, f"'{GUEST_MODE}': no thread of this model enters the guest",
                                 "a vCPU thread enters it with `guest_enter()`")
+            if isinstance(x, (m.Var, m.Elem)) and x.sym.name.startswith("in_flight_") and x.sym.name not in state \
+                    and x.sym not in self.model.globals:
+                raise SpecError(x.span, f"'{x.sym.name}': interrupt '{x.sym.name[len('in_flight_'):]}' is never "
+                                "raised from another CPU, so it is never in flight",
+                                "an interrupt is in flight between a remote `send_IPI`/`raise_irq` and its delivery")
             if isinstance(x, (m.Var, m.Elem)) and x.sym.scope is m.Scope.GLOBAL and x.sym.name in state \
                     and x.sym is not state[x.sym.name]:
                 if isinstance(x, m.Elem):  # `irqs_off[c]`: the index may read stand-ins too
@@ -335,6 +345,58 @@ class _Lowering:
         self.texts.append(((name, span), f"hrtimer {h.name} expires" + ("" if cpu is None else " here")))
         loop = m.SLabeled(span, "end_armed", m.SLoop(span, (fire,)))
         return m.Process(name, span, h.count, False, (), (loop,), frozenset({"end_armed"}), span)
+
+    def delivery(self, h: m.Process) -> m.Process:
+        """The interrupt controller's delivery of `h` raised from another CPU: while it
+        is in flight it may arrive, becoming pending on its target (an IPI's message
+        through the APIC bus, a device's MSI write). A process of its own and weakly
+        fair, so an interrupt in flight is eventually delivered; it orders nothing of
+        the raiser's (what the raise orders, it orders first: `call`)."""
+        span = _ctx(h).span
+        cpu = m.SelfE(span, m.IntT(0, h.count - 1)) if h.count is not None else None
+        wire = self.g(self.in_flight[h.name]) if cpu is None else self.at(self.in_flight[h.name], cpu)
+        pending = self.g(self.pending[h.name]) if cpu is None else self.at(self.pending[h.name], cpu)
+        arrive = m.SAtomic(span, (m.SAwait(span, wire), m.SAssign(span, wire, _c(0, span, m.BOOL)),
+                                  m.SAssign(span, pending, _c(1, span, m.BOOL))))
+        name = m.delivery_name(h.name)
+        self.texts.append(((name, span), f"interrupt {h.name} delivered" + ("" if cpu is None else " here")))
+        loop = m.SLabeled(span, "end_flight", m.SLoop(span, (arrive,)))
+        return m.Process(name, span, h.count, False, (), (loop,), frozenset({"end_flight"}), span)
+
+    def raise_on(self, h: m.Process, target: m.TExpr, w: _Where, span: Span) -> m.RStmt:
+        """Raising `h` on CPU `target` from where `w` runs. From that CPU itself it is
+        pending at once (the local APIC takes a self-IPI without the bus, and a
+        handler raising on its own CPU runs again only after it returns); from another
+        CPU, or from a device or the hardware (a process on no CPU), it is in flight
+        (`delivery`): the x2APIC ICR write is not serializing and the message may reach
+        the target after the raiser's later stores have."""
+        t = _c(1, span, m.BOOL)
+        pending = self.g(self.pending[h.name]) if h.count is None else self.at(self.pending[h.name], target)
+        here = self.fixed_cpu(w, span)
+        if isinstance(here, m.Const) and isinstance(target, m.Const) and here.value == target.value:
+            return m.SAssign(span, pending, t)
+        sym = self.in_flight.get(h.name)
+        if sym is None:
+            typ = m.ArrayT(m.BOOL, 0, self.n - 1, None) if h.count is not None else m.BOOL
+            sym = self.in_flight[h.name] = m.VarSym(m.in_flight_name(h.name), typ, m.Scope.GLOBAL, _ctx(h).span,
+                                                    ((0,),) * (h.count or 1), ghost=True)
+        wire = self.g(sym) if h.count is None else self.at(sym, target)
+        if here is None or isinstance(here, m.Const) and isinstance(target, m.Const):
+            return m.SAssign(span, wire, t)
+        local = _eq(here, target)
+        return m.SAtomic(span, (m.SAssign(span, pending, m.Ite(span, m.BOOL, local, t, pending)),
+                                m.SAssign(span, wire, m.Ite(span, m.BOOL, local, wire, t))))
+
+    def fixed_cpu(self, w: _Where, span: Span) -> m.TExpr | None:
+        """Where `w` runs: a constant for a thread that never leaves its first CPU (one
+        instance, not preemptible: a sleeper wakes on it again), else its `cpu`."""
+        if w.cpu is None:
+            return None
+        ctx = w.proc.context
+        if ctx is not None and ctx.kind is m.ContextKind.THREAD and not ctx.preemptible and w.proc.count is None \
+                and w.instance is None:
+            return _c(ctx.cpus[0], span)
+        return w.cpu
 
     def guest_enter(self, span: Span, w: _Where) -> m.SInlined:
         """VM entry (interrupts on atomically, as VMLAUNCH/VMRESUME with the host's IF
@@ -620,13 +682,13 @@ class _Lowering:
             if h.count is not None:
                 raise SpecError(span, f"interrupt '{h.name}' has one handler per CPU: say which",
                                 f"write `send_IPI(cpu, {h.name})`")
-            return m.SAssign(span, self.g(self.pending[h.name]), t)
+            return self.raise_on(h, _c(_ctx(h).cpus[0], span), w, span)
         if op is CtxOp.RAISE_ON:
             h = self.irqs[_irq(a[1])]
             if h.count is None:
                 raise SpecError(span, f"interrupt '{h.name}' is bound to CPU {_ctx(h).cpus[0]}",
                                 f"write `raise_irq({h.name})`")
-            return m.SAssign(span, self.at(self.pending[h.name], self.expr(a[0], w)), t)
+            return self.raise_on(h, self.expr(a[0], w), w, span)
         if op is CtxOp.TIMER_START:
             return self.start(self.timer(a[0], span, name), w, span, name)
         if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
