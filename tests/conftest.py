@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from checker.export.outputs import DEFAULT_GRAPH_LIMIT
 from checker.pipeline import Options, check_spec, load
@@ -19,6 +20,10 @@ os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 
 pytest_plugins = ["search_fixtures"]  # shared searches and fixtures (tests/search_fixtures.py)
+
+# `--hypothesis-profile deep`: the property tests that take helpers.examples() run DEEP
+# times as many examples, and those that set no count 1,000 instead of hypothesis' 100
+settings.register_profile("deep", max_examples=1000)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = frozenset(p.stem for p in (ROOT / "models").glob("*.spec"))
