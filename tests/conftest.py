@@ -44,8 +44,10 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         ids = callspec.id.replace("/", "-").split("-") if callspec is not None else []
         params = [str(v) for v in callspec.params.values()] if callspec is not None else []
-        # ids name a model as `pi_timer`, `pi_timer.spec` or `models/pi_timer`
-        models = [m for m in SHIPPED if m in ids or f"{m}.spec" in ids or any(f"models/{m}.spec" in p for p in params)]
+        # ids name a model as `pi_timer`, `pi_timer.spec` or `models/pi_timer`; a fixture
+        # named after a model (test_models' `pi_timer`) is that model's search
+        models = [m for m in SHIPPED if m in ids or f"{m}.spec" in ids or any(f"models/{m}.spec" in p for p in params)
+                  or m in item.fixturenames]
         if models:
             item.add_marker(pytest.mark.models)
             item.add_marker(pytest.mark.xdist_group(sorted(models)[0]))
