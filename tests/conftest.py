@@ -48,6 +48,9 @@ def pytest_collection_modifyitems(config, items):
         # named after a model (test_models' `pi_timer`) is that model's search
         models = [m for m in SHIPPED if m in ids or f"{m}.spec" in ids or any(f"models/{m}.spec" in p for p in params)
                   or m in item.fixturenames]
+        group = item.get_closest_marker("xdist_group")  # a test that reads a model's shared search by name
+        if group is not None and group.args and group.args[0] in SHIPPED:
+            models.append(group.args[0])
         if models:
             item.add_marker(pytest.mark.models)
             item.add_marker(pytest.mark.xdist_group(sorted(models)[0]))
