@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from checker.export.outputs import DEFAULT_GRAPH_LIMIT
 from checker.pipeline import Options, check_spec, load
@@ -19,6 +20,10 @@ os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 
 pytest_plugins = ["search_fixtures"]  # shared searches and fixtures (tests/search_fixtures.py)
+
+# `--hypothesis-profile deep`: the property tests that take helpers.examples() run DEEP
+# times as many examples, and those that set no count 1,000 instead of hypothesis' 100
+settings.register_profile("deep", max_examples=1000)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = frozenset(p.stem for p in (ROOT / "models").glob("*.spec"))
@@ -39,7 +44,13 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         ids = callspec.id.replace("/", "-").split("-") if callspec is not None else []
         params = [str(v) for v in callspec.params.values()] if callspec is not None else []
-        models = [m for m in SHIPPED if m in ids or any(f"models/{m}.spec" in p for p in params)]
+        # ids name a model as `pi_timer`, `pi_timer.spec` or `models/pi_timer`; a fixture
+        # named after a model (test_models' `pi_timer`) is that model's search
+        models = [m for m in SHIPPED if m in ids or f"{m}.spec" in ids or any(f"models/{m}.spec" in p for p in params)
+                  or m in item.fixturenames]
+        group = item.get_closest_marker("xdist_group")  # a test that reads a model's shared search by name
+        if group is not None and group.args and group.args[0] in SHIPPED:
+            models.append(group.args[0])
         if models:
             item.add_marker(pytest.mark.models)
             item.add_marker(pytest.mark.xdist_group(sorted(models)[0]))

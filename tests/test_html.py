@@ -204,6 +204,7 @@ def shown_state(driver, pane: str, table: str) -> tuple[dict, set]:
     return values, changed
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_stepping_through_a_shipped_models_lasso(browser, tmp_path):
     """pi_timer's no_kick_hlt_exits: the vCPU is never woken, a lasso. Each step shows
     the trace's values, what that step changed is highlighted, the loop is marked."""
@@ -249,6 +250,7 @@ def test_stepping_through_a_shipped_models_lasso(browser, tmp_path):
     shot(browser, "pi_timer-lasso-end")
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_a_shipped_models_lkmm_lasso_shows_each_cpus_view(browser, tmp_path):
     """pi_timer's base_lkmm: the vCPU misses the timer under the LKMM; at each step the
     views panel is the trace's own `view(cpu)` values."""

@@ -17,7 +17,7 @@ from checker.engines.explicit.fastloop import OWNER_MOD
 from checker.engines.explicit.search import Search, run_levels
 from checker.pipeline import Options, check_spec, compile_variant, load
 from shared_runs import checked
-from search_fixtures import PHILOSOPHERS, SMALL_SPECS, summary
+from search_fixtures import PHILOSOPHERS, SMALL_SPECS, cross_variants, only, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -227,8 +227,9 @@ def test_every_model_agrees_when_worker_0_owns_everything(path, one_worker, eage
     worker 0: all the other worker expands it takes from worker 0."""
     lopsided = parallel.Partition(-1, (0,) * OWNER_MOD, (), 1.0, 2.0)
     monkeypatch.setattr(parallel, "choose_partition", lambda search, level, workers: lopsided)
-    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2))
-    assert summary(result) == one_worker[path]
+    variants = cross_variants(path)
+    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2, variants=variants))
+    assert summary(result) == only(one_worker[path], variants)
 
 
 def test_a_peer_publishing_its_level_is_not_mistaken_for_one_with_nothing_left():
@@ -297,13 +298,13 @@ def test_taking_states_changes_nothing_a_run_shows(path, eager_workers, monkeypa
     the partition the search chooses, a run where no state can be taken and a run where
     half of every level is taken show the same counts, verdicts and traces, state for
     state (with several violations of a property at one level, the same one)."""
-    spec = load(str(path))
+    spec, options = load(str(path)), Options(por=False, symmetry="off", workers=2, variants=cross_variants(path))
     monkeypatch.setattr(parallel, "SHARED_BYTES", 0)  # no level fits: nothing can be taken
-    alone = check_spec(spec, Options(por=False, symmetry="off", workers=2))
+    alone = check_spec(spec, options)
     monkeypatch.setattr(parallel, "SHARED_BYTES", 1 << 20)
     monkeypatch.setattr(parallel, "LEAVE_HALF", True)
     monkeypatch.setattr(parallel, "CLAIM_MIN", 1)
-    taken = check_spec(spec, Options(por=False, symmetry="off", workers=2))
+    taken = check_spec(spec, options)
     assert shown(taken) == shown(alone)
     for v in taken.variants:
         if v.stats.workers == 2 and "no level" not in v.stats.workers_note:

@@ -90,6 +90,7 @@ def test_trace_url_links_instead_of_embedding(tmp_path):
     assert e.value.code == 2
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_identical_traces_are_shown_once():
     from checker.export.markdown import review_report
 
@@ -99,6 +100,7 @@ def test_identical_traces_are_shown_once():
     assert "```text" not in block.split("Whole trace")[0]  # no race of its own
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_unexpected_violations_get_race_diagrams_and_the_report_says_when_not():
     from checker.export.markdown import COMMENT_LIMIT, review_report
 
@@ -120,6 +122,7 @@ def test_dot_edges_say_what_a_step_decided(exported):
     assert "=> taken: cmpxchg(mode) returned IN_GUEST_MODE, as expected:\\l   stored EXITING_GUEST_MODE" in dot
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_a_long_mermaid_title_is_not_clipped():
     from checker.export.files import counterexamples
     from checker.export.mermaid import diagram_for

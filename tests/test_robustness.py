@@ -10,6 +10,7 @@ import lark
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra.lark import from_lark
+from helpers import examples
 
 from checker.cli import main
 from checker.front.parse import grammar_text
@@ -50,7 +51,7 @@ def _check(tmp_path, text: str, *extra: str) -> int:
     return code
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=examples(75), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(GRAMMAR_SPECS)
 def test_specs_generated_from_the_grammar(tmp_path, capsys, text):
@@ -88,7 +89,7 @@ def mutated_model(draw):
     return "".join(parts)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True,
+@settings(max_examples=examples(100), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(mutated_model())
 def test_mutated_models(tmp_path, capsys, text):

@@ -23,7 +23,7 @@ from checker.engines.explicit.search import Fingerprints, home_slot
 from checker.base.progress import Progress
 from checker.pipeline import Options, check_spec, compile_variant, load
 from checker.results.trace import Verdict
-from search_fixtures import SMALL_SPECS, SPECS, summary
+from search_fixtures import SMALL_SPECS, SPECS, cross_variants, only, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -259,8 +259,9 @@ def test_pinned_counts(path, one_worker):
 
 @pytest.mark.parametrize("path", SMALL_SPECS, ids=[p.stem for p in SMALL_SPECS])
 def test_two_workers_find_what_one_finds(path, one_worker, eager_workers):
-    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2))
-    assert summary(result) == one_worker[path]
+    variants = cross_variants(path)
+    result = check_spec(load(str(path)), Options(por=False, symmetry="off", workers=2, variants=variants))
+    assert summary(result) == only(one_worker[path], variants)
     used = [v.stats.workers for v in result.variants]
     if "liveness" not in {o.kind for v in result.variants for o in v.outcomes}:
         assert max(used) == 2  # the parallel search ran (a model error reruns in one process)

@@ -97,6 +97,9 @@ class LevelLoopWriter:
         self.sources: dict[LoopShape, str] = {}
         self._branches: frozenset[int] | None = None
         self.field = (0, 0)  # (shift, mask) of the actor whose steps are being written
+        # a step's pasted lines by what they depend on: a search asks for loops of several
+        # shapes (premises seen, the ample set on), which mostly paste the same steps again
+        self.pasted: dict[tuple, list[str]] = {}
 
     def loop(self, shape: LoopShape) -> Callable:
         fn = self.cache.get(shape)
@@ -228,6 +231,15 @@ class LevelLoopWriter:
 
     # -- pasting a step
     def step(self, fname: str, k: int, shape: LoopShape) -> list[str]:
+        # everything `store` reads: the lines are a function of these
+        key = (fname, k, self.field, shape.marks, shape.canonical, shape.compact, shape.route_all,
+               shape.route and k not in shape.local_steps)
+        lines = self.pasted.get(key)
+        if lines is None:
+            lines = self.pasted[key] = self._step(fname, k, shape)
+        return lines
+
+    def _step(self, fname: str, k: int, shape: LoopShape) -> list[str]:
         store = self.store(k, shape)
         node = self.functions.get(fname)
         try:
