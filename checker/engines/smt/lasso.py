@@ -276,8 +276,9 @@ def lasso_pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
     enc = Encoding(cm, check_deadlock)
     why = _refused(cm)
     invariants: list[Invariant] = []
-    known = conj(enc.ctx, *[c.holds.translate(enc.ctx) for c in lemmas]) if lemmas else None
-    if not why and not z3.is_false(enc.overflow):
+    known = conj(enc.ctx, enc.domain, *[c.holds.translate(enc.ctx) for c in lemmas]) if lemmas else None
+    if not why and not z3.is_false(enc.overflow) and (
+            known is None or certify(enc, enc.T, [enc.overflow], timeout, known)):  # (not excluded by the lemmas)
         r, _, reason = Query(enc, timeout, known).ask(enc.overflow)
         if r != z3.unsat:  # the encoding may cut runs short: no proof would be sound
             why = ("an atomic `while` loop may run longer than the encoding unrolls" if r == z3.sat
