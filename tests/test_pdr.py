@@ -184,10 +184,20 @@ property answered: always (req -> eventually !req);
 """
 
 
+def strengthened_run(text: str):
+    cm = compiled(text)
+    return cm, pdr(cm, 0, 60, strengthen=1000)
+
+
 @pytest.fixture(scope="module")
 def strengthened():
-    cm = compiled(PAIR)
-    return cm, pdr(cm, 0, 60, strengthen=100_000)
+    return strengthened_run(PAIR)
+
+
+def x_at_most_two(enc: Encoding, test=lambda s: True) -> Candidate:
+    """A candidate that is no invariant of COUNTER (x reaches 4)."""
+    x = next(v for v in enc.cur if str(v) == "x")
+    return Candidate("x <= 2", z3.ULE(x, z3.BitVecVal(2, x.size(), enc.ctx)), test, Family.VALUES)
 
 
 def test_strengthened_pdr_proves_with_the_mined_lemmas(strengthened):
@@ -200,7 +210,7 @@ def test_strengthened_pdr_proves_with_the_mined_lemmas(strengthened):
     assert r.invariants and all(c.test(s) for c in r.invariants for s in explore(cm, graph=True).graph.states)
 
 
-def plant(monkeypatch, text: str):
+def plant(monkeypatch):
     """The mutation: a `lemma` that is no invariant slipped past the Houdini pruning."""
     from checker.engines.smt import pdr as engine
 
@@ -208,20 +218,19 @@ def plant(monkeypatch, text: str):
 
     def planted(enc, mined, timeout):
         kept, dropped = pruned(enc, mined, timeout)
-        x = next(v for v in enc.cur if str(v) == "x")
-        wrong = Candidate(text, z3.ULE(x, z3.BitVecVal(2, x.size(), enc.ctx)), lambda s: True, Family.VALUES)
-        return [*kept, wrong], dropped
+        return [*kept, x_at_most_two(enc)], dropped
 
     monkeypatch.setattr(engine, "inductive_subset", planted)
 
 
 def test_a_mined_lemma_that_is_no_invariant_is_caught_by_the_certificate(monkeypatch):
     """x <= 2 given to Spacer as background makes x's violation unreachable in its
-    clauses, so Spacer proves it (and first that no model error is reachable); the certificate re-checks the lemmas with Spacer's
-    invariant and refuses: a checker bug, never a proof."""
+    clauses, so Spacer proves it (first that no model error is reachable); the
+    certificate re-checks the lemmas with Spacer's invariant and refuses: a checker
+    bug, never a proof."""
     cm = compiled(COUNTER.format(top=4, inv="x != 3"))
     assert pdr(cm, 0, 60, strengthen=1000).findings["below"].verdict is Verdict.VIOLATED
-    plant(monkeypatch, "x <= 2")
+    plant(monkeypatch)
     r = pdr(cm, 0, 60, strengthen=1000)
     assert r.findings["below"].verdict is not Verdict.PROVED and not r.stats.complete
     assert r.checker_bugs and all("does not certify (a step leaves it)" in bug for bug in r.checker_bugs)
@@ -231,16 +240,14 @@ def test_houdini_drops_a_wrong_candidate_before_pdr_sees_it():
     cm = compiled(COUNTER.format(top=4, inv="x != 3"))
     enc = Encoding(cm)
     mined = mine(cm, enc, 1000)
-    x = next(v for v in enc.cur if str(v) == "x")
-    wrong = Candidate("x <= 2", z3.ULE(x, z3.BitVecVal(2, x.size(), enc.ctx)), lambda s: s[0] <= 2, Family.VALUES)
+    wrong = x_at_most_two(enc, lambda s: s[0] <= 2)
     kept, _ = inductive_subset(enc, replace(mined, candidates=(*mined.candidates, wrong)), 60)
     assert wrong not in kept and len(kept) == len(mined.candidates)
 
 
 @pytest.fixture(scope="module")
 def ping():
-    cm = compiled(PING)
-    return cm, pdr(cm, 0, 60, strengthen=1000)
+    return strengthened_run(PING)
 
 
 def test_the_liveness_product_is_proved_with_the_mined_lemmas(ping):
