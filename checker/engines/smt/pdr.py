@@ -47,7 +47,7 @@ from ...base import safe_text
 from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
-from .houdini import Candidate, mine
+from .houdini import Candidate, Family, mine
 from .induction import inductive_subset, listed
 from .solver import checked, new_fixedpoint, new_solver, why_unknown
 from .terms import conj, disj, negate
@@ -183,6 +183,7 @@ class Lemmas:
     kept: tuple[Candidate, ...]
     term: object  # z3.BoolRef over Encoding.cur, or None when nothing was kept
     notes: tuple[str, ...]
+    exact: bool = False  # the lemmas include the states a complete search reached, all kept
 
 
 def mined_lemmas(cm: CompiledModel, enc: Encoding, states: int, check_deadlock: bool,
@@ -198,7 +199,9 @@ def mined_lemmas(cm: CompiledModel, enc: Encoding, states: int, check_deadlock: 
              "it certifies:", *listed(kept), *[f"  (candidates {why})" for why in dropped]]
     # with the slots' types (Encoding.domain): a candidate that a slot's type already
     # implies is not made, but Spacer's states are bit-vectors that could break it
-    return Lemmas(tuple(kept), conj(enc.ctx, enc.domain, *[c.holds for c in kept]), tuple(lines))
+    reached = [c for c in found.candidates if c.family is Family.REACHED]
+    exact = found.complete and bool(reached) and all(c in kept for c in reached)
+    return Lemmas(tuple(kept), conj(enc.ctx, enc.domain, *[c.holds for c in kept]), tuple(lines), exact)
 
 
 @interruptible
@@ -215,6 +218,9 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     if lemmas:
         result.invariants = list(lemmas.kept)
     query = Query(enc, timeout, background)
+    # when the lemmas are the states a complete search reached and one of them is bad, a
+    # path is what is left to find, and Spacer finds one faster without the background
+    search = Query(enc, timeout) if lemmas and lemmas.exact else query
     overflow = SafetyProperty(OVERFLOW, OVERFLOW, enc.overflow)
     open_props = [p for p in [overflow] + list(enc.properties) if not z3.is_false(p.bad)]
     trivial = [p for p in enc.properties if z3.is_false(p.bad) and p.name != MODEL_ERROR]
@@ -229,10 +235,13 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     while pending and stop is None:
         p = pending.pop(0)
         t0 = time.monotonic()
+        given = background  # what the invariant found is certified with
         if background is not None and not certify(enc, z3.BoolVal(True, enc.ctx), [p.bad], timeout, background):
             r, answer, reason = z3.unsat, z3.BoolVal(True, enc.ctx), ""  # the lemmas alone prove it
         else:
-            r, answer, reason = query.ask(p.bad)
+            r, answer, reason = search.ask(p.bad)
+            if search is not query:
+                given = None
         if r == z3.unknown:
             if p.name == OVERFLOW:  # the encoding may cut runs short: no proof would be sound
                 stop = f"pdr gave up on whether {WHAT[p.name]} is reachable: {reason}"
@@ -241,7 +250,7 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
             else:
                 result.findings[p.name] = Finding(Verdict.UNKNOWN, note=f"pdr gave up: {reason}")
         elif r == z3.unsat:
-            stop = proved(enc, result, p, answer, timeout, t0, invariants, background)
+            stop = proved(enc, result, p, answer, timeout, t0, invariants, given)
         else:
             stop = violated(cm, enc, result, p, answer, timeout)
     for p in pending:
