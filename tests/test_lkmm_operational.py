@@ -44,7 +44,7 @@ UNTRANSLATED = {
     # plain C accesses (`*x = 1`): the spec language has marked accesses only, and the
     # data-race rules they bring are the axiomatic checker's alone
     **{name: "Store" for name in ("CoRR+plain-race", "LB+plain-datadeps", "MP+plain-race", "MP+plainwrite+acquire",
-                                  "MP+wmb+ctrl-plain", "SB+plain-race", "plain-barrier-not-mixed",
+                                  "MP+wmb+ctrl-plain", "SB+plain-race", "plain-barrier-not-mixed", "dep+plain",
                                   "plain-mixed-accesses")},
     "MP+wmb+plainaddr": "a pointer value",
     "MP+assign+deref-rcu": "rcu_assign_pointer",

@@ -134,6 +134,8 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
          'no_switch_before_block never starts the sw timer (its bug)'),
     ],
     'hv_timer_advance.spec': [
+        ("base_tso: the same reachable states as base (9,330): does the variant's setting change anything?",
+         'one CPU stores what it loads, each store a one-store atomic step: a store buffer changes no state'),
         ('vcpu: `if (out_of_range(hv_countdown))` never takes its then branch',
          'only a wrapped (unguarded) delta is out of range; a guarded one never is'),
         ('vcpu: `atomic { await guest_tsc + advance_in >= tscdeadline; timer_fired = true; }` is never executed',

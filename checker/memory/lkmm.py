@@ -60,7 +60,7 @@ from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import NOWHERE, SpecError
 from ..ir import (OAssert, OAssign, OBarrier, OEval, OGoto, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
-                  walk_ops)
+                  builtins_in, walk_ops)
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
@@ -857,21 +857,20 @@ def _cpu_slot(layout: StateLayout, p: m.Process, instance: int) -> int:
 
 def _preempted(st: Step) -> tuple[str, int] | None:
     """The thread (process, instance) whose `cpu` a scheduler step reads: the one it preempts."""
-    found: list = []
-
-    def visit(x):
-        if isinstance(x, m.LocalOf) and x.sym.name == "cpu":
-            idx = x.index
-            found.append((x.process, idx.value if isinstance(idx, m.Const) else 0))
-        elif isinstance(x, tuple):
-            for y in x:
-                visit(y)
-        elif isinstance(x, m.TExpr):
-            for f in x.__dataclass_fields__:
-                visit(getattr(x, f))
-
-    visit(st.guard)
+    found = [(x.process, x.index.value if isinstance(x.index, m.Const) else 0) for x in _subterms(st.guard)
+             if isinstance(x, m.LocalOf) and x.sym.name == "cpu"]
     return found[0] if found else None
+
+
+def _subterms(x):
+    """Every typed expression inside x (one, or a tuple of them), each before its parts."""
+    if isinstance(x, tuple):
+        for y in x:
+            yield from _subterms(y)
+    elif isinstance(x, m.TExpr):
+        yield x
+        for f in x.__dataclass_fields__:
+            yield from _subterms(getattr(x, f))
 
 
 def _raisers(program: Program) -> list:
@@ -928,6 +927,171 @@ _FENCE_FLAGS = {
 # ---------------------------------------------------------------- completeness
 
 
+def _reads(x, scope: m.Scope) -> set:
+    """The variables (VarSyms) of one scope an expression reads, indexes included."""
+    return {e.sym for e in _subterms(x) if isinstance(e, (m.Var, m.Elem)) and e.sym.scope is scope
+            and not e.sym.ghost}
+
+
+_EXIT = -1  # _Dependencies' successor of a step that ends its process
+_PLACES = (Arg.LV, Arg.BITS, Arg.LOCK, Arg.WQ)  # a primitive's arguments that name what it writes
+
+
+class _Dependencies:
+    """Which po-later steps of one process a load step orders before itself by a
+    dependency, as linux-kernel.cat's `rwdep` ((addr | data | ctrl) ; [W]) has it: a step
+    whose store's value or index reads a register that, on every path from the load, holds
+    a value computed from that instance of it (data, addr; through registers, and through
+    the address of a dependent load: addr ; [R] is ppo too), or that stands inside an arm
+    of a branch whose condition read one (ctrl: herd7's C has it inside the arms only,
+    not after the join, and never before a load). A must-analysis over the control flow:
+    a loop back to the load starts a new instance, which the earlier one's registers
+    do not carry. Conservative: a guard (`await`), a step with control flow of its own
+    and a conditional RMW's operands are not credited."""
+
+    def __init__(self, p):
+        self.p = p
+        self.by_uid = {st.uid: st for st in p.steps}
+        self.pc_of = {st.uid: pc for pc, sts in enumerate(p.steps_at) for st in sts}
+        # successors by uid; _EXIT for a goto to a pc with no steps (the process ends there)
+        self.succ = {st.uid: {t.uid for op in walk_ops(st.body) if isinstance(op, OGoto) for t in p.steps_at[op.pc]}
+                     | {_EXIT for op in walk_ops(st.body) if isinstance(op, OGoto) and not p.steps_at[op.pc]}
+                     for st in p.steps}
+        self.cache: dict[int, frozenset[int]] = {}
+        self.cd_cache: dict[int, frozenset[int]] = {}
+
+    @staticmethod
+    def simple(st: Step) -> bool:
+        return st.guard is None and all(isinstance(op, (OAssign, OEval, OGoto)) for op in st.body)
+
+    @staticmethod
+    def branch(st: Step) -> OIf | None:
+        ops = [op for op in st.body if not isinstance(op, OGoto)]
+        return ops[0] if st.kind is StepKind.BRANCH and len(ops) == 1 and isinstance(ops[0], OIf) else None
+
+    def transfer(self, st: Step, k: int, d: frozenset, g: frozenset) -> tuple[frozenset, frozenset]:
+        dd, gg = set(d), set(g)
+        plain = self.simple(st) and st.uid != k
+        for op in walk_ops(st.body):
+            if isinstance(op, OAssign) and isinstance(op.target, m.Var) and op.target.sym.scope is m.Scope.LOCAL:
+                if plain and _reads(op.value, m.Scope.LOCAL) & d:
+                    dd.add(op.target.sym)
+                else:
+                    dd.discard(op.target.sym)
+        b = self.branch(st)
+        if b is not None:
+            if st.uid != k and _reads(b.cond, m.Scope.LOCAL) & d:
+                gg.add(st.uid)
+            else:
+                gg.discard(st.uid)
+        return frozenset(dd), frozenset(gg)
+
+    def must_reach(self, q: int) -> set[int]:
+        """The steps every maximal path from which runs q (q post-dominates them)."""
+        got = {q}
+        changed = True
+        while changed:
+            changed = False
+            for u, nxt in self.succ.items():
+                if u not in got and nxt and nxt <= got:
+                    got.add(u)
+                    changed = True
+        return got
+
+    def governing(self, q: int) -> frozenset[int]:
+        """The branch steps q is control dependent on, transitively."""
+        if q in self.cd_cache:
+            return self.cd_cache[q]
+        out: set[int] = set()
+        todo = [q]
+        while todo:
+            u = todo.pop()
+            post = self.must_reach(u)
+            for b, st in self.by_uid.items():
+                if b not in out and b != u and b not in post and self.branch(st) is not None \
+                        and self.succ[b] & post:
+                    out.add(b)
+                    todo.append(b)
+        self.cd_cache[q] = frozenset(out)
+        return self.cd_cache[q]
+
+    def ordered_after(self, k: int) -> frozenset[int]:
+        """The uids of the steps whose stores a dependency orders after step k's loads."""
+        if k in self.cache:
+            return self.cache[k]
+        st = self.by_uid[k]
+        single = sum(not isinstance(op, OGoto) for op in st.body) == 1
+        d0 = frozenset(op.target.sym for op in walk_ops(st.body) if isinstance(op, OAssign)
+                       and isinstance(op.target, m.Var) and op.target.sym.scope is m.Scope.LOCAL
+                       and _reads(op.value, m.Scope.GLOBAL)) if self.simple(st) and single else frozenset()
+        b = self.branch(st)
+        g0 = frozenset({k}) if b is not None and _reads(b.cond, m.Scope.GLOBAL) else frozenset()
+        state: dict[int, tuple[frozenset, frozenset]] = {}  # uid -> the state before it (meet over paths)
+        todo = []
+        for u in self.succ[k] - {_EXIT}:
+            state[u] = (d0, g0)
+            todo.append(u)
+        while todo:
+            u = todo.pop()
+            out = self.transfer(self.by_uid[u], k, *state[u])
+            for t in self.succ[u] - {_EXIT}:
+                old = state.get(t)
+                new = out if old is None else (old[0] & out[0], old[1] & out[1])
+                if new != old:
+                    state[t] = new
+                    todo.append(t)
+        got = {u for u, (d, g) in state.items() if self.depends(self.by_uid[u], d)
+               or g & self.governing(u)}
+        self.cache[k] = frozenset(got)
+        return self.cache[k]
+
+    @staticmethod
+    def within(st: Step) -> bool:
+        """Whether each store of one statement takes its value or address from every
+        shared location the statement reads besides the ones it stores (data, addr inside
+        the statement, as `WRITE_ONCE(y, x)` or `r = xchg(y, x)`). Not so for a load
+        beside an RMW (`READ_ONCE(x) + xchg_relaxed(y, 1)`) or a guard's load."""
+        ops = [op for op in walk_ops(st.body) if not isinstance(op, OGoto)]
+        exprs = (st.guard, tuple(op.value if isinstance(op, OAssign) else op.call if isinstance(op, OEval)
+                                 else op.cond if isinstance(op, (OIf, OWhile, OAssert)) else None for op in ops),
+                 tuple(op.target for op in ops if isinstance(op, OAssign)))
+        loaded = _reads(exprs, m.Scope.GLOBAL)
+        feeds: list[tuple[set, set]] = []  # (what a store stores, what its value and address read)
+        for op in ops:
+            if isinstance(op, OAssign) and isinstance(op.target, (m.Var, m.Elem)) \
+                    and op.target.sym.scope is m.Scope.GLOBAL and not op.target.sym.ghost:
+                index = op.target.index if isinstance(op.target, m.Elem) else None
+                feeds.append(({op.target.sym}, _reads((index, op.value), m.Scope.GLOBAL)))
+            for c in builtins_in(op.call if isinstance(op, OEval) else op.value if isinstance(op, OAssign)
+                                 else op.cond if isinstance(op, (OIf, OWhile)) else None):
+                p = BUILTINS[c.name]
+                if not p.effect:
+                    continue
+                places = [a for a, kind in zip(c.args, p.args) if kind in _PLACES]
+                stored = {a.sym for a in places if isinstance(a, (m.Var, m.Elem))}
+                feed = _reads(tuple(a for a, kind in zip(c.args, p.args) if kind not in _PLACES)
+                              + tuple(a.index for a in places if isinstance(a, m.Elem)), m.Scope.GLOBAL)
+                feeds.append((stored, feed))
+        return all(loaded - stored <= feed for stored, feed in feeds)
+
+    @staticmethod
+    def depends(st: Step, d: frozenset) -> bool:
+        """A store of st takes its value or address from a register in d (data, addr)."""
+        if not d or not _Dependencies.simple(st):
+            return False
+        for op in st.body:
+            if isinstance(op, OAssign) and isinstance(op.target, (m.Var, m.Elem)) \
+                    and op.target.sym.scope is m.Scope.GLOBAL and _reads((op.target, op.value), m.Scope.LOCAL) & d:
+                return True
+            calls = builtins_in(op.call) if isinstance(op, OEval) else \
+                builtins_in(op.value) if isinstance(op, OAssign) else ()
+            for c in calls:
+                p = BUILTINS[c.name]
+                if p.cls in (Cls.STORE, Cls.RMW) and p.failure_order is None and _reads(c.args, m.Scope.LOCAL) & d:
+                    return True
+        return False
+
+
 def left_out(program: Program) -> tuple[str, ...]:
     """The shapes of LKMM outcomes the machine does not explore that may occur in this
     model (an extended program: `extend`), each with the statements that let it; empty
@@ -938,7 +1102,8 @@ def left_out(program: Program) -> tuple[str, ...]:
     * load buffering (and a store visible before an earlier load of its CPU): needs a
       load and a po-later store of one CPU that nothing orders (an acquire load, a
       release store, a fully ordered step between them or at either end; a dependency
-      inside one statement), whose store reaches, through other CPUs' accesses, a store
+      inside one statement, or an addr, data or ctrl dependency through registers:
+      `_Dependencies`), whose store reaches, through other CPUs' accesses, a store
       of the loaded location by another CPU;
     * a store placed earlier in coherence order: needs a location two CPUs store, one
       of them with a plain store (RMWs read the newest store and join the end);
@@ -1020,6 +1185,25 @@ def left_out(program: Program) -> tuple[str, ...]:
         reach_cache[start] = seen
         return seen
 
+    deps: dict[str, _Dependencies] = {}
+    proc_of = {layout.gid_base[p.name] + i: p for p in program.processes for i in range(p.instances)}
+
+    def deps_of(k) -> _Dependencies:
+        p = proc_of[k[0]]
+        if p.name not in deps:
+            deps[p.name] = _Dependencies(p)
+        return deps[p.name]
+
+    def dependent(k, q):  # q's store ordered after k's loads by a dependency (rwdep)
+        return q[1] in deps_of(k).ordered_after(k[1])
+
+    def buffered(k, q, xs):
+        """(k, q, x, y): q's store to y can reach another CPU's store to x, which k loads
+        (one of xs); None when none can."""
+        hit = [x for x in sorted(xs) if any(s[0] != k[0] for s in storers.get(x, ()))
+               and any(x in stores(r) and r[0] != k[0] for r in reaches(q))]
+        return (k, q, hit[0], min(stores(q))) if hit and stores(q) else None
+
     lb = None
     for k in sorted(steps):
         if lb is not None:
@@ -1027,18 +1211,18 @@ def left_out(program: Program) -> tuple[str, ...]:
         acquired = {j for a in forms[k] for j in a.acquire} | (
             {j for a in forms[k] for j in a.rmw} if all(a.rmw_acquire for a in forms[k]) else set())
         unordered = loads(k) - acquired
+        if unordered - stores(k) and not composite(steps[k]) and not deps_of(k).within(steps[k]) \
+                and not all(a.release for a in forms[k] if a.writes):
+            lb = buffered(k, k, unordered - stores(k))  # a load and a store of one statement, unordered
+            if lb is not None:
+                break
         if not unordered or any(a.post_mb for a in forms[k]):
             continue
         for u in sorted(after(k, lambda q: fenced(q) or any(a.post_mb for a in forms[q]))):
             q = (k[0], u)
-            if fenced(q) or all(a.release for a in forms[q] if a.writes):
+            if fenced(q) or all(a.release for a in forms[q] if a.writes) or dependent(k, q):
                 continue
-            for y in sorted(stores(q)):
-                hit = [x for x in sorted(unordered) if any(s[0] != k[0] for s in storers.get(x, ()))
-                       and any(x in stores(r) and r[0] != k[0] for r in reaches(q))]
-                if hit:
-                    lb = (k, q, hit[0], y)
-                    break
+            lb = buffered(k, q, unordered)
             if lb is not None:
                 break
     if lb is not None:
