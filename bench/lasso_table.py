@@ -14,7 +14,6 @@ CPU time, not the wall clock, which on a shared machine measures everything else
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import signal
 import sys
@@ -23,13 +22,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from checker import ir  # noqa: E402
-from checker.backends.python import compile_program  # noqa: E402
 from checker.engines import liveness  # noqa: E402
 from checker.engines.explicit import explore  # noqa: E402
 from checker.engines.smt.lasso import lasso_bmc, lasso_pdr  # noqa: E402
-from checker.front.parse import parse  # noqa: E402
-from checker.resolve import resolve, variant_names  # noqa: E402
+from liveness_cost import sc_liveness_variants  # noqa: E402  (bench/, beside this script)
 
 
 def budgeted(seconds: float, run):
@@ -58,39 +54,31 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=10, help="bmc's depth for a property that holds")
     ap.add_argument("--pdr", action="store_true")
     args = ap.parse_args()
-    wanted = [t.split(":") for t in args.targets]
-    paths = sorted({p for p, *_ in wanted}) if wanted else sorted(glob.glob(os.path.join(ROOT, "models", "*.spec")))
+    wanted = bool(args.targets)
     print(f"{'model:variant':48} {'property':20} {'explicit: verdict, lasso, cpu':>28} {'bmc: depth, lasso, cpu':>26}"
           + (f" {'pdr: verdict, cpu':>18}" if args.pdr else ""))
-    for path in paths:
-        text = open(path, encoding="utf-8").read()
-        for variant in variant_names(parse(text, path)):
-            if wanted and not any(p == path and (not v or v[0] == variant) for p, *v in wanted):
+    for path, variant, cm in sc_liveness_variants(args.targets):
+        t0 = time.process_time()
+        out, _ = liveness.check(cm, explore(cm, graph=True))
+        t_exp = time.process_time() - t0
+        for name, lo in out.items():
+            length = lo.counterexample.trace.length if lo.counterexample is not None else None
+            if not wanted and (length is None or length > args.max_length):
                 continue
-            cm = compile_program(ir.build(resolve(parse(text, path), variant)))
-            if cm.program.model.memory != "sc" or not cm.liveness:
-                continue
-            t0 = time.process_time()
-            out, _ = liveness.check(cm, explore(cm, graph=True))
-            t_exp = time.process_time() - t0
-            for name, lo in out.items():
-                length = lo.counterexample.trace.length if lo.counterexample is not None else None
-                if not wanted and (length is None or length > args.max_length):
-                    continue
-                b, t_b = budgeted(args.budget, lambda cm=cm, d=length or args.depth, only=(name,):
-                                  lasso_bmc(cm, d, timeout=args.budget, only=only))
-                fb = b.findings.get(name)
-                found = fb.note.split("found by bmc at depth ")[1].split(",")[0] if fb and "at depth" in fb.note \
-                    else (fb.verdict.value if fb else "interrupted")
-                row = (f"{os.path.basename(path) + ':' + variant:48} {name:20} {lo.verdict.value:>8} "
-                       f"{lasso_words(lo):>5} {t_exp:5.2f}s {('d=' + found):>12} {lasso_words(fb) if fb else '-':>5} "
-                       f"{t_b:5.1f}s")
-                if args.pdr:
-                    p, t_p = budgeted(args.budget, lambda cm=cm, only=(name,): lasso_pdr(cm, 0, timeout=args.budget,
-                                                                                        only=only))
-                    fp = p.findings.get(name)
-                    row += f" {(fp.verdict.value if fp else 'interrupted'):>11} {t_p:5.1f}s"
-                print(row, flush=True)
+            b, t_b = budgeted(args.budget, lambda cm=cm, d=length or args.depth, only=(name,):
+                              lasso_bmc(cm, d, timeout=args.budget, only=only))
+            fb = b.findings.get(name)
+            found = fb.note.split("found by bmc at depth ")[1].split(",")[0] if fb and "at depth" in fb.note \
+                else (fb.verdict.value if fb else "interrupted")
+            row = (f"{os.path.basename(path) + ':' + variant:48} {name:20} {lo.verdict.value:>8} "
+                   f"{lasso_words(lo):>5} {t_exp:5.2f}s {('d=' + found):>12} {lasso_words(fb) if fb else '-':>5} "
+                   f"{t_b:5.1f}s")
+            if args.pdr:
+                p, t_p = budgeted(args.budget, lambda cm=cm, only=(name,): lasso_pdr(cm, 0, timeout=args.budget,
+                                                                                    only=only))
+                fp = p.findings.get(name)
+                row += f" {(fp.verdict.value if fp else 'interrupted'):>11} {t_p:5.1f}s"
+            print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import signal
 import sys
 
 from . import __version__
-from .engines.explicit import LOOPS, OUT_OF_MEMORY, Limits, Unsupported, level_loop_source, native_source
+from .engines.explicit import LOOPS, OUT_OF_MEMORY, Limits, level_loop_source, native_source
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .base.limits import STRENGTHEN_STATES
@@ -483,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
             return EXIT_OK
         if args.dump_c:
+            from .backends.c import Unsupported
+
             for name in selected_variants(spec, opts.variants):
                 cm = compile_variant(spec, name, opts)
                 try:

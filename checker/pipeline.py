@@ -15,11 +15,10 @@ from . import ir, model as m
 from .front.ast import Spec
 from .backends.python import CompiledModel, compile_program
 from .memory.lkmm import composite_findings, left_out
-from .engines import coverage, liveness, reduce, simulate
+from .engines import coverage, reduce, simulate
 from .engines.simulate import SimulationPlan
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
 from .engines.reduce import SymmetryMode
-from .engines.replay import malformed, replay
 from .base.errors import NOWHERE, Span, SpecError, combined, did_you_mean
 from .engines.explain import explain
 from .export.files import safe_name
@@ -612,15 +611,18 @@ def _check_simulated(cm: CompiledModel, variant: str, opts: Options) -> VariantR
 
 
 def _check_liveness(cm: CompiledModel, exploration: Exploration, stats):
-    live: dict[str, liveness.LivenessOutcome] = {}
-    if cm.liveness:
-        try:
-            live, seconds = liveness.check(cm, exploration)
-            stats = replace(stats, seconds=stats.seconds + seconds)
-        except KeyboardInterrupt:
-            live = {p.name: liveness.LivenessOutcome(Verdict.INCOMPLETE, None, "interrupted")
-                    for p, _, _ in cm.liveness}
-            stats = replace(stats, complete=False, limit="interrupted")
+    if not cm.liveness:
+        return {}, stats
+    from .engines import liveness  # (imported for a model with liveness properties only)
+
+    live: dict[str, liveness.LivenessOutcome]
+    try:
+        live, seconds = liveness.check(cm, exploration)
+        stats = replace(stats, seconds=stats.seconds + seconds)
+    except KeyboardInterrupt:
+        live = {p.name: liveness.LivenessOutcome(Verdict.INCOMPLETE, None, "interrupted")
+                for p, _, _ in cm.liveness}
+        stats = replace(stats, complete=False, limit="interrupted")
     return live, stats
 
 
@@ -723,7 +725,8 @@ def load_trace(path: str, pick: str | None = None, variants: tuple[str, ...] = (
         raise SpecError(where, f"{path} is not a trace this checker can read: {_number_problem(e)}") from None
     except RecursionError:
         raise SpecError(where, f"{path} is not a trace this checker can read: it nests too deeply") from None
-    from .export.itf import TraceFormatError, read_itf  # (only for --replay)
+    from .engines.replay import malformed  # (this and the exporters' readers: only for --replay)
+    from .export.itf import TraceFormatError, read_itf
     from .export.json import read_json
 
     try:
@@ -763,6 +766,8 @@ def _number_problem(e: Exception) -> str:
 
 def replay_trace(spec: Spec, path: str, pick: str | None, opts: Options) -> list[ReplayResult]:
     """Replays a saved counterexample against each selected variant (default: base)."""
+    from .engines.replay import replay
+
     recorded_variant, cx = load_trace(path, pick, opts.variants)
     results = []
     for v in selected_variants(spec, opts.variants or (BASE,)):

@@ -142,19 +142,31 @@ def test_readme_python_example_prints_what_it_shows(monkeypatch):
     assert out.getvalue() == shown
 
 
-def test_check_of_a_small_model_loads_only_what_its_run_uses():
+def test_check_of_a_small_model_loads_only_what_its_run_uses(tmp_path):
     """Start-up (issue 30): `check FILE` without output files, on a model without
     liveness, loads no Z3, networkx, exporter of files, litmus reader or axiomatic
-    LKMM, Promela back end, nor multiprocessing (the workers start only on a large
-    model). Which modules load is what this checks; the CPU it saves is bench's."""
-    code = ("import sys\n"
+    LKMM, Promela back end, C back end or native loop, liveness or replay engine, nor
+    the workers or multiprocessing (the workers start only on a large model). A model
+    with a liveness property then loads the liveness engine, and still no Z3. Which
+    modules load is what this checks; the CPU it saves is bench's."""
+    live = tmp_path / "live.spec"
+    live.write_text("model live;\nvar x: 0..1 = 0;\nprocess p { x = 1; }\n"
+                    "property one: always eventually x == 1;\n")
+    code = ("import sys, importlib.util\n"
             "from checker.cli import main\n"
             f"code = main([{COUNTER!r}, '--brief'])\n"
             "assert code in (0, 1), code\n"
             "heavy = ['z3', 'networkx', 'multiprocessing', 'checker.litmus.axiomatic', 'checker.litmus.reader',\n"
             "         'checker.backends.promela', 'checker.export.json', 'checker.export.sarif', 'checker.export.dot',\n"
-            "         'checker.export.junit', 'checker.export.itf', 'checker.export.mermaid', 'checker.export.markdown']\n"
+            "         'checker.export.junit', 'checker.export.itf', 'checker.export.mermaid', 'checker.export.markdown',\n"
+            "         'checker.export.html', 'checker.engines.smt', 'checker.backends.c',\n"
+            "         'checker.engines.explicit.native', 'checker.engines.explicit.parallel',\n"
+            "         'checker.engines.liveness', 'checker.engines.replay']\n"
+            "missing = [m for m in heavy if importlib.util.find_spec(m) is None]\n"
+            "assert not missing, missing\n"
             "loaded = [m for m in heavy if m in sys.modules]\n"
-            "assert not loaded, loaded\n")
+            "assert not loaded, loaded\n"
+            f"assert main([{str(live)!r}, '--brief']) == 0\n"
+            "assert 'checker.engines.liveness' in sys.modules and 'z3' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=TESTS.parent)
     assert done.returncode == 0, done.stderr

@@ -195,6 +195,14 @@ LAZY: dict[tuple[str, str], str] = {
         "the native loop (ctypes, the compiler's child process), only for a search past NATIVE_FROM states, "
         "--loop native or --dump-c",
     ("checker.pipeline", "checker.engines.smt.lasso"): "Z3, only for liveness under a Z3 engine",
+    ("checker.engines.explicit", "checker.backends.c"):
+        "the C back end, only for a native search (--loop native, or auto past NATIVE_FROM states) or --dump-c",
+    ("checker.engines.reduce.por", "checker.backends.c"): "the C back end, only for a native search's ample tables",
+    ("checker.cli", "checker.backends.c"): "the C back end, only for --dump-c",
+    ("checker.engines.explicit", "checker.engines.explicit.parallel"):
+        "the workers (multiprocessing's kin: mmap, queues, signals), only for --workers past one",
+    ("checker.pipeline", "checker.engines.liveness"): "the liveness engine, only for a model with liveness properties",
+    ("checker.pipeline", "checker.engines.replay"): "the replay engine, only for --replay",
 }
 
 #: calls that import by name at run time, allowed only here: module -> why

@@ -485,7 +485,7 @@ def test_components_are_networkx_strongly_connected_components(graph):
         dst += targets
         first.append(len(dst))
     nodes = [u for u in range(n) if u not in drop]
-    got = liveness.components(nodes, set(nodes), first, dst, n)
+    got = liveness.components(nodes, liveness.mask_of(nodes, n), first, dst, n)
     dg = nx.DiGraph()
     dg.add_nodes_from(nodes)
     dg.add_edges_from((u, v) for u in nodes for v in succ[u] if v < n and v not in drop)

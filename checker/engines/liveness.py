@@ -175,7 +175,7 @@ class _Graph:
     # -- one property
     def check(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
         g, n = self.g, self.n
-        states, dst = g.states.packed, g.dst
+        states = g.states.packed
         bad = bytearray(n)
         seeds = []
         for u in range(n):
@@ -189,19 +189,9 @@ class _Graph:
                 trace = self.builder.trace([g.states[k] for k in path_states], path_steps)
                 return LivenessOutcome(Verdict.ERROR, Counterexample(prop.name, "model error", msg, trace,
                                                                      engine="liveness"), msg)
-        # R: reachable from a P && !Q state through !Q states (whose steps were all tried)
-        in_r = bytearray(n)
-        for u in seeds:
-            in_r[u] = 1
-        todo = list(seeds)
-        while todo:
-            u = todo.pop()
-            for k in self.out(u):
-                v = dst[k]
-                if v < n and bad[v] and not in_r[v]:
-                    in_r[v] = 1
-                    todo.append(v)
-        comps, comp_of, starved_by = self.fair_components(in_r)
+        # R: reachable from a P && !Q state through !Q states (whose steps were all tried),
+        # found by the component search itself, which starts from those states
+        comps, comp_of, starved_by, in_r = self.fair_components(seeds, bad)
         fair = [c for c in comps if c is not None]
         if not fair:
             names = self.instance_names(starved_by)
@@ -222,34 +212,48 @@ class _Graph:
             note += f"; found before the search was cut short ({limit}), the stem may not be the shortest"
         return LivenessOutcome(Verdict.VIOLATED, cx, note)
 
-    def fair_components(self, in_r: bytearray):
-        """SCCs of the graph restricted to R; the fair ones, and who made the others unfair.
+    def fair_components(self, seeds: list[int], bad: bytearray):
+        """SCCs of the graph restricted to R (the states reachable from `seeds` through
+        `bad` states); the fair ones, who made the others unfair, and R as a mask.
 
         The components are found on the explicit engine's own arrays (`components`, an
-        iterative Tarjan), with no copy of the graph.
+        iterative Tarjan), with no copy of the graph. A search from the seeds through bad
+        states visits R and nothing else, and a component of the bad states' graph that
+        meets R lies inside it, so these are R's components.
         """
         n, dst, step, bits, fair, strong = self.n, self.g.dst, self.g.step, self.step_bits, self.fair, self.strong
         first = self.g.first
-        nodes = [u for u in range(n) if in_r[u]]
         comps: list[frozenset | None] = [None]  # 0: the states no fair run stays among
-        comp_of: dict[int, int] = {u: 0 for u in nodes}
+        comp_of: dict[int, int] = {}
         starved_by = 0
-        todo = components(nodes, set(nodes), first, dst, n)
+        todo = components(seeds, bad, first, dst, n)
+        in_r = bytearray(n)
+        for comp in todo:
+            for u in comp:
+                in_r[u] = 1
+                comp_of[u] = 0
+        en_of = self.en if self.actions else self.g.enabled.__getitem__
+        inside = bytearray(n)  # the component at hand, as a mask
         while todo:
             comp = todo.pop()
             moved = disabled = somewhere = 0
             for u in comp:
-                en = self.en(u)
+                inside[u] = 1
+            for u in comp:
+                en = en_of(u)
                 disabled |= fair & ~en
                 somewhere |= en
-                for k in self.out(u):
-                    if dst[k] in comp:
+                for k in range(first[u], first[u + 1]):
+                    v = dst[k]
+                    if v < n and inside[v]:
                         moved |= bits[step[k]]
+            for u in comp:
+                inside[u] = 0
             unmet = strong & somewhere & ~moved
             if unmet:  # a strongly fair action enabled here and never taken: drop where it is enabled
                 starved_by |= unmet
                 rest = [u for u in comp if not self.en(u) & unmet]
-                todo.extend(components(rest, set(rest), first, dst, n))
+                todo.extend(components(rest, mask_of(rest, n), first, dst, n))
                 continue
             starved = fair & ~strong & ~moved & ~disabled
             if starved:
@@ -258,7 +262,7 @@ class _Graph:
                 for u in comp:
                     comp_of[u] = len(comps)
                 comps.append(frozenset(comp))
-        return comps, comp_of, starved_by
+        return comps, comp_of, starved_by, in_r
 
     def describe(self, mask: int) -> str:
         """The fairness assumptions in `mask`, e.g. "weak fairness of vcpu and of the
@@ -302,51 +306,62 @@ class _Graph:
         states may be visited. Moving from phase 0 to 1 at a seed costs nothing, so a
         0-1 BFS (deque; free moves go to the front) gives the shortest stem.
         """
-        n, dst, step, steps = self.n, self.g.dst, self.g.step, self.g.steps
-        is_seed = set(seeds)
-        parent: dict[tuple[int, int], tuple[tuple[int, int], CompiledStep | None] | None] = {}
-        q: deque[tuple[int, int]] = deque()
+        n, dst, step, steps, first = self.n, self.g.dst, self.g.step, self.g.steps, self.g.first
+        # node 2u + phase, on flat arrays: parent node (-1: a start, -2: not reached) and
+        # the edge that led there (-1: none, or the free move at a seed)
+        parent = array("q", [-2]) * (2 * n)
+        edge = array("q", [-1]) * (2 * n)
+        seed = bytearray(n)
+        for u in seeds:
+            seed[u] = 1
+        fair_at = bytearray(n)
+        for u, c in comp_of.items():
+            fair_at[u] = comps[c] is not None
+        q: deque[int] = deque()
         for u in range(min(self.g.initial, n)):
-            if (u, 0) not in parent:
-                parent[(u, 0)] = None
-                q.append((u, 0))
-        done = set()
-        found = None
+            if parent[2 * u] == -2:
+                parent[2 * u] = -1
+                q.append(2 * u)
+        done = bytearray(2 * n)
+        found = -1
         while q:
             node = q.popleft()
-            if node in done:
+            if done[node]:
                 continue
-            done.add(node)
-            u, phase = node
-            if phase == 1 and comps[comp_of[u]] is not None:
+            done[node] = 1
+            u, phase = node >> 1, node & 1
+            if phase and fair_at[u]:
                 found = node
                 break
-            if phase == 0 and u in is_seed and (u, 1) not in done:
-                parent[(u, 1)] = (node, None)
-                q.appendleft((u, 1))
-            for k in self.out(u):
+            if not phase and seed[u] and not done[node + 1]:
+                parent[node + 1] = node
+                edge[node + 1] = -1
+                q.appendleft(node + 1)
+            for k in range(first[u], first[u + 1]):
                 v = dst[k]
-                if v >= n or (phase == 1 and not in_r[v]):
+                if v >= n or (phase and not in_r[v]):
                     continue
-                nxt = (v, phase)
-                if nxt not in parent:
-                    parent[nxt] = (node, steps[step[k]])
+                nxt = 2 * v + phase
+                if parent[nxt] == -2:
+                    parent[nxt] = node
+                    edge[nxt] = k
                     q.append(nxt)
-        assert found is not None, "a fair component in R is reachable from a seed"
-        chain = []  # (node, the step that led to it; None for the start and the free move)
-        at: tuple[int, int] | None = found
-        while at is not None:
-            link = parent[at]
-            chain.append((at, link[1] if link else None))
-            at = link[0] if link else None
+        assert found >= 0, "a fair component in R is reachable from a seed"
+        chain = []  # (node, the edge that led to it; -1 for the start and the free move)
+        at = found
+        while at != -1:
+            chain.append((at, edge[at]))
+            at = parent[at]
         chain.reverse()
-        path_states, path_steps, trigger_at = [chain[0][0][0]], [], 0
-        for (u, _phase), cs in chain[1:]:
-            if cs is None:  # P held here: the phase changes, the state does not
+        path_states: list[int] = [chain[0][0] >> 1]
+        path_steps: list[CompiledStep] = []
+        trigger_at = 0
+        for node, k in chain[1:]:
+            if k < 0:  # P held here: the phase changes, the state does not
                 trigger_at = len(path_states) - 1
             else:
-                path_states.append(u)
-                path_steps.append(cs)
+                path_states.append(node >> 1)
+                path_steps.append(steps[step[k]])
         return path_states, path_steps, trigger_at
 
     def path_to(self, target: int) -> tuple[list[int], list[CompiledStep]]:
@@ -526,22 +541,32 @@ def judge(cm: CompiledModel, path: list[tuple], prop: str, found_by: str) -> Liv
     return out[prop]
 
 
-def components(nodes: list[int], inside: set[int], first, dst, n: int) -> list[frozenset[int]]:
-    """The strongly connected components of the graph restricted to `inside` (states
-    `nodes`, in that order), whose edges out of state u are dst[first[u]:first[u + 1]]
+def mask_of(nodes: list[int], n: int) -> bytearray:
+    """`nodes` as a membership mask over the n expanded states (what `components` reads)."""
+    inside = bytearray(n)
+    for u in nodes:
+        inside[u] = 1
+    return inside
+
+
+def components(nodes: list[int], inside: bytearray, first, dst, n: int) -> list[frozenset[int]]:
+    """The strongly connected components of the graph restricted to the states marked in
+    `inside` (`mask_of(nodes)`, visited in the order of `nodes`), whose edges out of state u are dst[first[u]:first[u + 1]]
     (targets >= n were never expanded and are left out): Tarjan's algorithm with an
     explicit stack, so no recursion limit, and no copy of the graph."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
+    index = array("q", [-1]) * n  # -1: not visited yet
+    low = array("q", [0]) * n
+    on_stack = bytearray(n)
     stack: list[int] = []
-    on_stack: set[int] = set()
     out: list[frozenset[int]] = []
+    count = 0
     for root in nodes:
-        if root in index:
+        if index[root] >= 0:
             continue
-        index[root] = low[root] = len(index)
+        index[root] = low[root] = count
+        count += 1
         stack.append(root)
-        on_stack.add(root)
+        on_stack[root] = 1
         work = [(root, first[root])]  # (state, its next edge to look at)
         while work:
             u, k = work[-1]
@@ -549,16 +574,17 @@ def components(nodes: list[int], inside: set[int], first, dst, n: int) -> list[f
             while k < end:
                 v = dst[k]
                 k += 1
-                if v >= n or v not in inside:
+                if v >= n or not inside[v]:
                     continue
-                if v not in index:  # descend; u resumes at edge k
+                if index[v] < 0:  # descend; u resumes at edge k
                     work[-1] = (u, k)
-                    index[v] = low[v] = len(index)
+                    index[v] = low[v] = count
+                    count += 1
                     stack.append(v)
-                    on_stack.add(v)
+                    on_stack[v] = 1
                     work.append((v, first[v]))
                     break
-                if v in on_stack and index[v] < low[u]:
+                if on_stack[v] and index[v] < low[u]:
                     low[u] = index[v]
             else:  # every edge of u done
                 work.pop()
@@ -568,7 +594,7 @@ def components(nodes: list[int], inside: set[int], first, dst, n: int) -> list[f
                     comp = []
                     while True:
                         w = stack.pop()
-                        on_stack.discard(w)
+                        on_stack[w] = 0
                         comp.append(w)
                         if w == u:
                             break

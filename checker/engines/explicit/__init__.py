@@ -35,22 +35,23 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ...backends.c import MAX_BITS, CSource, Unsupported, compiler
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import level_loop_source
-from .parallel import explore_parallel
 from .search import (LOOPS, OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph,
                      TraceBuilder, UnpackedStates, decoder_for, explore_one, rss_bytes, run_levels, state_space,
                      stuck_message)
 
 if TYPE_CHECKING:
+    from ...backends.c import CSource
     from .native import Build, Library
 
-# native.py (ctypes, the compiler's child process) is imported where a search may use
-# it, not at start-up: most searches are over before a build would be
+# The C back end (backends/c.py), native.py (ctypes, the compiler's child process) and
+# the workers (parallel.py) are imported where a search uses them, not at start-up:
+# most searches are over before a build would be, and run in one process
+# (tests/test_api.py checks what a small model's run imports; test_layers.py, LAZY, why)
 
-__all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder", "Unsupported",
+__all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder",
            "UnpackedStates", "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
 
 
@@ -75,6 +76,7 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
     if loop:
         why = not_native(cm, reduction, graph)
         if not why:
+            from ...backends.c import Unsupported
             from .native import explore_native, library_for
 
             try:
@@ -92,7 +94,7 @@ def explore(cm: CompiledModel, limits: Limits = Limits(), progress: Progress | N
 
 
 def native_source(cm: CompiledModel, reduction: Reduction | None = None) -> CSource:
-    """The C of the native loop for one variant (--dump-c); raises Unsupported."""
+    """The C of the native loop for one variant (--dump-c); raises backends.c.Unsupported."""
     from .native import source_for
 
     return source_for(cm, reduction)
@@ -101,12 +103,24 @@ def native_source(cm: CompiledModel, reduction: Reduction | None = None) -> CSou
 def not_native(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> str:
     """Why the native loop cannot run this search, told without writing its C ("" when
     it may): what the C loop does not do, and what the C back end surely refuses."""
+    return not_searched_natively(cm, reduction, graph) or not_built(cm)
+
+
+def not_searched_natively(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> str:
+    """`not_native`'s half that the search decides, with no C back end imported."""
     if reduction is not None and reduction.canonicalises:
         return "symmetry reduction is the Python loop's (--no-symmetry)"
     if reduction is not None and reduction.selects and graph:
         return "partial-order reduction with the whole graph kept (liveness) is the Python loop's (--no-por)"
     if cm.flushes or cm.program.model.memory != "sc":
         return f"the C loop searches sc only, not memory {cm.program.model.memory}"
+    return ""
+
+
+def not_built(cm: CompiledModel) -> str:
+    """`not_native`'s half that the C back end decides: the state's width, a compiler."""
+    from ...backends.c import MAX_BITS, compiler
+
     if cm.packing is not None and cm.packing.bits > MAX_BITS:
         return f"a packed state of {cm.packing.bits} bits (at most {MAX_BITS})"
     if compiler() is None:
@@ -149,8 +163,13 @@ class Switch:
         if isinstance(search.seen, Fingerprints) and not search.seen.exact:
             self.why = "--hash-compact fingerprints that are not the states themselves"
             return False
+        from ...backends.c import Unsupported
+
         try:
             if self.build is None:
+                self.why = not_built(search.cm)
+                if self.why:
+                    return False
                 from .native import Build
 
                 self.build = Build(native_source(search.cm, search.reduction))
@@ -189,7 +208,7 @@ def _explore_auto(cm: CompiledModel, limits: Limits, progress: Progress | None, 
     with workers, unless they started first (explore_parallel asks the switch first).
     A search over before that never waits for a compiler: its build finishes into the
     cache for the next search of the variant (Ctrl-C stops it)."""
-    why = not_native(cm, reduction, graph)
+    why = not_searched_natively(cm, reduction, graph)  # (the compiler is looked for by the switch)
     if why:
         found = _explore_python(cm, limits, progress, graph, hash_compact, reduction, workers, coverage)
         if found.stats.states >= NATIVE_FROM:
@@ -199,6 +218,8 @@ def _explore_auto(cm: CompiledModel, limits: Limits, progress: Progress | None, 
     switch = Switch(workers)
     try:
         if workers > 1 and not graph:
+            from .parallel import explore_parallel
+
             found = explore_parallel(cm, limits, progress, hash_compact, reduction, workers, coverage, switch)
         else:
             found = _auto_one(cm, limits, progress, graph, hash_compact, reduction, coverage, switch,
@@ -212,6 +233,8 @@ def _explore_auto(cm: CompiledModel, limits: Limits, progress: Progress | None, 
         switch.cancel()
     else:
         switch.detach()
+    if not switch.why and switch.build is None and found.stats.states >= NATIVE_FROM:
+        switch.why = not_built(cm)  # (a search over before a level boundary past NATIVE_FROM)
     if switch.why:
         return _python_because(found, switch.why)
     found.stats = replace(found.stats, loop="python")
@@ -238,6 +261,8 @@ def _auto_one(cm: CompiledModel, limits: Limits, progress: Progress | None, grap
 def _explore_python(cm: CompiledModel, limits: Limits, progress: Progress | None, graph: bool, hash_compact: bool,
                     reduction: Reduction | None, workers: int, coverage: bool) -> Exploration:
     if workers > 1 and not graph:
+        from .parallel import explore_parallel
+
         return explore_parallel(cm, limits, progress, hash_compact, reduction, workers, coverage)
     note = "liveness needs the whole graph in one process" if workers > 1 else ""
     return explore_one(cm, limits, progress, graph, hash_compact, reduction, note, coverage)

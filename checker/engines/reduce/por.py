@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from ...backends.c import AmpleTables
+from typing import TYPE_CHECKING
+
 from ...backends.python import AssertionViolation, CompiledModel, ModelError, StoreBufferFull
 from .footprint import Analysis
+
+if TYPE_CHECKING:
+    from ...backends.c import AmpleTables
 
 
 #: after this many pc vectors, the ample-set cache stays only if it was hit at least as often
@@ -56,6 +60,8 @@ class PartialOrder:
     def ample_tables(self) -> AmpleTables | None:
         """The rows `_options` builds its clusters from, for the native loop, which
         computes the same choice in C; None with store-buffer flushes (not tabled)."""
+        from ...backends.c import AmpleTables  # (the C back end, only for a native search)
+
         if self.n_actors != self.n_inst or any(lo for _, _, lo in self.fields):
             return None
         return AmpleTables(tuple(tuple(row) for row in self.at), self.singletons)
