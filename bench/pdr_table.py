@@ -2,11 +2,13 @@
 safety property of each sc variant: PDR's verdict, its invariant's size or its path's
 length, the explicit engine's verdict and shortest counterexample, and both times.
 
-    python bench/pdr_table.py [--timeout SECONDS] [MODEL[:VARIANT]]...
+    python bench/pdr_table.py [--timeout SECONDS] [--strengthen STATES] [MODEL[:VARIANT]]...
 
 Without arguments: every sc variant of every model in models/. Each variant runs in a
 process of its own, cut off (SIGINT, so the decided rows are kept) after 3 * timeout
-plus a minute. Times are wall-clock on whatever else the machine is doing."""
+plus a minute. Times are wall-clock on whatever else the machine is doing. With
+--strengthen, pdr is given the mined lemmas of an explicit search of at most STATES
+states (`check --engine pdr --strengthen`), and the invariant's size counts them."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from checker.front.parse import parse  # noqa: E402
 from checker.resolve import resolve, variant_names  # noqa: E402
 
 
-def one(path: str, variant: str, timeout: float) -> None:
+def one(path: str, variant: str, timeout: float, strengthen: int | None = None) -> None:
     """The rows of one variant, tab-separated, on stdout."""
     from checker.engines.explicit import explore
     from checker.engines.smt.pdr import pdr
@@ -38,13 +40,13 @@ def one(path: str, variant: str, timeout: float) -> None:
     ex = explore(cm)
     t_exp = time.monotonic() - t
     t = time.monotonic()
-    r = pdr(cm, 0, timeout)
+    r = pdr(cm, 0, timeout, strengthen=strengthen)
     t_pdr = time.monotonic() - t
     sizes = {}
     for note in r.stats.notes:
-        m = re.match(r"pdr: inductive invariant proving (.*) \((\d+) clause", note)
+        m = re.match(r"pdr: inductive invariant proving (.*) \((\d+) clauses?(?: and the (\d+) mined)?", note)
         if m:
-            sizes[m.group(1)] = m.group(2)
+            sizes[m.group(1)] = m.group(2) + (f" + {m.group(3)} mined" if m.group(3) else "")
     for name, f in r.findings.items():
         cx = ex.counterexamples.get(name)
         explicit = f"violated at {cx.trace.length}" if cx else ("holds" if ex.stats.complete else "?")
@@ -67,14 +69,16 @@ def sc_variants(path: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per Z3 query (default 60)")
+    ap.add_argument("--strengthen", type=int, metavar="STATES", help="give pdr the mined lemmas of this many states")
     ap.add_argument("--one", nargs=2, metavar=("PATH", "VARIANT"), help=argparse.SUPPRESS)
     ap.add_argument("models", nargs="*", help="MODEL or MODEL:VARIANT (default: every shipped model)")
     args = ap.parse_args()
     if args.one:
-        one(args.one[0], args.one[1], args.timeout)
+        one(args.one[0], args.one[1], args.timeout, args.strengthen)
         return 0
     print("model\tvariant\tproperty\tpdr\texplicit\tpdr s\texplicit s\twhy")
-    run_each(variants_of(args.models), lambda path, variant: [__file__, "--timeout", str(args.timeout),
+    extra = ["--strengthen", str(args.strengthen)] if args.strengthen else []
+    run_each(variants_of(args.models), lambda path, variant: [__file__, "--timeout", str(args.timeout), *extra,
                                                               "--one", path, variant], 3 * args.timeout + 60)
     return 0
 

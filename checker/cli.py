@@ -118,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "idles, so deep violations are reached in fewer frames; a counterexample lists its "
                         "steps (replayed) and may be longer than the shortest")
     z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
-                   help="induction: first search up to STATES states explicitly (default "
+                   help="induction, pdr: first search up to STATES states explicitly (default "
                         f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
-                        "proves (Houdini); the invariants used are printed")
+                        "proves (Houdini; pdr: the jointly inductive ones, given to Spacer and re-checked "
+                        "with its invariant); the invariants used are printed")
     z.add_argument("--simulate", type=_whole_number(1), metavar="N",
                    help="N random runs (of --depth steps) instead of a search, each preferring steps to states "
                         "no run has been in: finds violations, never says holds (exit 3 when none is found), "
@@ -330,8 +331,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--simulate runs the compiled steps; it takes no --engine")
     if args.depth is not None and args.engine == "explicit" and args.simulate is None:
         parser.error("--depth is for --engine bmc or induction; the explicit engine takes --max-depth")
-    if args.strengthen is not None and args.engine != "induction":
-        parser.error("--strengthen is for --engine induction")
+    if args.strengthen is not None and args.engine not in ("induction", "pdr"):
+        parser.error("--strengthen is for --engine induction or pdr")
     if args.rounds and args.engine != "bmc":
         parser.error(f"--rounds is for --engine bmc, not {args.engine}")
     if args.depth is not None and args.engine == "pdr":

@@ -525,7 +525,7 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
     options: dict[str, object] = {"rounds": True} if opts.rounds else {}
-    if opts.engine == "induction" and opts.strengthen:
+    if opts.engine in ("induction", "pdr") and opts.strengthen:
         options["strengthen"] = opts.strengthen
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)
     stats = sym.stats
@@ -533,8 +533,11 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     if cm.liveness and stats.limit != "interrupted":
         from .engines.smt.lasso import lasso_bmc, lasso_pdr
 
-        lasso = (lasso_pdr if opts.engine == "pdr" else lasso_bmc)(cm, opts.depth, _timeout(opts),
-                                                                  opts.limits.check_deadlock)
+        if opts.engine == "pdr":  # (with --strengthen, the mined lemmas the safety run kept)
+            lasso = lasso_pdr(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock,
+                              lemmas=tuple(sym.invariants))
+        else:
+            lasso = lasso_bmc(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
         live = lasso.findings
         sym.checker_bugs.extend(lasso.checker_bugs)
         stats = replace(stats, seconds=stats.seconds + lasso.stats.seconds, notes=stats.notes + lasso.stats.notes)

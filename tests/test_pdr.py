@@ -6,6 +6,7 @@ agrees with a complete explicit search on generated specs, and a mutated encodin
 (one step dropped from the transition relation) makes that agreement fail."""
 
 import os
+from dataclasses import replace
 
 import pytest
 import z3
@@ -15,6 +16,10 @@ from agreement import assert_pdr_agrees, compiled
 from checker.cli import main
 from checker.engines.smt import encode
 from checker.engines.smt.encode import Encoding
+from checker.engines.explicit import explore
+from checker.engines.smt.houdini import Candidate, Family, mine
+from checker.engines.smt.induction import inductive_subset
+from checker.engines.smt.lasso import lasso_pdr
 from checker.engines.smt.pdr import certify, pdr
 from checker.results.trace import Verdict
 from test_engines_agree import models
@@ -159,3 +164,121 @@ def test_shipped_variants_pdr_decides_as_the_explicit_engine(model, variant):
     path = f"{os.path.dirname(__file__)}/../models/{model}.spec"
     verdicts = assert_pdr_agrees(compiled(open(path, encoding="utf-8").read(), variant, path))
     assert "proved" in verdicts.values()
+
+
+# y <= x holds, but plain pdr needs several seconds to find why (a's two increments and
+# b's two decrements interleave); the mined lemmas (the states reached) prove it at once
+PAIR = """model pair;
+var x: 0..200 = 0;
+var y: 0..200 = 0;
+process a { loop { if (x < 20) { x = x + 1; y = y + 1; } } }
+process b { loop { await x == y; if (y > 0) { y = y - 1; x = x - 1; } } }
+invariant ordered: y <= x;
+"""
+
+# a request is always served: the liveness product's proof with the mined lemmas
+PING = """model ping;
+var req: bool = false;
+var served: 0..3 = 0;
+process client { loop { await !req; req = true; } }
+process server { loop { await req; if (served < 3) { served = served + 1; } req = false; } }
+property answered: always (req -> eventually !req);
+"""
+
+
+def strengthened_run(text: str):
+    cm = compiled(text)
+    return cm, pdr(cm, 0, 60, strengthen=1000)
+
+
+@pytest.fixture(scope="module")
+def strengthened():
+    return strengthened_run(PAIR)
+
+
+def x_at_most_two(enc: Encoding, test=lambda s: True) -> Candidate:
+    """A candidate that is no invariant of COUNTER (x reaches 4)."""
+    x = next(v for v in enc.cur if str(v) == "x")
+    return Candidate("x <= 2", z3.ULE(x, z3.BitVecVal(2, x.size(), enc.ctx)), test, Family.VALUES)
+
+
+def test_strengthened_pdr_proves_with_the_mined_lemmas(strengthened):
+    cm, r = strengthened
+    assert not r.checker_bugs
+    f = r.findings["ordered"]
+    assert f.verdict is Verdict.PROVED and "mined lemmas" in f.note and "certified" in f.note
+    assert r.stats.complete
+    assert "jointly inductive, given to Spacer" in r.stats.notes[0]
+    assert r.invariants and all(c.test(s) for c in r.invariants for s in explore(cm, graph=True).graph.states)
+
+
+def plant(monkeypatch):
+    """The mutation: a `lemma` that is no invariant slipped past the Houdini pruning."""
+    from checker.engines.smt import pdr as engine
+
+    pruned = engine.inductive_subset
+
+    def planted(enc, mined, timeout):
+        kept, dropped = pruned(enc, mined, timeout)
+        return [*kept, x_at_most_two(enc)], dropped
+
+    monkeypatch.setattr(engine, "inductive_subset", planted)
+
+
+def test_a_mined_lemma_that_is_no_invariant_is_caught_by_the_certificate(monkeypatch):
+    """x <= 2 given to Spacer as background makes x's violation unreachable in its
+    clauses, so Spacer proves it (first that no model error is reachable); the
+    certificate re-checks the lemmas with Spacer's invariant and refuses: a checker
+    bug, never a proof."""
+    cm = compiled(COUNTER.format(top=4, inv="x != 3"))
+    assert pdr(cm, 0, 60, strengthen=5).findings["below"].verdict is Verdict.VIOLATED
+    plant(monkeypatch)
+    r = pdr(cm, 0, 60, strengthen=5)  # (a search cut short: the lemmas are not all states, so Spacer gets them)
+    assert r.findings["below"].verdict is not Verdict.PROVED and not r.stats.complete
+    assert r.checker_bugs and all("does not certify (a step leaves it)" in bug for bug in r.checker_bugs)
+
+
+def test_a_violation_under_complete_lemmas_is_found_and_replays():
+    """The states reached, one of them bad: Spacer looks for the path without them."""
+    f = pdr(compiled(COUNTER.format(top=4, inv="x != 3")), 0, 60, strengthen=1000).findings["below"]
+    assert f.verdict is Verdict.VIOLATED and f.counterexample.engine == "pdr"
+
+
+def test_houdini_drops_a_wrong_candidate_before_pdr_sees_it():
+    cm = compiled(COUNTER.format(top=4, inv="x != 3"))
+    enc = Encoding(cm)
+    mined = mine(cm, enc, 1000)
+    wrong = x_at_most_two(enc, lambda s: s[0] <= 2)
+    kept, _ = inductive_subset(enc, replace(mined, candidates=(*mined.candidates, wrong)), 60)
+    assert wrong not in kept and len(kept) == len(mined.candidates)
+
+
+@pytest.fixture(scope="module")
+def ping():
+    return strengthened_run(PING)
+
+
+def test_the_liveness_product_is_proved_with_the_mined_lemmas(ping):
+    cm, safety = ping
+    r = lasso_pdr(cm, 0, 60, True, lemmas=tuple(safety.invariants))
+    assert not r.checker_bugs
+    f = r.findings["answered"]
+    assert f.verdict is Verdict.PROVED and "certified" in f.note
+    assert any("and the " in line and "mined lemmas" in line for line in r.stats.notes)
+
+
+def test_a_wrong_lemma_on_the_liveness_product_is_caught(ping):
+    cm, safety = ping
+    enc = Encoding(cm)
+    req = next(v for v in enc.cur if str(v) == "req")
+    wrong = Candidate("!req", req == z3.BitVecVal(0, req.size(), enc.ctx), lambda s: True, Family.VALUES)
+    r = lasso_pdr(cm, 0, 60, True, lemmas=(*safety.invariants, wrong))
+    assert r.findings["answered"].verdict is Verdict.CHECKER_BUG
+    assert "does not certify" in r.findings["answered"].note
+
+
+def test_command_line_strengthen(tmp_path, capsys):
+    spec = tmp_path / "pair.spec"
+    spec.write_text(PAIR)
+    assert main([str(spec), "--engine", "pdr", "--strengthen"]) == 0
+    assert "pdr --strengthen: " in capsys.readouterr().out

@@ -121,18 +121,38 @@ class Candidates:
         lines = [f"{head}; {len(self.proved)} proved by k-induction"
                  + (f" (k = {', '.join(map(str, ks))})" if ks else "")
                  + (" and assumed in the step cases:" if self.proved else "")]
-        reached = [c for c, _ in self.proved if c.family is Family.REACHED]
-        if len(reached) > 2:
-            lines.append(f"  the states reached: {len(reached) - 1} control locations, each with the valuations "
-                         "seen there (the search's states, proved closed under every step)")
-        else:
-            lines += [f"  {c.text}" for c in reached]
-        readable = [c for c, _ in self.proved if c.family is not Family.REACHED]
-        lines += [f"  {c.text}" for c in readable[:SHOWN_INVARIANTS]]
-        if len(readable) > SHOWN_INVARIANTS:
-            lines.append(f"  ... and {len(readable) - SHOWN_INVARIANTS} more")
+        lines += listed([c for c, _ in self.proved])
         lines += [f"  (candidates {why})" for why in self.dropped]
         return tuple(lines)
+
+
+def listed(invariants: list[Candidate]) -> list[str]:
+    """The text output's lines for mined invariants: the readable families one by one,
+    the states reached (per-location valuations) as one line."""
+    reached = [c for c in invariants if c.family is Family.REACHED]
+    if len(reached) > 2:
+        lines = [f"  the states reached: {len(reached) - 1} control locations, each with the valuations "
+                 "seen there (the search's states, proved closed under every step)"]
+    else:
+        lines = [f"  {c.text}" for c in reached]
+    readable = [c for c in invariants if c.family is not Family.REACHED]
+    lines += [f"  {c.text}" for c in readable[:SHOWN_INVARIANTS]]
+    if len(readable) > SHOWN_INVARIANTS:
+        lines.append(f"  ... and {len(readable) - SHOWN_INVARIANTS} more")
+    return lines
+
+
+def inductive_subset(enc: Encoding, mined: Mined, timeout: float | None) -> tuple[list[Candidate], list[str]]:
+    """The mined candidates that are jointly one-step inductive (Houdini at k = 0: each
+    holds in every initial state, and no step from a state where all of them hold
+    falsifies one), so they hold in every reachable state; and why some were dropped
+    wholesale. pdr --strengthen gives these to Spacer."""
+    cands = Candidates(enc, mined)
+    cands.prune_base(Unrolling(enc, timeout), 0)
+    step = Unrolling(enc, timeout, from_initial=False)
+    step.extend(1)
+    _, kept = joint_step(enc, step, 0, [], cands, {}, {})
+    return kept, cands.dropped
 
 
 def any_of(bads: list):

@@ -30,6 +30,12 @@ replayed through the compiled steps, then the explicit liveness engine judges th
 states (liveness.judge) and reports the fair lasso it finds there, printed as every
 liveness counterexample is; if it finds none, the row says *checker bug*. bmc finding no
 lasso up to depth K says so (incomplete), never *holds*.
+
+pdr --strengthen gives Spacer the mined lemmas L that pdr's safety run kept (jointly
+inductive on the model) as a background invariant of the product: L on the model's
+slots, and L on the saved copy once one is saved (the saved state was a reachable
+state). Both are closed under the product's steps; the certificate re-checks them with
+Spacer's invariant.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from .. import liveness
 from ..crosscheck import ReplayMismatch, replay_steps
 from .bmc import Finding, SymbolicResult, Unrolling, interruptible
 from .encode import Encoding, LivenessTerms
+from .houdini import Candidate
 from .pdr import Invariant, Query, certify, clause_count, clauses, invariant_lines, pinned, readable
 from .terms import conj, disj, negate
 
@@ -146,6 +153,12 @@ class Product:
         closes = conj(ctx, saved, *[a == b for a, b in zip(cur, sv)], *fair)
         stays = conj(ctx, *[negate(a.enabled) for a in self.actors])
         self.bad = conj(ctx, after, disj(ctx, closes, stays))
+
+    def background(self, lemmas):
+        """The model's invariant `lemmas` (over enc.cur) as one of the product: on the
+        current state, and on the saved one once it is saved."""
+        _, saved, sv, _ = self._parts(self.cur)
+        return conj(self.ctx, lemmas, z3.Implies(saved, z3.substitute(lemmas, *zip(self.enc.cur, sv))))
 
     def _aux(self, prefix: str) -> list:
         return [z3.Const(f"{prefix}{name}", sort) for name, sort in zip(self.names, self.sorts)]
@@ -253,16 +266,20 @@ def _bounded(cm: CompiledModel, enc: Encoding, live: LivenessTerms, depth: int, 
 
 @interruptible
 def lasso_pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-              result: SymbolicResult, only: tuple[str, ...] | None = None) -> SymbolicResult:
+              result: SymbolicResult, only: tuple[str, ...] | None = None,
+              lemmas: tuple[Candidate, ...] = ()) -> SymbolicResult:
     """Each liveness property (of `only`, if given) proved by Spacer on the
     liveness-to-safety product (its invariant certified), violated with a replayed
-    lasso, or unknown. `depth` is unused."""
+    lasso, or unknown. `depth` is unused. `lemmas`: pdr --strengthen's mined
+    invariants of the model (from another encoding: their terms are translated)."""
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     why = _refused(cm)
     invariants: list[Invariant] = []
-    if not why and not z3.is_false(enc.overflow):
-        r, _, reason = Query(enc, timeout).ask(enc.overflow)
+    known = conj(enc.ctx, enc.domain, *[c.holds.translate(enc.ctx) for c in lemmas]) if lemmas else None
+    if not why and not z3.is_false(enc.overflow) and (
+            known is None or certify(enc, enc.T, [enc.overflow], timeout, known)):  # (not excluded by the lemmas)
+        r, _, reason = Query(enc, timeout, known).ask(enc.overflow)
         if r != z3.unsat:  # the encoding may cut runs short: no proof would be sound
             why = ("an atomic `while` loop may run longer than the encoding unrolls" if r == z3.sat
                    else f"pdr gave up on whether an atomic `while` loop overflows: {reason}")
@@ -270,7 +287,7 @@ def lasso_pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
         if why:
             result.findings[live.name] = Finding(Verdict.INCOMPLETE, note=why)
             continue
-        result.findings[live.name] = _unbounded(cm, enc, live, timeout, result, invariants)
+        result.findings[live.name] = _unbounded(cm, enc, live, timeout, result, invariants, known, len(lemmas))
     complete = all(f.verdict in (Verdict.PROVED, Verdict.VIOLATED, Verdict.ERROR) for f in result.findings.values())
     result.stats = Stats(seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (why or "some liveness properties undecided"), engine="pdr",
@@ -279,14 +296,15 @@ def lasso_pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlo
 
 
 def _unbounded(cm: CompiledModel, enc: Encoding, live: LivenessTerms, timeout: float | None,
-               result: SymbolicResult, invariants: list[Invariant]) -> Finding:
+               result: SymbolicResult, invariants: list[Invariant], known=None, mined: int = 0) -> Finding:
     t0 = time.monotonic()
     product = Product(enc, live)
+    background = None if known is None else product.background(known)
     for what, bad in (("error", live.err), ("lasso", product.bad)):
         if z3.is_false(bad):
             continue
         on = product if what == "lasso" else enc
-        r, answer, reason = Query(on, timeout).ask(bad)  # type: ignore[arg-type]
+        r, answer, reason = Query(on, timeout, background if what == "lasso" else known).ask(bad)  # type: ignore[arg-type]
         if r == z3.unknown:
             return Finding(Verdict.UNKNOWN, note=f"pdr gave up: {reason}")
         if r == z3.sat:
@@ -301,7 +319,7 @@ def _unbounded(cm: CompiledModel, enc: Encoding, live: LivenessTerms, timeout: f
             return _judged(cm, result, unroll, model, len(ground) - 1, live.name, "pdr",
                            "found by pdr (need not be the shortest)")
         if what == "lasso":
-            fails = certify(product, answer, [product.bad], timeout)  # type: ignore[arg-type]
+            fails = certify(product, answer, [product.bad], timeout, background)  # type: ignore[arg-type]
             if fails:
                 msg = f"pdr: the invariant Spacer found for {live.name} on the liveness-to-safety product " \
                       f"does not certify ({fails})"
@@ -310,7 +328,7 @@ def _unbounded(cm: CompiledModel, enc: Encoding, live: LivenessTerms, timeout: f
                 result.checker_bugs.append(msg)
                 return Finding(Verdict.CHECKER_BUG, note=msg)
             inv = Invariant(f"{live.name} (no fair lasso)", tuple(readable(enc, c) for c in clauses(answer)),
-                            time.monotonic() - t0)
+                            time.monotonic() - t0, mined=mined if background is not None else 0)
             invariants.append(inv)
             return Finding(Verdict.PROVED, note=f"proved by pdr: no fair lasso, by an inductive invariant of "
                                                 f"{clause_count(inv)} on the liveness-to-safety product, certified "

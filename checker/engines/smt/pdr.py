@@ -23,6 +23,16 @@ overflow): one invariant proves them together; a path names the properties it
 violates, which leave the set, and the rest are asked again. A query the solver cannot
 decide (timeout) is asked again for each property alone, so that only the undecided
 ones stay incomplete.
+
+With `strengthen` (--strengthen), the candidate invariants mined from an explicit
+search (engines/smt/houdini.py) that are jointly one-step inductive (Houdini,
+induction.inductive_subset) are given to Spacer as a background invariant L: the
+clauses become `init(s) -> Reach(s)`, `Reach(s) && L(s) && T(s, s', step) -> Reach(s')`
+and `Reach(s) && L(s) && bad(s) -> false`, so Spacer never has to rule out a state L
+excludes. Every reachable state satisfies L (it holds initially and is closed under
+every step), so this is the same question; and the certificate re-checks `I && L`, the
+invariant Spacer found together with every mined lemma, so a proof rests neither on
+the search the lemmas were read off nor on their pruning.
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ from ...base import safe_text
 from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
+from .houdini import Candidate, Family, mine
+from .induction import inductive_subset, listed
 from .solver import checked, new_fixedpoint, new_solver, why_unknown
 from .terms import conj, disj, negate
 
@@ -52,14 +64,17 @@ class Invariant:
     property: str  # what it proves
     clauses: tuple[str, ...]  # its conjuncts, readable
     seconds: float
+    mined: int = 0  # the mined lemmas (pdr --strengthen) conjoined with it, listed once in the notes
 
 
 class Query:
-    """Spacer over one encoding: each property asked in a fresh engine and relation."""
+    """Spacer over one encoding: each property asked in a fresh engine and relation;
+    with a `background` invariant L over enc.cur, from states satisfying L only."""
 
-    def __init__(self, enc: Encoding, timeout: float | None):
+    def __init__(self, enc: Encoding, timeout: float | None, background=None):
         self.enc = enc
         self.timeout = timeout
+        self.background = background
 
     def ask(self, bad):
         """(answer, invariant over enc.cur or ground states initial first, why unknown)."""
@@ -69,8 +84,9 @@ class Query:
         fp.register_relation(reach)
         fp.declare_var(*enc.cur, *enc.nxt, enc.sel)
         fp.rule(reach(*enc.cur), enc.init)
-        fp.rule(reach(*enc.nxt), [reach(*enc.cur), enc.trans])
-        r = fp.query(conj(enc.ctx, reach(*enc.cur), bad))
+        known = [] if self.background is None else [self.background]
+        fp.rule(reach(*enc.nxt), [reach(*enc.cur), *known, enc.trans])
+        r = fp.query(conj(enc.ctx, reach(*enc.cur), *known, bad))
         if r == z3.unsat:
             return r, quantifier_free(interpretation(fp.get_answer(), enc.cur)), ""
         if r == z3.sat:
@@ -136,10 +152,13 @@ def ground_states(proof, reach) -> list[list]:
     return out
 
 
-def certify(enc: Encoding, inv, bads: list, timeout: float | None) -> str:
-    """Why `inv` is not an inductive invariant excluding every one of `bads` (empty: it
-    is), decided by a solver that never saw Spacer's clauses."""
+def certify(enc: Encoding, inv, bads: list, timeout: float | None, background=None) -> str:
+    """Why `inv` (and the `background` invariant Spacer was given, if any) is not an
+    inductive invariant excluding every one of `bads` (empty: it is), decided by a
+    solver that never saw Spacer's clauses."""
     ctx = enc.ctx
+    if background is not None:
+        inv = conj(ctx, inv, background)
     s = new_solver(timeout, ctx, logic=None if quantified(inv) else "QF_BV")
     nxt = z3.substitute(inv, *zip(enc.cur, enc.nxt))
     for what, query in (("an initial state falsifies it", conj(ctx, enc.init, negate(inv))),
@@ -156,15 +175,52 @@ def certify(enc: Encoding, inv, bads: list, timeout: float | None) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class Lemmas:
+    """pdr --strengthen's background: the mined candidates kept (jointly inductive),
+    their conjunction over the encoding's state, and the notes that say where they came from."""
+
+    kept: tuple[Candidate, ...]
+    term: object  # z3.BoolRef over Encoding.cur, or None when nothing was kept
+    notes: tuple[str, ...]
+    exact: bool = False  # the lemmas include the states a complete search reached, all kept
+
+
+def mined_lemmas(cm: CompiledModel, enc: Encoding, states: int, check_deadlock: bool,
+                 timeout: float | None) -> Lemmas:
+    """The candidates mined from an explicit search of at most `states` states, pruned
+    to those that are jointly one-step inductive."""
+    found = mine(cm, enc, states, check_deadlock)
+    kept, dropped = inductive_subset(enc, found, timeout) if found.candidates else ([], [])
+    head = f"pdr --strengthen: {found.describe()}"
+    if not kept:
+        return Lemmas((), None, (f"{head}; none is inductive, so Spacer is given none",))
+    lines = [f"{head}; {len(kept)} jointly inductive, given to Spacer and part of every invariant "
+             "it certifies:", *listed(kept), *[f"  (candidates {why})" for why in dropped]]
+    # with the slots' types (Encoding.domain): a candidate that a slot's type already
+    # implies is not made, but Spacer's states are bit-vectors that could break it
+    reached = [c for c in found.candidates if c.family is Family.REACHED]
+    exact = found.complete and bool(reached) and all(c in kept for c in reached)
+    return Lemmas(tuple(kept), conj(enc.ctx, enc.domain, *[c.holds for c in kept]), tuple(lines), exact)
+
+
 @interruptible
 def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-        result: SymbolicResult) -> SymbolicResult:
+        result: SymbolicResult, strengthen: int | None = None) -> SymbolicResult:
     """Every safety property proved (with a certified invariant), violated (with a
     replayed path of any length) or left incomplete with the solver's reason. `depth`
-    is unused: PDR has no bound."""
+    is unused: PDR has no bound. With `strengthen`, Spacer is given the mined lemmas of
+    an explicit search of at most that many states (result.invariants lists them)."""
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
-    query = Query(enc, timeout)
+    lemmas = mined_lemmas(cm, enc, strengthen, check_deadlock, timeout) if strengthen else None
+    background = lemmas.term if lemmas else None
+    if lemmas:
+        result.invariants = list(lemmas.kept)
+    query = Query(enc, timeout, background)
+    # when the lemmas are the states a complete search reached and one of them is bad, a
+    # path is what is left to find, and Spacer finds one faster without the background
+    search = Query(enc, timeout) if lemmas and lemmas.exact else query
     overflow = SafetyProperty(OVERFLOW, OVERFLOW, enc.overflow)
     open_props = [p for p in [overflow] + list(enc.properties) if not z3.is_false(p.bad)]
     trivial = [p for p in enc.properties if z3.is_false(p.bad) and p.name != MODEL_ERROR]
@@ -179,7 +235,13 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     while pending and stop is None:
         p = pending.pop(0)
         t0 = time.monotonic()
-        r, answer, reason = query.ask(p.bad)
+        given = background  # what the invariant found is certified with
+        if background is not None and not certify(enc, z3.BoolVal(True, enc.ctx), [p.bad], timeout, background):
+            r, answer, reason = z3.unsat, z3.BoolVal(True, enc.ctx), ""  # the lemmas alone prove it
+        else:
+            r, answer, reason = search.ask(p.bad)
+            if search is not query:
+                given = None
         if r == z3.unknown:
             if p.name == OVERFLOW:  # the encoding may cut runs short: no proof would be sound
                 stop = f"pdr gave up on whether {WHAT[p.name]} is reachable: {reason}"
@@ -188,7 +250,7 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
             else:
                 result.findings[p.name] = Finding(Verdict.UNKNOWN, note=f"pdr gave up: {reason}")
         elif r == z3.unsat:
-            stop = proved(enc, result, p, answer, timeout, t0, invariants)
+            stop = proved(enc, result, p, answer, timeout, t0, invariants, given)
         else:
             stop = violated(cm, enc, result, p, answer, timeout)
     for p in pending:
@@ -202,7 +264,7 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     complete = stop is None and not errors_open and all(
         f.verdict in (Verdict.PROVED, Verdict.VIOLATED) for f in result.findings.values())
     stop = stop or errors_open
-    notes = tuple(line for inv in invariants for line in invariant_lines(inv))
+    notes = (lemmas.notes if lemmas else ()) + tuple(line for inv in invariants for line in invariant_lines(inv))
     result.stats = Stats(seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (stop or "some properties undecided"), engine="pdr", notes=notes)
     return result
@@ -212,16 +274,19 @@ WHAT = {MODEL_ERROR: "a model error", OVERFLOW: "an atomic loop overflow"}
 
 
 def proved(enc: Encoding, result: SymbolicResult, p: SafetyProperty, inv, timeout: float | None, t0: float,
-           invariants: list[Invariant]) -> str | None:
-    """Record Spacer's proof of `p` once the certificate agrees; why the run stops, if it does."""
-    why = certify(enc, inv, [p.bad], timeout)
+           invariants: list[Invariant], background=None) -> str | None:
+    """Record Spacer's proof of `p` once the certificate agrees (on the invariant and the
+    background lemmas together); why the run stops, if it does."""
+    why = certify(enc, inv, [p.bad], timeout, background)
     if not why:
-        found = Invariant(p.name, tuple(readable(enc, c) for c in clauses(inv)), time.monotonic() - t0)
+        found = Invariant(p.name, tuple(readable(enc, c) for c in clauses(inv)), time.monotonic() - t0,
+                          mined=len(result.invariants) if background is not None else 0)
         invariants.append(found)
         if p.name not in WHAT:
-            result.findings[p.name] = Finding(
-                Verdict.PROVED, note=f"proved by pdr: an inductive invariant of {clause_count(found)}, "
-                                     "certified by one-step induction")
+            how = (f"the {found.mined} mined lemmas alone are an inductive invariant excluding it (Spacer not "
+                   "needed)" if found.mined and not found.clauses else f"an inductive invariant of {clause_count(found)}")
+            result.findings[p.name] = Finding(Verdict.PROVED, note=f"proved by pdr: {how}, certified by one-step "
+                                                                   "induction")
         return None
     msg = f"pdr: the invariant Spacer found for {p.name} does not certify ({why})"
     if why.startswith("not re-checked"):
@@ -280,7 +345,8 @@ def pinned(enc, states: list, bad, timeout: float | None):
 
 def clause_count(inv: Invariant) -> str:
     n = len(inv.clauses)
-    return f"{n} clause{'s' if n != 1 else ''}"
+    mined = f" and the {inv.mined} mined lemmas" if inv.mined else ""
+    return f"{n} clause{'s' if n != 1 else ''}{mined}"
 
 
 def invariant_lines(inv: Invariant) -> list[str]:
