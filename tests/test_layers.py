@@ -121,9 +121,11 @@ FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...
         ("invariant candidates", ("checker.engines.smt.houdini",), False,
          "candidate invariants read off an explicit search's states, for k-induction to prove or drop"),
         ("bmc", ("checker.engines.smt.bmc",), False, "bounded model checking (replays what Z3 finds)"),
-        ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas", "checker.engines.smt.pdr"),
-         False, "k-induction on top of bmc's unrolling; lemmas over bmc's findings; PDR through Spacer, its "
-         "paths pinned to bmc's unrolling"),
+        ("z3 proofs", ("checker.engines.smt.induction", "checker.engines.smt.lemmas"),
+         False, "k-induction on top of bmc's unrolling; lemmas over bmc's findings"),
+        ("pdr", ("checker.engines.smt.pdr",), False,
+         "PDR through Spacer, its paths pinned to bmc's unrolling; with --strengthen, the mined candidates "
+         "that k-induction's Houdini pruning keeps"),
         ("z3 liveness", ("checker.engines.smt.lasso",), False,
          "liveness under Z3: the liveness-to-safety product, unrolled by bmc's unrolling and proved by pdr's "
          "Spacer query; its lassos judged by the explicit liveness engine"),
