@@ -78,7 +78,7 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
     assert pk is not None
     return c_source(cm.program, pk.shift, pk.width, pk.lo, pk.hi, pk.bits, refs, rows,
                     [inv.property for inv in cm.invariants], [p.property for p in cm.premises], bool(cm.finals),
-                    ample)
+                    ample, [prop for prop, _, _ in cm.liveness])
 
 
 class Library:
@@ -105,6 +105,10 @@ class Library:
                 ("tr_load_graph", ctypes.c_int, (_ptr, _u64, _ptr, _u64, _ptr, _ptr, _u64, _ptr)),
                 ("tr_step", ctypes.c_int, (ctypes.c_int, _u64, ctypes.POINTER(_u64))),
                 ("tr_predicate", ctypes.c_int, (ctypes.c_int, ctypes.c_int, _u64)),
+                ("tr_live_marks", ctypes.c_int, (ctypes.c_int, _u64, _ptr, _ptr, _ptr, ctypes.POINTER(_u64))),
+                ("tr_fair_sccs", ctypes.c_int64, (_u64, _ptr, _ptr, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _u64, _ptr,
+                                                  ctypes.POINTER(_u64))),
+                ("tr_stem", ctypes.c_int64, (_u64, _u64, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _ptr)),
                 ("tr_level", ctypes.c_int, (_ptr, _u64, ctypes.POINTER(_u64), ctypes.POINTER(_u64), _u64, _u64,
                                             _u64, ctypes.c_int))):
             fn = getattr(lib, name)
@@ -117,6 +121,41 @@ class Library:
         out = _u64(0)
         r = self.lib.tr_step(k, s, ctypes.byref(out))
         return r, out.value
+
+
+    # -- the liveness engine's fair-cycle check (backends/c.py's _LIVENESS), on the graph
+    def live_marks(self, p: int, states: array, n: int) -> tuple[array, array] | None:
+        """Liveness property p's marks on the first n `states` (packed, "Q"): whether the
+        goal fails in each, and the seeds (where the trigger holds too) in id order;
+        None when a predicate bailed (the Python check judges the property)."""
+        bad, seeds, count = array("B", bytes(n)), array("Q", bytes(8 * n)), _u64(0)
+        if self.lib.tr_live_marks(p, n, _address(states), _address(bad), _address(seeds), ctypes.byref(count)):
+            return None
+        del seeds[count.value:]
+        return bad, seeds
+
+    def fair_components(self, n: int, first: array, dst: array, step: array, enabled: array, stepbits: array,
+                        fair: int, bad: array, seeds: array) -> tuple[array, int, int]:
+        """(per state: -1 outside R, 0 in an unfair component, c > 0 in fair component c;
+        the fair actors that starved the unfair ones; how many are fair)."""
+        comp, starved = array("i", bytes(4 * n)), _u64(0)
+        fairs = self.lib.tr_fair_sccs(n, _address(first), _address(dst), _address(step), _address(enabled),
+                                      _address(stepbits), fair, _address(bad), _address(seeds), len(seeds),
+                                      _address(comp), ctypes.byref(starved))
+        if fairs < 0:
+            raise MemoryError
+        return comp, starved.value, fairs
+
+    def stem(self, n: int, initial: int, first: array, dst: array, seeds: array,
+             comp: array) -> tuple[int, array, array]:
+        """The 0-1 breadth-first search of the shortest stem: (the node found, 2u + phase,
+        or -1; each node's parent node and the edge that led there)."""
+        parent, edge = array("q", bytes(16 * n)), array("q", bytes(16 * n))
+        found = self.lib.tr_stem(n, initial, _address(first), _address(dst), _address(seeds), len(seeds),
+                                 _address(comp), _address(parent), _address(edge))
+        if found < -1:
+            raise MemoryError
+        return found, parent, edge
 
 
 def cache_key(source: CSource, cc: str) -> str:
@@ -437,7 +476,9 @@ def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None,
         _attach(search, lib, t)
         search.add_initial()
         _run(search, lib, t, progress)
-        return _finish(search, lib, t, progress, start, rss)
+        found = _finish(search, lib, t, progress, start, rss)
+        found.native = library
+        return found
     finally:
         lib.tr_free(t)
 
@@ -480,7 +521,9 @@ def take_over(search: Search, level: list[int], first_id: int, depth: int, libra
         search.loops = None  # the generated Python loop: the C loop does its work now
         _attach(search, lib, t)
         _run(search, lib, t, progress, first_id, depth)
-        return _finish(search, lib, t, progress, start, rss)
+        found = _finish(search, lib, t, progress, start, rss)
+        found.native = library
+        return found
     finally:
         lib.tr_free(t)
 

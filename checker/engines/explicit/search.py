@@ -38,6 +38,7 @@ from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopS
 
 if TYPE_CHECKING:
     from ...backends.c import AmpleTables
+    from .native import Library
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,9 @@ class Exploration:
     marks: tuple | None = None  # (step, mark) pairs
     held: tuple[bool, ...] = ()
     digest: int | None = None
+    # the native loop's library (native.Library) when it ran: the liveness engine's
+    # fair-cycle check runs in it too
+    native: Library | None = None
 
 
 def _branch_taken(step, pc_after: int) -> bool | None:
