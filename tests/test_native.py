@@ -20,13 +20,14 @@ from test_reduce_random import _Gen
 from checker.backends.c import Unsupported
 from checker.backends.python import AssertionViolation, ModelError, compile_program
 from checker.base.errors import SpecError
-from checker.engines import reduce
+from checker.engines import liveness, reduce
 from checker.engines import explicit
 from checker.engines.explicit import Limits, explore
 from checker.engines.explicit import native
 from checker.engines.explicit.native import cache_key, compiler, library_for, source_for
 from checker.engines.explicit.search import Search, run_levels
 from checker.ir import StepKind
+from checker.results.trace import Verdict
 from checker.cli import main
 from checker.pipeline import Options, compile_variant, load, selected_variants
 
@@ -133,6 +134,13 @@ def _steps_agree(cm, states: int = 2000, reduction=None) -> int:
                 assert got == int(bool(inv.packed(s))), (inv.name, s)
             except ModelError:
                 assert got == 2
+        for n, (prop, trigger, goal) in enumerate(cm.liveness_packed):  # kind 3: the goal, 4: the trigger
+            for kind, pred in ((3, goal), (4, trigger)):
+                got = lib.lib.tr_predicate(kind, n, s)
+                try:
+                    assert got == (1 if pred is None else int(bool(pred(s)))), (prop.name, kind, s)
+                except ModelError:
+                    assert got == 2
     return compared
 
 
@@ -283,6 +291,71 @@ def test_liveness_verdicts_and_lassos_come_out_the_same():
         runs.append((out.returncode, doc["variants"]))
     assert runs[0] == runs[1]
     assert any(o["kind"] == "liveness" and o["verdict"] == "violated" for v in runs[1][1] for o in v["outcomes"])
+
+
+LIVE = """
+model live;
+var flag: bool = false;
+var done: bool = false;
+var x: 0..2 = 0;
+var y: bool = false;
+var z: bool = false;
+var a[2]: bool = false;
+var i: 0..3 = 0;
+process waiter { while (!flag) { skip; } done = true; }
+process setter { flag = true; }
+process p { x = 1; x = 2; }
+process spin { loop { await !z; y = !y; } }
+process q { i = 1; i = 2; }
+unfair process u { loop { z = true; z = false; } }
+property finishes: always eventually done;
+property back_to_zero: always (x == 1 -> eventually x == 0);
+property trivially: always (x == 1 -> eventually x >= 0);
+property toggles: always eventually y;
+property stalls: always eventually !z;
+property goes_wrong: always eventually a[i];
+"""
+
+
+@pytest.fixture(scope="module")
+def live_both():
+    """LIVE's liveness outcomes from the Python loop's graph (the check in Python) and
+    from the native loop's (the check in C), complete and cut short."""
+    cm = compiled(LIVE)
+    out = []
+    for limits in (Limits(), Limits(max_states=40)):
+        py, c = explore(cm, limits, graph=True), explore(cm, limits, graph=True, loop="native")
+        assert c.stats.loop == "native" and c.native is not None and py.native is None
+        assert liveness._Graph(cm, c.graph, c.native).native is not None  # the C check runs
+        out.append((liveness.check(cm, py)[0], liveness.check(cm, c)[0]))
+    return out
+
+
+def test_the_fair_cycle_check_in_c_gives_the_python_outcomes(live_both):
+    """Verdicts, notes, fairness relied on and lassos (stem and loop, message) alike,
+    over every kind of outcome: holds under fairness or without it, lassos with a
+    loop, a stutter (u stops where only it could move and blocks spin), a property that goes wrong (its goal bails in C: Python judges it),
+    and a search cut short."""
+    (py, c), (py_cut, c_cut) = live_both
+    assert c == py and c_cut == py_cut
+    verdicts = {name: o.verdict for name, o in c.items()}
+    assert verdicts == {"finishes": Verdict.HOLDS, "back_to_zero": Verdict.VIOLATED, "trivially": Verdict.HOLDS,
+                        "toggles": Verdict.VIOLATED, "stalls": Verdict.VIOLATED, "goes_wrong": Verdict.ERROR}
+    assert c["finishes"].relies_on and not c["trivially"].relies_on
+    loop = c["back_to_zero"].counterexample.trace
+    assert loop.loop_start is not None and loop.length > loop.loop_start
+    stutter = c["stalls"].counterexample.trace
+    assert stutter.length == stutter.loop_start
+    assert {o.verdict for o in c_cut.values()} >= {Verdict.INCOMPLETE}
+
+
+def test_fair_actions_keep_the_fair_cycle_check_in_python():
+    cm = compiled("model m; var x: 0..1 = 0; var done: bool = false;\n"
+                  "process p { choose { fair { done = true; } } or { x = 1 - x; } }\n"
+                  "property ends: always eventually done;\n")
+    py, c = explore(cm, graph=True), explore(cm, graph=True, loop="native")
+    assert c.native is not None and liveness._Graph(cm, c.graph, c.native).native is None
+    assert liveness.check(cm, c)[0] == liveness.check(cm, py)[0]
 
 
 def test_a_build_is_cached_by_its_source(tmp_path, monkeypatch):

@@ -43,6 +43,12 @@ A counterexample is a lasso: the shortest stem from an initial state through a
 or visits a disabled state of, every fair instance, and returns to where it entered.
 A stutter counterexample has an empty loop: the trace ends in the state the run keeps.
 
+Where the native loop kept the graph, the marks, the components and the stem are
+computed in C (backends/c.py's `_LIVENESS`, which follows `components`,
+`fair_components` and `stem` step for step, for weak fairness of the actors; `fair`
+actions, strong fairness and a goal or trigger that bails in C are judged here); the
+loop and the trace are always built here. tests/test_native.py compares both.
+
 Soundness: only states whose steps were all tried are used. When the search was cut
 short, a lasso found among them is still a real run, so it is reported; finding none
 proves nothing, and the verdict is "incomplete".
@@ -56,7 +62,6 @@ from collections import deque
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .. import model as m
 from ..backends.python import (AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError,
@@ -64,10 +69,7 @@ from ..backends.python import (AssertionViolation, CompiledInstance, CompiledMod
 from ..base.errors import source_text
 from ..ir import FairAction, StepKind
 from ..results.trace import Counterexample, Stats, Verdict
-from .explicit import Exploration, StateGraph, TraceBuilder, UnpackedStates
-
-if TYPE_CHECKING:
-    from .explicit.native import Library
+from .explicit import Exploration, FairCycles, StateGraph, TraceBuilder, UnpackedStates
 
 
 def _after(n: int) -> str:
@@ -127,7 +129,7 @@ def check(cm: CompiledModel, exploration: Exploration) -> tuple[dict[str, Livene
 class _Graph:
     """One variant's state graph, with what every property's check shares."""
 
-    def __init__(self, cm: CompiledModel, g: StateGraph, native: Library | None = None):
+    def __init__(self, cm: CompiledModel, g: StateGraph, native: FairCycles | None = None):
         self.cm = cm
         self.g = g
         self.n = g.expanded
@@ -157,8 +159,8 @@ class _Graph:
         # the native loop's library, when it ran: the same check in C (backends/c.py's
         # _LIVENESS), for weak fairness of the actors; `fair` actions and strong fairness
         # are checked here
-        self.native = native if native is not None and not self.actions and not self.strong \
-            and self.fair >> 64 == 0 and _native_arrays(g) else None
+        self.native = native if native is not None and native.liveness == len(cm.liveness) and not self.actions \
+            and not self.strong and self.fair >> 64 == 0 and _native_arrays(g) else None
         self.stepbits = array("Q", self.step_bits) if self.native is not None else array("Q")
 
     def en(self, u: int) -> int:
@@ -187,19 +189,21 @@ class _Graph:
     # -- one property
     def check(self, p: int, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
         """Property p (`cm.liveness_packed[p]`); in C where the library can, else here."""
-        g, n = self.g, self.n
-        marks = self.native.live_marks(p, g.states.packed, n) if self.native is not None else None
+        g, n, native = self.g, self.n, self.native
+        packed = g.states.packed
+        marks = native.live_marks(p, packed, n) if native is not None and isinstance(packed, array) else None
         if marks is None:
             return self.check_here(prop, trigger, goal, complete, limit)
+        assert native is not None
         bad, seeds = marks
-        comp, starved_by, fairs = self.native.fair_components(n, g.first, g.dst, g.step, g.enabled, self.stepbits,
-                                                              self.fair, bad, seeds)
+        comp, starved_by, fairs = native.fair_components(n, g.first, g.dst, g.step, g.enabled, self.stepbits,
+                                                         self.fair, bad, seeds)
         if not fairs:
             return self.holds(starved_by, complete, limit)
 
-        found, parent, edge = self.native.stem(n, g.initial, g.first, g.dst, seeds, comp)
-        return self.violated(self.lasso(prop, seeds, bad, found, parent, edge,
-                                             lambda u: _Members(comp, comp[u])), complete, limit)
+        found, parent, edge = native.stem(n, g.initial, g.first, g.dst, seeds, comp)
+        cx = self.lasso(prop, seeds, bad, found, parent, edge, lambda u: _Members(comp, comp[u]))
+        return self.violated(cx, complete, limit)
 
     def check_here(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
         g, n = self.g, self.n

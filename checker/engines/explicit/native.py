@@ -18,6 +18,11 @@ pays the compile once. Where there is no compiler, or the model uses what the C 
 does not write (tso, lkmm, fixed-width integers, ...), or the search needs what the C
 loop does not do (partial-order reduction, symmetry), the Python loop runs and the run
 says why (`Stats.loop`, `Stats.notes`). The native loop runs in one process.
+
+A library written for a model with liveness properties also holds the liveness
+engine's fair-cycle check (backends/c.py's _LIVENESS; `Library.live_marks`,
+`fair_components`, `stem`), which the engine runs on the graph the C loop kept
+(`Exploration.native`).
 """
 
 from __future__ import annotations
@@ -81,6 +86,13 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
                     ample, [prop for prop, _, _ in cm.liveness])
 
 
+#: the liveness engine's functions, in a model with liveness properties
+_LIVE = (("tr_live_marks", ctypes.c_int, (ctypes.c_int, _u64, _ptr, _ptr, _ptr, ctypes.POINTER(_u64))),
+         ("tr_fair_sccs", ctypes.c_int64, (_u64, _ptr, _ptr, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _u64, _ptr,
+                                           ctypes.POINTER(_u64))),
+         ("tr_stem", ctypes.c_int64, (_u64, _u64, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _ptr)))
+
+
 class Library:
     """One built variant, loaded: the C functions with their signatures."""
 
@@ -105,12 +117,8 @@ class Library:
                 ("tr_load_graph", ctypes.c_int, (_ptr, _u64, _ptr, _u64, _ptr, _ptr, _u64, _ptr)),
                 ("tr_step", ctypes.c_int, (ctypes.c_int, _u64, ctypes.POINTER(_u64))),
                 ("tr_predicate", ctypes.c_int, (ctypes.c_int, ctypes.c_int, _u64)),
-                ("tr_live_marks", ctypes.c_int, (ctypes.c_int, _u64, _ptr, _ptr, _ptr, ctypes.POINTER(_u64))),
-                ("tr_fair_sccs", ctypes.c_int64, (_u64, _ptr, _ptr, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _u64, _ptr,
-                                                  ctypes.POINTER(_u64))),
-                ("tr_stem", ctypes.c_int64, (_u64, _u64, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _ptr)),
                 ("tr_level", ctypes.c_int, (_ptr, _u64, ctypes.POINTER(_u64), ctypes.POINTER(_u64), _u64, _u64,
-                                            _u64, ctypes.c_int))):
+                                            _u64, ctypes.c_int))) + _LIVE * bool(source.liveness):
             fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = args
@@ -123,7 +131,12 @@ class Library:
         return r, out.value
 
 
-    # -- the liveness engine's fair-cycle check (backends/c.py's _LIVENESS), on the graph
+    # -- the liveness engine's fair-cycle check (backends/c.py's _LIVENESS), on the graph:
+    # search.FairCycles
+    @property
+    def liveness(self) -> int:
+        return self.source.liveness
+
     def live_marks(self, p: int, states: array, n: int) -> tuple[array, array] | None:
         """Liveness property p's marks on the first n `states` (packed, "Q"): whether the
         goal fails in each, and the seeds (where the trigger holds too) in id order;

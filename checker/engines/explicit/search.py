@@ -24,7 +24,7 @@ from array import array
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ... import ir
 from ...semantics.lower import Cas, lower
@@ -38,7 +38,6 @@ from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopS
 
 if TYPE_CHECKING:
     from ...backends.c import AmpleTables
-    from .native import Library
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +94,23 @@ class StateGraph:
         return [(dst[k], steps[step[k]]) for k in range(self.first[i], self.first[i + 1])]
 
 
+class FairCycles(Protocol):
+    """The liveness engine's fair-cycle check in C, as the native loop's library offers
+    it (native.Library; backends/c.py's _LIVENESS): defined here, below both."""
+
+    @property
+    def liveness(self) -> int:
+        """How many liveness properties the library's check knows."""
+
+    def live_marks(self, p: int, states: array, n: int) -> tuple[array, array] | None: ...
+
+    def fair_components(self, n: int, first: array, dst: array, step: array, enabled: array, stepbits: array,
+                        fair: int, bad: array, seeds: array) -> tuple[array, int, int]: ...
+
+    def stem(self, n: int, initial: int, first: array, dst: array, seeds: array,
+             comp: array) -> tuple[int, array, array]: ...
+
+
 @dataclass
 class Exploration:
     """What a search found: statistics, and per property the shortest counterexample."""
@@ -108,9 +124,9 @@ class Exploration:
     marks: tuple | None = None  # (step, mark) pairs
     held: tuple[bool, ...] = ()
     digest: int | None = None
-    # the native loop's library (native.Library) when it ran: the liveness engine's
-    # fair-cycle check runs in it too
-    native: Library | None = None
+    # the native loop's library when it ran: the liveness engine's fair-cycle check
+    # runs in it too
+    native: FairCycles | None = None
 
 
 def _branch_taken(step, pc_after: int) -> bool | None:
