@@ -604,10 +604,12 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
              bits: int,
              steps: Sequence[StepRef], actors: Sequence[Actor], invariants: Sequence[m.Property],
              premises: Sequence[m.Property], finals: bool, ample: AmpleTables | None = None,
-             liveness: Sequence[m.Property] = ()) -> CSource:
+             liveness: Sequence[m.Property] = (),
+             symmetry: Sequence[Sequence[Sequence[tuple[int, int]]]] = ()) -> CSource:
     """The whole translation unit: the step functions numbered as the search numbers
     them, the predicates, and the level loop walking `actors` in the search's order
-    (with `ample`, only the actors of the ample set it chooses in each state); and, for
+    (with `ample`, only the actors of the ample set it chooses in each state, and
+    with `symmetry`'s fields each successor made its orbit's representative); and, for
     a model with `liveness` properties, the liveness engine's fair-cycle check
     (`_LIVENESS`) with each one's goal and trigger."""
     if len(invariants) > MAX_PREDICATES or len(premises) > MAX_PREDICATES:
@@ -640,7 +642,8 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
         raise Unsupported("more than 63 process instances (the enabled masks are 64 bits)")
     if ample is not None:
         out.append(_ample(actors, ample))
-    out.append(_level(actors, gids, len(invariants), len(premises), finals, ample is not None))
+    out.append(_canonical(symmetry))
+    out.append(_level(actors, gids, len(invariants), len(premises), finals, ample is not None, bool(symmetry)))
     text = "\n".join(out)
     import hashlib  # (here: only a native search or --dump-c writes C)
 
@@ -784,8 +787,59 @@ def _ample(actors: Sequence[Actor], ample: AmpleTables) -> str:
     return "\n".join(lines)
 
 
+def _canonical(domains: Sequence[Sequence[Sequence[tuple[int, int]]]]) -> str:
+    """Symmetry reduction's representative (reduce/symmetry.py's `canonical`): per
+    domain in turn, the indices sorted by their keys, largest first, each key its fields
+    compared in order (the Python one's integer of the fields side by side, first most
+    significant), and the fields moved only when the order changed."""
+    lines = ["u64 tr_canonical(u64 t) {", "    /* the representative of t's orbit (the identity: no symmetry) */"]
+    for d, fields in enumerate(domains):
+        n, f = len(fields), len(fields[0]) if fields else 0
+        if n < 2 or f == 0:
+            continue  # (nothing to sort)
+        sh = ", ".join("{" + ", ".join(str(s) for s, _ in fs) + "}" for fs in fields)
+        mk = ", ".join("{" + ", ".join(f"{k:#x}ULL" for _, k in fs) + "}" for fs in fields)
+        clear = 0
+        for fs in fields:
+            for s, k in fs:
+                clear |= k << s
+        lines += [
+            "    {",
+            f"        /* domain {d}: {n} indices of {f} fields each */",
+            f"        static const int SH[{n}][{f}] = {{{sh}}};",
+            f"        static const u64 MK[{n}][{f}] = {{{mk}}};",
+            f"        u64 key[{n}][{f}];",
+            f"        int order[{n}], moved = 0;",
+            f"        for (int i = 0; i < {n}; i++) {{",
+            "            order[i] = i;",
+            f"            for (int x = 0; x < {f}; x++) key[i][x] = t >> SH[i][x] & MK[i][x];",
+            "        }",
+            f"        for (int i = 1; i < {n}; i++) {{  /* insertion sort, largest key first, stable */",
+            "            int o = order[i], j = i;",
+            "            while (j > 0) {",
+            "                int x = 0, p = order[j - 1];",
+            f"                while (x < {f} && key[p][x] == key[o][x]) x++;",
+            f"                if (x == {f} || key[p][x] > key[o][x]) break;",
+            "                order[j] = p;",
+            "                j--;",
+            "                moved = 1;",
+            "            }",
+            "            order[j] = o;",
+            "        }",
+            "        if (moved) {",
+            f"            u64 out = t & {~clear & (1 << 64) - 1:#x}ULL;",
+            f"            for (int j = 0; j < {n}; j++)",
+            f"                for (int x = 0; x < {f}; x++) out |= key[order[j]][x] << SH[j][x];",
+            "            t = out;",
+            "        }",
+            "    }",
+        ]
+    lines += ["    return t;", "}", ""]
+    return "\n".join(lines)
+
+
 def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premises: int, finals: bool,
-           por: bool = False) -> str:
+           por: bool = False, symmetry: bool = False) -> str:
     """The level loop: per state the invariants and premises still asked for, then per
     actor (with `por`, per actor of the ample set) a switch on its field running the
     steps there into a buffer; the successors are stored only once every step ran
@@ -833,6 +887,8 @@ def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premis
         "            u64 id;",
         "            t->transitions++;",
         "            t->marks[k] |= 2ULL << (succ[i] >> FIELD[ACTOR[k]][0] & FIELD[ACTOR[k]][1]);",
+        *(["            succ[i] = tr_canonical(succ[i]);  /* (after the mark: it may move the actor) */"]
+          if symmetry else []),
         "            r = add_id(t, succ[i], &id);",
         "            if (r < 0) { *jp = j; return NOMEM; }",
         "            if (r) { if (tr_record(t, j, (u32)k) < 0) { *jp = j; return NOMEM; } }",

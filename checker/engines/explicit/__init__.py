@@ -108,8 +108,6 @@ def not_native(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> s
 
 def not_searched_natively(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> str:
     """`not_native`'s half that the search decides, with no C back end imported."""
-    if reduction is not None and reduction.canonicalises:
-        return "symmetry reduction is the Python loop's (--no-symmetry)"
     if reduction is not None and reduction.selects and graph:
         return "partial-order reduction with the whole graph kept (liveness) is the Python loop's (--no-por)"
     if cm.flushes or cm.program.model.memory != "sc":

@@ -65,10 +65,12 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
     Unsupported (also for a reduction the C loop does not do)."""
     if cm.flushes:
         raise Unsupported("store buffers or lkmm views")
-    ample = None
+    ample, symmetry = None, ()
     if reduction is not None:
         if reduction.canonicalises:
-            raise Unsupported("symmetry reduction is the Python loop's (--no-symmetry)")
+            symmetry = reduction.symmetry_fields()
+            if not symmetry:
+                raise Unsupported("this symmetry reduction is the Python loop's (--no-symmetry)")
         if reduction.selects:
             ample = reduction.ample_tables()
             if ample is None:
@@ -83,7 +85,7 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
     assert pk is not None
     return c_source(cm.program, pk.shift, pk.width, pk.lo, pk.hi, pk.bits, refs, rows,
                     [inv.property for inv in cm.invariants], [p.property for p in cm.premises], bool(cm.finals),
-                    ample, [prop for prop, _, _ in cm.liveness])
+                    ample, [prop for prop, _, _ in cm.liveness], symmetry)
 
 
 #: the liveness engine's functions, in a model with liveness properties
@@ -116,6 +118,7 @@ class Library:
                 ("tr_load", ctypes.c_int, (_ptr, _u64, _ptr, _ptr, _ptr)),
                 ("tr_load_graph", ctypes.c_int, (_ptr, _u64, _ptr, _u64, _ptr, _ptr, _u64, _ptr)),
                 ("tr_step", ctypes.c_int, (ctypes.c_int, _u64, ctypes.POINTER(_u64))),
+                ("tr_canonical", _u64, (_u64,)),
                 ("tr_predicate", ctypes.c_int, (ctypes.c_int, ctypes.c_int, _u64)),
                 ("tr_level", ctypes.c_int, (_ptr, _u64, ctypes.POINTER(_u64), ctypes.POINTER(_u64), _u64, _u64,
                                             _u64, ctypes.c_int))) + _LIVE * bool(source.liveness):

@@ -253,6 +253,10 @@ def _no_tables() -> AmpleTables | None:
     return None
 
 
+def _no_fields() -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
+    return ()
+
+
 def _as_is(states: list, steps: list, failing: CompiledStep | None) -> tuple[list, list, CompiledStep | None]:
     return states, steps, failing
 
@@ -285,6 +289,9 @@ class Reduction:
         # `ample` as tables the native loop can walk (backends/c.py), or None when the
         # choice cannot be tabled (then only the Python loop reduces)
         self.ample_tables: Callable[[], AmpleTables | None] = _no_tables
+        # `canonical` as tables the native loop can walk: per symmetry domain, per index,
+        # the (shift, mask) of each of its fields, aligned across indices (reduce/symmetry.py)
+        self.symmetry_fields: Callable[[], tuple[tuple[tuple[tuple[int, int], ...], ...], ...]] = _no_fields
 
     #: False when `canonical` is the identity: the engine then skips the call
     canonicalises: bool = False
