@@ -148,7 +148,8 @@ def _steps_agree(cm, states: int = 2000, reduction=None) -> int:
 @pytest.mark.parametrize("seed", range(30))
 def test_random_models_search_the_same(seed):
     """Random models with asserts, overflows (model errors), awaits, loops and arrays of
-    processes; the tso ones fall back to Python and say so."""
+    processes (symmetric in some: reduced by symmetry both ways); the tso ones fall
+    back to Python and say so."""
     try:
         cm = compiled(_Gen(seed).model(), file="rnd.spec")
     except SpecError as e:
@@ -164,6 +165,10 @@ def test_random_models_search_the_same(seed):
     if seed % 2 == 0:  # partial-order reduction (half the seeds: a build each): the ample sets in C are Python's
         for kw in ({"coverage": True}, {"limits": Limits(max_states=9)}):
             _auto(cm, _both(cm, reduction=_por(cm), **kw), reduction=_por(cm), **kw)
+    sym = reduce.plan(cm, por=True, symmetry="on")
+    if sym.symmetry is not None:  # (the seeds whose q[2] is symmetric): symmetry in C too
+        _auto(cm, _both(cm, reduction=sym, coverage=True), reduction=sym, coverage=True)
+        assert _canonical_agrees(cm, sym, list(explore(cm, Limits(max_states=3000), graph=True).graph.states.packed))
 
 
 def _canonical_agrees(cm, plan, states) -> int:
