@@ -72,7 +72,7 @@ def _both(cm, **kw):
 
 
 def _por(cm):
-    """Partial-order reduction alone (symmetry is the Python loop's), a fresh plan."""
+    """Partial-order reduction alone (symmetry: test_symmetric_models_search_the_same), a fresh plan."""
     return reduce.plan(cm, por=True, symmetry="off")
 
 
@@ -208,7 +208,7 @@ def test_shipped_models_search_the_same(model):
         if cm.program.model.memory != "sc" or not _applies(cm):
             continue
         # one build a variant: the graph for the liveness engine, unreduced; else reduced as
-        # the default run reduces, local steps merged (symmetry aside: the Python loop's)
+        # the default run reduces, local steps merged (no shipped model has a symmetric array)
         if cm.liveness:
             _both(cm, coverage=True, graph=True)
             red = None

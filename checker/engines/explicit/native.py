@@ -16,8 +16,10 @@ The build is cached under $XDG_CACHE_HOME/timerace/native (default ~/.cache), ke
 the hash of the generated C (a function of the IR) and the compiler command, so a model
 pays the compile once. Where there is no compiler, or the model uses what the C back end
 does not write (tso, lkmm, fixed-width integers, ...), or the search needs what the C
-loop does not do (partial-order reduction, symmetry), the Python loop runs and the run
-says why (`Stats.loop`, `Stats.notes`). The native loop runs in one process.
+loop does not do (partial-order reduction with the whole graph kept), the Python loop runs and the run
+says why (`Stats.loop`, `Stats.notes`). The native loop runs in one process. Symmetry
+reduction's representatives are computed in C from the symmetry's own field tables
+(`Reduction.symmetry_fields`), partial-order reduction's ample sets from its tables.
 
 A library written for a model with liveness properties also holds the liveness
 engine's fair-cycle check (backends/c.py's _LIVENESS; `Library.live_marks`,
