@@ -33,7 +33,8 @@ from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_tex
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
-from ...results.trace import MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes, show_value
+from ...results.trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, TraceState,
+                               changes, show_value)
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
 
 if TYPE_CHECKING:
@@ -153,15 +154,16 @@ class TraceBuilder:
         self.decoder = decoder_for(cm)
         self.by_gid = {inst.gid: inst for inst in cm.instances}
         self._slots: dict[str, int] | None = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
+        self._decoded: dict[tuple, TraceState] | None = None  # within one `trace`: each state decoded once, not thrice
 
     def action(self, step: CompiledStep | CompiledFlush, before, after, kind: str = "step") -> Action:
         if isinstance(step, CompiledFlush):
             return self.flush_action(step, before, after)
         inst = self.by_gid[step.gid]
         pcs = inst.process.pc_names
-        b = self.decoder.decode(before)
+        b = self.decode(before)
         pc_to = pcs[after[inst.pc_slot]] if after is not None else pcs[before[inst.pc_slot]]
-        ch = changes(b, self.decoder.decode(after)) if after is not None else ()
+        ch = changes(b, self.decode(after)) if after is not None else ()
         detail = ""
         views = self.cm.views
         if views is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
@@ -201,8 +203,8 @@ class TraceBuilder:
 
     def flush_action(self, flush: CompiledFlush, before, after) -> Action:
         """A flush is shown as the `memory` moving: which CPU's store became visible."""
-        b = self.decoder.decode(before)
-        ch = changes(b, self.decoder.decode(after))
+        b = self.decode(before)
+        ch = changes(b, self.decode(after))
         views = self.cm.views
         if views is not None:  # lkmm: a CPU's view of one location moves one store newer
             assert isinstance(flush.buffer, Propagation)
@@ -217,10 +219,25 @@ class TraceBuilder:
 
     def trace(self, states: list[tuple], steps: Sequence[CompiledStep | CompiledFlush], loop_start: int | None = None,
               failure: tuple[CompiledStep, tuple] | None = None) -> Trace:
-        decoded = tuple(self.decoder.decode(s) for s in states)
-        actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
-        fail = self.action(failure[0], failure[1], None, "failed") if failure else None
+        self._decoded = {}
+        try:
+            decoded = tuple(self.decode(s) for s in states)
+            actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
+            fail = self.action(failure[0], failure[1], None, "failed") if failure else None
+        finally:
+            self._decoded = None
         return Trace(decoded, actions, loop_start, fail)
+
+    def decode(self, s) -> TraceState:
+        """State s decoded, once per `trace` (a step's action decodes both its ends)."""
+        memo = self._decoded
+        if memo is None:
+            return self.decoder.decode(s)
+        key = tuple(s)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self.decoder.decode(s)
+        return got
 
 
 def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> StateSpace:
