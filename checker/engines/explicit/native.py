@@ -67,7 +67,8 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
     Unsupported (also for a reduction the C loop does not do)."""
     if cm.flushes:
         raise Unsupported("store buffers or lkmm views")
-    ample, symmetry = None, ()
+    ample = None
+    symmetry: tuple[tuple[tuple[tuple[int, int], ...], ...], ...] = ()
     if reduction is not None:
         if reduction.canonicalises:
             symmetry = reduction.symmetry_fields()
