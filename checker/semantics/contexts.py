@@ -347,7 +347,7 @@ class _Lowering:
         if h.name in self.clock:  # a timed one: only once its clock has reached the expiry
             due = _and(due, m.Bin(span, m.BOOL, ">=", self.g(self.clock[h.name]), self.g(self.expires[h.name])))
         if h.name in self.timer_cpu and cpu is not None:
-            due = _and(armed, _eq(self.g(self.timer_cpu[h.name]), cpu))
+            due = _and(due, _eq(self.g(self.timer_cpu[h.name]), cpu))
         fire = m.SAtomic(span, (m.SAwait(span, due), m.SAssign(span, armed, _c(0, span, m.BOOL)),
                                 m.SAssign(span, pending, _c(1, span, m.BOOL))))
         name = f"{h.name}_expiry"
