@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agreement import compiled
+from agreement import compiled, final_outcomes, spin_agrees_on_twins, verdicts_by_variant
 from checker.base.errors import SpecError
 from checker.cli import main
-from checker.engines.explicit import Limits, explore
+from checker.engines.explicit import explore
 from checker.pipeline import Options, check_spec, load
 
 ROOT = Path(__file__).resolve().parent
@@ -41,18 +41,12 @@ def test_the_timer_fires_no_earlier_than_its_expiry(runs):
 
 
 def test_the_construct_has_the_verdicts_of_the_timer_written_by_hand(runs):
-    verdicts = {p: {v.variant: {o.property: o.verdict for o in v.outcomes} for v in r.variants}
-                for p, r in runs.items()}
     assert runs[HAND].all_as_expected
-    assert verdicts[NATURAL] == verdicts[HAND]
+    assert verdicts_by_variant(runs[NATURAL]) == verdicts_by_variant(runs[HAND])
 
 
 def _outcomes(text: str, variant: str) -> set[tuple[int, ...]]:
-    cm = compiled(text, variant)
-    ex = explore(cm, Limits(check_deadlock=False), graph=True)
-    assert ex.stats.complete and ex.model_error is None and ex.graph is not None
-    slot = {sl.name: k for k, sl in enumerate(cm.program.layout.slots)}
-    return {tuple(s[slot[n]] for n in OUTCOME) for s in ex.graph.states if cm.final_state(s)}
+    return final_outcomes(text, variant, OUTCOME)
 
 
 @pytest.mark.parametrize("variant", ["base", "no_wait", "tso", "lkmm"])
@@ -111,16 +105,7 @@ def test_an_expiry_for_a_timer_without_a_clock_is_an_error_at_its_position(tmp_p
 
 
 def test_spin_agrees_on_the_timed_hrtimer_twins(tmp_path):
-    from test_promela import agreement, needs_spin
-    needs_spin()
-    for path in (NATURAL, HAND):
-        spec = tmp_path / path.name
-        spec.write_text(path.read_text().replace("variant lkmm { memory lkmm; }\n", ""))
-        work = tmp_path / path.stem
-        work.mkdir()
-        ours, untranslated, differences = agreement(spec, work)
-        assert untranslated == [] and all(not d for d in differences.values()), differences
-        assert set(differences) == {"base", "no_wait", "tso"}
+    spin_agrees_on_twins((NATURAL, HAND), tmp_path, "variant lkmm { memory lkmm; }\n", {"base", "no_wait", "tso"})
 
 
 def test_bmc_finds_the_early_expiry_at_the_explicit_depth():
@@ -161,12 +146,9 @@ def test_a_start_past_the_clocks_range_is_a_model_error():
 
 
 def test_spin_agrees_on_the_timed_arrays(tmp_path):
-    from test_promela import agreement, needs_spin
-    needs_spin()
+    paths = []
     for decl in ("", " pinned"):
-        spec = tmp_path / f"arrays{decl.strip()}.spec"
-        spec.write_text(ARRAYS.replace("DECL", decl))
-        work = tmp_path / spec.stem
-        work.mkdir()
-        ours, untranslated, differences = agreement(spec, work)
-        assert untranslated == [] and differences == {"base": []}, differences
+        paths.append(tmp_path / "src" / f"arrays{decl.strip()}.spec")
+        paths[-1].parent.mkdir(exist_ok=True)
+        paths[-1].write_text(ARRAYS.replace("DECL", decl))
+    spin_agrees_on_twins(paths, tmp_path, "", {"base"})
