@@ -66,6 +66,7 @@ EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that
 VM_EXIT = "VM exit"  # the trace text of a guest-entering thread's exit step
 VM_ENTRY = "VM entry (interrupts on)"
 VMEXIT = "vmexit"  # `vmexit_T`: the exit T's guest made, until T's exit step reads it
+GUEST_HALTED = "halted"  # a guest's label where it waits halted in guest mode: not a valid end
 SCHED_IN = "sched in"  # the text of a thread's sched-in steps (engines/reduce/footprint.py finds them by it)
 
 
@@ -1026,8 +1027,11 @@ def _guest(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
             extra.append(st)
         steps_at.append(tuple(new))
     steps = tuple(remade[st.uid] for st in pir.steps) + tuple(extra)
-    # the guest stops wherever its vCPU stops running it: every pc is a valid end
-    every = frozenset(range(len(steps_at)))
+    # the guest stops wherever its vCPU stops running it: every pc is a valid end, but
+    # where it waits halted in guest mode (a `halted` label: HLT with HLT exits off), which
+    # is a vCPU stuck for ever if the run ends there
+    halted = frozenset().union(*(pcs for label, pcs in pir.label_pcs.items() if label.startswith(GUEST_HALTED)))
+    every = frozenset(range(len(steps_at))) - halted
     return dataclasses.replace(pir, steps_at=tuple(steps_at), steps=steps, end_pcs=every,
                                label_pcs={**pir.label_pcs, "end": every})
 
