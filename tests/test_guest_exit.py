@@ -208,3 +208,15 @@ def test_spin_and_bmc_agree_on_the_halted_guest(tmp_path):
     spec.write_text(text)
     ours, untranslated, differences = agreement(spec, tmp_path)
     assert untranslated == [] and differences == {"base": [], "lost_wakeup": []}, differences
+
+
+def test_a_process_whose_code_folds_away_has_a_twin_pan_accepts(tmp_path):
+    """`if (WAKE) virr = true;` with WAKE false leaves the process no step: its Promela
+    twin was `do od`, which spin refuses (a syntax error); it now rests at its end."""
+    from test_promela import agreement, needs_spin
+    needs_spin()
+    spec = tmp_path / "h.spec"
+    spec.write_text(language_example("halted_in_guest").replace(
+        "process timer { fired = true; if (WAKE) virr = true; }", "process timer { if (WAKE) virr = true; }"))
+    ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == [] and differences == {"base": [], "lost_wakeup": []}, differences
