@@ -37,7 +37,7 @@ invariant below: {inv};
 
 def test_a_holding_invariant_is_proved_with_a_certified_invariant():
     cm = compiled(COUNTER.format(top=40, inv="x <= 40"))
-    r = pdr(cm, 0, 60)
+    r = pdr(cm, 0, 240)  # a bound against a hang, not a measure: a loaded CI machine once took over 60 s
     assert not r.checker_bugs
     assert r.findings["below"].verdict is Verdict.PROVED
     assert "certified" in r.findings["below"].note
@@ -48,7 +48,7 @@ def test_a_holding_invariant_is_proved_with_a_certified_invariant():
 @pytest.mark.slow
 def test_a_deep_violation_is_found_and_replays():
     cm = compiled(COUNTER.format(top=40, inv="x != 6"))
-    r = pdr(cm, 0, 60)
+    r = pdr(cm, 0, 240)  # a bound against a hang, not a measure: a loaded CI machine once took over 60 s
     assert not r.checker_bugs
     f = r.findings["below"]
     assert f.verdict is Verdict.VIOLATED
