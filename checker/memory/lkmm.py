@@ -155,6 +155,7 @@ class Access:
     unlock: bool = False  # a spin_unlock (UL): its CPU's later lock acquisitions order what precedes it
     fence_gap: bool = False  # a shared access in this step stands between an exact fence and its RMW
     address: bool = False  # an array index computed at run time (ordered as smp_rmb: more than the LKMM)
+    sure_writes: frozenset[int] = frozenset()  # location indices every run of the step stores to
 
     @property
     def touches(self) -> bool:
@@ -346,6 +347,7 @@ class _Analysis:
         self.seq: list[tuple[Event, tuple[int, ...]]] = []
         self.ghosts: set[str] = set()  # ghost globals assigned (a raised interrupt's flag)
         self.idle_reads: set[str] = set()  # handlers whose idle label it reads (hrtimer_start/cancel)
+        self.sure_writes: set[int] = set()  # stored by every run of the step (not under a branch)
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
         if isinstance(target, (m.Var, m.Elem)) and target.sym.ghost:
@@ -483,6 +485,19 @@ class _Analysis:
                     self.flags["rmb"] = True
                 elif kind is FenceKind.WRITE:
                     self.flags["wmb"] = True
+        for op in st.body:  # the step's ops before its first branch, goto or assert: run every time
+            if isinstance(op, OAssign):
+                got = self.slots(op.target)
+            elif isinstance(op, OEval):
+                p = BUILTINS[op.call.name]
+                locs = [arg for a, arg in zip(p.args, op.call.args) if a is Arg.LV]
+                got = self.slots(locs[0]) if p.cls is Cls.STORE and len(locs) == 1 else ()
+            elif isinstance(op, OBarrier):
+                continue
+            else:
+                break
+            if len(got) == 1:
+                self.sure_writes.update(got)
         self.attached_fences()
         if composite(st) and self.writes:
             # an atomic block that stores is one fully ordered read-modify-write of all it touches
@@ -738,6 +753,9 @@ def _uses(c: CpuViews, acc: Access, definite: bool, signalled: bool) -> tuple[fr
         if acc.pre_mb or acc.post_mb:
             killed.update(c.rel)
         killed.update(c.cur[j] for j in acc.rmw)
+        # its own store resets its view of the location to the newest (Machine.store),
+        # so what the view held before matters only if the step reads it first (used)
+        killed.update(c.cur[j] for j in acc.sure_writes)
         if acc.unlock:
             killed.update(c.unlocked + c.unlocked_acq)
     return frozenset(used), frozenset(killed - used)
@@ -909,7 +927,7 @@ def _access(a: _Analysis, index: dict[int, int], cpus: list[CpuViews]) -> Access
                   js(a.conditional), "; ".join(why), js(a.writes), frozenset(a.ghosts),
                   timer_lock=frozenset(h for h in a.idle_reads if m.armed_name(h) in a.ghosts),
                   **{k: f.get(k, False) and any(map(_FENCE_FLAGS[k], cpus)) for k in _FENCE_FLAGS},
-                  conditional_slots=frozenset(a.conditional))
+                  conditional_slots=frozenset(a.conditional), sure_writes=js(a.sure_writes))
 
 
 #: the Access fields of the exact fences (as _Analysis.attached_fences sets them), each
