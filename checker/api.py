@@ -26,14 +26,15 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
                max_states: int | None = None, max_depth: int | None = None, depth: int | None = None,
                deadlock: bool = True, expectations: bool = True, timeout: float | None = None,
                workers: int = 1, por: bool = True, symmetry: str = "auto",
-               progress: bool = False, rounds: bool = False) -> RunResult:
+               progress: bool = False, rounds: bool | int = False) -> RunResult:
     """Check the spec in `path`, as `check` does, and return the whole run.
 
     variants: a name or names to check (default: base and every variant); defines:
     constants to override, as `-D NAME=VALUE` does (`{"POLL_ROUNDS": 1}`); memory_model:
     "sc" or "tso" for every variant (`--memory-model`); engine: "explicit" (breadth-first
     search, limited by max_states and max_depth), "bmc" or "induction" (Z3, up to depth,
-    default 10; rounds=True: bmc's depth counts rounds, `--rounds`); expectations=False
+    default 10; rounds=True: bmc's depth counts rounds, `--rounds`; rounds=N: rounds of up
+    to N steps per process, `--rounds N`); expectations=False
     ignores `expect violated` (`--no-expect`). workers is
     1 unless asked for: a notebook's kernel should not start processes unasked."""
     opts = _options(variants=variants, defines=defines, memory_model=memory_model, store_buffer=store_buffer,
@@ -81,6 +82,8 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
                         f"workers={max_workers()} or fewer; a small search runs in one process whatever is asked")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
         raise SpecError(NOWHERE, f"timeout must be a positive number of seconds, not {timeout!r}")
+    if not isinstance(rounds, int) or rounds < 0:
+        raise SpecError(NOWHERE, f"rounds must be True, False or a whole number >= 1, not {rounds!r}")
     if rounds and engine != "bmc":
         raise SpecError(NOWHERE, f"rounds is for engine='bmc', not {engine!r}")
     if symmetry not in ("auto", "on", "off"):
@@ -89,7 +92,7 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
                    use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
                    memory=memory_model, store_buffer=store_buffer, progress=progress,
                    engine=Engine(engine), depth=10 if depth is None else depth, timeout=timeout,
-                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry, rounds=rounds)
+                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry, rounds=int(rounds))
 
 
 def _defines(defines: Mapping[str, Define]) -> dict[str, str]:
