@@ -64,8 +64,8 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from .. import model as m
-from ..backends.python import (AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError,
-                               StoreBufferFull)
+from ..backends.python import (AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep,
+                               ModelError, StoreBufferFull)
 from ..base.errors import source_text
 from ..ir import FairAction, StepKind
 from ..results.trace import Counterexample, Stats, Verdict
@@ -558,15 +558,18 @@ def judge(cm: CompiledModel, path: list[tuple], prop: str, found_by: str) -> Liv
     for s in path:
         ids.setdefault(tuple(s), len(ids))
     order = list(ids)
-    steps: list[CompiledStep] = []
+    steps: list[CompiledStep | CompiledFlush] = []
     index: dict[int, int] = {}
     first, dst, step, enabled = array("q", [0]), array("q"), array("q"), array("q")
     for s in order:
         can_move = 0
-        for inst in cm.instances:
-            for cs in inst.steps_at[s[inst.pc_slot]]:
+        # the actors as the search walks them: each instance at its pc, each buffer's flush (tso)
+        tables = [(inst.gid, inst.steps_at[s[inst.pc_slot]]) for inst in cm.instances]
+        tables += [(f.gid, f.steps_at[s[f.slot]]) for f in cm.flushes]
+        for gid, table in tables:
+            for cs in table:
                 if runs(cs, s):
-                    can_move |= 1 << inst.gid
+                    can_move |= 1 << gid
                 try:
                     t = cs.fn(s)
                 except (AssertionViolation, ModelError, StoreBufferFull):
@@ -682,7 +685,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def runs(cs: CompiledStep, s: tuple) -> bool:
+def runs(cs: CompiledStep | CompiledFlush, s: tuple) -> bool:
     """Whether step cs is enabled in state s (failing an assertion or raising a model
     error counts: the search reports those, as it counts them as moves)."""
     try:

@@ -86,7 +86,7 @@ class StateGraph:
     first: array  # len expanded + 1
     dst: array  # target state of each edge
     step: array  # index into `steps` of each edge
-    steps: tuple[CompiledStep, ...]
+    steps: tuple[CompiledStep | CompiledFlush, ...]  # (tso: flushes are actors with steps of their own)
     enabled: array  # per expanded state: bit `gid` set iff that instance has an enabled step
 
     def edges(self, i: int):
