@@ -114,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bmc: paths of up to K steps (K rounds with --rounds), and for liveness fair lassos of up "
                         "to K steps, stem and loop; induction: k = 0..K (for liveness, on the liveness-to-safety "
                         "product); --simulate: steps per run (default 10)")
-    z.add_argument("--rounds", action="store_true",
-                   help="bmc: each depth is a round, in which every process instance in turn takes a step or "
-                        "idles, so deep violations are reached in fewer frames; a counterexample lists its "
-                        "steps (replayed) and may be longer than the shortest")
+    z.add_argument("--rounds", type=_whole_number(1), nargs="?", const=1, default=0, metavar="N",
+                   help="bmc: each depth is a round, in which every process instance in turn takes up to N steps "
+                        "in a row (default 1) or idles, so deep violations are reached in fewer frames; a "
+                        "counterexample lists its steps (replayed) and may be longer than the shortest")
     z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
                    help="induction, pdr: first search up to STATES states explicitly (default "
                         f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
