@@ -14,7 +14,6 @@ from .front import ast
 from . import ir, model as m
 from .front.ast import Spec
 from .backends.python import CompiledModel, compile_program
-from .memory.lkmm import composite_findings, left_out
 from .engines import coverage, reduce, simulate
 from .engines.simulate import SimulationPlan
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
@@ -378,7 +377,13 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
         notes.append(note)
         stats = replace(stats, seconds=stats.seconds + seconds)
     stats = replace(stats, reductions=tuple(notes))
-    left = left_out(cm.program) if cm.layout.lkmm is not None else ()
+    left: tuple[str, ...] = ()
+    findings: tuple[tuple[int, str], ...] = ()
+    if model.memory is not m.MemoryModel.SC:  # (composite_findings has none under sc: the lkmm module stays unloaded)
+        from .memory.lkmm import composite_findings, left_out
+
+        left = left_out(cm.program) if cm.layout.lkmm is not None else ()
+        findings = composite_findings(cm.program)
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -417,7 +422,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
                                              fairness_of(model, cm.views is not None and cm.views.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
                                              coverage_note=cov_note, lint=model.warnings,
-                                             memory_findings=composite_findings(cm.program),
+                                             memory_findings=findings,
                                              lkmm_left_out=left if cm.layout.lkmm is not None else None,
                                              preemptions=model.preemptions))
 

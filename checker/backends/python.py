@@ -37,17 +37,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import model as m
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
 from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
 from ..semantics.lower import TextSpelling
-from ..memory import lkmm as lkmm_machine
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
+
+if TYPE_CHECKING:  # the lkmm machine is loaded by the runs under `memory lkmm` only
+    from ..memory import lkmm as lkmm_machine
 
 
 class ModelError(Exception):
@@ -173,7 +175,10 @@ class CompiledModel:
 
 def views_of(layout: StateLayout) -> lkmm_machine.Views | None:
     views = layout.lkmm
-    assert views is None or isinstance(views, lkmm_machine.Views)
+    if views is not None:
+        from ..memory import lkmm as lkmm_machine
+
+        assert isinstance(views, lkmm_machine.Views)
     return views
 
 
@@ -302,6 +307,8 @@ def compile_program(program: Program, lazy_propagation: bool = True) -> Compiled
     (lkmm_machine.Machine.propagate); False for every interleaving (--no-por)."""
     try:
         if program.model.memory == "lkmm" and program.layout.lkmm is None:
+            from ..memory import lkmm as lkmm_machine
+
             program = lkmm_machine.extend(program, lazy_propagation)
         return Compiler(program).run()
     except SpecError as e:
@@ -486,6 +493,8 @@ class Compiler:
         by_instance: dict[tuple[str, int], dict[int, tuple[CompiledStep, ...]]] = {}
         machine = None
         if self.views is not None:
+            from ..memory import lkmm as lkmm_machine
+
             machine = lkmm_machine.Machine(self.views, self.layout, pk, pk.bits, StoreBufferFull)
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i

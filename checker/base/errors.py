@@ -7,7 +7,6 @@ hint, and exits 2. Nothing else in the checker formats input errors.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Iterable
@@ -258,6 +257,8 @@ def display_line(text: str) -> str:
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The known name a misspelt one most likely meant, for 'did you mean' hints."""
+    import difflib  # only on an error: a run without one never loads it
+
     found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return found[0] if found else None
 

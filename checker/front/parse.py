@@ -10,8 +10,8 @@ import dataclasses
 import functools
 import hashlib
 import os
+import pkgutil
 import re
-from importlib import resources
 
 import lark
 from lark import Lark, Token, Transformer, v_args
@@ -31,7 +31,11 @@ _TOKEN_WORDS = {
 
 @functools.lru_cache(maxsize=1)
 def grammar_text() -> str:
-    return resources.files("checker.spec").joinpath("grammar.lark").read_text(encoding="utf-8")
+    # pkgutil (which lark imports anyway) rather than importlib.resources, whose pathlib
+    # and zipfile cost a small run more than the read itself
+    data = pkgutil.get_data("checker.spec", "grammar.lark")
+    assert data is not None, "checker.spec is a regular package, its loader reads files"
+    return data.decode("utf-8")
 
 
 @functools.lru_cache(maxsize=1)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from .. import model as m
 from ..base.errors import Span
 from ..ir import SlotKind, StateLayout, TASK_STATES
-from ..memory.lkmm import Views
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
@@ -323,6 +322,8 @@ class StateDecoder:
         views = self.layout.lkmm
         if views is None:
             return []
+        from ..memory.lkmm import Views  # (loaded by the runs under `memory lkmm` only)
+
         assert isinstance(views, Views)  # (StateLayout types it `object`: the IR sits below memory/)
         out: list[tuple[str, Value]] = []
         for cpu in views.cpus:

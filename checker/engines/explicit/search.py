@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 from ... import ir
 from ...semantics.lower import Cas, lower
 from ... import model as m
-from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
@@ -145,6 +144,8 @@ class TraceBuilder:
         detail = ""
         views = self.cm.views
         if views is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
+            from ...memory.lkmm import step_notes as lkmm_step_notes
+
             stale_form = step.name.endswith("_fails")  # the form of a failed cmpxchg that reads its view
             detail = lkmm_step_notes(views, step.gid, step.step.uid, stale_form,
                                      stale_form or self.cas_failed(inst, step.step, before),
@@ -185,6 +186,8 @@ class TraceBuilder:
         ch = changes(b, self.decoder.decode(after))
         views = self.cm.views
         if views is not None:  # lkmm: a CPU's view of one location moves one store newer
+            from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_text
+
             assert isinstance(flush.buffer, Propagation)
             text = lkmm_propagation_text(views, flush.buffer, before, after,
                                          lambda k, raw: show_value(self.decoder.value(k, raw)))
