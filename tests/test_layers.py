@@ -205,6 +205,12 @@ LAZY: dict[tuple[str, str], str] = {
         "the workers (multiprocessing's kin: mmap, queues, signals), only for --workers past one",
     ("checker.pipeline", "checker.engines.liveness"): "the liveness engine, only for a model with liveness properties",
     ("checker.pipeline", "checker.engines.replay"): "the replay engine, only for --replay",
+    ("checker.backends.python", "checker.memory.lkmm"): "the lkmm machine, only under `memory lkmm`",
+    ("checker.engines.explicit.search", "checker.memory.lkmm"): "the lkmm machine's trace notes, only under lkmm",
+    ("checker.results.trace", "checker.memory.lkmm"): "the lkmm machine's views, only under lkmm",
+    ("checker.pipeline", "checker.memory.lkmm"): "the lkmm machine's findings, only under tso and lkmm",
+    ("checker.cli", "checker.base.shipped"):
+        "the shipped models (importlib.resources, pathlib), only for --list-models or a FILE that is not there",
 }
 
 #: calls that import by name at run time, allowed only here: module -> why
