@@ -8,7 +8,7 @@ what it returns.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from .front import ast
 from . import ir, model as m
@@ -26,6 +26,7 @@ from .base.progress import Progress
 from .resolve import BASE, header_comment, resolve, variant_names
 from .results.trace import (Engine, lkmm_note, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
                             VariantResult, Verdict)
+from .base.record import record
 
 
 ENGINES = tuple(e.value for e in Engine)  # the one list: results.trace.Engine
@@ -37,7 +38,7 @@ MAX_SPEC_CHARS = 16 << 20  # a spec (the largest flat models are a few MB); /dev
 MAX_TRACE_CHARS = 64 << 20  # a --replay file
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Options:
     defines: dict[str, str] = field(default_factory=dict)
     variants: tuple[str, ...] = ()  # empty: base and every variant
@@ -201,7 +202,7 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Diagnosis:
     """What is wrong with a spec's text, found without searching it: its input errors,
     each with a code and the variants it shows in (none: the text itself, before any

@@ -47,6 +47,7 @@ from ..semantics.lower import TextSpelling
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
+from ..base.record import record
 
 if TYPE_CHECKING:  # the lkmm machine is loaded by the runs under `memory lkmm` only
     from ..memory import lkmm as lkmm_machine
@@ -66,7 +67,7 @@ class StoreBufferFull(Exception):
     """A plain store found its CPU's store buffer full (tso): the step waits for a flush."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledStep:
     fn: Callable  # state tuple -> successor list, or None when disabled (a wrapper of `packed`)
     step: Step
@@ -80,7 +81,7 @@ class CompiledStep:
     writes: int = field(default=-1, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledInstance:
     """One running process: its pc slot and, by pc, the steps it can take."""
 
@@ -93,7 +94,7 @@ class CompiledInstance:
     end_pcs: frozenset[int]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledFlush:
     """The step that makes the oldest store of one CPU's buffer visible in memory.
 
@@ -112,7 +113,7 @@ class CompiledFlush:
     writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledPredicate:
     property: m.Property
     fn: Callable  # state tuple -> bool
@@ -120,7 +121,7 @@ class CompiledPredicate:
     packed: Callable = field(compare=False)  # packed state -> bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Packing:
     """Where each slot of the state tuple lives in the packed state (one int): slot k
     holds `value - lo[k]` in `width[k]` bits from bit `shift[k]` (width 0: the value is
@@ -141,7 +142,7 @@ class Packing:
         return self.shift[k], self.mask(k)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledModel:
     program: Program
     instances: tuple[CompiledInstance, ...]

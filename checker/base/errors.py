@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from ..base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Span:
     """A region of one source file (1-based line and column)."""
 
@@ -34,7 +34,7 @@ class Span:
 NOWHERE = Span("<command line>", 0, 0, 0, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ErrorCode:
     """One entry of the registry: a stable code, a title, and what `check --explain`
     prints about it."""

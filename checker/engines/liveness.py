@@ -53,7 +53,6 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
-from dataclasses import dataclass
 
 from .. import model as m
 from ..backends.python import (AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError,
@@ -62,6 +61,7 @@ from ..base.errors import source_text
 from ..ir import FairAction, StepKind
 from ..results.trace import Counterexample, Stats, Verdict
 from .explicit import Exploration, StateGraph, TraceBuilder, UnpackedStates
+from ..base.record import record
 
 
 def _after(n: int) -> str:
@@ -69,7 +69,7 @@ def _after(n: int) -> str:
     return "in the initial state" if n == 0 else f"after step {n}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LivenessOutcome:
     verdict: Verdict
     counterexample: Counterexample | None

@@ -34,12 +34,13 @@ from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel
 from ...base.progress import Progress
 from ...results.trace import MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes, show_value
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
+from ...base.record import record
 
 if TYPE_CHECKING:
     from ...backends.c import AmpleTables
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     max_states: int | None = None
     max_depth: int | None = None
@@ -68,7 +69,7 @@ class UnpackedStates(Sequence):
         return self.unpack(self.packed[i])
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateGraph:
     """The explored state graph, in compact arrays (states are numbered in BFS order).
 
