@@ -53,7 +53,7 @@ compile.py calls both. It knows the primitives only through builtins.py's column
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 
 from .. import model as m
@@ -61,6 +61,7 @@ from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import NOWHERE, SpecError
 from ..ir import (OAssert, OAssign, OBarrier, OEval, OGoto, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
                   builtins_in, walk_ops)
+from ..base.record import record
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
@@ -71,7 +72,7 @@ MAX_ACTORS = 62  # process instances and propagation actors: the engine's enable
 # ---------------------------------------------------------------- the plan
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Location:
     """One shared location the machine tracks: its memory slot (the newest message's
     value), the slots of older messages' values (`old[i - 1]`: lag i) and of every
@@ -85,7 +86,7 @@ class Location:
     readers: tuple[int, ...]  # gids of the CPUs that load it through their view
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CpuViews:
     """One CPU's views, by location index: `cur` what it reads now, `acq` what its relaxed
     loads saw (joined by smp_rmb), `rel` what its next relaxed store publishes (set by
@@ -121,7 +122,7 @@ class CpuViews:
                                        if f is not None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Access:
     """What one step does under the machine, read from its statement (static)."""
 
@@ -182,7 +183,7 @@ class Access:
         return self.view_reads | self.rmw | self.writes
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Signal:
     """What raising one interrupt handler instance published (a model with `cpus`): the
     raiser's view when it raised it (an IPI is sent after a full barrier) or armed it
@@ -213,7 +214,7 @@ class Signal:
     flight: tuple[int, ...] = ()  # its in-flight flag's slot, when it is raised from another CPU
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Views:
     """The machine's part of the state layout (StateLayout.lkmm)."""
 
@@ -1704,7 +1705,7 @@ class Machine:
         return () if got is None else tuple(a for a in got if a is not None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Propagation:
     """The actor that moves one CPU's view of one location (compile.CompiledFlush.buffer
     under lkmm): `propagate x to cpu` in traces."""

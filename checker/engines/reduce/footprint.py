@@ -13,6 +13,7 @@ from ...semantics.contexts import SCHED_IN
 from ...semantics.fold import simplify
 from ...semantics.primitives import BUILTINS, Arg
 from ...semantics.lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
+from ...base.record import record
 
 
 # the arguments that a primitive which writes state writes
@@ -21,7 +22,7 @@ _LOCATIONS = (Arg.LV, Arg.BITS, Arg.WQ, Arg.LOCK)
 Resource = int | tuple  # a slot number, or ("at", gid, pcs): instance gid is at one of pcs
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Footprint:
     reads: frozenset
     writes: frozenset

@@ -37,9 +37,10 @@ from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from ..crosscheck import ReplayMismatch, replay
 from .solver import DEFAULT_TIMEOUT, checked, interrupts_deferred, new_solver
 from .terms import disj
+from ...base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     """A Z3 engine's answer for one property."""
 

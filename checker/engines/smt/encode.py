@@ -47,6 +47,7 @@ from ...ir import (Program, SlotKind, StateLayout, StoreBuffer, OAssert, OAssign
                    StepKind, walk_ops)
 from .solver import new_solver
 from .terms import conj as _and, disj as _or, negate as _not
+from ...base.record import record
 
 FLUSH_PCS = frozenset({0})  # a flush has one place (rounds: Encoding.turn_formula)
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
@@ -788,7 +789,7 @@ class _Temp(_Code):
         self.v: object = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Place:
     cands: list[tuple[int, Any]]  # Evaluator.address: [(slot, condition)]
     t: m.Type
@@ -1032,7 +1033,7 @@ class Transition:
         return self.step.gid
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Turn:
     """An instance's turn in a round, as a template over `cur`, the next values of the
     slots its steps may write (`nxt`) and its selector: value i takes `transitions[i]`,
@@ -1046,7 +1047,7 @@ class Turn:
     formulas: dict[frozenset[int], object]  # pcs -> the formula with only the steps there
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Substep:
     """One turn placed in the unrolling: its selector and the state after it."""
 
@@ -1062,7 +1063,7 @@ class SafetyProperty:
     bad: object  # over `cur`: this state violates it (or a step from it fails it)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LivenessTerms:
     """`always (trigger -> eventually goal)` over `cur` (trigger true for `always
     eventually goal`); `err`: evaluating either raises ModelError."""
