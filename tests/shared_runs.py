@@ -33,6 +33,8 @@ def checked(path: str | Path, **options) -> RunResult:
     opts = Options(**options)
     if opts.workers != 1 or opts.simulate is not None:
         raise ValueError("only single-worker searches are shared (the others depend on timing or a seed)")
+    if not opts.use_expectations:  # the same search as with them, read without them
+        return _without_expectations(checked(path, **{**options, "use_expectations": True}))
     text = Path(path).read_bytes()  # an edited file is another model
     # progress only draws on stderr, the command is only echoed back: neither changes the search
     base = dataclasses.replace(opts, progress=False, command="")
@@ -49,6 +51,14 @@ def checked(path: str | Path, **options) -> RunResult:
             _RUNS[key] = result
         result = _RUNS[key]
     return dataclasses.replace(result, command=opts.command) if opts.command else result
+
+
+def _without_expectations(result: RunResult) -> RunResult:
+    """What `use_expectations=False` makes of the same search: the pipeline reads the option
+    only to mark each outcome an expected violation or not (test_shared_runs compares)."""
+    return dataclasses.replace(result, use_expectations=False, variants=tuple(
+        dataclasses.replace(v, outcomes=tuple(dataclasses.replace(o, expected_violation=False) for o in v.outcomes))
+        for v in result.variants))
 
 
 def _key(path, text: bytes, opts: Options, variants: tuple[str, ...]) -> tuple:

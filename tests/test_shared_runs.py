@@ -41,6 +41,18 @@ def test_variants_picked_from_a_whole_run_are_those_of_a_run_of_them_alone(tmp_p
     assert picked.variants[0] is whole.variants[1]
 
 
+def test_a_run_without_expectations_is_the_shared_run_read_without_them(tmp_path):
+    """`use_expectations=False` is answered from the run with them (one search, not two):
+    the same as check_spec gives, down to each outcome's expected_violation."""
+    p = tmp_path / "counter.spec"
+    p.write_text((MODELS / "counter.spec").read_text())
+    without = checked(p, use_expectations=False)
+    alone = check_spec(load(str(p)), Options(use_expectations=False))
+    assert without_seconds(without) == without_seconds(alone)
+    assert not without.use_expectations and not without.all_as_expected
+    assert without.variants[0].stats is checked(p).variants[0].stats  # read from that search
+
+
 def test_an_edited_file_is_searched_again(tmp_path):
     p = tmp_path / "counter.spec"
     p.write_text((MODELS / "counter.spec").read_text())
