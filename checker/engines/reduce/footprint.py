@@ -20,13 +20,17 @@ _LOCATIONS = (Arg.LV, Arg.BITS, Arg.WQ, Arg.LOCK)
 
 Resource = int | tuple  # a slot number, or ("at", gid, pcs): instance gid is at one of pcs
 
-#: a guard's test of one slot against a constant: (slot, value, equal), which holds in a
-#: state where the slot's value is `value` (equal) or is not (not equal)
-Lit = tuple[int, int, bool]
+#: a guard's test of one slot against a constant: (slot, comparison, value)
+Lit = tuple[int, str, int]
+
+_TESTS = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__}
+_NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+_SWAPPED = {"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
 def holds(lit: Lit, value: int) -> bool:
-    return (value == lit[1]) == lit[2]
+    """The literal holds where its slot has `value`."""
+    return bool(_TESTS[lit[1]](value, lit[2]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,19 +264,19 @@ class Collector:
 
     def literal(self, x: m.TExpr, inst: int | None) -> Lit | None:
         """x as a test of one slot against a constant (`flag`, `!flag`, `v == K`,
-        `v != K`, with a constant or `self` index), or None."""
-        equal = True
+        `n < K`, ..., with a constant or `self` index), or None."""
+        negated = False
         while isinstance(x, m.Un) and x.op == "!":
-            equal, x = not equal, x.operand
-        if isinstance(x, m.Bin) and x.op in ("==", "!="):
-            a, b = (x.right, x.left) if isinstance(x.left, m.Const) else (x.left, x.right)
+            negated, x = not negated, x.operand
+        if isinstance(x, m.Bin) and x.op in _TESTS:
+            a, b, op = (x.right, x.left, _SWAPPED[x.op]) if isinstance(x.left, m.Const) else (x.left, x.right, x.op)
             if not isinstance(b, m.Const):
                 return None
             k = self.one_slot(a, inst)
-            return None if k is None else (k, int(b.value), equal == (x.op == "=="))
+            return None if k is None else (k, _NEGATED[op] if negated else op, int(b.value))
         if isinstance(x.type, m.BoolT):
             k = self.one_slot(x, inst)
-            return None if k is None else (k, 1, equal)
+            return None if k is None else (k, "!=" if negated else "==", 1)
         return None
 
     def one_slot(self, x: m.TExpr, inst: int | None) -> int | None:
@@ -548,6 +552,7 @@ def _dynamic(an: Analysis, gotos: dict, closes: dict, buffered: set[int]) -> Non
         an.footprints[key] = tuple(dataclasses.replace(
             fp, lits=tuple(x for x in fp.lits if x[0] not in buffered),
             masked=tuple(e for e in fp.masked if e[0][0] not in buffered)) for fp in fps)
+    closes = _consuming(an, gotos, closes)
     lit_slots: set[int] = set()
     actors: dict = {}  # gid -> (reads always made, writes, (lit, reads made unless lit holds) ...)
     for (gid, _pc), fps in an.footprints.items():
@@ -602,6 +607,52 @@ def _dynamic(an: Analysis, gotos: dict, closes: dict, buffered: set[int]) -> Non
     an.reach = {key: frozenset(x) for key, x in an.reach.items()}
     an.writers = {k: tuple(sorted(g)) for k, g in an.writers.items()}
     an.lit_slots = frozenset(lit_slots)
+
+
+def _consuming(an: Analysis, gotos: dict, closes: dict) -> dict:
+    """`closes` without the back edges that consume what another actor must give
+    again: a step that loops to its own pc, whose guard has a literal its body makes
+    false (`await in_flight_H; in_flight_H = false; ...`: an interrupt's delivery, a
+    timer's expiry), where its actor writes the literal's slot nowhere else. On a cycle
+    of states through it, another actor writes the slot back, by a step that is no
+    sched-in, so that actor goes round a loop of its own control flow and takes a back
+    edge of its own, which still counts: the cycle proviso holds without this one.
+    Its writers must therefore have no such step themselves."""
+    layout = an.program.layout
+    col = Collector(an.program)
+    found: dict = {}  # (gid, pc, j) -> the literal's slot
+    for p in an.program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for pc, steps in enumerate(p.steps_at):
+                for j, (st, fp) in enumerate(zip(steps, an.footprints[(gid, pc)])):
+                    if not closes[(gid, pc)][j] or gotos[(gid, pc)][j] != {pc}:
+                        continue
+                    col.proc = p.name
+                    made = {}
+                    for op in st.body:
+                        if isinstance(op, ir.OAssign) and isinstance(op.value, m.Const):
+                            k = col.one_slot(op.target, i)
+                            if k is not None:
+                                made[k] = int(op.value.value)
+                    lit = next((x for x in fp.lits if x[0] in made and not holds(x, made[x[0]])), None)
+                    if lit is not None:
+                        found[(gid, pc, j)] = lit[0]
+    out = dict(closes)
+    exempt_gids = {key[0] for key in found}
+    for (gid, pc, j), k in found.items():
+        mine = [fp for (g, _), fps in an.footprints.items() if g == gid for fp in fps if k in fp.writes]
+        others = {g for (g, q), fps in an.footprints.items() if g != gid for fp in fps if k in fp.writes}
+        sched_in = any(k in fp.writes and st.generated and st.text.startswith(SCHED_IN)
+                       for p in an.program.processes for i in range(p.instances)
+                       if layout.gid_base[p.name] + i in others
+                       for q, steps in enumerate(p.steps_at)
+                       for st, fp in zip(steps, an.footprints[(layout.gid_base[p.name] + i, q)]))
+        if len(mine) == 1 and not (others & exempt_gids) and not sched_in:
+            row = list(out[(gid, pc)])
+            row[j] = False
+            out[(gid, pc)] = tuple(row)
+    return out
 
 
 def _name(layout: ir.StateLayout, x: Resource) -> str:
