@@ -6,7 +6,8 @@ for an interrupt (its guard's reads of the context state) is caught.
 
 The reduction must treat a raise as dependent on the target CPU's thread steps: a
 pending, unmasked interrupt is taken before that CPU's next process-context step
-(LANGUAGE.md, "When a handler runs"), so a raise disables them."""
+(LANGUAGE.md, "When a handler runs"), so a raise disables them; unless interrupts are
+off there and stay so, which the state-dependent footprints see (engines/reduce/)."""
 
 from __future__ import annotations
 

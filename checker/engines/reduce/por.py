@@ -76,7 +76,8 @@ class PartialOrder:
 
     def ample_tables(self) -> AmpleTables | None:
         """The rows `_options` builds its clusters from, for the native loop, which
-        computes the same choice in C; None with store-buffer flushes (not tabled)."""
+        computes the same choice in C; None with store-buffer flushes or state-dependent
+        footprints (not tabled)."""
         from ...backends.c import AmpleTables  # (the C back end, only for a native search)
 
         if self.n_actors != self.n_inst or any(lo for _, _, lo in self.fields) or self.dynamic:
