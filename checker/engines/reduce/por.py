@@ -222,7 +222,9 @@ class PartialOrder:
             no("it cannot move here")
             return None
         members, dormant, need = 1 << seed, 0, 0
-        todo, relied, seen = [seed], [], {}  # seen: slot -> the seed may write it
+        todo: list[int] = [seed]
+        relied: list[tuple[int, bool]] = []  # (slot, the seed may write it)
+        seen: dict[int, bool] = {}
         while True:
             if todo:
                 g = todo.pop()
