@@ -411,13 +411,16 @@ def back_edge_pairs(p: ir.ProcessIR, targets: dict) -> set:
     return closing
 
 
-def analyse(program: ir.Program) -> Analysis:
+def analyse(program: ir.Program, dynamic: bool = True) -> Analysis:
+    """The footprints of `program`'s steps; `dynamic`: and, in a model with execution
+    contexts (not under lkmm), the state-dependent ones the ample sets use (merging
+    steps needs only the static ones)."""
     col = Collector(program)
     col.fixed = _fixed_locals(program, col)
     layout = program.layout
     raw: dict = {}  # (gid, pc) -> list of (reads, writes, gotos, lits, masked)
     referenced: set = set()  # every place proposition anything reads
-    an = Analysis(program, dynamic=program.model.cpus is not None and program.model.memory != "lkmm")
+    an = Analysis(program, dynamic=dynamic and program.model.cpus is not None and program.model.memory != "lkmm")
     closes: dict = {}  # (gid, pc) -> per step: it is a back edge
     for p in program.processes:
         for i in range(p.instances):
@@ -639,15 +642,22 @@ def _consuming(an: Analysis, gotos: dict, closes: dict) -> dict:
                     if lit is not None:
                         found[(gid, pc, j)] = lit[0]
     out = dict(closes)
+    if not found:
+        return out
     exempt_gids = {key[0] for key in found}
+    slots = set(found.values())
+    writes: dict = {}  # slot -> [(gid, a sched-in step)] per step that writes it
+    for p in an.program.processes:
+        for i in range(p.instances):
+            gid = layout.gid_base[p.name] + i
+            for pc, steps in enumerate(p.steps_at):
+                for st, fp in zip(steps, an.footprints[(gid, pc)]):
+                    for k in fp.writes & slots:
+                        writes.setdefault(k, []).append((gid, st.generated and st.text.startswith(SCHED_IN)))
     for (gid, pc, j), k in found.items():
-        mine = [fp for (g, _), fps in an.footprints.items() if g == gid for fp in fps if k in fp.writes]
-        others = {g for (g, q), fps in an.footprints.items() if g != gid for fp in fps if k in fp.writes}
-        sched_in = any(k in fp.writes and st.generated and st.text.startswith(SCHED_IN)
-                       for p in an.program.processes for i in range(p.instances)
-                       if layout.gid_base[p.name] + i in others
-                       for q, steps in enumerate(p.steps_at)
-                       for st, fp in zip(steps, an.footprints[(layout.gid_base[p.name] + i, q)]))
+        mine = [w for w in writes.get(k, ()) if w[0] == gid]
+        others = {w[0] for w in writes.get(k, ()) if w[0] != gid}
+        sched_in = any(w[1] for w in writes.get(k, ()) if w[0] != gid)
         if len(mine) == 1 and not (others & exempt_gids) and not sched_in:
             row = list(out[(gid, pc)])
             row[j] = False
