@@ -1,14 +1,18 @@
 """Liveness under Z3 against the explicit engine on the shipped models: one row per
-liveness property of each sc variant that the explicit engine finds violated with a
-lasso of at most --max-length steps (or of the MODEL:VARIANT arguments, any verdict).
+liveness property of each sc variant (with --tso, tso variants too) that the explicit
+engine finds violated with a lasso of at most --max-length steps (or of the
+MODEL:VARIANT arguments, any verdict).
 
-    python bench/lasso_table.py [--budget SECONDS] [--max-length N] [--pdr] [MODEL[:VARIANT]]...
+    python bench/lasso_table.py [--budget SECONDS] [--max-length N] [--tso] [--pdr] [--induction]
+                                [MODEL[:VARIANT]]...
 
 Each row: the explicit engine's verdict and lasso (stem + loop), its CPU seconds
 (search and fair-cycle check); bmc's lasso search to the explicit lasso's length (or
 --depth for a property that holds): the depth it found a lasso at, the lasso the explicit
 engine judged among its states, and the CPU seconds. With --pdr, pdr's verdict and CPU
-seconds too. Each engine run is interrupted (as by Ctrl-C) after --budget CPU seconds:
+seconds too; with --induction, k-induction's on the product to the same depth (its
+--strengthen when given: the mined invariants a safety induction run proved, that
+run's CPU seconds counted). Each engine run is interrupted (as by Ctrl-C) after --budget CPU seconds:
 CPU time, not the wall clock, which on a shared machine measures everything else."""
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ sys.path.insert(0, ROOT)
 
 from checker.engines import liveness  # noqa: E402
 from checker.engines.explicit import explore  # noqa: E402
-from checker.engines.smt.lasso import lasso_bmc, lasso_pdr  # noqa: E402
+from checker.engines.smt.induction import induction  # noqa: E402
+from checker.engines.smt.lasso import lasso_bmc, lasso_induction, lasso_pdr  # noqa: E402
 from liveness_cost import sc_liveness_variants  # noqa: E402  (bench/, beside this script)
 
 
@@ -53,11 +58,15 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=16)
     ap.add_argument("--depth", type=int, default=10, help="bmc's depth for a property that holds")
     ap.add_argument("--pdr", action="store_true")
+    ap.add_argument("--induction", action="store_true")
+    ap.add_argument("--strengthen", type=int, default=None, metavar="STATES")
+    ap.add_argument("--tso", action="store_true", help="tso variants too")
     args = ap.parse_args()
     wanted = bool(args.targets)
     print(f"{'model:variant':48} {'property':20} {'explicit: verdict, lasso, cpu':>28} {'bmc: depth, lasso, cpu':>26}"
-          + (f" {'pdr: verdict, cpu':>18}" if args.pdr else ""))
-    for path, variant, cm in sc_liveness_variants(args.targets):
+          + (f" {'pdr: verdict, cpu':>18}" if args.pdr else "")
+          + (f" {'induction: verdict, cpu':>24}" if args.induction else ""))
+    for path, variant, cm in sc_liveness_variants(args.targets, ("sc", "tso") if args.tso else ("sc",)):
         t0 = time.process_time()
         out, _ = liveness.check(cm, explore(cm, graph=True))
         t_exp = time.process_time() - t0
@@ -78,6 +87,15 @@ def main() -> None:
                                                                                     only=only))
                 fp = p.findings.get(name)
                 row += f" {(fp.verdict.value if fp else 'interrupted'):>11} {t_p:5.1f}s"
+            if args.induction:
+                def k_induction(cm=cm, d=length or args.depth, only=(name,)):
+                    lemmas = induction(cm, d, timeout=args.budget, strengthen=args.strengthen).invariants \
+                        if args.strengthen else []
+                    return lasso_induction(cm, d, timeout=args.budget, only=only, lemmas=tuple(lemmas))
+                i, t_i = budgeted(args.budget, k_induction)
+                fi = i.findings.get(name)
+                k = fi.note.split(", k = ")[1].split(":")[0].split(",")[0] if fi and ", k = " in fi.note else ""
+                row += f" {(fi.verdict.value if fi else 'interrupted') + (' k=' + k if k else ''):>17} {t_i:5.1f}s"
             print(row, flush=True)
 
 

@@ -40,9 +40,10 @@ def least(repeats: int, run) -> tuple[float, object]:
     return best, out
 
 
-def sc_liveness_variants(targets: list[str]):
-    """(path, variant, compiled variant) of every sc variant with liveness properties
-    of the shipped models, or of the MODEL.spec[:VARIANT] `targets`."""
+def sc_liveness_variants(targets: list[str], memories: tuple[str, ...] = ("sc",)):
+    """(path, variant, compiled variant) of every variant under one of `memories` (sc
+    alone by default) with liveness properties of the shipped models, or of the
+    MODEL.spec[:VARIANT] `targets`."""
     wanted = [t.split(":") for t in targets]
     paths = sorted({p for p, *_ in wanted}) if wanted else sorted(glob.glob(os.path.join(ROOT, "models", "*.spec")))
     for path in paths:
@@ -51,7 +52,7 @@ def sc_liveness_variants(targets: list[str]):
             if wanted and not any(p == path and (not v or v[0] == variant) for p, *v in wanted):
                 continue
             cm = compile_program(ir.build(resolve(parse(text, path), variant)))
-            if cm.program.model.memory == "sc" and cm.liveness:
+            if cm.program.model.memory in memories and cm.liveness:
                 yield path, variant, cm
 
 

@@ -20,8 +20,8 @@ second of search, and our JSON's search time (wall clock, inflated on a busy mac
 sensitive than wall time to a shared machine, but a busy machine still slows every
 tool (caches, frequency): compare the tools within one run.
 
-With --por, partial-order reduction stays on (the default run's form; symmetry off, as
-the native loop does not do it) and pan is left out (its reduction is another one, with
+With --por, partial-order reduction stays on (the default run's form, but symmetry off,
+so that the counts are partial-order reduction's alone) and pan is left out (its reduction is another one, with
 other counts): the loops must then agree on the reduced counts.
 
 Usage: python bench/native.py [--model NAME=N,N ...] [--repeats K] [--json OUT] [--no-spin]

@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "proofs with a certified invariant, or a counterexample at any depth")
     z.add_argument("--depth", type=_whole_number(0), metavar="K",
                    help="bmc: paths of up to K steps (K rounds with --rounds), and for liveness fair lassos of up "
-                        "to K steps, stem and loop; induction: k = 0..K; --simulate: steps per run (default 10)")
+                        "to K steps, stem and loop; induction: k = 0..K (for liveness, on the liveness-to-safety "
+                        "product); --simulate: steps per run (default 10)")
     z.add_argument("--rounds", action="store_true",
                    help="bmc: each depth is a round, in which every process instance in turn takes a step or "
                         "idles, so deep violations are reached in fewer frames; a counterexample lists its "

@@ -520,6 +520,12 @@ def armed_name(timer: str) -> str:
     return f"armed_{timer}"
 
 
+def expires_name(timer: str) -> str:
+    """The expiry time of a timed hrtimer (`hrtimer T ... clock C`), on its clock:
+    `hrtimer_start(T, t)` sets it, and the timer may expire only once C >= t."""
+    return f"expires_{timer}"
+
+
 def timer_cpu_name(timer: str) -> str:
     """The CPU whose clock base queues hrtimer `timer` (`hrtimer NAME[N] pinned`)."""
     return f"cpu_{timer}"
@@ -580,6 +586,7 @@ class ProcessContext:
     posted: bool = False  # an interrupt processed in guest mode without a VM exit
     pinned: bool = False  # an hrtimer queued on the CPU that starts it (`hrtimer NAME[N] pinned`)
     vcpu: str | None = None  # a guest's thread (`guest G of T`)
+    clock: str | None = None  # a timed hrtimer's clock, a global ghost variable (`hrtimer T ... clock C`)
 
 
 @dataclass(frozen=True, slots=True)

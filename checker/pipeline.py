@@ -531,11 +531,14 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     stats = sym.stats
     live: dict = {}
     if cm.liveness and stats.limit != "interrupted":
-        from .engines.smt.lasso import lasso_bmc, lasso_pdr
+        from .engines.smt.lasso import lasso_bmc, lasso_induction, lasso_pdr
 
         if opts.engine == "pdr":  # (with --strengthen, the mined lemmas the safety run kept)
             lasso = lasso_pdr(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock,
                               lemmas=tuple(sym.invariants))
+        elif opts.engine == "induction":  # (with --strengthen, the mined invariants it proved)
+            lasso = lasso_induction(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock,
+                                    lemmas=tuple(sym.invariants))
         else:
             lasso = lasso_bmc(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock)
         live = lasso.findings
@@ -585,14 +588,11 @@ def _reachable_finding(f, model_error: bool):
 
 def _liveness_finding(f, opts: Options, model_error: bool):
     """A lasso engine's finding as the variant reports it: a proof is no proof when a
-    model error is reachable (the explicit engine stops there too); induction proves no
-    liveness, and says which engine does."""
+    model error is reachable (the explicit engine stops there too)."""
     from .engines.smt.bmc import Finding
 
     if f.verdict is Verdict.PROVED and model_error:
         return Finding(Verdict.INCOMPLETE, note="search stopped at a model error; " + f.note)
-    if f.verdict is Verdict.INCOMPLETE and opts.engine == "induction" and f.bound is not None:
-        return replace(f, note=f.note + "; induction proves no liveness property (--engine pdr can)")
     if f.verdict is Verdict.INCOMPLETE and opts.rounds and f.bound is not None:
         return replace(f, note=f.note + "; lassos are searched step by step (--rounds is for safety)")
     return f

@@ -8,7 +8,7 @@ from pathlib import Path
 from checker import ir
 from checker.backends.python import compile_program
 from checker.engines.smt.bmc import bmc
-from checker.engines.explicit import explore
+from checker.engines.explicit import Limits, explore
 from checker.model import PropertyKind
 from checker.front.parse import parse
 from checker.resolve import resolve
@@ -31,6 +31,36 @@ def violated(text: str, variant: str = "base", **kw) -> set[str]:
     ex = explore(compiled(text, variant), **kw)
     assert ex.stats.complete
     return set(ex.counterexamples)
+
+
+def final_outcomes(text: str, variant: str, names: tuple[str, ...]) -> set[tuple[int, ...]]:
+    """The values of `names` in every final state of an exhaustive search (no deadlock
+    check): what a construct and its twin written by hand are compared on."""
+    cm = compiled(text, variant)
+    ex = explore(cm, Limits(check_deadlock=False), graph=True)
+    assert ex.stats.complete and ex.model_error is None and ex.graph is not None
+    slot = {sl.name: k for k, sl in enumerate(cm.program.layout.slots)}
+    return {tuple(s[slot[n]] for n in names) for s in ex.graph.states if cm.final_state(s)}
+
+
+def verdicts_by_variant(result) -> dict[str, dict[str, Verdict]]:
+    """A check's verdicts, per variant and property (a twin pair must have the same)."""
+    return {v.variant: {o.property: o.verdict for o in v.outcomes} for v in result.variants}
+
+
+def spin_agrees_on_twins(paths, tmp_path: Path, drop: str, variants: set[str]) -> None:
+    """pan agrees with our unreduced search on each twin, without the text `drop` (the
+    lkmm variant the Promela twin refuses by name), on exactly `variants`."""
+    from test_promela import agreement, needs_spin
+    needs_spin()
+    for path in paths:
+        spec = tmp_path / path.name
+        spec.write_text(path.read_text().replace(drop, ""))
+        work = tmp_path / path.stem
+        work.mkdir()
+        ours, untranslated, differences = agreement(spec, work)
+        assert untranslated == [] and all(not d for d in differences.values()), differences
+        assert set(differences) == variants
 
 
 def explicit_depths(cm) -> tuple[dict[str, int], int | None, bool]:

@@ -181,3 +181,42 @@ def test_a_guest_of_a_thread_that_never_enters_the_guest_is_an_error(tmp_path, c
     err = capsys.readouterr().err
     assert "e.spec:4:12: error: guest 'g' of 'vcpu', which never enters the guest" in err and "^" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("memory", ["sc", "tso", "lkmm"])
+def test_a_guest_halted_for_ever_in_guest_mode_is_a_deadlock(memory):
+    """At a `halted` label the guest is no valid end: a lost wake-up leaves the vCPU
+    halted in guest mode, which `deadlock` reports (elsewhere a guest may stop)."""
+    text = language_example("halted_in_guest").replace("cpus 2;", f"cpus 2;\nmemory {memory};")
+    ex = explore(compiled(text, "lost_wakeup"))
+    assert ex.stats.complete and "deadlock" in ex.counterexamples
+    assert not explore(compiled(text)).counterexamples
+    unlabelled = explore(compiled(text.replace("halted:\n", ""), "lost_wakeup"))
+    assert "deadlock" not in unlabelled.counterexamples and "woken" in unlabelled.counterexamples
+
+
+def test_spin_and_bmc_agree_on_the_halted_guest(tmp_path):
+    from agreement import bmc_depths
+    from test_promela import agreement, needs_spin
+    text = language_example("halted_in_guest")
+    cm = compiled(text, "lost_wakeup")
+    want = {k: c.trace.length for k, c in explore(cm).counterexamples.items()}
+    depths, err, _ = bmc_depths(cm, max(want.values()) + 1)
+    assert err is None and depths == want
+    needs_spin()
+    spec = tmp_path / "h.spec"
+    spec.write_text(text)
+    ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == [] and differences == {"base": [], "lost_wakeup": []}, differences
+
+
+def test_a_process_whose_code_folds_away_has_a_twin_pan_accepts(tmp_path):
+    """`if (WAKE) virr = true;` with WAKE false leaves the process no step: its Promela
+    twin was `do od`, which spin refuses (a syntax error); it now rests at its end."""
+    from test_promela import agreement, needs_spin
+    needs_spin()
+    spec = tmp_path / "h.spec"
+    spec.write_text(language_example("halted_in_guest").replace(
+        "process timer { fired = true; if (WAKE) virr = true; }", "process timer { if (WAKE) virr = true; }"))
+    ours, untranslated, differences = agreement(spec, tmp_path)
+    assert untranslated == [] and differences == {"base": [], "lost_wakeup": []}, differences

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agreement import compiled
+from agreement import compiled, final_outcomes, spin_agrees_on_twins, verdicts_by_variant
 from checker.base.errors import SpecError
-from checker.engines.explicit import Limits, explore
+from checker.engines.explicit import explore
 from checker.pipeline import Options, check_spec, load
 
 ROOT = Path(__file__).resolve().parent
@@ -38,18 +38,12 @@ def test_the_natural_model_lets_the_flag_overtake_the_ipi(runs):
 
 
 def test_the_construct_has_the_verdicts_of_the_arrival_written_by_hand(runs):
-    verdicts = {p: {v.variant: {o.property: o.verdict for o in v.outcomes} for v in r.variants}
-                for p, r in runs.items()}
     assert runs[HAND].all_as_expected
-    assert verdicts[NATURAL] == verdicts[HAND]
+    assert verdicts_by_variant(runs[NATURAL]) == verdicts_by_variant(runs[HAND])
 
 
 def _outcomes(path: Path, variant: str) -> set[tuple[int, ...]]:
-    cm = compiled(path.read_text(), variant)
-    ex = explore(cm, Limits(check_deadlock=False), graph=True)
-    assert ex.stats.complete and ex.model_error is None and ex.graph is not None
-    slot = {sl.name: k for k, sl in enumerate(cm.program.layout.slots)}
-    return {tuple(s[slot[n]] for n in OUTCOME) for s in ex.graph.states if cm.final_state(s)}
+    return final_outcomes(path.read_text(), variant, OUTCOME)
 
 
 @pytest.mark.parametrize("variant", ["base", "tso", "lkmm"])
@@ -85,16 +79,8 @@ def test_in_flight_of_an_interrupt_never_raised_remotely_is_an_error():
 
 
 def test_spin_agrees_on_the_in_flight_twins(tmp_path):
-    from test_promela import agreement, needs_spin
-    needs_spin()
-    for path in (NATURAL, HAND):
-        spec = tmp_path / path.name
-        spec.write_text(path.read_text().replace("variant lkmm { memory lkmm; } expect violated handler_first;\n", ""))
-        work = tmp_path / path.stem
-        work.mkdir()
-        ours, untranslated, differences = agreement(spec, work)
-        assert untranslated == [] and all(not d for d in differences.values()), differences
-        assert set(differences) == {"base", "tso"}
+    spin_agrees_on_twins((NATURAL, HAND), tmp_path, "variant lkmm { memory lkmm; } expect violated handler_first;\n",
+                         {"base", "tso"})
 
 
 def test_bmc_finds_the_overtaking_flag_at_the_explicit_depth():

@@ -15,18 +15,20 @@ from pathlib import Path
 
 import pytest
 from agreement import compiled
+from test_reduce import SYMMETRIC
 from test_reduce_random import _Gen
 
 from checker.backends.c import Unsupported
 from checker.backends.python import AssertionViolation, ModelError, compile_program
 from checker.base.errors import SpecError
-from checker.engines import reduce
+from checker.engines import liveness, reduce
 from checker.engines import explicit
 from checker.engines.explicit import Limits, explore
 from checker.engines.explicit import native
 from checker.engines.explicit.native import cache_key, compiler, library_for, source_for
 from checker.engines.explicit.search import Search, run_levels
 from checker.ir import StepKind
+from checker.results.trace import Verdict
 from checker.cli import main
 from checker.pipeline import Options, compile_variant, load, selected_variants
 
@@ -70,7 +72,7 @@ def _both(cm, **kw):
 
 
 def _por(cm):
-    """Partial-order reduction alone (symmetry is the Python loop's), a fresh plan."""
+    """Partial-order reduction alone (symmetry: test_symmetric_models_search_the_same), a fresh plan."""
     return reduce.plan(cm, por=True, symmetry="off")
 
 
@@ -133,13 +135,21 @@ def _steps_agree(cm, states: int = 2000, reduction=None) -> int:
                 assert got == int(bool(inv.packed(s))), (inv.name, s)
             except ModelError:
                 assert got == 2
+        for n, (prop, trigger, goal) in enumerate(cm.liveness_packed):  # kind 3: the goal, 4: the trigger
+            for kind, pred in ((3, goal), (4, trigger)):
+                got = lib.lib.tr_predicate(kind, n, s)
+                try:
+                    assert got == (1 if pred is None else int(bool(pred(s)))), (prop.name, kind, s)
+                except ModelError:
+                    assert got == 2
     return compared
 
 
 @pytest.mark.parametrize("seed", range(30))
 def test_random_models_search_the_same(seed):
     """Random models with asserts, overflows (model errors), awaits, loops and arrays of
-    processes; the tso ones fall back to Python and say so."""
+    processes (symmetric in some: reduced by symmetry both ways); the tso ones fall
+    back to Python and say so."""
     try:
         cm = compiled(_Gen(seed).model(), file="rnd.spec")
     except SpecError as e:
@@ -155,6 +165,34 @@ def test_random_models_search_the_same(seed):
     if seed % 2 == 0:  # partial-order reduction (half the seeds: a build each): the ample sets in C are Python's
         for kw in ({"coverage": True}, {"limits": Limits(max_states=9)}):
             _auto(cm, _both(cm, reduction=_por(cm), **kw), reduction=_por(cm), **kw)
+    sym = reduce.plan(cm, por=True, symmetry="on")
+    if sym.symmetry is not None:  # (the seeds whose q[2] is symmetric): symmetry in C too
+        _auto(cm, _both(cm, reduction=sym, coverage=True), reduction=sym, coverage=True)
+        assert _canonical_agrees(cm, sym, list(explore(cm, Limits(max_states=3000), graph=True).graph.states.packed))
+
+
+def _canonical_agrees(cm, plan, states) -> int:
+    """The C representative (tr_canonical) of every one of `states` is the Python one."""
+    lib = library_for(cm, plan)
+    for s in states:
+        assert lib.lib.tr_canonical(s) == plan.canonical(s), s
+    return len(states)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SYMMETRIC if n != "tso_writers"))
+def test_symmetric_models_search_the_same(name):
+    """Symmetry reduction in the C loop: the same representatives (C's canonical
+    against Python's on every unreduced reachable state, most not representatives) and
+    so the same states, transitions, verdicts and counterexamples as the Python loop,
+    with partial-order reduction too (the default run), and handing over midway."""
+    cm = compiled(SYMMETRIC[name])
+    both = reduce.plan(cm, por=True, symmetry="on")
+    assert both.symmetry is not None
+    c = _auto(cm, _both(cm, reduction=both, coverage=True), reduction=both, coverage=True)
+    assert c.stats.states < explore(cm).stats.states  # (it reduced)
+    alone = reduce.plan(cm, por=False, symmetry="on")
+    _both(cm, reduction=alone, graph=name == "choosers")
+    assert _canonical_agrees(cm, alone, list(explore(cm, graph=True).graph.states.packed)) > 0
 
 
 @pytest.mark.slow
@@ -170,7 +208,7 @@ def test_shipped_models_search_the_same(model):
         if cm.program.model.memory != "sc" or not _applies(cm):
             continue
         # one build a variant: the graph for the liveness engine, unreduced; else reduced as
-        # the default run reduces, local steps merged (symmetry aside: the Python loop's)
+        # the default run reduces, local steps merged (no shipped model has a symmetric array)
         if cm.liveness:
             _both(cm, coverage=True, graph=True)
             red = None
@@ -289,6 +327,71 @@ def test_liveness_verdicts_and_lassos_come_out_the_same():
         runs.append((out.returncode, doc["variants"]))
     assert runs[0] == runs[1]
     assert any(o["kind"] == "liveness" and o["verdict"] == "violated" for v in runs[1][1] for o in v["outcomes"])
+
+
+LIVE = """
+model live;
+var flag: bool = false;
+var done: bool = false;
+var x: 0..2 = 0;
+var y: bool = false;
+var z: bool = false;
+var a[2]: bool = false;
+var i: 0..3 = 0;
+process waiter { while (!flag) { skip; } done = true; }
+process setter { flag = true; }
+process p { x = 1; x = 2; }
+process spin { loop { await !z; y = !y; } }
+process q { i = 1; i = 2; }
+unfair process u { loop { z = true; z = false; } }
+property finishes: always eventually done;
+property back_to_zero: always (x == 1 -> eventually x == 0);
+property trivially: always (x == 1 -> eventually x >= 0);
+property toggles: always eventually y;
+property stalls: always eventually !z;
+property goes_wrong: always eventually a[i];
+"""
+
+
+@pytest.fixture(scope="module")
+def live_both():
+    """LIVE's liveness outcomes from the Python loop's graph (the check in Python) and
+    from the native loop's (the check in C), complete and cut short."""
+    cm = compiled(LIVE)
+    out = []
+    for limits in (Limits(), Limits(max_states=40)):
+        py, c = explore(cm, limits, graph=True), explore(cm, limits, graph=True, loop="native")
+        assert c.stats.loop == "native" and c.native is not None and py.native is None
+        assert liveness._Graph(cm, c.graph, c.native).native is not None  # the C check runs
+        out.append((liveness.check(cm, py)[0], liveness.check(cm, c)[0]))
+    return out
+
+
+def test_the_fair_cycle_check_in_c_gives_the_python_outcomes(live_both):
+    """Verdicts, notes, fairness relied on and lassos (stem and loop, message) alike,
+    over every kind of outcome: holds under fairness or without it, lassos with a
+    loop, a stutter (u stops where only it could move and blocks spin), a property that goes wrong (its goal bails in C: Python judges it),
+    and a search cut short."""
+    (py, c), (py_cut, c_cut) = live_both
+    assert c == py and c_cut == py_cut
+    verdicts = {name: o.verdict for name, o in c.items()}
+    assert verdicts == {"finishes": Verdict.HOLDS, "back_to_zero": Verdict.VIOLATED, "trivially": Verdict.HOLDS,
+                        "toggles": Verdict.VIOLATED, "stalls": Verdict.VIOLATED, "goes_wrong": Verdict.ERROR}
+    assert c["finishes"].relies_on and not c["trivially"].relies_on
+    loop = c["back_to_zero"].counterexample.trace
+    assert loop.loop_start is not None and loop.length > loop.loop_start
+    stutter = c["stalls"].counterexample.trace
+    assert stutter.length == stutter.loop_start
+    assert {o.verdict for o in c_cut.values()} >= {Verdict.INCOMPLETE}
+
+
+def test_fair_actions_keep_the_fair_cycle_check_in_python():
+    cm = compiled("model m; var x: 0..1 = 0; var done: bool = false;\n"
+                  "process p { choose { fair { done = true; } } or { x = 1 - x; } }\n"
+                  "property ends: always eventually done;\n")
+    py, c = explore(cm, graph=True), explore(cm, graph=True, loop="native")
+    assert c.native is not None and liveness._Graph(cm, c.graph, c.native).native is None
+    assert liveness.check(cm, c)[0] == liveness.check(cm, py)[0]
 
 
 def test_a_build_is_cached_by_its_source(tmp_path, monkeypatch):

@@ -87,6 +87,7 @@ class CSource:
     invariants: int
     premises: int
     digest: str  # sha256 of the text: the build cache's key
+    liveness: int = 0  # liveness properties: the fair-cycle check (_LIVENESS) is there
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,6 +557,16 @@ class CWriter:
         return "\n".join([f"static int {name}(u64 s) {{", f"    /* {_comment(what)} */"] + e.lines
                          + [f"    return ({code}) != 0;", "}", ""])
 
+    def live_predicate(self, name: str, cond: m.TExpr | None, what: str) -> str:
+        """A liveness property's goal or trigger; one the C back end does not write
+        always bails, so that the liveness engine judges that property in Python."""
+        assert cond is not None
+        try:
+            return self.predicate(name, cond, what)
+        except Unsupported as e:
+            return "\n".join([f"static int {name}(u64 s) {{", f"    /* {_comment(what)}: not written ({_comment(str(e))}) */",
+                              "    (void)s;", "    return BAIL;", "}", ""])
+
     def at_ends(self) -> str:
         parts = []
         for p in self.program.processes:
@@ -592,10 +603,15 @@ def premise_of(prop: m.Property) -> m.TExpr:
 def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: Sequence[int], hi: Sequence[int],
              bits: int,
              steps: Sequence[StepRef], actors: Sequence[Actor], invariants: Sequence[m.Property],
-             premises: Sequence[m.Property], finals: bool, ample: AmpleTables | None = None) -> CSource:
+             premises: Sequence[m.Property], finals: bool, ample: AmpleTables | None = None,
+             liveness: Sequence[m.Property] = (),
+             symmetry: Sequence[Sequence[Sequence[tuple[int, int]]]] = ()) -> CSource:
     """The whole translation unit: the step functions numbered as the search numbers
     them, the predicates, and the level loop walking `actors` in the search's order
-    (with `ample`, only the actors of the ample set it chooses in each state)."""
+    (with `ample`, only the actors of the ample set it chooses in each state, and
+    with `symmetry`'s fields each successor made its orbit's representative); and, for
+    a model with `liveness` properties, the liveness engine's fair-cycle check
+    (`_LIVENESS`) with each one's goal and trigger."""
     if len(invariants) > MAX_PREDICATES or len(premises) > MAX_PREDICATES:
         raise Unsupported(f"more than {MAX_PREDICATES} invariants or premises")
     if any(len(a.steps_at) > 63 for a in actors):
@@ -606,36 +622,58 @@ def c_source(program: Program, shift: Sequence[int], width: Sequence[int], lo: S
            "   the explicit engine's breadth-first level loop in C (checker/backends/c.py).",
            f"   State: one uint64_t of {bits} bits, the Python back end's packing. */",
            _PRELUDE.replace("@NSTEPS@", str(max(1, len(steps)))).replace("@CHUNK@", str(CHUNK))]
+    if liveness:  # (only then: it is a good part of a small model's compile)
+        out.append(_LIVENESS)
     for k, ref in enumerate(steps):
         out.append(w.step_function(k, ref))
     for n, prop in enumerate(invariants):
         out.append(w.predicate(f"invariant{n}", predicate_of(prop), f"invariant {prop.name}"))
     for n, prop in enumerate(premises):
         out.append(w.predicate(f"premise{n}", premise_of(prop), f"premise of {prop.name}"))
+    for n, prop in enumerate(liveness):
+        out.append(w.live_predicate(f"live_goal{n}", prop.goal, f"goal of {prop.name}"))
+        if prop.trigger is not None:
+            out.append(w.live_predicate(f"live_trigger{n}", prop.trigger, f"trigger of {prop.name}"))
     out.append(w.at_ends())
-    out.append(_dispatchers(len(steps), len(invariants), len(premises)))
+    out.append(_dispatchers(len(steps), len(invariants), len(premises), liveness))
     layout = program.layout
     gids = [layout.gid_base[ref.process.name] + ref.instance for ref in steps]
     if max(gids, default=0) > 62:
         raise Unsupported("more than 63 process instances (the enabled masks are 64 bits)")
     if ample is not None:
         out.append(_ample(actors, ample))
-    out.append(_level(actors, gids, len(invariants), len(premises), finals, ample is not None))
+    out.append(_canonical(symmetry))
+    out.append(_level(actors, gids, len(invariants), len(premises), finals, ample is not None, bool(symmetry)))
     text = "\n".join(out)
     import hashlib  # (here: only a native search or --dump-c writes C)
 
-    return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest())
+    return CSource(text, len(steps), len(invariants), len(premises), hashlib.sha256(text.encode()).hexdigest(),
+                   len(liveness))
 
 
-def _dispatchers(steps: int, invariants: int, premises: int) -> str:
-    """By-number entry points, for the tests that compare each C step with its Python twin."""
+def _dispatchers(steps: int, invariants: int, premises: int, liveness: Sequence[m.Property] = ()) -> str:
+    """By-number entry points, for the tests that compare each C step with its Python
+    twin; and the liveness engine's marks of property p (`live_marks`)."""
     lines = ["int tr_step(int k, u64 s, u64 *out) {", "    switch (k) {"]
     lines += [f"    case {k}: return step{k}(s, out);" for k in range(steps)]
     lines += ["    }", "    return -1;", "}", "", "int tr_predicate(int kind, int n, u64 s) {",
               "    /* kind 0: invariant n, 1: premise n, 2: every process at a valid end */"]
     lines += [f"    if (kind == 0 && n == {n}) return invariant{n}(s);" for n in range(invariants)]
     lines += [f"    if (kind == 1 && n == {n}) return premise{n}(s);" for n in range(premises)]
-    lines += ["    if (kind == 2) return at_ends(s);", "    return -1;", "}", ""]
+    lines += ["    if (kind == 2) return at_ends(s);"]
+    lines += ["    /* kind 3: the goal of liveness property n, 4: its trigger (1 when it has none) */"]
+    for n, prop in enumerate(liveness):
+        lines.append(f"    if (kind == 3 && n == {n}) return live_goal{n}(s);")
+        lines.append(f"    if (kind == 4 && n == {n}) return " + (f"live_trigger{n}(s);" if prop.trigger else "1;"))
+    lines += ["    return -1;", "}", ""]
+    if not liveness:
+        return "\n".join(lines)
+    lines += ["int tr_live_marks(int p, u64 n, const u64 *states, unsigned char *bad, u64 *seeds, u64 *nseeds) {",
+              "    switch (p) {"]
+    for n, prop in enumerate(liveness):
+        trigger = f"live_trigger{n}" if prop.trigger else "0"
+        lines.append(f"    case {n}: return live_marks(live_goal{n}, {trigger}, n, states, bad, seeds, nseeds);")
+    lines += ["    }", "    return -1;", "}", ""]
     return "\n".join(lines)
 
 
@@ -749,8 +787,59 @@ def _ample(actors: Sequence[Actor], ample: AmpleTables) -> str:
     return "\n".join(lines)
 
 
+def _canonical(domains: Sequence[Sequence[Sequence[tuple[int, int]]]]) -> str:
+    """Symmetry reduction's representative (reduce/symmetry.py's `canonical`): per
+    domain in turn, the indices sorted by their keys, largest first, each key its fields
+    compared in order (the Python one's integer of the fields side by side, first most
+    significant), and the fields moved only when the order changed."""
+    lines = ["u64 tr_canonical(u64 t) {", "    /* the representative of t's orbit (the identity: no symmetry) */"]
+    for d, fields in enumerate(domains):
+        n, f = len(fields), len(fields[0]) if fields else 0
+        if n < 2 or f == 0:
+            continue  # (nothing to sort)
+        sh = ", ".join("{" + ", ".join(str(s) for s, _ in fs) + "}" for fs in fields)
+        mk = ", ".join("{" + ", ".join(f"{k:#x}ULL" for _, k in fs) + "}" for fs in fields)
+        clear = 0
+        for fs in fields:
+            for s, k in fs:
+                clear |= k << s
+        lines += [
+            "    {",
+            f"        /* domain {d}: {n} indices of {f} fields each */",
+            f"        static const int SH[{n}][{f}] = {{{sh}}};",
+            f"        static const u64 MK[{n}][{f}] = {{{mk}}};",
+            f"        u64 key[{n}][{f}];",
+            f"        int order[{n}], moved = 0;",
+            f"        for (int i = 0; i < {n}; i++) {{",
+            "            order[i] = i;",
+            f"            for (int x = 0; x < {f}; x++) key[i][x] = t >> SH[i][x] & MK[i][x];",
+            "        }",
+            f"        for (int i = 1; i < {n}; i++) {{  /* insertion sort, largest key first, stable */",
+            "            int o = order[i], j = i;",
+            "            while (j > 0) {",
+            "                int x = 0, p = order[j - 1];",
+            f"                while (x < {f} && key[p][x] == key[o][x]) x++;",
+            f"                if (x == {f} || key[p][x] > key[o][x]) break;",
+            "                order[j] = p;",
+            "                j--;",
+            "                moved = 1;",
+            "            }",
+            "            order[j] = o;",
+            "        }",
+            "        if (moved) {",
+            f"            u64 out = t & {~clear & (1 << 64) - 1:#x}ULL;",
+            f"            for (int j = 0; j < {n}; j++)",
+            f"                for (int x = 0; x < {f}; x++) out |= key[order[j]][x] << SH[j][x];",
+            "            t = out;",
+            "        }",
+            "    }",
+        ]
+    lines += ["    return t;", "}", ""]
+    return "\n".join(lines)
+
+
 def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premises: int, finals: bool,
-           por: bool = False) -> str:
+           por: bool = False, symmetry: bool = False) -> str:
     """The level loop: per state the invariants and premises still asked for, then per
     actor (with `por`, per actor of the ample set) a switch on its field running the
     steps there into a buffer; the successors are stored only once every step ran
@@ -798,6 +887,8 @@ def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premis
         "            u64 id;",
         "            t->transitions++;",
         "            t->marks[k] |= 2ULL << (succ[i] >> FIELD[ACTOR[k]][0] & FIELD[ACTOR[k]][1]);",
+        *(["            succ[i] = tr_canonical(succ[i]);  /* (after the mark: it may move the actor) */"]
+          if symmetry else []),
         "            r = add_id(t, succ[i], &id);",
         "            if (r < 0) { *jp = j; return NOMEM; }",
         "            if (r) { if (tr_record(t, j, (u32)k) < 0) { *jp = j; return NOMEM; } }",
@@ -1083,4 +1174,147 @@ u64 *tr_marks(struct tr *t) { return t->marks; }
 u64 tr_transitions(struct tr *t) { return t->transitions; }
 u64 tr_ample_states(struct tr *t) { return t->ample_states; }
 void tr_truncate(struct tr *t, u64 n) { if (t->records > n) t->records = n; }
+"""
+
+_LIVENESS = r"""
+/* The liveness engine's fair-cycle check (engines/liveness.py: `components`,
+   `_Graph.fair_components` and `_Graph.stem`, step for step) on the arrays the search
+   kept: the edges of state u are dst/step[first[u] .. first[u + 1]), ids >= n were not
+   expanded. Weak fairness of the actors only (bit g of a mask: actor g); `fair` actions
+   and strong fairness are the Python check's. */
+
+/* property p's marks on the n expanded states: bad[u] when the goal does not hold, and
+   the seeds, the bad states where the trigger holds, in id order. 0, or 1 when a
+   predicate bailed (the Python check then judges the property). */
+static int live_marks(int (*goal)(u64), int (*trigger)(u64), u64 n, const u64 *states, unsigned char *bad,
+                      u64 *seeds, u64 *nseeds) {
+    u64 m = 0;
+    for (u64 u = 0; u < n; u++) {
+        int g = goal(states[u]);
+        if (g == BAIL) return 1;
+        bad[u] = !g;
+        if (g) continue;
+        if (trigger) {
+            int r = trigger(states[u]);
+            if (r == BAIL) return 1;
+            if (!r) continue;
+        }
+        seeds[m++] = u;
+    }
+    *nseeds = m;
+    return 0;
+}
+
+/* The strongly connected components of the graph restricted to the bad states, from
+   the seeds in order (Tarjan's algorithm with explicit stacks), each judged as it is
+   found: fair iff every fair actor moves on an edge inside it or is disabled in one of
+   its states. comp[u]: -1 outside R (not reached from a seed through bad states), 0 in
+   an unfair component, c > 0 in fair component c; *starved: the fair actors that made
+   components unfair. Returns the number of fair components, -1 out of memory. */
+int64_t tr_fair_sccs(u64 n, const u64 *first, const u64 *dst, const u32 *step, const int64_t *enabled,
+                     const u64 *stepbits, u64 fair, const unsigned char *bad, const u64 *seeds, u64 nseeds,
+                     int32_t *comp, u64 *starved) {
+    int64_t *index = malloc((n + 1) * sizeof *index), *low = malloc((n + 1) * sizeof *low);
+    u64 *stack = malloc((n + 1) * sizeof *stack), *work = malloc((n + 1) * sizeof *work);
+    u64 *next = malloc((n + 1) * sizeof *next), *mark = calloc(n + 1, sizeof *mark);
+    unsigned char *on = calloc(n + 1, 1);
+    int64_t out = -1;
+    if (!index || !low || !stack || !work || !next || !mark || !on) goto done;
+    for (u64 u = 0; u < n; u++) { index[u] = -1; comp[u] = -1; }
+    int64_t count = 0, fairs = 0;
+    u64 sp = 0, wp = 0, sccs = 0, starve = 0;
+    for (u64 i = 0; i < nseeds; i++) {
+        u64 root = seeds[i];
+        if (index[root] >= 0) continue;
+        index[root] = low[root] = count++;
+        stack[sp++] = root; on[root] = 1;
+        work[wp] = root; next[wp++] = first[root];
+        while (wp) {
+            u64 u = work[wp - 1], k = next[wp - 1], end = first[u + 1];
+            int down = 0;
+            while (k < end) {
+                u64 v = dst[k++];
+                if (v >= n || !bad[v]) continue;
+                if (index[v] < 0) {  /* descend; u resumes at edge k */
+                    next[wp - 1] = k;
+                    index[v] = low[v] = count++;
+                    stack[sp++] = v; on[v] = 1;
+                    work[wp] = v; next[wp++] = first[v];
+                    down = 1;
+                    break;
+                }
+                if (on[v] && index[v] < low[u]) low[u] = index[v];
+            }
+            if (down) continue;
+            wp--;  /* every edge of u done */
+            if (wp && low[u] < low[work[wp - 1]]) low[work[wp - 1]] = low[u];
+            if (low[u] != index[u]) continue;
+            u64 top = sp;
+            do { sp--; on[stack[sp]] = 0; } while (stack[sp] != u);
+            sccs++;  /* the component is stack[sp .. top) */
+            for (u64 j = sp; j < top; j++) mark[stack[j]] = sccs;
+            u64 moved = 0, disabled = 0;
+            for (u64 j = sp; j < top; j++) {
+                u64 w = stack[j];
+                disabled |= fair & ~(u64)enabled[w];
+                for (u64 e = first[w]; e < first[w + 1]; e++) {
+                    u64 v = dst[e];
+                    if (v < n && mark[v] == sccs) moved |= stepbits[step[e]];
+                }
+            }
+            u64 unmet = fair & ~moved & ~disabled;
+            starve |= unmet;
+            int32_t c = unmet ? 0 : (int32_t)++fairs;
+            for (u64 j = sp; j < top; j++) comp[stack[j]] = c;
+        }
+    }
+    *starved = starve;
+    out = fairs;
+done:
+    free(index); free(low); free(stack); free(work); free(next); free(mark); free(on);
+    return out;
+}
+
+/* The shortest stem: a 0-1 breadth-first search over nodes 2u + phase (phase 1 once a
+   seed was passed, through states of R only; the move from phase 0 to 1 at a seed is
+   free, so it goes to the front of the queue). parent[node]: -1 a start, -2 not
+   reached; edge[node]: the edge that led there, -1 for none or the free move. Returns
+   the first node found in a fair component in phase 1, -1 none, -2 out of memory. */
+int64_t tr_stem(u64 n, u64 initial, const u64 *first, const u64 *dst, const u64 *seeds, u64 nseeds,
+                const int32_t *comp, int64_t *parent, int64_t *edge) {
+    u64 nodes = 2 * n;
+    unsigned char *done = calloc(nodes + 1, 1), *seed = calloc(n + 1, 1);
+    int64_t *q = malloc((2 * nodes + 2) * sizeof *q);
+    int64_t found = -2;
+    if (!done || !seed || !q) goto out;
+    for (u64 i = 0; i < nseeds; i++) seed[seeds[i]] = 1;
+    for (u64 i = 0; i < nodes; i++) { parent[i] = -2; edge[i] = -1; }
+    /* at most n pushes to the front (one per phase-0 node), nodes to the back */
+    u64 head = nodes + 1, tail = nodes + 1;
+    for (u64 u = 0; u < initial && u < n; u++)
+        if (parent[2 * u] == -2) { parent[2 * u] = -1; q[tail++] = (int64_t)(2 * u); }
+    found = -1;
+    while (head < tail) {
+        int64_t node = q[head++];
+        if (done[node]) continue;
+        done[node] = 1;
+        u64 u = (u64)node >> 1;
+        int phase = node & 1;
+        if (phase && comp[u] > 0) { found = node; break; }
+        if (!phase && seed[u] && !done[node + 1]) {
+            parent[node + 1] = node;
+            edge[node + 1] = -1;
+            q[--head] = node + 1;
+        }
+        for (u64 k = first[u]; k < first[u + 1]; k++) {
+            u64 v = dst[k];
+            if (v >= n || (phase && comp[v] < 0)) continue;
+            int64_t to = (int64_t)(2 * v) + phase;
+            if (parent[to] == -2) { parent[to] = node; edge[to] = (int64_t)k; q[tail++] = to; }
+        }
+    }
+out:
+    free(done); free(seed); free(q);
+    return found;
+}
 """

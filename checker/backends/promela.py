@@ -1159,6 +1159,7 @@ def _translate(program: Program) -> str:
             procs.append(f"active proctype {t.inst_ident[gid]}()\t/* {_comment(p.instance_name(i))}{fair} */")
             procs.append("{")
             procs.append("end:\tdo")
+            options = len(procs)
             for pc_value, at in enumerate(p.steps_at):
                 for st in at:
                     lines = t.step_option(p, i, st, pc_value)
@@ -1166,6 +1167,8 @@ def _translate(program: Program) -> str:
                         continue
                     steps.append((p, i, st, pc_value))
                     procs += lines
+            if len(procs) == options:  # no step at all (its code folded away): it rests at its end
+                procs.append("\t:: false")
             procs.append("\tod")
             procs.append("}")
             procs.append("")

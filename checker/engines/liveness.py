@@ -43,6 +43,12 @@ A counterexample is a lasso: the shortest stem from an initial state through a
 or visits a disabled state of, every fair instance, and returns to where it entered.
 A stutter counterexample has an empty loop: the trace ends in the state the run keeps.
 
+Where the native loop kept the graph, the marks, the components and the stem are
+computed in C (backends/c.py's `_LIVENESS`, which follows `components`,
+`fair_components` and `stem` step for step, for weak fairness of the actors; `fair`
+actions, strong fairness and a goal or trigger that bails in C are judged here); the
+loop and the trace are always built here. tests/test_native.py compares both.
+
 Soundness: only states whose steps were all tried are used. When the search was cut
 short, a lasso found among them is still a real run, so it is reported; finding none
 proves nothing, and the verdict is "incomplete".
@@ -53,15 +59,17 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from .. import model as m
-from ..backends.python import (AssertionViolation, CompiledInstance, CompiledModel, CompiledStep, ModelError,
-                               StoreBufferFull)
+from ..backends.python import (AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep,
+                               ModelError, StoreBufferFull)
 from ..base.errors import source_text
 from ..ir import FairAction, StepKind
 from ..results.trace import Counterexample, Stats, Verdict
-from .explicit import Exploration, StateGraph, TraceBuilder, UnpackedStates
+from .explicit import Exploration, FairCycles, StateGraph, TraceBuilder, UnpackedStates
 
 
 def _after(n: int) -> str:
@@ -111,17 +119,17 @@ def check(cm: CompiledModel, exploration: Exploration) -> tuple[dict[str, Livene
     if g is None:
         raise ValueError("the liveness engine needs the explicit engine's graph (explore(graph=True))")
     complete = exploration.stats.complete
-    analysis = _Graph(cm, g)
+    analysis = _Graph(cm, g, exploration.native)
     out = {}
-    for prop, trigger, goal in cm.liveness_packed:  # on the graph's packed states
-        out[prop.name] = analysis.check(prop, trigger, goal, complete, exploration.stats.limit)
+    for p, (prop, trigger, goal) in enumerate(cm.liveness_packed):  # on the graph's packed states
+        out[prop.name] = analysis.check(p, prop, trigger, goal, complete, exploration.stats.limit)
     return out, time.monotonic() - start
 
 
 class _Graph:
     """One variant's state graph, with what every property's check shares."""
 
-    def __init__(self, cm: CompiledModel, g: StateGraph):
+    def __init__(self, cm: CompiledModel, g: StateGraph, native: FairCycles | None = None):
         self.cm = cm
         self.g = g
         self.n = g.expanded
@@ -148,6 +156,12 @@ class _Graph:
         self.step_bits = [1 << cs.gid | by_step.get((cs.gid, getattr(getattr(cs, "step", None), "uid", -1)), 0)
                           for cs in g.steps]
         self._action_enabled: dict[int, int] = {}
+        # the native loop's library, when it ran: the same check in C (backends/c.py's
+        # _LIVENESS), for weak fairness of the actors; `fair` actions and strong fairness
+        # are checked here
+        self.native = native if native is not None and native.liveness == len(cm.liveness) and not self.actions \
+            and not self.strong and self.fair >> 64 == 0 and _native_arrays(g) else None
+        self.stepbits = array("Q", self.step_bits) if self.native is not None else array("Q")
 
     def en(self, u: int) -> int:
         """The actors and fair actions that could move in state u."""
@@ -173,7 +187,25 @@ class _Graph:
         return range(self.g.first[u], self.g.first[u + 1])
 
     # -- one property
-    def check(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
+    def check(self, p: int, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
+        """Property p (`cm.liveness_packed[p]`); in C where the library can, else here."""
+        g, n, native = self.g, self.n, self.native
+        packed = g.states.packed
+        marks = native.live_marks(p, packed, n) if native is not None and isinstance(packed, array) else None
+        if marks is None:
+            return self.check_here(prop, trigger, goal, complete, limit)
+        assert native is not None
+        bad, seeds = marks
+        comp, starved_by, fairs = native.fair_components(n, g.first, g.dst, g.step, g.enabled, self.stepbits,
+                                                         self.fair, bad, seeds)
+        if not fairs:
+            return self.holds(starved_by, complete, limit)
+
+        found, parent, edge = native.stem(n, g.initial, g.first, g.dst, seeds, comp)
+        cx = self.lasso(prop, seeds, bad, found, parent, edge, lambda u: _Members(comp, comp[u]))
+        return self.violated(cx, complete, limit)
+
+    def check_here(self, prop: m.Property, trigger, goal, complete: bool, limit: str | None) -> LivenessOutcome:
         g, n = self.g, self.n
         states = g.states.packed
         bad = bytearray(n)
@@ -192,19 +224,27 @@ class _Graph:
         # R: reachable from a P && !Q state through !Q states (whose steps were all tried),
         # found by the component search itself, which starts from those states
         comps, comp_of, starved_by, in_r = self.fair_components(seeds, bad)
-        fair = [c for c in comps if c is not None]
-        if not fair:
-            names = self.instance_names(starved_by)
-            if not complete:
-                return LivenessOutcome(Verdict.INCOMPLETE, None,
-                                       f"search cut short ({limit}): no fair cycle among the states explored",
-                                       names)
-            if starved_by:
-                note = "holds under " + self.describe(starved_by)
-            else:
-                note = "holds without any fairness assumption"
-            return LivenessOutcome(Verdict.HOLDS, None, note, names)
-        cx = self.lasso(prop, seeds, bad, in_r, comp_of, comps)
+        if all(c is None for c in comps):
+            return self.holds(starved_by, complete, limit)
+        found, parent, edge = self.stem(seeds, in_r, comp_of, comps)
+        return self.violated(self.lasso(prop, seeds, bad, found, parent, edge, lambda u: comps[comp_of[u]]),
+                             complete, limit)
+
+    def holds(self, starved_by: int, complete: bool, limit: str | None) -> LivenessOutcome:
+        """No fair component: the property holds, or nothing is proved when the search
+        was cut short; `starved_by`: the fairness that made the components unfair."""
+        names = self.instance_names(starved_by)
+        if not complete:
+            return LivenessOutcome(Verdict.INCOMPLETE, None,
+                                   f"search cut short ({limit}): no fair cycle among the states explored", names)
+        if starved_by:
+            note = "holds under " + self.describe(starved_by)
+        else:
+            note = "holds without any fairness assumption"
+        return LivenessOutcome(Verdict.HOLDS, None, note, names)
+
+    @staticmethod
+    def violated(cx: Counterexample, complete: bool, limit: str | None) -> LivenessOutcome:
         assert cx.trace.loop_start is not None  # a lasso
         note = (f"fair lasso: stem {cx.trace.loop_start} step(s), "
                 f"loop {cx.trace.length - cx.trace.loop_start} step(s)")
@@ -279,18 +319,18 @@ class _Graph:
         return tuple(self.names[gid] for gid in sorted(self.names) if mask >> gid & 1)
 
     # -- the counterexample
-    def lasso(self, prop: m.Property, seeds: list[int], bad: bytearray, in_r: bytearray,
-              comp_of: dict[int, int], comps: list) -> Counterexample:
-        stem_states, stem_steps, trigger_at = self.stem(seeds, in_r, comp_of, comps)
+    def lasso(self, prop: m.Property, seeds: Sequence[int], bad: Sequence[int], found: int, parent: array,
+              edge: array, component: Callable[[int], Collection[int]]) -> Counterexample:
+        """The lasso through the stem `stem` found (`found`, `parent`, `edge`) into the
+        fair component `component(entry)`."""
+        stem_states, stem_steps, trigger_at = self.stem_path(found, parent, edge)
         # name the earliest P-state of the stem after which Q never holds
         first_bad = trigger_at
         while first_bad > 0 and bad[stem_states[first_bad - 1]]:
             first_bad -= 1
-        is_seed = set(seeds)
-        trigger_at = next(i for i in range(first_bad, trigger_at + 1) if stem_states[i] in is_seed)
+        trigger_at = next(i for i in range(first_bad, trigger_at + 1) if _has(seeds, stem_states[i]))
         entry = stem_states[-1]
-        comp = comps[comp_of[entry]]
-        loop_states, loop_steps = self.loop(entry, comp)
+        loop_states, loop_steps = self.loop(entry, component(entry))
         states = [self.g.states[u] for u in stem_states + loop_states[1:]]
         steps = stem_steps + loop_steps
         loop_start = len(stem_steps)
@@ -299,14 +339,14 @@ class _Graph:
                               self.message(prop, trigger_at, loop_start, loop_states, loop_steps),
                               trace, engine="liveness")
 
-    def stem(self, seeds, in_r, comp_of, comps):
+    def stem(self, seeds, in_r, comp_of, comps) -> tuple[int, array, array]:
         """Shortest path: initial state ->* a P && !Q state ->* (through !Q) a fair component.
 
         Nodes are (state, phase): phase 0 before P held, phase 1 after, where only !Q
         states may be visited. Moving from phase 0 to 1 at a seed costs nothing, so a
         0-1 BFS (deque; free moves go to the front) gives the shortest stem.
         """
-        n, dst, step, steps, first = self.n, self.g.dst, self.g.step, self.g.steps, self.g.first
+        n, dst, first = self.n, self.g.dst, self.g.first
         # node 2u + phase, on flat arrays: parent node (-1: a start, -2: not reached) and
         # the edge that led there (-1: none, or the free move at a seed)
         parent = array("q", [-2]) * (2 * n)
@@ -346,6 +386,11 @@ class _Graph:
                     parent[nxt] = node
                     edge[nxt] = k
                     q.append(nxt)
+        return found, parent, edge
+
+    def stem_path(self, found: int, parent: array, edge: array) -> tuple[list[int], list[CompiledStep], int]:
+        """The stem `stem` found, as states, steps and the index of the state where P held."""
+        steps, step = self.g.steps, self.g.step
         assert found >= 0, "a fair component in R is reachable from a seed"
         chain = []  # (node, the edge that led to it; -1 for the start and the free move)
         at = found
@@ -383,7 +428,7 @@ class _Graph:
             path_steps.append(cs)
         return path_states[::-1], path_steps[::-1]
 
-    def loop(self, entry: int, comp: frozenset) -> tuple[list[int], list[CompiledStep]]:
+    def loop(self, entry: int, comp: Collection[int]) -> tuple[list[int], list[CompiledStep]]:
         """A cycle from `entry` inside `comp` that satisfies every fair instance.
 
         If no fair instance can move at the entry, the loop is empty: the run stutters
@@ -392,7 +437,7 @@ class _Graph:
         the component), until none is left, then take the shortest way back.
         """
         dst, step, steps, bits, en = self.g.dst, self.g.step, self.g.steps, self.step_bits, self.en
-        strong = self.strong & self._taken_in(comp)  # (the others are disabled all over comp)
+        strong = self.strong and self.strong & self._taken_in(comp)  # (the others are disabled all over comp)
         need = self.fair & en(entry) | strong
         states = [entry]
         moves: list[CompiledStep] = []
@@ -416,7 +461,7 @@ class _Graph:
                 moves.append(steps[step[k]])
         return states, moves
 
-    def _taken_in(self, comp: frozenset) -> int:
+    def _taken_in(self, comp: Collection[int]) -> int:
         """The fair actions some edge inside comp takes."""
         dst, step, bits, out = self.g.dst, self.g.step, self.step_bits, 0
         for u in comp:
@@ -513,15 +558,18 @@ def judge(cm: CompiledModel, path: list[tuple], prop: str, found_by: str) -> Liv
     for s in path:
         ids.setdefault(tuple(s), len(ids))
     order = list(ids)
-    steps: list[CompiledStep] = []
+    steps: list[CompiledStep | CompiledFlush] = []
     index: dict[int, int] = {}
     first, dst, step, enabled = array("q", [0]), array("q"), array("q"), array("q")
     for s in order:
         can_move = 0
-        for inst in cm.instances:
-            for cs in inst.steps_at[s[inst.pc_slot]]:
+        # the actors as the search walks them: each instance at its pc, each buffer's flush (tso)
+        tables = [(inst.gid, inst.steps_at[s[inst.pc_slot]]) for inst in cm.instances]
+        tables += [(f.gid, f.steps_at[s[f.slot]]) for f in cm.flushes]
+        for gid, table in tables:
+            for cs in table:
                 if runs(cs, s):
-                    can_move |= 1 << inst.gid
+                    can_move |= 1 << gid
                 try:
                     t = cs.fn(s)
                 except (AssertionViolation, ModelError, StoreBufferFull):
@@ -539,6 +587,36 @@ def judge(cm: CompiledModel, path: list[tuple], prop: str, found_by: str) -> Liv
                        tuple(steps), enabled)
     out, _ = check(cm, Exploration(Stats(complete=False, limit=found_by, engine="liveness"), graph=graph))
     return out[prop]
+
+
+class _Members(Collection[int]):
+    """The states of fair component c as the C check numbers them (`comp[u] == c`),
+    with no set built: the loop asks for membership, rarely for the members."""
+
+    def __init__(self, comp: array, c: int):
+        self.comp, self.c = comp, c
+
+    def __contains__(self, u: object) -> bool:
+        return isinstance(u, int) and self.comp[u] == self.c
+
+    def __iter__(self) -> Iterator[int]:
+        return (u for u, c in enumerate(self.comp) if c == self.c)
+
+    def __len__(self) -> int:
+        return self.comp.count(self.c)
+
+
+def _has(ordered: Sequence[int], u: int) -> bool:
+    """Whether u is in the ascending sequence `ordered`."""
+    i = bisect_left(ordered, u)
+    return i < len(ordered) and ordered[i] == u
+
+
+def _native_arrays(g: StateGraph) -> bool:
+    """Whether the graph's columns are the flat arrays the C check reads."""
+    return (isinstance(g.states.packed, array) and g.states.packed.typecode == "Q"
+            and all(isinstance(a, array) and a.itemsize == size
+                    for a, size in ((g.first, 8), (g.dst, 8), (g.step, 4), (g.enabled, 8))))
 
 
 def mask_of(nodes: list[int], n: int) -> bytearray:
@@ -607,7 +685,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def runs(cs: CompiledStep, s: tuple) -> bool:
+def runs(cs: CompiledStep | CompiledFlush, s: tuple) -> bool:
     """Whether step cs is enabled in state s (failing an assertion or raising a model
     error counts: the search reports those, as it counts them as moves)."""
     try:

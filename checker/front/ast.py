@@ -366,6 +366,8 @@ class ProcessDecl(Decl):
     hrtimer: bool = False  # `hrtimer NAME on cpu C { callback }`: an interrupt that a timer raises
     posted: bool = False  # `interrupt NAME ... posted { ... }`: processed in guest mode, no VM exit
     pinned: bool = False  # `hrtimer NAME[N] pinned { ... }`: queued on the CPU that starts it
+    clock: str | None = None  # `hrtimer NAME ... clock C { ... }`: expires once clock C reaches its expiry
+    clock_span: Span | None = field(default=None, compare=False)
     guest_of: str | None = None  # `guest NAME of THREAD { ... }`: the thread's guest code
     guest_of_span: Span | None = field(default=None, compare=False)
 

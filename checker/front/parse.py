@@ -442,6 +442,14 @@ def _tok_span(file: str, tok: Token) -> Span:
     return Span(file, line, col, tok.end_line or line, tok.end_column or col + len(tok))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Clock:
+    """An hrtimer's `clock NAME` clause, until hrtimer_decl folds it into the declaration."""
+
+    name: str
+    span: Span
+
+
 @v_args(meta=True)
 class _Builder(Transformer):
     """Builds ast nodes bottom-up; one method per named grammar rule."""
@@ -553,8 +561,14 @@ class _Builder(Transformer):
     def hrtimer_decl(self, m, c):
         c = list(c)
         pinned = any(isinstance(x, Token) and x.type == "PINNED" for x in c)
-        c = [x for x in c if not (isinstance(x, Token) and x.type == "PINNED")]
-        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True, pinned=pinned)
+        clock = next((x for x in c if isinstance(x, _Clock)), None)
+        c = [x for x in c if not (isinstance(x, Token) and x.type == "PINNED") and not isinstance(x, _Clock)]
+        return dataclasses.replace(self.process_decl(m, c, interrupt=True), hrtimer=True, pinned=pinned,
+                                   clock=None if clock is None else clock.name,
+                                   clock_span=None if clock is None else clock.span)
+
+    def timer_clock(self, m, c):
+        return _Clock(str(c[0]), self.ts(c[0]))
 
     def guest_decl(self, m, c):
         c = list(c)

@@ -134,7 +134,27 @@ class Contexts(Shared):
             _check_notifier(notes[n.name], d.name, n)
         return m.ProcessContext(kind, cpus, where, d.preemptible or region is not None, notes.get("sched_out", ()),
                                 notes.get("sched_in", ()), d.hrtimer, regions=region is not None,
-                                posted=d.posted, pinned=d.pinned)
+                                posted=d.posted, pinned=d.pinned, clock=self._timer_clock(d))
+
+    def _timer_clock(self, d: ast.ProcessDecl) -> str | None:
+        """A timed hrtimer's clock (`hrtimer T ... clock C`): a global ghost integer, the
+        hardware's time (the guest TSC, a clock event device), which the model advances."""
+        if d.clock is None:
+            return None
+        span = d.clock_span or d.span
+        sym = self.globals.get(d.clock)
+        if sym is None:
+            raise SpecError(span, f"hrtimer '{d.name}' runs on clock '{d.clock}', which is no global variable",
+                            did_you_mean(d.clock, list(self.globals))
+                            or f"declare the clock, `ghost var {d.clock}: 0..3 = 0;`, and a process that advances it")
+        if not m.is_intlike(sym.type):
+            raise SpecError(span, f"the clock '{d.clock}' of hrtimer '{d.name}' is {sym.type.describe()}, not a time",
+                            f"a clock is an integer that only goes up: `ghost var {d.clock}: 0..3 = 0;`")
+        if not sym.ghost:
+            raise SpecError(span, f"the clock '{d.clock}' of hrtimer '{d.name}' is a `var`, in the memory model",
+                            f"a clock is the hardware's (rdtsc, the clock event device), read outside the memory "
+                            f"model: declare it `ghost var {d.clock}: ...`")
+        return d.clock
 
     def _guest_context(self, d: ast.ProcessDecl, count: int | None) -> m.ProcessContext:
         """`guest G of T`: T's guest code, on T's CPU (LANGUAGE.md, "Guest mode")."""
@@ -190,7 +210,7 @@ class Contexts(Shared):
 
     def context_global(self, name: str) -> m.VarSym | None:
         """The execution-context state named `name` as traces print it (`irqs_off[c]`,
-        `in_irq[c]`, `curr[c]`, `pending_H`, `in_flight_H`, `armed_T`, `preemptions`), typed as
+        `in_irq[c]`, `curr[c]`, `pending_H`, `in_flight_H`, `armed_T`, `expires_T`, `preemptions`), typed as
         semantics/contexts.py makes it: a stand-in that the lowering replaces with the
         state itself. None when the model has no such state."""
         if self.cpus is None:
@@ -213,10 +233,14 @@ class Contexts(Shared):
             irq = next((d for d in decls.values() if d.interrupt and name in (m.pending_name(d.name),
                                                                              m.in_flight_name(d.name),
                                                                              m.armed_name(d.name) if d.hrtimer else None,
-                                                                             m.timer_cpu_name(d.name) if d.pinned else None)),
+                                                                             m.timer_cpu_name(d.name) if d.pinned else None,
+                                                                             m.expires_name(d.name) if d.clock else None)),
                        None)
             if irq is not None and irq.pinned and name == m.timer_cpu_name(irq.name):
                 typ = m.IntT(0, n - 1)
+            elif irq is not None and irq.clock and name == m.expires_name(irq.name):
+                clock = self.globals.get(irq.clock)
+                typ = clock.type if clock is not None else None
             elif irq is not None:
                 typ = per_cpu(m.BOOL) if name.startswith(("pending_", "in_flight_")) \
                     and self.process_counts[irq.name] else m.BOOL

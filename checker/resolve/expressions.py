@@ -303,8 +303,9 @@ class Expressions(Shared):
         """The call, or the constant it folds to (a pure function of constants)."""
         name = ALIASES.get(e.name, e.name)
         sig = BUILTINS[name]
-        if len(e.args) != len(sig.args):
-            raise SpecError(e.span, f"'{e.name}' takes {len(sig.args)} argument(s), not {len(e.args)}",
+        if not len(sig.args) - sig.optional <= len(e.args) <= len(sig.args):
+            takes = f"{len(sig.args) - sig.optional} or {len(sig.args)}" if sig.optional else f"{len(sig.args)}"
+            raise SpecError(e.span, f"'{e.name}' takes {takes} argument(s), not {len(e.args)}",
                             f"it is `{signature(sig)}`")
         if sig.effect and not ctx.effects:
             raise SpecError(e.span, f"'{e.name}' changes state and cannot appear in {ctx.what}",
@@ -369,7 +370,7 @@ class Expressions(Shared):
             else:
                 x = self.expr(a, dataclasses.replace(ctx, effects=False, what="an argument"))
             resolved[i] = x
-        args = [resolved[i] for i in range(len(sig.args))]
+        args = [resolved[i] for i in range(len(e.args))]
         lv_type = args[0].type if args else None
         # the location a read-modify-write acts on (the second argument of atomic_add(i, v))
         loc_type = next((x.type for k, x in zip(sig.args, args) if k is Arg.LV), lv_type)

@@ -66,6 +66,7 @@ EXIT_REASON = "exit_reason"  # per guest-entering thread: 1 + the interrupt that
 VM_EXIT = "VM exit"  # the trace text of a guest-entering thread's exit step
 VM_ENTRY = "VM entry (interrupts on)"
 VMEXIT = "vmexit"  # `vmexit_T`: the exit T's guest made, until T's exit step reads it
+GUEST_HALTED = "halted"  # a guest's label where it waits halted in guest mode: not a valid end
 SCHED_IN = "sched in"  # the text of a thread's sched-in steps (engines/reduce/footprint.py finds them by it)
 
 
@@ -105,7 +106,8 @@ class _Lowering:
         self.timers = [h for h in self.irqs if _ctx(h).hrtimer]
         flight_names = [n for h in self.irqs for n in (m.in_flight_name(h.name), m.delivery_name(h.name))]
         timer_names = flight_names + [m.armed_name(h.name) for h in self.timers] + [f"{h.name}_expiry" for h in self.timers] \
-            + [m.timer_cpu_name(h.name) for h in self.timers if _ctx(h).pinned]
+            + [m.timer_cpu_name(h.name) for h in self.timers if _ctx(h).pinned] \
+            + [m.expires_name(h.name) for h in self.timers if _ctx(h).clock]
         for name in HIDDEN_GLOBALS + tuple(pending_names) + tuple(timer_names) \
                 + ((SCHEDULER,) if self.preemptible else ()):
             if name in taken:
@@ -164,6 +166,11 @@ class _Lowering:
         self.timer_cpu = {h.name: m.VarSym(m.timer_cpu_name(h.name), m.IntT(0, self.n - 1), m.Scope.GLOBAL,
                                            _ctx(h).span, ((0,),), ghost=True)
                           for h in self.timers if _ctx(h).pinned}
+        # a timed hrtimer (`clock C`): its expiry time on C, set by hrtimer_start(T, t)
+        self.clock = {h.name: next(g for g in model.globals if g.name == _ctx(h).clock)
+                      for h in self.timers if _ctx(h).clock}
+        self.expires = {name: m.VarSym(m.expires_name(name), c.type, m.Scope.GLOBAL, c.span,
+                                       ((_lowest(c.type),),), ghost=True) for name, c in self.clock.items()}
         self.bound = model.preemptions if self.preemptible else None
         self.budget: m.VarSym | None = None
         if self.preemptible and self.bound is not None:
@@ -252,7 +259,8 @@ class _Lowering:
         if self.preemptible:
             procs.append(self.scheduler())
         hidden = (self.irqs_off, self.in_irq, self.curr) + tuple(self.pending.values()) \
-            + tuple(self.armed.values()) + tuple(self.timer_cpu.values()) + ((self.budget,) if self.budget else ()) \
+            + tuple(self.armed.values()) + tuple(self.timer_cpu.values()) + tuple(self.expires.values()) \
+            + ((self.budget,) if self.budget else ()) \
             + ((self.drained,) if self.drained else ()) + ((self.guest_mode,) if self.guest_mode else ()) \
             + tuple(self.vmexit.values()) + tuple(self.in_flight[h.name] for h in self.irqs if h.name in self.in_flight)
         props = tuple(self.reads(p, hidden) for p in self.model.properties)
@@ -337,8 +345,10 @@ class _Lowering:
         cpu = m.SelfE(span, m.IntT(0, h.count - 1)) if h.count is not None else None
         pending = self.g(self.pending[h.name]) if cpu is None else self.at(self.pending[h.name], cpu)
         due: m.TExpr = armed
+        if h.name in self.clock:  # a timed one: only once its clock has reached the expiry
+            due = _and(due, m.Bin(span, m.BOOL, ">=", self.g(self.clock[h.name]), self.g(self.expires[h.name])))
         if h.name in self.timer_cpu and cpu is not None:
-            due = _and(armed, _eq(self.g(self.timer_cpu[h.name]), cpu))
+            due = _and(due, _eq(self.g(self.timer_cpu[h.name]), cpu))
         fire = m.SAtomic(span, (m.SAwait(span, due), m.SAssign(span, armed, _c(0, span, m.BOOL)),
                                 m.SAssign(span, pending, _c(1, span, m.BOOL))))
         name = f"{h.name}_expiry"
@@ -483,12 +493,28 @@ class _Lowering:
         value = m.Ite(span, m.INT, idle, queued, _c(-1, span))
         return m.SAtomic(span, first + (m.SAssign(span, target, value), m.SIf(span, idle, off, ())))
 
-    def start(self, h: m.Process, w: _Where, span: Span, name: str) -> m.SAtomic:
+    def start(self, h: m.Process, w: _Where, span: Span, name: str, when: tuple[m.TExpr, ...]) -> m.SAtomic:
         """hrtimer_start: the timer is taken off its queue first (remove_hrtimer), so an
         expiry raised and not yet handled is dropped, then armed. A `pinned` one is
         queued on this CPU's clock base, unless its callback is running, which keeps it
-        on its old base (switch_hrtimer_base, kernel/time/hrtimer.c)."""
+        on its old base (switch_hrtimer_base, kernel/time/hrtimer.c). A timed one
+        records its expiry `when` (hrtimer_start(timer, tim, HRTIMER_MODE_ABS): the
+        expiry on the timer's clock; `expiry` lets it fire once the clock reaches it)."""
         f = _c(0, span, m.BOOL)
+        clock = _ctx(h).clock
+        if clock is None and when:
+            raise SpecError(when[0].span, f"hrtimer '{h.name}' has no clock: it may expire at any moment",
+                            f"declare its clock, `hrtimer {h.name} ... clock NAME {{ ... }}`, or start it "
+                            f"without an expiry: `hrtimer_start({h.name})`")
+        if clock is not None and not when:
+            raise SpecError(span, f"hrtimer '{h.name}' runs on clock '{clock}': '{name}' needs its expiry",
+                            f"write `hrtimer_start({h.name}, {clock} + 1)`: it expires once {clock} reaches that time")
+        expiry: tuple[m.RStmt, ...] = ()
+        if when:
+            if not m.is_intlike(when[0].type):
+                raise SpecError(when[0].span, f"the expiry of hrtimer '{h.name}' is {when[0].type.describe()}, "
+                                "not a time", f"give a time on its clock, e.g. `hrtimer_start({h.name}, {clock} + 1)`")
+            expiry = (m.SAssign(span, self.g(self.expires[h.name]), self.expr(when[0], w)),)
         cpus = [None] if h.count is None else [_c(c, span) for c in range(h.count)]
         drop = tuple(m.SAssign(span, self.g(self.pending[h.name]) if c is None else self.at(self.pending[h.name], c), f)
                      for c in cpus)
@@ -496,7 +522,7 @@ class _Lowering:
         if h.name in self.timer_cpu:
             idle = _and(*(m.At(span, m.BOOL, h.name, c, IRQ_IDLE) for c in cpus))
             move = (m.SIf(span, idle, (m.SAssign(span, self.g(self.timer_cpu[h.name]), self.cpu_of(w, span, name)),), ()),)
-        return m.SAtomic(span, drop + move + (m.SAssign(span, self.g(self.armed[h.name]), _c(1, span, m.BOOL)),))
+        return m.SAtomic(span, drop + move + expiry + (m.SAssign(span, self.g(self.armed[h.name]), _c(1, span, m.BOOL)),))
 
     def timer(self, arg: m.TExpr, span: Span, name: str) -> m.Process:
         h = self.irqs[_irq(arg)]
@@ -690,7 +716,7 @@ class _Lowering:
                                 f"write `raise_irq({h.name})`")
             return self.raise_on(h, self.expr(a[0], w), w, span)
         if op is CtxOp.TIMER_START:
-            return self.start(self.timer(a[0], span, name), w, span, name)
+            return self.start(self.timer(a[0], span, name), w, span, name, a[1:])
         if op in (CtxOp.TIMER_CANCEL, CtxOp.TIMER_TRY_CANCEL):
             return self.cancel(op, a[0], span, name, None)
         if op is CtxOp.GUEST_ENTER:
@@ -746,6 +772,11 @@ class _Lowering:
             elif isinstance(v, tuple) and v and isinstance(v[0], m.TExpr):
                 changes[f.name] = tuple(self.expr(a, w) for a in v)
         return dataclasses.replace(e, **changes)
+
+
+def _lowest(t: m.Type) -> int:
+    """The least value of an integer type (a timed hrtimer's expiry starts there)."""
+    return t.lo if isinstance(t, m.IntT) and t.lo is not None else 0
 
 
 def _is_exit(s) -> bool:
@@ -996,8 +1027,11 @@ def _guest(low: _Lowering, model: m.Model, p: m.Process, pir, ir):
             extra.append(st)
         steps_at.append(tuple(new))
     steps = tuple(remade[st.uid] for st in pir.steps) + tuple(extra)
-    # the guest stops wherever its vCPU stops running it: every pc is a valid end
-    every = frozenset(range(len(steps_at)))
+    # the guest stops wherever its vCPU stops running it: every pc is a valid end, but
+    # where it waits halted in guest mode (a `halted` label: HLT with HLT exits off), which
+    # is a vCPU stuck for ever if the run ends there
+    halted = frozenset().union(*(pcs for label, pcs in pir.label_pcs.items() if label.startswith(GUEST_HALTED)))
+    every = frozenset(range(len(steps_at))) - halted
     return dataclasses.replace(pir, steps_at=tuple(steps_at), steps=steps, end_pcs=every,
                                label_pcs={**pir.label_pcs, "end": every})
 

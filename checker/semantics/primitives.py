@@ -162,6 +162,7 @@ class Primitive:
     wake_all: bool = False  # WQ_WAKE: every waiter, or the first
     pure: Pure | None = None  # PURE: which function
     ctx: CtxOp | None = None  # CONTEXT: what it does
+    optional: int = 0  # how many of the last `args` a call may leave out (hrtimer_start's expiry)
 
     @property
     def effect(self) -> bool:
@@ -306,7 +307,8 @@ _ROWS: list[Primitive] = [
               "the first waiter (in process order) becomes `RUNNING` and leaves `wq`"),
     # execution contexts: what they do to the hidden per-CPU and per-thread state is
     # contexts.py's lowering; on x86 cli/sti/pushf and the preempt count touch no shared memory
-    *[Primitive(name, args, result, Cls.CONTEXT, Order.NONE, x86, doc, ctx=op) for name, args, result, op, x86, doc in (
+    *[Primitive(name, args, result, Cls.CONTEXT, Order.NONE, x86, doc, ctx=op, optional=int(op is CtxOp.TIMER_START))
+      for name, args, result, op, x86, doc in (
         ("local_irq_disable", (), Result.VOID, CtxOp.IRQ_OFF, X86.PLAIN, "this CPU takes no interrupt until enabled"),
         ("local_irq_enable", (), Result.VOID, CtxOp.IRQ_ON, X86.PLAIN, "this CPU takes interrupts again"),
         ("local_irq_save", (_L,), Result.VOID, CtxOp.IRQ_SAVE, X86.PLAIN,
@@ -332,8 +334,9 @@ _ROWS: list[Primitive] = [
         ("this_cpu_read", (_P,), Result.LV, CtxOp.THIS_CPU_READ, X86.PLAIN, "this CPU's copy of `x`"),
         ("this_cpu_write", (_P, _V), Result.VOID, CtxOp.THIS_CPU_WRITE, X86.STORE, "this CPU's copy of `x` = `v`"),
         ("per_cpu", (_P, _V), Result.LV, CtxOp.PER_CPU, X86.PLAIN, "CPU `cpu`'s copy of `x`"),
-        ("hrtimer_start", (_I,), Result.VOID, CtxOp.TIMER_START, X86.PLAIN,
-         "arms hrtimer `h`: it expires some time later (eventually, under weak fairness)"),
+        ("hrtimer_start", (_I, _V), Result.VOID, CtxOp.TIMER_START, X86.PLAIN,
+         "arms hrtimer `h`: it expires some time later (eventually, under weak fairness); a `pinned` one is "
+         "queued on this CPU; a timed one (`clock C`) takes its expiry `t` and expires once `C >= t`"),
         ("hrtimer_cancel", (_I,), Result.INT, CtxOp.TIMER_CANCEL, X86.PLAIN,
          "waits until `h`'s callback is not running, then disarms it (an expiry not yet handled is dropped); "
          "1 if it was queued, else 0"),
@@ -376,10 +379,12 @@ def signature(p: Primitive) -> str:
     names = []
     vals = iter(("old", "new") if p.op is RmwOp.CMPXCHG and p.cls is Cls.RMW and Arg.VAL in p.args
                 else ("a", "b") if p.cls is Cls.PURE else ("cpu",) if p.ctx in (CtxOp.RAISE_ON, CtxOp.PER_CPU)
-                else ("v",) if p.ctx is CtxOp.THIS_CPU_WRITE else ("i",) if p.args[:1] == (Arg.VAL,) else ("x",))
+                else ("v",) if p.ctx is CtxOp.THIS_CPU_WRITE else ("t",) if p.ctx is CtxOp.TIMER_START
+                else ("i",) if p.args[:1] == (Arg.VAL,) else ("x",))
     for a in p.args:
         names.append(_ARG_NAMES[a] if a is not Arg.VAL else next(vals))
-    return f"{p.name}({', '.join(names)})"
+    required = len(names) - p.optional
+    return f"{p.name}({', '.join(names[:required])}" + "".join(f"[, {x}]" for x in names[required:]) + ")"
 
 
 def ordering(p: Primitive) -> str:

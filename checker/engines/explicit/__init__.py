@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import level_loop_source
-from .search import (LOOPS, OUT_OF_MEMORY, Exploration, Fingerprints, Limits, Reduction, Search, StateGraph,
+from .search import (LOOPS, OUT_OF_MEMORY, Exploration, FairCycles, Fingerprints, Limits, Reduction, Search, StateGraph,
                      TraceBuilder, UnpackedStates, decoder_for, explore_one, rss_bytes, run_levels, state_space,
                      stuck_message)
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 # most searches are over before a build would be, and run in one process
 # (tests/test_api.py checks what a small model's run imports; test_layers.py, LAZY, why)
 
-__all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "Limits", "Reduction", "StateGraph", "TraceBuilder",
+__all__ = ["LOOPS", "OUT_OF_MEMORY", "Exploration", "FairCycles", "Limits", "Reduction", "StateGraph", "TraceBuilder",
            "UnpackedStates", "decoder_for", "explore", "level_loop_source", "native_source", "state_space", "stuck_message"]
 
 
@@ -108,8 +108,6 @@ def not_native(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> s
 
 def not_searched_natively(cm: CompiledModel, reduction: Reduction | None, graph: bool) -> str:
     """`not_native`'s half that the search decides, with no C back end imported."""
-    if reduction is not None and reduction.canonicalises:
-        return "symmetry reduction is the Python loop's (--no-symmetry)"
     if reduction is not None and reduction.selects and graph:
         return "partial-order reduction with the whole graph kept (liveness) is the Python loop's (--no-por)"
     if cm.flushes or cm.program.model.memory != "sc":

@@ -16,8 +16,15 @@ The build is cached under $XDG_CACHE_HOME/timerace/native (default ~/.cache), ke
 the hash of the generated C (a function of the IR) and the compiler command, so a model
 pays the compile once. Where there is no compiler, or the model uses what the C back end
 does not write (tso, lkmm, fixed-width integers, ...), or the search needs what the C
-loop does not do (partial-order reduction, symmetry), the Python loop runs and the run
-says why (`Stats.loop`, `Stats.notes`). The native loop runs in one process.
+loop does not do (partial-order reduction with the whole graph kept), the Python loop runs and the run
+says why (`Stats.loop`, `Stats.notes`). The native loop runs in one process. Symmetry
+reduction's representatives are computed in C from the symmetry's own field tables
+(`Reduction.symmetry_fields`), partial-order reduction's ample sets from its tables.
+
+A library written for a model with liveness properties also holds the liveness
+engine's fair-cycle check (backends/c.py's _LIVENESS; `Library.live_marks`,
+`fair_components`, `stem`), which the engine runs on the graph the C loop kept
+(`Exploration.native`).
 """
 
 from __future__ import annotations
@@ -61,9 +68,12 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
     if cm.flushes:
         raise Unsupported("store buffers or lkmm views")
     ample = None
+    symmetry: tuple[tuple[tuple[tuple[int, int], ...], ...], ...] = ()
     if reduction is not None:
         if reduction.canonicalises:
-            raise Unsupported("symmetry reduction is the Python loop's (--no-symmetry)")
+            symmetry = reduction.symmetry_fields()
+            if not symmetry:
+                raise Unsupported("this symmetry reduction is the Python loop's (--no-symmetry)")
         if reduction.selects:
             ample = reduction.ample_tables()
             if ample is None:
@@ -79,7 +89,14 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
     assert pk is not None
     return c_source(cm.program, pk.shift, pk.width, pk.lo, pk.hi, pk.bits, refs, rows,
                     [inv.property for inv in cm.invariants], [p.property for p in cm.premises], bool(cm.finals),
-                    ample)
+                    ample, [prop for prop, _, _ in cm.liveness], symmetry)
+
+
+#: the liveness engine's functions, in a model with liveness properties
+_LIVE = (("tr_live_marks", ctypes.c_int, (ctypes.c_int, _u64, _ptr, _ptr, _ptr, ctypes.POINTER(_u64))),
+         ("tr_fair_sccs", ctypes.c_int64, (_u64, _ptr, _ptr, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _u64, _ptr,
+                                           ctypes.POINTER(_u64))),
+         ("tr_stem", ctypes.c_int64, (_u64, _u64, _ptr, _ptr, _ptr, _u64, _ptr, _ptr, _ptr)))
 
 
 class Library:
@@ -105,9 +122,10 @@ class Library:
                 ("tr_load", ctypes.c_int, (_ptr, _u64, _ptr, _ptr, _ptr)),
                 ("tr_load_graph", ctypes.c_int, (_ptr, _u64, _ptr, _u64, _ptr, _ptr, _u64, _ptr)),
                 ("tr_step", ctypes.c_int, (ctypes.c_int, _u64, ctypes.POINTER(_u64))),
+                ("tr_canonical", _u64, (_u64,)),
                 ("tr_predicate", ctypes.c_int, (ctypes.c_int, ctypes.c_int, _u64)),
                 ("tr_level", ctypes.c_int, (_ptr, _u64, ctypes.POINTER(_u64), ctypes.POINTER(_u64), _u64, _u64,
-                                            _u64, ctypes.c_int))):
+                                            _u64, ctypes.c_int))) + _LIVE * bool(source.liveness):
             fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = args
@@ -118,6 +136,46 @@ class Library:
         out = _u64(0)
         r = self.lib.tr_step(k, s, ctypes.byref(out))
         return r, out.value
+
+
+    # -- the liveness engine's fair-cycle check (backends/c.py's _LIVENESS), on the graph:
+    # search.FairCycles
+    @property
+    def liveness(self) -> int:
+        return self.source.liveness
+
+    def live_marks(self, p: int, states: array, n: int) -> tuple[array, array] | None:
+        """Liveness property p's marks on the first n `states` (packed, "Q"): whether the
+        goal fails in each, and the seeds (where the trigger holds too) in id order;
+        None when a predicate bailed (the Python check judges the property)."""
+        bad, seeds, count = array("B", bytes(n)), array("Q", bytes(8 * n)), _u64(0)
+        if self.lib.tr_live_marks(p, n, _address(states), _address(bad), _address(seeds), ctypes.byref(count)):
+            return None
+        del seeds[count.value:]
+        return bad, seeds
+
+    def fair_components(self, n: int, first: array, dst: array, step: array, enabled: array, stepbits: array,
+                        fair: int, bad: array, seeds: array) -> tuple[array, int, int]:
+        """(per state: -1 outside R, 0 in an unfair component, c > 0 in fair component c;
+        the fair actors that starved the unfair ones; how many are fair)."""
+        comp, starved = array("i", bytes(4 * n)), _u64(0)
+        fairs = self.lib.tr_fair_sccs(n, _address(first), _address(dst), _address(step), _address(enabled),
+                                      _address(stepbits), fair, _address(bad), _address(seeds), len(seeds),
+                                      _address(comp), ctypes.byref(starved))
+        if fairs < 0:
+            raise MemoryError
+        return comp, starved.value, fairs
+
+    def stem(self, n: int, initial: int, first: array, dst: array, seeds: array,
+             comp: array) -> tuple[int, array, array]:
+        """The 0-1 breadth-first search of the shortest stem: (the node found, 2u + phase,
+        or -1; each node's parent node and the edge that led there)."""
+        parent, edge = array("q", bytes(16 * n)), array("q", bytes(16 * n))
+        found = self.lib.tr_stem(n, initial, _address(first), _address(dst), _address(seeds), len(seeds),
+                                 _address(comp), _address(parent), _address(edge))
+        if found < -1:
+            raise MemoryError
+        return found, parent, edge
 
 
 def cache_key(source: CSource, cc: str) -> str:
@@ -438,7 +496,9 @@ def explore_native(cm: CompiledModel, limits: Limits, progress: Progress | None,
         _attach(search, lib, t)
         search.add_initial()
         _run(search, lib, t, progress)
-        return _finish(search, lib, t, progress, start, rss)
+        found = _finish(search, lib, t, progress, start, rss)
+        found.native = library
+        return found
     finally:
         lib.tr_free(t)
 
@@ -481,7 +541,9 @@ def take_over(search: Search, level: list[int], first_id: int, depth: int, libra
         search.loops = None  # the generated Python loop: the C loop does its work now
         _attach(search, lib, t)
         _run(search, lib, t, progress, first_id, depth)
-        return _finish(search, lib, t, progress, start, rss)
+        found = _finish(search, lib, t, progress, start, rss)
+        found.native = library
+        return found
     finally:
         lib.tr_free(t)
 

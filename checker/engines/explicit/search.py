@@ -24,7 +24,7 @@ from array import array
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ... import ir
 from ...semantics.lower import Cas, lower
@@ -33,7 +33,8 @@ from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_tex
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
-from ...results.trace import MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, changes, show_value
+from ...results.trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, TraceState,
+                               changes, show_value)
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
 
 if TYPE_CHECKING:
@@ -85,13 +86,30 @@ class StateGraph:
     first: array  # len expanded + 1
     dst: array  # target state of each edge
     step: array  # index into `steps` of each edge
-    steps: tuple[CompiledStep, ...]
+    steps: tuple[CompiledStep | CompiledFlush, ...]  # (tso: flushes are actors with steps of their own)
     enabled: array  # per expanded state: bit `gid` set iff that instance has an enabled step
 
     def edges(self, i: int):
         """(target, CompiledStep) for each transition out of expanded state i."""
         dst, step, steps = self.dst, self.step, self.steps
         return [(dst[k], steps[step[k]]) for k in range(self.first[i], self.first[i + 1])]
+
+
+class FairCycles(Protocol):
+    """The liveness engine's fair-cycle check in C, as the native loop's library offers
+    it (native.Library; backends/c.py's _LIVENESS): defined here, below both."""
+
+    @property
+    def liveness(self) -> int:
+        """How many liveness properties the library's check knows."""
+
+    def live_marks(self, p: int, states: array, n: int) -> tuple[array, array] | None: ...
+
+    def fair_components(self, n: int, first: array, dst: array, step: array, enabled: array, stepbits: array,
+                        fair: int, bad: array, seeds: array) -> tuple[array, int, int]: ...
+
+    def stem(self, n: int, initial: int, first: array, dst: array, seeds: array,
+             comp: array) -> tuple[int, array, array]: ...
 
 
 @dataclass
@@ -107,6 +125,9 @@ class Exploration:
     marks: tuple | None = None  # (step, mark) pairs
     held: tuple[bool, ...] = ()
     digest: int | None = None
+    # the native loop's library when it ran: the liveness engine's fair-cycle check
+    # runs in it too
+    native: FairCycles | None = None
 
 
 def _branch_taken(step, pc_after: int) -> bool | None:
@@ -133,15 +154,16 @@ class TraceBuilder:
         self.decoder = decoder_for(cm)
         self.by_gid = {inst.gid: inst for inst in cm.instances}
         self._slots: dict[str, int] | None = None  # lkmm traces: variable name -> its slot, for a cmpxchg's operands
+        self._decoded: dict[tuple, TraceState] | None = None  # within one `trace`: each state decoded once, not thrice
 
     def action(self, step: CompiledStep | CompiledFlush, before, after, kind: str = "step") -> Action:
         if isinstance(step, CompiledFlush):
             return self.flush_action(step, before, after)
         inst = self.by_gid[step.gid]
         pcs = inst.process.pc_names
-        b = self.decoder.decode(before)
+        b = self.decode(before)
         pc_to = pcs[after[inst.pc_slot]] if after is not None else pcs[before[inst.pc_slot]]
-        ch = changes(b, self.decoder.decode(after)) if after is not None else ()
+        ch = changes(b, self.decode(after)) if after is not None else ()
         detail = ""
         views = self.cm.views
         if views is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
@@ -181,8 +203,8 @@ class TraceBuilder:
 
     def flush_action(self, flush: CompiledFlush, before, after) -> Action:
         """A flush is shown as the `memory` moving: which CPU's store became visible."""
-        b = self.decoder.decode(before)
-        ch = changes(b, self.decoder.decode(after))
+        b = self.decode(before)
+        ch = changes(b, self.decode(after))
         views = self.cm.views
         if views is not None:  # lkmm: a CPU's view of one location moves one store newer
             assert isinstance(flush.buffer, Propagation)
@@ -197,10 +219,25 @@ class TraceBuilder:
 
     def trace(self, states: list[tuple], steps: Sequence[CompiledStep | CompiledFlush], loop_start: int | None = None,
               failure: tuple[CompiledStep, tuple] | None = None) -> Trace:
-        decoded = tuple(self.decoder.decode(s) for s in states)
-        actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
-        fail = self.action(failure[0], failure[1], None, "failed") if failure else None
+        self._decoded = {}
+        try:
+            decoded = tuple(self.decode(s) for s in states)
+            actions = tuple(self.action(st, states[i], states[i + 1]) for i, st in enumerate(steps))
+            fail = self.action(failure[0], failure[1], None, "failed") if failure else None
+        finally:
+            self._decoded = None
         return Trace(decoded, actions, loop_start, fail)
+
+    def decode(self, s) -> TraceState:
+        """State s decoded, once per `trace` (a step's action decodes both its ends)."""
+        memo = self._decoded
+        if memo is None:
+            return self.decoder.decode(s)
+        key = tuple(s)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self.decoder.decode(s)
+        return got
 
 
 def state_space(cm: CompiledModel, graph: StateGraph, complete: bool = True) -> StateSpace:
@@ -231,6 +268,10 @@ def _itself(t: int) -> int:
 
 def _no_tables() -> AmpleTables | None:
     return None
+
+
+def _no_fields() -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
+    return ()
 
 
 def _as_is(states: list, steps: list, failing: CompiledStep | None) -> tuple[list, list, CompiledStep | None]:
@@ -265,6 +306,9 @@ class Reduction:
         # `ample` as tables the native loop can walk (backends/c.py), or None when the
         # choice cannot be tabled (then only the Python loop reduces)
         self.ample_tables: Callable[[], AmpleTables | None] = _no_tables
+        # `canonical` as tables the native loop can walk: per symmetry domain, per index,
+        # the (shift, mask) of each of its fields, aligned across indices (reduce/symmetry.py)
+        self.symmetry_fields: Callable[[], tuple[tuple[tuple[tuple[int, int], ...], ...], ...]] = _no_fields
 
     #: False when `canonical` is the identity: the engine then skips the call
     canonicalises: bool = False

@@ -154,6 +154,7 @@ class Plan(Reduction):
         if symmetry is not None:
             self.canonical = symmetry.canonical
             self.concretise = symmetry.concretise
+            self.symmetry_fields = symmetry.tables
 
     @property
     def active(self) -> bool:

@@ -445,6 +445,11 @@ class Symmetry:
         exec(compile("\n".join(lines) + "\n", "<timerace symmetry>", "exec"), ns)
         return ns["canonical"]
 
+    def tables(self) -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
+        """`fields` for the native loop, which sorts the indices by the same keys in C
+        (backends/c.py's `canonical`)."""
+        return tuple(tuple(tuple(fs) for fs in fields) for fields in self.fields)
+
     def _permute_by_keys(self, t: int, domain: int, keys: tuple) -> int:
         order = tuple(sorted(range(len(keys)), key=keys.__getitem__, reverse=True))
         fn = self._permutations.get((domain, order))

@@ -3,9 +3,9 @@
 `always (P -> eventually Q)` fails on a fair run that reaches a P-state after which Q
 never holds: a lasso (a stem, then a loop that repeats for ever), or a run that stays in
 its last state because no fair actor can move there. engines/liveness.py states the
-fairness (weak per instance of a fair process, weak or strong per `fair` action); this
-module follows it to the letter. Biere, Artho and Schuppan's liveness-to-safety
-construction turns "such a run exists" into "a bad state is reachable" in the product
+fairness (weak per instance of a fair process and, under tso, per store buffer's flush;
+weak or strong per `fair` action); this module follows it to the letter. Biere, Artho
+and Schuppan's liveness-to-safety construction turns "such a run exists" into "a bad state is reachable" in the product
 of the model with a monitor:
 
 * `$after`: P held at some state so far and Q at none since (so `$after` implies !Q).
@@ -73,9 +73,10 @@ class FairActor:
 
 def fair_actors(enc: Encoding) -> list[FairActor]:
     """The liveness engine's fair actors (liveness.fair_mask, liveness.fair_actions): each
-    instance of a process without `unfair`, and each `fair` action per instance. Enabled
-    as there: one of its steps returns a successor, fails an assertion or raises a model
-    error (liveness.runs)."""
+    instance of a process without `unfair`, under tso each store buffer's flush (weakly
+    fair, enabled where the buffer holds a store), and each `fair` action per instance.
+    Enabled as there: one of its steps returns a successor, fails an assertion or raises
+    a model error (liveness.runs); a store into a full buffer waits (is disabled)."""
     ctx = enc.ctx
 
     def actor(name: str, strong: bool, trs: list) -> FairActor:
@@ -84,6 +85,9 @@ def fair_actors(enc: Encoding) -> list[FairActor]:
 
     out = [actor(inst.name, False, [tr for tr in enc.transitions if tr.gid == inst.gid])
            for inst in enc.cm.instances if not inst.process.unfair]
+    names = liveness.actor_names(enc.cm)
+    out += [actor(names[f.gid], False, [tr for tr in enc.transitions if tr.gid == f.gid])
+            for f in enc.cm.flushes]  # tso: each buffer drains eventually (liveness.fair_mask)
     seen: dict[str, int] = {}
     for inst, fa in liveness.fair_actions(enc.cm):
         name = f"{fa.describe()} ({inst.name})"
@@ -154,6 +158,31 @@ class Product:
         stays = conj(ctx, *[negate(a.enabled) for a in self.actors])
         self.bad = conj(ctx, after, disj(ctx, closes, stays))
 
+    @property
+    def domain(self):
+        """The well-typed states of the product (k-induction's step case starts from any):
+        the model's domain on the current and on the saved copy (a copy of a state)."""
+        _, _, sv, _ = self._parts(self.cur)
+        return conj(self.ctx, self.enc.domain, z3.substitute(self.enc.domain, *zip(self.enc.cur, sv)))
+
+    def distinct(self, a: list, b: list):
+        return disj(self.ctx, *[x != y for x, y in zip(a, b)])
+
+    def monitor(self):
+        """What the monitor's own rules make true in every state of the product: it saves
+        only after the trigger, records only once it saved, and neither the state after the
+        trigger nor the saved one satisfies the goal or fails the property. Certified by
+        one-step induction before k-induction assumes it (lasso_induction)."""
+        after, saved, sv, flags = self._parts(self.cur)
+        live, ctx = self.live, self.ctx
+
+        def on_saved(t):
+            return z3.substitute(t, *zip(self.enc.cur, sv))
+
+        return conj(ctx, z3.Implies(saved, after), *[z3.Implies(f, saved) for f in flags],
+                    z3.Implies(after, conj(ctx, negate(live.goal), negate(live.err))),
+                    z3.Implies(saved, conj(ctx, negate(on_saved(live.goal)), negate(on_saved(live.err)))))
+
     def background(self, lemmas):
         """The model's invariant `lemmas` (over enc.cur) as one of the product: on the
         current state, and on the saved one once it is saved."""
@@ -184,8 +213,8 @@ class Product:
 
 def _refused(cm: CompiledModel) -> str:
     """Why the lasso engines cannot check this variant's liveness ("" when they can)."""
-    if cm.flushes:
-        return "liveness under tso is checked by the explicit engine only (its flushes are fair actors)"
+    if cm.views is not None:  # (the pipeline lists lkmm variants as not checked before this)
+        return "not checked under Z3: liveness under lkmm is explicit-only"
     return ""
 
 
@@ -335,3 +364,85 @@ def _unbounded(cm: CompiledModel, enc: Encoding, live: LivenessTerms, timeout: f
                                                 "by one-step induction")
     return Finding(Verdict.PROVED, note="proved by pdr: no state can start a fair lasso")
 
+
+
+@interruptible
+def lasso_induction(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
+                    result: SymbolicResult, only: tuple[str, ...] | None = None,
+                    lemmas: tuple[Candidate, ...] = ()) -> SymbolicResult:
+    """Each liveness property (of `only`, if given) by k-induction on the
+    liveness-to-safety product, k = 0 .. depth: a fair lasso (the base case, which is
+    lasso bmc), proved (no loop-free path of k+1 product states ends in a bad one after k
+    that are not), or "not k-inductive up to k". `lemmas`: induction --strengthen's mined
+    invariants that its safety run proved (another encoding: their terms are translated),
+    assumed on the current and the saved state of every frame of the step case."""
+    start = time.monotonic()
+    enc = Encoding(cm, check_deadlock)
+    why = _refused(cm)
+    known = conj(enc.ctx, *[c.holds.translate(enc.ctx) for c in lemmas]) if lemmas else None
+    reached = depth
+    for live in _chosen(enc, only):
+        if why:
+            result.findings[live.name] = Finding(Verdict.INCOMPLETE, note=why)
+            continue
+        finding = _inductive(cm, enc, live, depth, timeout, result, known, len(lemmas))
+        if finding.verdict is Verdict.INCOMPLETE and finding.bound is not None:
+            reached = min(reached, finding.bound)
+        result.findings[live.name] = finding
+    complete = all(f.verdict in (Verdict.PROVED, Verdict.VIOLATED, Verdict.ERROR) for f in result.findings.values())
+    result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
+                         limit=None if complete else f"k = {depth}", engine="induction")
+    return result
+
+
+def _inductive(cm: CompiledModel, enc: Encoding, live: LivenessTerms, depth: int, timeout: float | None,
+               result: SymbolicResult, known, mined: int) -> Finding:
+    """k-induction on one property's product. The step case proves that no product state
+    is bad, where bad also covers a failing property and an atomic loop longer than the
+    encoding unrolls (the base case reports each of those as itself)."""
+    product = Product(enc, live)
+    ctx = enc.ctx
+    bad = disj(ctx, live.err, product.bad, enc.overflow)
+    facts = [product.monitor()]
+    if certify(product, facts[0], [], timeout):  # type: ignore[arg-type]  # (never expected: not assumed then)
+        facts = []
+    if known is not None:
+        facts.append(product.background(known))
+    base = Unrolling(product, timeout)  # type: ignore[arg-type]  # (the Encoding interface it uses)
+    step = Unrolling(product, timeout, from_initial=False)  # type: ignore[arg-type]
+    for k in range(depth + 1):
+        base.extend(k)
+        frame = base.frames[k]
+        for what, target in (("error", live.err), ("lasso", product.bad), ("overflow", enc.overflow)):
+            if z3.is_false(target):
+                continue
+            r, model, reason = base.check(product.at(target, frame))
+            if r == z3.unknown:
+                return Finding(Verdict.UNKNOWN, note=f"{reason} in the base case at depth {k}")
+            if r == z3.sat:
+                if what == "overflow":
+                    return Finding(Verdict.INCOMPLETE, note="an atomic `while` loop runs longer than the encoding "
+                                                            f"unrolls, at depth {k}", bound=k - 1)
+                return _judged(cm, result, base, model, k, live.name, "induction",
+                               f"found by the base case at depth {k}" if what == "lasso" else "")
+        # step case: frames 0..k+1 of well-typed product states, loop-free, not bad on 0..k
+        step.extend(k + 1)
+        frames = step.frames
+        if k == 0:
+            for fact in facts:
+                step.solver.add(product.at(fact, frames[0]))
+        for fact in facts:
+            step.solver.add(product.at(fact, frames[k + 1]))
+        step.solver.add(negate(product.at(bad, frames[k])))
+        for i in range(k + 1):
+            step.solver.add(product.distinct(frames[i], frames[k + 1]))
+        r, _, reason = step.check(product.at(bad, frames[k + 1]))
+        if r == z3.unsat:
+            with_mined = f", with {mined} mined invariants" if known is not None else ""
+            return Finding(Verdict.PROVED, note=f"proved by k-induction on the liveness-to-safety product, k = {k}"
+                                                f"{with_mined}: no fair lasso")
+        if r == z3.unknown:
+            return Finding(Verdict.UNKNOWN, note=f"{reason} in the step case, k = {k}; no fair lasso up to depth {k}")
+    strengthened = f" with {mined} mined invariants" if known is not None else ""
+    return Finding(Verdict.INCOMPLETE, note=f"no fair lasso up to depth {depth}, and the liveness-to-safety product "
+                                            f"is not k-inductive{strengthened} up to k = {depth}", bound=depth)

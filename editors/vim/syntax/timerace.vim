@@ -12,7 +12,7 @@ syntax keyword timeraceDeclaration model memory const enum var waitqueue process
 syntax keyword timeraceControl if else while loop break continue goto await atomic choose or assert skip stutter return
 syntax keyword timeraceTemporal always eventually
 syntax keyword timeraceQuantifier forall exists in
-syntax keyword timeraceModifier unfair fair strongly preemptible posted pinned on
+syntax keyword timeraceModifier unfair fair strongly preemptible posted pinned clock on
 syntax keyword timeraceType bool bitset
 " checker/resolve.py RESERVED_TYPES
 syntax keyword timeraceReservedType u8 u16 u32 u64 s8 s16 s32 s64
