@@ -303,7 +303,7 @@ class Collector:
             lit = self.literal(c, inst)
             if lit is not None:
                 out.append(lit)
-            elif not guard_cannot_fail(c):
+            elif not expr_cannot_fail(c, typed=True):
                 break
         return tuple(out)
 
@@ -680,25 +680,6 @@ def conjuncts(x: m.TExpr | None) -> list[m.TExpr]:
     return [x]
 
 
-def guard_cannot_fail(x: m.TExpr) -> bool:
-    """`expr_cannot_fail`, also for an element whose index's type lies in the array's
-    bounds (`irqs_off[cpu]`) and another instance's local with a constant index."""
-    if isinstance(x, m.Elem):
-        t, it = x.sym.type, x.index.type
-        assert isinstance(t, m.ArrayT)
-        return expr_cannot_fail(x) or (isinstance(it, m.IntT) and it.lo is not None and it.hi is not None
-                                       and t.lo <= it.lo and it.hi <= t.hi and guard_cannot_fail(x.index))
-    if isinstance(x, m.LocalOf):
-        return x.index is None or isinstance(x.index, (m.Const, m.SelfE))
-    if isinstance(x, (m.Un, m.Conv)):
-        return guard_cannot_fail(x.operand)
-    if isinstance(x, m.Bin):
-        return x.op not in ("/", "%", "<<", ">>") and guard_cannot_fail(x.left) and guard_cannot_fail(x.right)
-    if isinstance(x, m.Ite):
-        return all(guard_cannot_fail(e) for e in (x.cond, x.then, x.orelse))
-    return expr_cannot_fail(x)
-
-
 def cannot_fail(ops) -> bool:
     """Ops that surely run to the end (nothing that can fail an assertion or raise a
     model error): barriers, gotos, branches on conditions that cannot fail, and plain
@@ -728,26 +709,34 @@ def cannot_fail(ops) -> bool:
     return True
 
 
-def expr_cannot_fail(x: m.TExpr | None) -> bool:
+def expr_cannot_fail(x: m.TExpr | None, typed: bool = False) -> bool:
     """An expression whose evaluation raises nothing: no division, shift or computed
-    index (any of which may be out of range)."""
+    index (any of which may be out of range). `typed` (a guard's literals): also an
+    index whose type lies in the array's bounds (`irqs_off[cpu]`), and another
+    instance's local with a constant index."""
     if x is None or isinstance(x, (m.Const, m.Var, m.SelfE, m.Bound)):
         return True
     if isinstance(x, (m.Un, m.Conv)):
-        return expr_cannot_fail(x.operand)
+        return expr_cannot_fail(x.operand, typed)
     if isinstance(x, m.Bin):
-        return x.op not in ("/", "%", "<<", ">>") and expr_cannot_fail(x.left) and expr_cannot_fail(x.right)
+        return x.op not in ("/", "%", "<<", ">>") and expr_cannot_fail(x.left, typed) \
+            and expr_cannot_fail(x.right, typed)
     if isinstance(x, m.Ite):
-        return all(expr_cannot_fail(e) for e in (x.cond, x.then, x.orelse))
+        return all(expr_cannot_fail(e, typed) for e in (x.cond, x.then, x.orelse))
     if isinstance(x, m.At):
         return x.index is None or isinstance(x.index, m.Const)
     if isinstance(x, m.Elem):
-        t = x.sym.type
+        t, it = x.sym.type, x.index.type
         assert isinstance(t, m.ArrayT)
-        return isinstance(x.index, m.Const) and t.lo <= x.index.value <= t.hi
+        if isinstance(x.index, m.Const):
+            return t.lo <= x.index.value <= t.hi
+        return typed and isinstance(it, m.IntT) and it.lo is not None and it.hi is not None \
+            and t.lo <= it.lo and it.hi <= t.hi and expr_cannot_fail(x.index, typed)
+    if isinstance(x, m.LocalOf):
+        return typed and (x.index is None or isinstance(x.index, (m.Const, m.SelfE)))
     if isinstance(x, m.Builtin):
         core = lower(x)
         if isinstance(core, TestBit):
-            return isinstance(core.nr, m.Const) and expr_cannot_fail(core.bits)
-        return isinstance(core, SAFE_READS) and all(expr_cannot_fail(a) for a in x.args)
+            return isinstance(core.nr, m.Const) and expr_cannot_fail(core.bits, typed)
+        return isinstance(core, SAFE_READS) and all(expr_cannot_fail(a, typed) for a in x.args)
     return False
