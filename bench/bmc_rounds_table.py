@@ -3,10 +3,11 @@ violations, one row per violated property of each sc variant: the round bmc foun
 at, the steps of its expanded (replayed) trace, the explicit engine's shortest, and
 the CPU seconds each took.
 
-    python bench/bmc_rounds_table.py [--budget SECONDS] [--depth ROUNDS] [--steps] [MODEL[:VARIANT]]...
+    python bench/bmc_rounds_table.py [--budget SECONDS] [--depth ROUNDS] [--rounds N] [--steps] [MODEL[:VARIANT]]...
 
---steps runs plain bmc (a step per frame) instead, for comparison: its "round" column is
-then the depth in steps.
+--rounds N gives each process instance up to N steps in a row per round (bmc --rounds N;
+default 1). --steps runs plain bmc (a step per frame) instead, for comparison: its
+"round" column is then the depth in steps.
 
 Without arguments: every sc variant with an expected safety violation of every model in
 models/. Each variant runs in a process of its own, interrupted (as by Ctrl-C, so the
@@ -42,7 +43,7 @@ def expected_safety(model: m.Model) -> list[str]:
     return [p.name for p in model.properties if p.kind in SAFETY and p.name in model.expected_violations]
 
 
-def one(path: str, variant: str, depth: int, timeout: float, rounds: bool) -> None:
+def one(path: str, variant: str, depth: int, timeout: float, rounds: int) -> None:
     """The rows of one variant, tab-separated, on stdout (bmc's rows as it is cut off)."""
     from checker.engines.explicit import explore
     from checker.engines.smt import encode
@@ -89,12 +90,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=60.0, help="CPU seconds per variant (default 60)")
     ap.add_argument("--depth", type=int, default=45, help="rounds at most (default 45)")
+    ap.add_argument("--rounds", type=int, default=1, metavar="N", help="steps per instance per round (default 1)")
     ap.add_argument("--steps", action="store_true", help="plain bmc, one step per frame (for comparison)")
     ap.add_argument("--one", nargs=2, metavar=("PATH", "VARIANT"), help=argparse.SUPPRESS)
     ap.add_argument("models", nargs="*", help="MODEL or MODEL:VARIANT (default: every shipped model)")
     args = ap.parse_args()
     if args.one:
-        one(args.one[0], args.one[1], args.depth, args.budget, not args.steps)
+        one(args.one[0], args.one[1], args.depth, args.budget, 0 if args.steps else args.rounds)
         return 0
     todo = []
     for name in args.models or [os.path.basename(p)[:-5] for p in sorted(glob.glob(f"{ROOT}/models/*.spec"))]:
@@ -109,7 +111,7 @@ def main() -> int:
     before = 0.0
     for path, variant in todo:
         p = subprocess.Popen([sys.executable, __file__, "--budget", str(args.budget), "--depth", str(args.depth),
-                              *(["--steps"] if args.steps else []), "--one", path, variant])
+                              "--rounds", str(args.rounds), *(["--steps"] if args.steps else []), "--one", path, variant])
         try:
             p.wait(timeout=20 * args.budget)  # the CPU alarm failing to stop it
         except subprocess.TimeoutExpired:

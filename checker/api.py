@@ -15,6 +15,7 @@ from .engines.explicit import Limits
 from .base.errors import NOWHERE, SpecError
 from .front.parse import parse
 from .resolve import MEMORY_MODELS
+from .base.limits import STRENGTHEN_STATES
 from .pipeline import ENGINES, Options, check_spec, diagnose, load, max_workers, too_many_workers
 from .results.trace import Engine, RunResult
 
@@ -26,20 +27,24 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
                max_states: int | None = None, max_depth: int | None = None, depth: int | None = None,
                deadlock: bool = True, expectations: bool = True, timeout: float | None = None,
                workers: int = 1, por: bool = True, symmetry: str = "auto",
-               progress: bool = False, rounds: bool = False) -> RunResult:
+               progress: bool = False, rounds: bool | int = False,
+               strengthen: bool | int | None = None) -> RunResult:
     """Check the spec in `path`, as `check` does, and return the whole run.
 
     variants: a name or names to check (default: base and every variant); defines:
     constants to override, as `-D NAME=VALUE` does (`{"POLL_ROUNDS": 1}`); memory_model:
     "sc" or "tso" for every variant (`--memory-model`); engine: "explicit" (breadth-first
     search, limited by max_states and max_depth), "bmc" or "induction" (Z3, up to depth,
-    default 10; rounds=True: bmc's depth counts rounds, `--rounds`); expectations=False
+    default 10; rounds=True: bmc's depth counts rounds, `--rounds`; rounds=N: rounds of up
+    to N steps per process, `--rounds N`), or "pdr"; strengthen (induction, pdr):
+    True, or a number of explicit states to mine candidate invariants from, as
+    `--strengthen [STATES]` does; expectations=False
     ignores `expect violated` (`--no-expect`). workers is
     1 unless asked for: a notebook's kernel should not start processes unasked."""
     opts = _options(variants=variants, defines=defines, memory_model=memory_model, store_buffer=store_buffer,
                     engine=engine, max_states=max_states, max_depth=max_depth, depth=depth, deadlock=deadlock,
                     expectations=expectations, timeout=timeout, workers=workers, por=por, symmetry=symmetry,
-                    progress=progress, rounds=rounds)
+                    progress=progress, rounds=rounds, strengthen=strengthen)
     return check_spec(load(path), opts)
 
 
@@ -60,7 +65,7 @@ def diagnostics(text: str, file: str = "<spec>") -> list[SpecError]:
 
 
 def _options(*, variants, defines, memory_model, store_buffer, engine, max_states, max_depth, depth, deadlock,
-             expectations, timeout, workers, por, symmetry, progress, rounds) -> Options:
+             expectations, timeout, workers, por, symmetry, progress, rounds, strengthen) -> Options:
     """Options as the command line builds them, refusing what it refuses."""
     if engine not in ENGINES:
         raise SpecError(NOWHERE, f"unknown engine {engine!r}", f"engines: {', '.join(ENGINES)}")
@@ -81,15 +86,26 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
                         f"workers={max_workers()} or fewer; a small search runs in one process whatever is asked")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
         raise SpecError(NOWHERE, f"timeout must be a positive number of seconds, not {timeout!r}")
+    if not isinstance(rounds, int) or rounds < 0:
+        raise SpecError(NOWHERE, f"rounds must be True, False or a whole number >= 1, not {rounds!r}")
     if rounds and engine != "bmc":
         raise SpecError(NOWHERE, f"rounds is for engine='bmc', not {engine!r}")
+    if strengthen is True:
+        strengthen = STRENGTHEN_STATES
+    if strengthen is False:
+        strengthen = None
+    if strengthen is not None and (not isinstance(strengthen, int) or strengthen < 1):
+        raise SpecError(NOWHERE, f"strengthen must be True or a whole number of states >= 1, not {strengthen!r}")
+    if strengthen is not None and engine not in ("induction", "pdr"):
+        raise SpecError(NOWHERE, f"strengthen is for engine='induction' or 'pdr', not {engine!r}")
     if symmetry not in ("auto", "on", "off"):
         raise SpecError(NOWHERE, f"symmetry must be 'auto', 'on' or 'off', not {symmetry!r}")
     return Options(defines=_defines({} if defines is None else defines), variants=(variants,) if isinstance(variants, str) else tuple(variants),
                    use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
                    memory=memory_model, store_buffer=store_buffer, progress=progress,
                    engine=Engine(engine), depth=10 if depth is None else depth, timeout=timeout,
-                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry, rounds=rounds)
+                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry, rounds=int(rounds),
+                   strengthen=strengthen)
 
 
 def _defines(defines: Mapping[str, Define]) -> dict[str, str]:

@@ -35,7 +35,6 @@ from .engines.explicit import LOOPS, OUT_OF_MEMORY, Limits, level_loop_source, n
 from .engines.simulate import SimulationPlan
 from .base.errors import REGISTRY, SpecError, explain
 from .base.limits import STRENGTHEN_STATES
-from .base.shipped import models_dir, shipped_model, shipped_models
 from .export.files import check_output_paths, write_text
 from .export.outputs import DEFAULT_GRAPH_LIMIT, OutputRequest, path_problems, write_error_outputs, write_outputs
 from .export.text import format_replay, format_run
@@ -114,10 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bmc: paths of up to K steps (K rounds with --rounds), and for liveness fair lassos of up "
                         "to K steps, stem and loop; induction: k = 0..K (for liveness, on the liveness-to-safety "
                         "product); --simulate: steps per run (default 10)")
-    z.add_argument("--rounds", action="store_true",
-                   help="bmc: each depth is a round, in which every process instance in turn takes a step or "
-                        "idles, so deep violations are reached in fewer frames; a counterexample lists its "
-                        "steps (replayed) and may be longer than the shortest")
+    z.add_argument("--rounds", type=_whole_number(1), nargs="?", const=1, default=0, metavar="N",
+                   help="bmc: each depth is a round, in which every process instance in turn takes up to N steps "
+                        "in a row (default 1) or idles, so deep violations are reached in fewer frames; a "
+                        "counterexample lists its steps (replayed) and may be longer than the shortest")
     z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
                    help="induction, pdr: first search up to STATES states explicitly (default "
                         f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
@@ -426,6 +425,8 @@ def _explain(code: str) -> int:
 
 def _list_models() -> int:
     """`check --list-models`: the shipped models, each with the first line of its header."""
+    from .base.shipped import models_dir, shipped_models  # (importlib.resources: only here)
+
     models = shipped_models()
     if not models:
         sys.stderr.write("check: error: this installation ships no models\n")
@@ -449,8 +450,11 @@ def main(argv: list[str] | None = None) -> int:
         return _list_models()
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not os.path.exists(args.file) and (shipped := shipped_model(args.file)) is not None:
-        args.file = str(shipped)  # `check pi_timer`: the model shipped with timerace
+    if not os.path.exists(args.file):
+        from .base.shipped import shipped_model
+
+        if (shipped := shipped_model(args.file)) is not None:
+            args.file = str(shipped)  # `check pi_timer`: the model shipped with timerace
     req = _outputs(args, parser)
     problems = path_problems(req, (args.file,)) + _promela_problems(args.promela, args.file)
     if problems:

@@ -27,6 +27,7 @@ from .semantics.primitives import BUILTINS, X86, Cls
 from .base.errors import Span, SpecError, source_text
 from .base.limits import MAX_PROCESSES, MAX_VALUES
 from .semantics.lower import lock_guard
+from .base.record import record
 
 # ---- state layout --------------------------------------------------------------
 
@@ -39,7 +40,7 @@ class SlotKind(enum.Enum):
     VIEW = "view"  # lkmm: an older store's value, a view's lag (checker/memory/lkmm.py)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Slot:
     """One small integer of the state vector."""
 
@@ -51,7 +52,7 @@ class Slot:
     process: str | None = None  # instance name, for PC/TASK/local slots
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class StoreBuffer:
     """One CPU's x86-TSO store buffer: `capacity` entries, oldest first, packed from the
     front. Entry k is two slots: `base + 2k` holds the address (the stored variable's
@@ -79,7 +80,7 @@ class StoreBuffer:
                 and target.sym in self.locations)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateLayout:
     """Where every variable, program counter, task state and store buffer lives in the
     state tuple."""
@@ -125,58 +126,58 @@ class StepKind(enum.Enum):
     STUTTER = "stutter"  # changes nothing and stays: the process may rest there for ever
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Op:
     """One operation of a step's body; bodies run to completion in one atomic step."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OAssign(Op):
     target: m.TExpr
     value: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OEval(Op):
     call: m.Builtin
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OIf(Op):
     cond: m.TExpr
     then: tuple[Op, ...]
     orelse: tuple[Op, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OWhile(Op):
     cond: m.TExpr
     body: tuple[Op, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OBreak(Op):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OContinue(Op):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OAssert(Op):
     property: str
     cond: m.TExpr
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OBarrier(Op):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OInline(Op):
     """An inline procedure's body inside an atomic step; `return` leaves it."""
 
@@ -184,19 +185,19 @@ class OInline(Op):
     body: tuple[Op, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OReturn(Op):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OGoto(Op):
     """Set this process's pc: every path through a step's body ends in one."""
 
     pc: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Step:
     uid: int  # unique within its process
     process: str
@@ -214,7 +215,7 @@ class Step:
     parts: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessIR:
     name: str
     count: int | None
@@ -236,7 +237,7 @@ class ProcessIR:
         return self.name if self.count is None else f"{self.name}[{i}]"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FairAction:
     """The first step(s) of a `fair` statement: per instance, taken eventually while it
     stays enabled (weak) or when it is enabled infinitely often (strong)."""
@@ -253,7 +254,7 @@ class FairAction:
 MAX_INITIAL_STATES = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Program:
     """The whole IR: the model it came from, its layout, processes and initial states.
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from dataclasses import dataclass
 from enum import Enum
 
 from lsprotocol import types
@@ -26,6 +25,7 @@ from .front import ast
 from .front.parse import parse
 from .pipeline import diagnose
 from .semantics.primitives import ALIASES, BUILTINS, ordering, signature
+from .base.record import record
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -57,7 +57,7 @@ _KINDS = ((ast.ConstDecl, Kind.CONSTANT), (ast.EnumDecl, Kind.ENUM), (ast.VarDec
           (ast.LemmaDecl, Kind.LEMMA))  # not the model's name: nothing refers to it, a process may share it
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Symbol:
     name: str
     kind: Kind

@@ -7,26 +7,27 @@ constants (and so ranges, array sizes and process counts) may differ between var
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .base.errors import Span
+from .base.record import record
 
 # ---- types ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Type:
     def describe(self) -> str:
         return type(self).__name__
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BoolT(Type):
     def describe(self) -> str:
         return "bool"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IntT(Type):
     """An integer: `lo..hi` when declared, unbounded (lo = hi = None) for arithmetic."""
 
@@ -37,7 +38,7 @@ class IntT(Type):
         return "int" if self.lo is None else f"{self.lo}..{self.hi}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BitVecT(Type):
     """A C integer of `width` bits, unsigned (u8 .. u64) or signed (s8 .. s64, two's
     complement). A value is held as its bit pattern, 0..2**width-1, in every back end:
@@ -61,7 +62,7 @@ class BitVecT(Type):
         return (1 << self.width) - 1
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EnumT(Type):
     name: str
     members: tuple[str, ...]
@@ -75,7 +76,7 @@ TASK_STATE = EnumT("task_state", ("RUNNING", "INTERRUPTIBLE"))
 TASK_STATE_NAMES = {"RUNNING": 0, "INTERRUPTIBLE": 1, "TASK_RUNNING": 0, "TASK_INTERRUPTIBLE": 1}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BitsetT(Type):
     """A set of bit numbers 0..size-1 (or of enum members), stored as a mask."""
 
@@ -86,19 +87,19 @@ class BitsetT(Type):
         return f"bitset({self.elem.name if self.elem else self.size})"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WaitQueueT(Type):
     def describe(self) -> str:
         return "waitqueue"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VoidT(Type):
     def describe(self) -> str:
         return "nothing (a statement)"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArrayT(Type):
     elem: Type
     lo: int
@@ -269,7 +270,7 @@ class Scope(enum.Enum):
     LOCAL = "local"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class VarSym:
     """A declared variable (global or process-local; scalar or array)."""
 
@@ -287,34 +288,34 @@ class VarSym:
 # ---- typed expressions ---------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TExpr:
     span: Span
     type: Type
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Const(TExpr):
     value: int  # bools are 0/1, enum members their index
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Var(TExpr):
     sym: VarSym
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Elem(TExpr):
     sym: VarSym
     index: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SelfE(TExpr):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Bound(TExpr):
     """A quantifier's variable."""
 
@@ -322,27 +323,27 @@ class Bound(TExpr):
     uid: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Un(TExpr):
     op: str
     operand: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Bin(TExpr):
     op: str
     left: TExpr
     right: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ite(TExpr):
     cond: TExpr
     then: TExpr
     orelse: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Conv(TExpr):
     """`operand` converted to the fixed-width type `type` (a BitVecT): its value modulo
     2**width; or, `type` INT, a signed pattern's two's-complement value where an integer
@@ -352,7 +353,7 @@ class Conv(TExpr):
     operand: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class At(TExpr):
     """Process `process` (instance `index` of an array) is at `label`."""
 
@@ -361,7 +362,7 @@ class At(TExpr):
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LocalOf(TExpr):
     """A process-local variable of a named process (instance `index` of an array), read
     by a property: `p0.r0`, `cpu[1].r`."""
@@ -371,7 +372,7 @@ class LocalOf(TExpr):
     index: TExpr | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Quant(TExpr):
     kind: str
     bound: Bound
@@ -380,7 +381,7 @@ class Quant(TExpr):
     body: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Builtin(TExpr):
     """A kernel primitive: atomics, bit ops, xchg/cmpxchg, barriers, wait queues."""
 
@@ -393,95 +394,95 @@ LValueE = Var | Elem
 # ---- resolved statements -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RStmt:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SAssign(RStmt):
     target: TExpr  # Var or Elem
     value: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SEval(RStmt):
     """A statement that is a call: a side-effecting builtin, a barrier, a wait-queue op."""
 
     call: Builtin
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SIf(RStmt):
     cond: TExpr
     then: tuple[RStmt, ...]
     orelse: tuple[RStmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SWhile(RStmt):
     cond: TExpr
     body: tuple[RStmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SLoop(RStmt):
     body: tuple[RStmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SBreak(RStmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SContinue(RStmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SLabeled(RStmt):
     label: str
     stmt: RStmt
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SGoto(RStmt):
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SAwait(RStmt):
     cond: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SAtomic(RStmt):
     body: tuple[RStmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SChoose(RStmt):
     branches: tuple[tuple[RStmt, ...], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SAssert(RStmt):
     property: str
     cond: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SSkip(RStmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SStutter(RStmt):
     """A step that changes nothing and leaves the process where it was."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SFair(RStmt):
     """`fair`/`strongly fair`: the first step of `body` is an action with its own fairness."""
 
@@ -547,7 +548,7 @@ def walk_statements(body: tuple[RStmt, ...]):
                 yield from walk_statements(b)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SInlined(RStmt):
     """An inline procedure expanded at its call site; `return` leaves it. Named
     PREEMPTIBLE_REGION, a thread's preemptible region (contexts.py lowers it)."""
@@ -556,7 +557,7 @@ class SInlined(RStmt):
     body: tuple[RStmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SReturn(RStmt):
     pass
 
@@ -571,7 +572,7 @@ class ContextKind(enum.Enum):
     GUEST = "guest"  # `guest G of T`: T's guest code, run on T's CPU only while T is in guest mode
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessContext:
     """Where a process runs (LANGUAGE.md, execution contexts); contexts.py lowers it."""
 
@@ -589,7 +590,7 @@ class ProcessContext:
     clock: str | None = None  # a timed hrtimer's clock, a global ghost variable (`hrtimer T ... clock C`)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Process:
     name: str
     span: Span
@@ -621,7 +622,7 @@ class PropertyKind(enum.Enum):
     REACHABLE = "reachable"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Lemma:
     """`lemma NAME: forall (x: T, ...) PRED;`: PRED over the bound parameters and
     constants only, checked by Z3 for every value of the parameters."""
@@ -632,7 +633,7 @@ class Lemma:
     body: TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Property:
     name: str
     kind: PropertyKind
@@ -642,7 +643,7 @@ class Property:
     goal: TExpr | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Model:
     name: str
     file: str

@@ -8,13 +8,12 @@ what it returns.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from .front import ast
 from . import ir, model as m
 from .front.ast import Spec
 from .backends.python import CompiledModel, compile_program
-from .memory.lkmm import composite_findings, left_out
 from .engines import coverage, reduce, simulate
 from .engines.simulate import SimulationPlan
 from .engines.explicit import OUT_OF_MEMORY, Exploration, Limits, explore, state_space
@@ -27,6 +26,7 @@ from .base.progress import Progress
 from .resolve import BASE, header_comment, resolve, variant_names
 from .results.trace import (Engine, lkmm_note, Counterexample, PropertyOutcome, ReplayResult, RunResult, Stats,
                             VariantResult, Verdict)
+from .base.record import record
 
 
 ENGINES = tuple(e.value for e in Engine)  # the one list: results.trace.Engine
@@ -38,7 +38,7 @@ MAX_SPEC_CHARS = 16 << 20  # a spec (the largest flat models are a few MB); /dev
 MAX_TRACE_CHARS = 64 << 20  # a --replay file
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Options:
     defines: dict[str, str] = field(default_factory=dict)
     variants: tuple[str, ...] = ()  # empty: base and every variant
@@ -57,7 +57,7 @@ class Options:
     depth: int = 10  # bmc: the bound; induction: the largest k (pdr has no bound)
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     strengthen: int | None = None  # induction: mine candidate invariants from this many explicit states
-    rounds: bool = False  # bmc: a frame is a round of every instance's step (engines/smt/bmc.py)
+    rounds: int = 0  # bmc: N > 0, a frame is a round of up to N steps of every instance (engines/smt/bmc.py)
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
@@ -202,7 +202,7 @@ def compile_variant(spec: Spec, variant: str, opts: Options) -> CompiledModel:
     return compile_program(ir.build(model), lazy_propagation=opts.por and opts.graph_limit is None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Diagnosis:
     """What is wrong with a spec's text, found without searching it: its input errors,
     each with a code and the variants it shows in (none: the text itself, before any
@@ -378,7 +378,13 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
         notes.append(note)
         stats = replace(stats, seconds=stats.seconds + seconds)
     stats = replace(stats, reductions=tuple(notes))
-    left = left_out(cm.program) if cm.layout.lkmm is not None else ()
+    left: tuple[str, ...] = ()
+    findings: tuple[tuple[int, str], ...] = ()
+    if model.memory is not m.MemoryModel.SC:  # (composite_findings has none under sc: the lkmm module stays unloaded)
+        from .memory.lkmm import composite_findings, left_out
+
+        left = left_out(cm.program) if cm.layout.lkmm is not None else ()
+        findings = composite_findings(cm.program)
     outcomes = []
     for prop in model.properties:
         if prop.kind is m.PropertyKind.DEADLOCK and not opts.limits.check_deadlock:
@@ -417,7 +423,7 @@ def _check_compiled(spec: Spec, variant: str, cm: CompiledModel, opts: Options,
                                              fairness_of(model, cm.views is not None and cm.views.lazy),
                                              model_error, model.store_buffer, space, coverage=cov,
                                              coverage_note=cov_note, lint=model.warnings,
-                                             memory_findings=composite_findings(cm.program),
+                                             memory_findings=findings,
                                              lkmm_left_out=left if cm.layout.lkmm is not None else None,
                                              preemptions=model.preemptions))
 
@@ -524,7 +530,7 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
 
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
-    options: dict[str, object] = {"rounds": True} if opts.rounds else {}
+    options: dict[str, object] = {"rounds": opts.rounds} if opts.rounds else {}
     if opts.engine in ("induction", "pdr") and opts.strengthen:
         options["strengthen"] = opts.strengthen
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)

@@ -139,15 +139,15 @@ def assert_pdr_agrees(cm, timeout: float = 60) -> dict[str, str]:
     return {n: f.verdict.value for n, f in r.findings.items()}
 
 
-def assert_rounds_agree(cm, rounds: int) -> dict[str, tuple[int, int]]:
-    """bmc --rounds against a complete explicit search, both ways: a violation the
-    explicit engine finds within `rounds` steps is found within `rounds` rounds (a round
-    may take one step), and one found at round r has a replayed trace of at least the
-    explicit engine's length and at most r steps per instance. Returns property ->
-    (round, steps of the expanded trace)."""
+def assert_rounds_agree(cm, rounds: int, steps: int = 1) -> dict[str, tuple[int, int]]:
+    """bmc --rounds `steps` against a complete explicit search, both ways: a violation
+    the explicit engine finds within `rounds` steps is found within `rounds` rounds (a
+    round may take one step), and one found at round r has a replayed trace of at least
+    the explicit engine's length and at most r * `steps` steps per instance. Returns
+    property -> (round, steps of the expanded trace)."""
     exp, exp_err, complete = explicit_depths(cm)
     assert complete
-    r = bmc(cm, rounds, timeout=60, rounds=True)
+    r = bmc(cm, rounds, timeout=60, rounds=steps)
     assert not r.checker_bugs, r.checker_bugs
     n = len(cm.instances)
     got = {}
@@ -155,13 +155,13 @@ def assert_rounds_agree(cm, rounds: int) -> dict[str, tuple[int, int]]:
         assert f.verdict is not Verdict.CHECKER_BUG, f.note
         if f.verdict is Verdict.VIOLATED:
             k = int(f.note.split()[3])  # "found at depth K (K rounds, S steps)"
-            steps = f.counterexample.trace.length
-            assert steps <= k * n, (name, k, steps)
+            length = f.counterexample.trace.length
+            assert length <= k * n * steps, (name, k, length)
             if name in exp:
-                assert exp[name] <= steps, (name, exp[name], steps)
+                assert exp[name] <= length, (name, exp[name], length)
             else:  # the explicit search stops at its first model error, before this depth
-                assert exp_err is not None and exp_err <= steps, (name, "not violated in the explicit search", steps)
-            got[name] = (k, steps)
+                assert exp_err is not None and exp_err <= length, (name, "not violated in the explicit search", length)
+            got[name] = (k, length)
     err = r.model_error.trace.length if r.model_error is not None else None
     if exp_err is not None and exp_err <= rounds:
         assert err is not None and err >= exp_err, ("model error", exp_err, err)

@@ -35,6 +35,7 @@ TOOL_FILES = frozenset({"test_promela.py", "test_promela_names.py", "test_bench.
                         "test_packaging.py", "test_gates.py"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """The tiers (README, "Tests"): `models`, a test over a shipped model; `tools`, a test
     that runs an outside tool. A shipped model's tests share an xdist group, so that under
@@ -56,6 +57,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(sorted(models)[0]))
         if item.path.name in TOOL_FILES:
             item.add_marker(pytest.mark.tools)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook, on the controller: absent under -p no:xdist
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under `--dist loadgroup`, xdist names a grouped test `NODEID@GROUP` on the worker and
+    schedules by that name. A pytest that ignores the rename (pytest 9 with xdist 3.8) would
+    spread each model's tests over every worker and make every shared search once per
+    worker, silently doubling the suite's time: refuse to run that way."""
+    if node.config.getvalue("dist") == "loadgroup" and ids and not any("@" in i for i in ids):
+        pytest.exit("pytest-xdist's groups did not reach the test ids: this pytest and pytest-xdist do not "
+                    "work together (pyproject.toml's test extras pin them)", returncode=4)
+
 
 # Two processes increment a shared counter; without `atomic` one update is lost.
 COUNTER = """// Two increments; without atomic one is lost.

@@ -146,7 +146,9 @@ def test_check_of_a_small_model_loads_only_what_its_run_uses(tmp_path):
     """Start-up (issue 30): `check FILE` without output files, on a model without
     liveness, loads no Z3, networkx, exporter of files, litmus reader or axiomatic
     LKMM, Promela back end, C back end or native loop, liveness or replay engine, nor
-    the workers or multiprocessing (the workers start only on a large model). A model
+    the workers or multiprocessing (the workers start only on a large model); an sc
+    model loads no lkmm machine, and a run without an error or a shipped model's name
+    no importlib.resources (pathlib, zipfile) or difflib. A model
     with a liveness property then loads the liveness engine, and still no Z3. Which
     modules load is what this checks; the CPU it saves is bench's."""
     live = tmp_path / "live.spec"
@@ -161,7 +163,8 @@ def test_check_of_a_small_model_loads_only_what_its_run_uses(tmp_path):
             "         'checker.export.junit', 'checker.export.itf', 'checker.export.mermaid', 'checker.export.markdown',\n"
             "         'checker.export.html', 'checker.engines.smt', 'checker.backends.c',\n"
             "         'checker.engines.explicit.native', 'checker.engines.explicit.parallel',\n"
-            "         'checker.engines.liveness', 'checker.engines.replay']\n"
+            "         'checker.engines.liveness', 'checker.engines.replay',\n"
+            "         'checker.memory.lkmm', 'checker.base.shipped', 'importlib.resources', 'difflib']\n"
             "missing = [m for m in heavy if importlib.util.find_spec(m) is None]\n"
             "assert not missing, missing\n"
             "loaded = [m for m in heavy if m in sys.modules]\n"

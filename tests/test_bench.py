@@ -148,3 +148,16 @@ def test_fingerprint_bench_times_each_step_of_states(capsys):
     assert [line.split()[0] for line in lines[:3]] == ["1,000", "2,000", "3,000"]
     assert all(re.fullmatch(r" *[\d,]+ states: +\d+\.\d\d s for the last 1,000", line) for line in lines[:3]), lines
     assert re.fullmatch(r"3,000 states in \d+\.\d\d s; table of 8,192 slots, 3,000 stored", lines[3]), lines[3]
+
+
+def test_startup_bench_reports_the_least_cpu_of_its_runs(capsys, tmp_path):
+    """One run of `check` on its 3-state model (and of `python -c pass`); the figures
+    are the bench's, the test only checks that they are there and that the run passed."""
+    out = tmp_path / "startup.json"
+    assert _load_bench("startup").main(["--repeats", "1", "--no-instructions", "--json", str(out),
+                                        *(["--check", CHECK[0]] if len(CHECK) == 1 else [])]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("start-up of ") and "on a 3-state model (.pyc " in lines[0], lines
+    assert re.fullmatch(r"  CPU, least of 1: \d+\.\d{3} s   \(python -c pass: \d+\.\d{3} s\)", lines[1]), lines
+    figures = json.loads(out.read_text())
+    assert figures["cpu_s"] > figures["python_cpu_s"] > 0 and "instructions" not in figures

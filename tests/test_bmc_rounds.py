@@ -1,7 +1,8 @@
-"""bmc --rounds (engines/smt/bmc.py, encode.round_at): a frame is a round in which every
-process instance in turn takes a step or idles. Checked against the explicit engine on
-generated specs, pinned on a model whose bug needs fewer rounds than steps, and shown
-able to fail by a mutated encoding that runs conflicting steps as if independent."""
+"""bmc --rounds [N] (engines/smt/bmc.py, encode.round_at): a frame is a round in which
+every process instance in turn takes up to N steps in a row or idles. Checked against
+the explicit engine on generated specs, pinned on a model whose bug needs fewer rounds
+than steps, and shown able to fail by a mutated encoding that runs conflicting steps as
+if independent."""
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -50,6 +51,13 @@ def test_rounds_agree_with_the_explicit_engine_on_generated_specs(text):
         event("violation found in fewer rounds than steps" if k < steps else "violation found, a step a round")
 
 
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(models())
+def test_rounds_of_several_steps_agree_with_the_explicit_engine_on_generated_specs(text):
+    assert_rounds_agree(compiled(text), 2, steps=3)
+
+
 def test_a_bug_of_six_steps_is_found_in_three_rounds():
     cm = compiled(BOTH_DONE)
     got = assert_rounds_agree(cm, 4)
@@ -59,6 +67,20 @@ def test_a_bug_of_six_steps_is_found_in_three_rounds():
     r = bmc(cm, 4, rounds=True)
     cx = r.findings["not_both"].counterexample
     assert [a.process for a in cx.trace.actions] == ["p", "q", "p", "q", "p", "q"]
+
+
+def test_a_round_of_three_steps_a_process_takes_both_runs_at_once(tmp_path, capsys):
+    cm = compiled(BOTH_DONE)
+    assert assert_rounds_agree(cm, 2, steps=3)["not_both"] == (1, 6)
+    cx = bmc(cm, 2, rounds=3).findings["not_both"].counterexample
+    assert [a.process for a in cx.trace.actions] == ["p"] * 3 + ["q"] * 3
+    assert assert_rounds_agree(cm, 2, steps=2)["not_both"] == (2, 6)  # two steps a turn: two rounds
+    f = tmp_path / "m.spec"
+    f.write_text(BOTH_DONE)
+    assert main([str(f), "--engine", "bmc", "--rounds", "3", "--depth", "1"]) == 3  # deadlock: not within 1 round
+    out = " ".join(capsys.readouterr().out.split())
+    assert "rounds (--rounds 3): depth counts rounds" in out and "takes up to 3 steps in a row or idles" in out
+    assert "not_both violated violated ok 6 - 1 " in out
 
 
 def test_the_output_says_what_the_depth_counts(tmp_path, capsys):
@@ -75,7 +97,7 @@ def test_the_output_says_what_the_depth_counts(tmp_path, capsys):
         main([str(f), "--engine", "induction", "--rounds"])
 
 
-def _parallel_round_at(self, k, frame):
+def _parallel_round_at(self, k, frame, steps=1):
     """The mutation: every turn of a round reads the round's first state, as if the
     steps of a round never conflicted."""
     formulas, state, subs = [], list(frame), []
@@ -140,3 +162,9 @@ def test_the_api_takes_rounds_for_bmc_only():
     assert o.verdict is Verdict.VIOLATED and o.note == "found at depth 3 (3 rounds, 6 steps)"
     with pytest.raises(SpecError):
         check_source(BOTH_DONE, engine="induction", rounds=True)
+    r = check_source(BOTH_DONE, engine="bmc", depth=1, rounds=3)
+    o = next(o for o in r.variants[0].outcomes if o.property == "not_both")
+    assert o.verdict is Verdict.VIOLATED and o.note == "found at depth 1 (1 rounds, 6 steps)"
+    for bad in (-1, 2.5, "3"):
+        with pytest.raises(SpecError, match="rounds must be"):
+            check_source(BOTH_DONE, engine="bmc", rounds=bad)

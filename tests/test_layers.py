@@ -37,10 +37,13 @@ PACKAGE = ROOT / "checker"
 #: its own folder, the layers below its own. The README's "How it is built" is this table.
 FOLDERS: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...], bool, str], ...]], ...] = (
     ("checker/base", "what every stage uses", (
+        ("records", ("checker.base.record",), False,
+         "`@record`, the frozen slots dataclass every stage's data is made of, with its methods shared"),
         ("foundation", ("checker", "checker.base", "checker.base.errors", "checker.base.limits",
                         "checker.base.safe_text", "checker.base.progress", "checker.base.shipped"), False,
          "spans and input errors (with the text a span covers), the language's limits, text made safe to "
-         "print, progress lines, where the shipped models are, the version; none imports another checker module"),
+         "print, progress lines, where the shipped models are, the version; none imports another checker "
+         "module but the records"),
     )),
     ("checker/front", "the spec language's front end: text -> lark tree -> typed AST", (
         ("ast", ("checker.front", "checker.front.ast"), False, "the typed, frozen syntax tree with spans"),
@@ -157,7 +160,7 @@ NOT_YET: frozenset[str] = frozenset()
 
 #: what the exporters may import besides each other: an exporter never re-runs a model
 #: (README), it reads the finished RunResult
-EXPORTERS_READ = ("foundation", "results")
+EXPORTERS_READ = ("records", "foundation", "results")
 
 #: the front end's passes and their input: after it, only the orchestrators call them
 FRONT_END = frozenset({"checker.front", "checker.front.parse", "checker.front.ast", "checker.resolve"} | {
@@ -205,6 +208,12 @@ LAZY: dict[tuple[str, str], str] = {
         "the workers (multiprocessing's kin: mmap, queues, signals), only for --workers past one",
     ("checker.pipeline", "checker.engines.liveness"): "the liveness engine, only for a model with liveness properties",
     ("checker.pipeline", "checker.engines.replay"): "the replay engine, only for --replay",
+    ("checker.backends.python", "checker.memory.lkmm"): "the lkmm machine, only under `memory lkmm`",
+    ("checker.engines.explicit.search", "checker.memory.lkmm"): "the lkmm machine's trace notes, only under lkmm",
+    ("checker.results.trace", "checker.memory.lkmm"): "the lkmm machine's views, only under lkmm",
+    ("checker.pipeline", "checker.memory.lkmm"): "the lkmm machine's findings, only under tso and lkmm",
+    ("checker.cli", "checker.base.shipped"):
+        "the shipped models (importlib.resources, pathlib), only for --list-models or a FILE that is not there",
 }
 
 #: calls that import by name at run time, allowed only here: module -> why

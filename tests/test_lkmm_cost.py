@@ -46,6 +46,16 @@ invariant mp: !(p1@end && p1.r == 1 && p1.t == 0);
 """
 
 
+#: p0 reads x, stores y, then x, then reads x again: between its first read and its own
+#: store to x its view of x is dead (the store resets it)
+OWN_STORE = """model gen; memory lkmm;
+var x: 0..3 = 0; var y: 0..3 = 0;
+process p0 { var r: 0..3 = 0; var t: 0..3 = 0; r = READ_ONCE(x); WRITE_ONCE(y, 1); WRITE_ONCE(x, 2); t = READ_ONCE(x); }
+process p1 { var r: 0..3 = 0; var t: 0..3 = 0; WRITE_ONCE(x, 1); r = READ_ONCE(y); if (r == 1) { x = 3; } t = x; }
+invariant seen: !(p0@end && p1@end && p0.t == 2 && p1.t == 1);
+"""
+
+
 def _compiled(text: str, lazy: bool = True):
     return compile_program(ir.build(resolve(parse(text, "m.spec"), "base")), lazy_propagation=lazy)
 
@@ -110,6 +120,7 @@ SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=N
 @SETTINGS
 @given(programs())
 @example(PLANTED_CATCH)
+@example(OWN_STORE)
 def test_dead_views_keep_every_state_and_counterexample(text):
     eager, eager_cx, eager_n = _states(text, lazy=False)
     lazy, lazy_cx, lazy_n = _states(text, lazy=True)
@@ -134,6 +145,26 @@ def test_dead_views_cut_states_where_a_cpu_is_done():
     _, lazy_cx, lazy_n = _states(PLANTED_CATCH, lazy=True)
     assert cx == lazy_cx == {"mp"}  # MP without smp_wmb() is allowed
     assert lazy_n < eager_n
+
+
+def test_a_cpus_own_store_ends_its_view_of_the_location():
+    """Dead views per location: a store that every run of a step makes kills its CPU's
+    view of that location, so the view is canonical from the CPU's last
+    read of it to its own store, and live again before a later read."""
+    cm = _compiled(OWN_STORE)
+    views = cm.views
+    assert isinstance(views, Views)
+    x = next(j for j, loc in enumerate(views.locations) if loc.name == "x")
+    sure = {(cm.layout.instance_names[g], views.accesses[(g, uid)][0].sure_writes)
+            for (g, uid) in views.accesses if views.accesses[(g, uid)][0].writes}
+    assert ("p0", frozenset({x})) in sure  # WRITE_ONCE(x, 2)
+    p0 = next(c for c in views.cpus if c.name == "p0")
+    _, table = views.live[p0.gid]
+    live = [p0.cur[x] in table[pc].get(p0.gid, ()) for pc in range(len(table))]
+    # pc 0 reads x, pc 1 stores y (dead: x's store comes next), pc 2 stores x, pc 3 reads x
+    assert live[:4] == [True, False, False, True]
+    _, cx, _ = _states(OWN_STORE, lazy=True)
+    assert cx == {"seen"}  # p1's t = x may read its own 1 after p0's 2 (no order between them)
 
 
 def test_a_planted_wrong_footprint_fails_the_comparison(monkeypatch):

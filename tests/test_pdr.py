@@ -37,7 +37,7 @@ invariant below: {inv};
 
 def test_a_holding_invariant_is_proved_with_a_certified_invariant():
     cm = compiled(COUNTER.format(top=40, inv="x <= 40"))
-    r = pdr(cm, 0, 60)
+    r = pdr(cm, 0, 240)  # a bound against a hang, not a measure: a loaded CI machine once took over 60 s
     assert not r.checker_bugs
     assert r.findings["below"].verdict is Verdict.PROVED
     assert "certified" in r.findings["below"].note
@@ -48,7 +48,7 @@ def test_a_holding_invariant_is_proved_with_a_certified_invariant():
 @pytest.mark.slow
 def test_a_deep_violation_is_found_and_replays():
     cm = compiled(COUNTER.format(top=40, inv="x != 6"))
-    r = pdr(cm, 0, 60)
+    r = pdr(cm, 0, 240)  # a bound against a hang, not a measure: a loaded CI machine once took over 60 s
     assert not r.checker_bugs
     f = r.findings["below"]
     assert f.verdict is Verdict.VIOLATED
@@ -282,3 +282,23 @@ def test_command_line_strengthen(tmp_path, capsys):
     spec.write_text(PAIR)
     assert main([str(spec), "--engine", "pdr", "--strengthen"]) == 0
     assert "pdr --strengthen: " in capsys.readouterr().out
+
+
+def test_the_api_takes_strengthen_for_induction_and_pdr():
+    from checker.api import check_source
+    from checker.base.errors import SpecError
+
+    r = check_source(PAIR, engine="pdr", strengthen=True)
+    o = next(o for o in r.variants[0].outcomes if o.property == "ordered")
+    assert o.verdict is Verdict.PROVED and "mined lemmas" in o.note
+    assert any(n.startswith("pdr --strengthen: ") for n in r.variants[0].stats.notes)
+    # induction proves `ordered` only with the mined invariants (plain pdr takes ~45 s here)
+    def ordered(**options):
+        r = check_source(PAIR, engine="induction", **options)
+        return next(o for o in r.variants[0].outcomes if o.property == "ordered")
+
+    assert ordered(strengthen=1000).note == "proved by k-induction, k = 0, with 15 mined invariants"
+    assert ordered().verdict is Verdict.INCOMPLETE
+    for engine, bad in (("bmc", True), ("pdr", 0), ("pdr", "100")):
+        with pytest.raises(SpecError, match="strengthen"):
+            check_source(PAIR, engine=engine, strengthen=bad)

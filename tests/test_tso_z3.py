@@ -51,6 +51,11 @@ def test_rounds_find_store_buffering_and_its_steps_replay(store_buffering):
     r = bmc(store_buffering, 4, rounds=True)
     assert not r.checker_bugs
     assert r.findings["not_both_zero"].verdict is Verdict.VIOLATED
+    # two steps a turn: a CPU stores and loads in one turn, so one round is enough
+    r = bmc(store_buffering, 1, rounds=2)
+    assert not r.checker_bugs
+    f = r.findings["not_both_zero"]
+    assert f.verdict is Verdict.VIOLATED and f.note.startswith("found at depth 1 (1 rounds, ")
 
 
 def test_smp_mb_forbids_store_buffering_and_pdr_proves_it():

@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from .. import model as m
 from ..base.limits import MAX_STEP_LOOP
@@ -39,6 +38,7 @@ from ..semantics.fold import simplify, store_needs
 from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
                                Xchg, Zero, lower)
 from ..semantics.primitives import Returns
+from ..base.record import record
 
 #: the widest packed state the C loop takes: the visited set stores state + 1 in 64 bits
 MAX_BITS = 63
@@ -59,7 +59,7 @@ class Unsupported(Exception):
     Python. The message says what, for the run's note."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StepRef:
     """One step of the search's numbering: process, instance and its IR step."""
 
@@ -68,7 +68,7 @@ class StepRef:
     step: Step
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Actor:
     """One row of the search's actor table: the field its steps are dispatched on, and
     by field value the numbers of the steps there."""
@@ -78,7 +78,7 @@ class Actor:
     steps_at: tuple[tuple[int, ...], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CSource:
     """The translation unit and what the loader needs to know about it."""
 
@@ -90,7 +90,7 @@ class CSource:
     liveness: int = 0  # liveness properties: the fair-cycle check (_LIVENESS) is there
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AmpleTables:
     """Partial-order reduction's choice of ample set (engines/reduce/por.py), as tables
     the C loop walks: per process instance (gid order, the actors' order) and per pc,

@@ -37,17 +37,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import model as m
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
 from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
 from ..semantics.lower import TextSpelling
-from ..memory import lkmm as lkmm_machine
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
+from ..base.record import record
+
+if TYPE_CHECKING:  # the lkmm machine is loaded by the runs under `memory lkmm` only
+    from ..memory import lkmm as lkmm_machine
 
 
 class ModelError(Exception):
@@ -64,7 +67,7 @@ class StoreBufferFull(Exception):
     """A plain store found its CPU's store buffer full (tso): the step waits for a flush."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledStep:
     fn: Callable  # state tuple -> successor list, or None when disabled (a wrapper of `packed`)
     step: Step
@@ -78,7 +81,7 @@ class CompiledStep:
     writes: int = field(default=-1, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledInstance:
     """One running process: its pc slot and, by pc, the steps it can take."""
 
@@ -91,7 +94,7 @@ class CompiledInstance:
     end_pcs: frozenset[int]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledFlush:
     """The step that makes the oldest store of one CPU's buffer visible in memory.
 
@@ -110,7 +113,7 @@ class CompiledFlush:
     writes: int = field(default=-1, compare=False)  # as CompiledStep's: a flush stores where its entry says
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledPredicate:
     property: m.Property
     fn: Callable  # state tuple -> bool
@@ -118,7 +121,7 @@ class CompiledPredicate:
     packed: Callable = field(compare=False)  # packed state -> bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Packing:
     """Where each slot of the state tuple lives in the packed state (one int): slot k
     holds `value - lo[k]` in `width[k]` bits from bit `shift[k]` (width 0: the value is
@@ -139,7 +142,7 @@ class Packing:
         return self.shift[k], self.mask(k)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CompiledModel:
     program: Program
     instances: tuple[CompiledInstance, ...]
@@ -173,7 +176,10 @@ class CompiledModel:
 
 def views_of(layout: StateLayout) -> lkmm_machine.Views | None:
     views = layout.lkmm
-    assert views is None or isinstance(views, lkmm_machine.Views)
+    if views is not None:
+        from ..memory import lkmm as lkmm_machine
+
+        assert isinstance(views, lkmm_machine.Views)
     return views
 
 
@@ -302,6 +308,8 @@ def compile_program(program: Program, lazy_propagation: bool = True) -> Compiled
     (lkmm_machine.Machine.propagate); False for every interleaving (--no-por)."""
     try:
         if program.model.memory == "lkmm" and program.layout.lkmm is None:
+            from ..memory import lkmm as lkmm_machine
+
             program = lkmm_machine.extend(program, lazy_propagation)
         return Compiler(program).run()
     except SpecError as e:
@@ -486,6 +494,8 @@ class Compiler:
         by_instance: dict[tuple[str, int], dict[int, tuple[CompiledStep, ...]]] = {}
         machine = None
         if self.views is not None:
+            from ..memory import lkmm as lkmm_machine
+
             machine = lkmm_machine.Machine(self.views, self.layout, pk, pk.bits, StoreBufferFull)
         for p, i, st, fname in plan:
             g = self.layout.gid_base[p.name] + i

@@ -7,14 +7,13 @@ hint, and exits 2. Nothing else in the checker formats input errors.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from ..base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Span:
     """A region of one source file (1-based line and column)."""
 
@@ -35,7 +34,7 @@ class Span:
 NOWHERE = Span("<command line>", 0, 0, 0, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ErrorCode:
     """One entry of the registry: a stable code, a title, and what `check --explain`
     prints about it."""
@@ -258,6 +257,8 @@ def display_line(text: str) -> str:
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The known name a misspelt one most likely meant, for 'did you mean' hints."""
+    import difflib  # only on an error: a run without one never loads it
+
     found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return found[0] if found else None
 

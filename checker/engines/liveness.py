@@ -61,7 +61,6 @@ from array import array
 from collections import deque
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
 
 from .. import model as m
 from ..backends.python import (AssertionViolation, CompiledFlush, CompiledInstance, CompiledModel, CompiledStep,
@@ -70,6 +69,7 @@ from ..base.errors import source_text
 from ..ir import FairAction, StepKind
 from ..results.trace import Counterexample, Stats, Verdict
 from .explicit import Exploration, FairCycles, StateGraph, TraceBuilder, UnpackedStates
+from ..base.record import record
 
 
 def _after(n: int) -> str:
@@ -77,7 +77,7 @@ def _after(n: int) -> str:
     return "in the initial state" if n == 0 else f"after step {n}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LivenessOutcome:
     verdict: Verdict
     counterexample: Counterexample | None

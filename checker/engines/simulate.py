@@ -20,15 +20,15 @@ random prefix shows neither a fair cycle nor a proof nor unreachability).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from .. import model as m
 from ..backends.python import AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError, StoreBufferFull
 from ..results.trace import Counterexample, PropertyOutcome, Stats, Verdict
 from .explicit import TraceBuilder, stuck_message
+from ..base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SimulationPlan:
     runs: int
     depth: int

@@ -5,16 +5,16 @@ exporter is imported only when asked for: a run that writes no file never loads 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ..base.errors import SpecError
 from ..results.trace import RunResult
 from .files import check_output_paths
+from ..base.record import record
 
 DEFAULT_GRAPH_LIMIT = 2000  # --dot-graph draws variants with at most this many states
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutputRequest:
     json: str | None = None  # file, or "-" for stdout
     itf: str | None = None  # folder

@@ -8,73 +8,74 @@ wherever they stand (the parser's tests compare trees without positions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..base.errors import Span
+from ..base.record import record
 
 # ---- expressions ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Expr:
     span: Span = field(compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Number(Expr):
     value: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BoolLit(Expr):
     value: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Name(Expr):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SelfRef(Expr):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Index(Expr):
     name: str
     name_span: Span = field(compare=False)
     index: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unary(Expr):
     op: str
     operand: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Binary(Expr):
     op: str
     left: Expr
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Conditional(Expr):
     cond: Expr
     then: Expr
     orelse: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Call(Expr):
     name: str
     name_span: Span = field(compare=False)
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AtLabel(Expr):
     """`proc@label` or `proc[i]@label`: the process is at that label."""
 
@@ -85,7 +86,7 @@ class AtLabel(Expr):
     label_span: Span = field(compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LocalRef(Expr):
     """`proc.name` or `proc[i].name`: a process-local variable, read by a property."""
 
@@ -96,7 +97,7 @@ class LocalRef(Expr):
     name_span: Span = field(compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Quantifier(Expr):
     kind: str  # "exists" | "forall"
     var: str
@@ -105,14 +106,14 @@ class Quantifier(Expr):
     body: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ListInit(Expr):
     """`{a, b, c}`: an array's values or a bit set's members."""
 
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AnyInit(Expr):
     """`any`: every value of the type is an initial value."""
 
@@ -120,28 +121,28 @@ class AnyInit(Expr):
 # ---- types ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TypeExpr:
     span: Span = field(compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BoolType(TypeExpr):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NamedType(TypeExpr):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RangeType(TypeExpr):
     lo: Expr
     hi: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BitsetType(TypeExpr):
     """`bitset(N)`, `bitset(lo..hi)` or `bitset(Enum)`."""
 
@@ -150,7 +151,7 @@ class BitsetType(TypeExpr):
     hi: Expr | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Dim:
     """An array dimension: a count `N`, a range `lo..hi`, or a process name."""
 
@@ -163,108 +164,108 @@ class Dim:
 # ---- statements ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Stmt:
     span: Span = field(compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Block(Stmt):
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LValue:
     span: Span = field(compare=False)
     name: str
     index: Expr | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Assign(Stmt):
     target: LValue
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class If(Stmt):
     cond: Expr
     then: Stmt
     orelse: Stmt | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class While(Stmt):
     cond: Expr
     body: Stmt
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Loop(Stmt):
     body: Stmt
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Break(Stmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Continue(Stmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Labeled(Stmt):
     label: str
     label_span: Span = field(compare=False)
     stmt: Stmt
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Goto(Stmt):
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Await(Stmt):
     cond: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Atomic(Stmt):
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Preemptible(Stmt):
     """`preemptible { ... }` in a thread: the scheduler may preempt it only in here."""
 
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Choose(Stmt):
     branches: tuple[Block, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Assert(Stmt):
     name: str | None
     cond: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Skip(Stmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Stutter(Stmt):
     """`stutter;`: a step that changes nothing, so the process may rest here for ever."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Fair(Stmt):
     """`fair S` / `strongly fair S`: S's first step is an action with fairness of its own."""
 
@@ -272,12 +273,12 @@ class Fair(Stmt):
     stmt: Stmt
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Return(Stmt):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CallStmt(Stmt):
     call: Call
 
@@ -285,35 +286,35 @@ class CallStmt(Stmt):
 # ---- declarations --------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Decl:
     span: Span = field(compare=False)
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelDecl(Decl):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemoryDecl(Decl):
     """`memory sc;` or `memory tso;`, optionally with a store-buffer bound: `memory tso(3);`."""
 
     bound: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConstDecl(Decl):
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EnumDecl(Decl):
     members: tuple[tuple[str, Span], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VarDecl(Decl):
     dim: Dim | None
     type: TypeExpr
@@ -322,21 +323,21 @@ class VarDecl(Decl):
     ghost: bool = False  # `ghost var x: T;`: outside the memory model (every CPU reads its newest value)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CpusDecl(Decl):
     """`cpus N;`: the model's CPUs, 0 to N-1 (execution contexts)."""
 
     count: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PreemptionsDecl(Decl):
     """`preemptions K;`: the preemption bound of context bounding."""
 
     bound: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Notifier:
     """`on sched_out { ... }` / `on sched_in { ... }` inside a thread: a preempt notifier."""
 
@@ -345,12 +346,12 @@ class Notifier:
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WaitQueueDecl(Decl):
     dim: Dim | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessDecl(Decl):
     unfair: bool
     dim: Dim | None
@@ -372,32 +373,32 @@ class ProcessDecl(Decl):
     guest_of_span: Span | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InlineDecl(Decl):
     params: tuple[str, ...]
     body: Block
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Param:
     span: Span = field(compare=False)
     name: str
     type: TypeExpr | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FnDecl(Decl):
     params: tuple[Param, ...]
     result: TypeExpr | None
     body: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InvariantDecl(Decl):
     cond: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReachableDecl(Decl):
     """`reachable NAME: cond;` (or `sometimes`): some reachable state satisfies cond, the
     way `expect violated` states that a bug must show."""
@@ -405,7 +406,7 @@ class ReachableDecl(Decl):
     cond: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FinalDecl(Decl):
     """`final NAME: cond;`: cond holds in every final state (no process can move, all at a
     valid end, every store buffer empty). Litmus tests state their outcome this way."""
@@ -413,7 +414,7 @@ class FinalDecl(Decl):
     cond: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PropertyDecl(Decl):
     """`always (P -> eventually Q)`, or `always eventually Q` (then `trigger` is None)."""
 
@@ -421,33 +422,33 @@ class PropertyDecl(Decl):
     goal: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExpectDecl:
     span: Span = field(compare=False)
     violated: tuple[tuple[str, Span], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Override:
     span: Span = field(compare=False)
     name: str
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VariantDecl(Decl):
     overrides: tuple[Override, ...]
     expects: tuple[ExpectDecl, ...]
     memory: tuple[MemoryDecl, ...] = ()  # `memory tso;` inside the braces (at most one)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LemmaDecl(Decl):
     params: tuple[Param, ...]
     body: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Spec:
     """A whole spec file: its declarations in source order."""
 

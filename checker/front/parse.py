@@ -10,8 +10,8 @@ import dataclasses
 import functools
 import hashlib
 import os
+import pkgutil
 import re
-from importlib import resources
 
 import lark
 from lark import Lark, Token, Transformer, v_args
@@ -19,6 +19,7 @@ from lark import Lark, Token, Transformer, v_args
 from . import ast
 from ..base.errors import Span, SpecError, combined, source_lines
 from ..base.limits import MAX_LITERAL, MAX_NESTING, MAX_SYNTAX_ERRORS, RECOVERY_BUDGET
+from ..base.record import record
 
 _TOKEN_WORDS = {
     "SEMICOLON": "';'", "RBRACE": "'}'", "LBRACE": "'{'", "RPAR": "')'", "LPAR": "'('",
@@ -31,7 +32,11 @@ _TOKEN_WORDS = {
 
 @functools.lru_cache(maxsize=1)
 def grammar_text() -> str:
-    return resources.files("checker.spec").joinpath("grammar.lark").read_text(encoding="utf-8")
+    # pkgutil (which lark imports anyway) rather than importlib.resources, whose pathlib
+    # and zipfile cost a small run more than the read itself
+    data = pkgutil.get_data("checker.spec", "grammar.lark")
+    assert data is not None, "checker.spec is a regular package, its loader reads files"
+    return data.decode("utf-8")
 
 
 @functools.lru_cache(maxsize=1)
@@ -442,7 +447,7 @@ def _tok_span(file: str, tok: Token) -> Span:
     return Span(file, line, col, tok.end_line or line, tok.end_column or col + len(tok))
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class _Clock:
     """An hrtimer's `clock NAME` clause, until hrtimer_decl folds it into the declaration."""
 

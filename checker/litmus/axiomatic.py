@@ -24,6 +24,7 @@ from ..model import MEMORY_MODELS, fold_binop
 from ..semantics.primitives import BUILTINS, ORDER_SUFFIX, FenceKind, Order, Primitive
 from .reader import (AddrOf, Assign, Atom, Binary, Call, Deref, ExprStmt, If, Litmus, LoopCut, Name, Num, PropOp, Store,
                      UNROLL, Unary)
+from ..base.record import record
 
 MODELS = tuple(reversed(MEMORY_MODELS))  # model.MemoryModel; the LKMM first, the litmus default
 LOOP_NOTE = (f"Loop: a while loop would run more than {UNROLL} times (herd7's unrolling): the executions that "
@@ -41,7 +42,7 @@ class TooManyCandidates(Exception):
     """The candidate executions exceed the limit: no verdict (exit 3)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Loc:
     """A pointer value: the address of a location."""
 
@@ -734,7 +735,7 @@ def judge(x: Execution, model: str) -> tuple[bool, frozenset[str]]:
 
 # ---------------------------------------------------------------- enumeration
 
-@dataclass(frozen=True, slots=True)
+@record
 class Outcome:
     """The final values the condition and `locations` name, in a fixed order."""
 
@@ -744,7 +745,7 @@ class Outcome:
         return " ".join(f"{k}={v};" for k, v in self.values)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Result:
     model: str
     outcomes: tuple  # of (Outcome, satisfies the condition)

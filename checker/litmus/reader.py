@@ -9,20 +9,20 @@ else with a SpecError naming the construct, so `check FILE.litmus` exits 2 with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ..base.errors import Span, SpecError
+from ..base.record import record
 
 # ---------------------------------------------------------------- syntax tree
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Num:
     value: int
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Name:
     """A register, a parameter (a pointer to the location of that name) or a location."""
 
@@ -30,7 +30,7 @@ class Name:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Deref:
     """`*e`: the location named by READ_ONCE/WRITE_ONCE, elsewhere a plain C read."""
 
@@ -38,20 +38,20 @@ class Deref:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AddrOf:
     name: str
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unary:
     op: str
     operand: object
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Binary:
     op: str
     left: object
@@ -59,21 +59,21 @@ class Binary:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Call:
     func: str
     args: tuple
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Assign:
     reg: str
     value: object
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Store:
     """`*p = v;`: a plain C write (the LKMM's Plain accesses, with its data-race rules)."""
 
@@ -82,13 +82,13 @@ class Store:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExprStmt:
     expr: object
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class If:
     cond: object
     then: tuple
@@ -96,7 +96,7 @@ class If:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopCut:
     """Where herd7's unrolling of a `while` stops: a path that would run the body once
     more is left out (herd7 prints `Loop` before Ok/No and warns)."""
@@ -104,7 +104,7 @@ class LoopCut:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Thread:
     index: int
     params: tuple[str, ...]
@@ -115,7 +115,7 @@ class Thread:
 
 
 # condition propositions
-@dataclass(frozen=True, slots=True)
+@record
 class Atom:
     """`0:r0=1`, `x=2`, `x!=2` (thread None: a memory location)."""
 
@@ -126,20 +126,20 @@ class Atom:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PropOp:
     op: str  # 'and', 'or', 'not', 'true', 'false'
     args: tuple
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Condition:
     quantifier: str  # 'exists', '~exists', 'forall'
     prop: object
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Litmus:
     name: str
     file: str
@@ -181,7 +181,7 @@ UNSUPPORTED_CALLS = {"call_rcu": "callbacks are not litmus-test code (herd7 has 
                      "rcu_barrier": "it waits for call_rcu callbacks, which are not modelled"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Tok:
     kind: str
     text: str

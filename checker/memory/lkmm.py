@@ -53,7 +53,7 @@ compile.py calls both. It knows the primitives only through builtins.py's column
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 
 from .. import model as m
@@ -61,6 +61,7 @@ from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
 from ..base.errors import NOWHERE, SpecError
 from ..ir import (OAssert, OAssign, OBarrier, OEval, OGoto, OIf, OWhile, Program, Slot, SlotKind, StateLayout, Step, StepKind,
                   builtins_in, walk_ops)
+from ..base.record import record
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
@@ -71,7 +72,7 @@ MAX_ACTORS = 62  # process instances and propagation actors: the engine's enable
 # ---------------------------------------------------------------- the plan
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Location:
     """One shared location the machine tracks: its memory slot (the newest message's
     value), the slots of older messages' values (`old[i - 1]`: lag i) and of every
@@ -85,7 +86,7 @@ class Location:
     readers: tuple[int, ...]  # gids of the CPUs that load it through their view
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CpuViews:
     """One CPU's views, by location index: `cur` what it reads now, `acq` what its relaxed
     loads saw (joined by smp_rmb), `rel` what its next relaxed store publishes (set by
@@ -121,7 +122,7 @@ class CpuViews:
                                        if f is not None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Access:
     """What one step does under the machine, read from its statement (static)."""
 
@@ -155,6 +156,7 @@ class Access:
     unlock: bool = False  # a spin_unlock (UL): its CPU's later lock acquisitions order what precedes it
     fence_gap: bool = False  # a shared access in this step stands between an exact fence and its RMW
     address: bool = False  # an array index computed at run time (ordered as smp_rmb: more than the LKMM)
+    sure_writes: frozenset[int] = frozenset()  # location indices every run of the step stores to
 
     @property
     def touches(self) -> bool:
@@ -181,7 +183,7 @@ class Access:
         return self.view_reads | self.rmw | self.writes
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Signal:
     """What raising one interrupt handler instance published (a model with `cpus`): the
     raiser's view when it raised it (an IPI is sent after a full barrier) or armed it
@@ -212,7 +214,7 @@ class Signal:
     flight: tuple[int, ...] = ()  # its in-flight flag's slot, when it is raised from another CPU
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Views:
     """The machine's part of the state layout (StateLayout.lkmm)."""
 
@@ -346,6 +348,7 @@ class _Analysis:
         self.seq: list[tuple[Event, tuple[int, ...]]] = []
         self.ghosts: set[str] = set()  # ghost globals assigned (a raised interrupt's flag)
         self.idle_reads: set[str] = set()  # handlers whose idle label it reads (hrtimer_start/cancel)
+        self.sure_writes: set[int] = set()  # stored by every run of the step (not under a branch)
 
     def slots(self, target: m.TExpr) -> tuple[int, ...]:
         if isinstance(target, (m.Var, m.Elem)) and target.sym.ghost:
@@ -483,6 +486,19 @@ class _Analysis:
                     self.flags["rmb"] = True
                 elif kind is FenceKind.WRITE:
                     self.flags["wmb"] = True
+        for op in st.body:  # the step's ops before its first branch, goto or assert: run every time
+            if isinstance(op, OAssign):
+                got = self.slots(op.target)
+            elif isinstance(op, OEval):
+                p = BUILTINS[op.call.name]
+                locs = [arg for a, arg in zip(p.args, op.call.args) if a is Arg.LV]
+                got = self.slots(locs[0]) if p.cls is Cls.STORE and len(locs) == 1 else ()
+            elif isinstance(op, OBarrier):
+                continue
+            else:
+                break
+            if len(got) == 1:
+                self.sure_writes.update(got)
         self.attached_fences()
         if composite(st) and self.writes:
             # an atomic block that stores is one fully ordered read-modify-write of all it touches
@@ -738,6 +754,9 @@ def _uses(c: CpuViews, acc: Access, definite: bool, signalled: bool) -> tuple[fr
         if acc.pre_mb or acc.post_mb:
             killed.update(c.rel)
         killed.update(c.cur[j] for j in acc.rmw)
+        # its own store resets its view of the location to the newest (Machine.store),
+        # so what the view held before matters only if the step reads it first (used)
+        killed.update(c.cur[j] for j in acc.sure_writes)
         if acc.unlock:
             killed.update(c.unlocked + c.unlocked_acq)
     return frozenset(used), frozenset(killed - used)
@@ -909,7 +928,7 @@ def _access(a: _Analysis, index: dict[int, int], cpus: list[CpuViews]) -> Access
                   js(a.conditional), "; ".join(why), js(a.writes), frozenset(a.ghosts),
                   timer_lock=frozenset(h for h in a.idle_reads if m.armed_name(h) in a.ghosts),
                   **{k: f.get(k, False) and any(map(_FENCE_FLAGS[k], cpus)) for k in _FENCE_FLAGS},
-                  conditional_slots=frozenset(a.conditional))
+                  conditional_slots=frozenset(a.conditional), sure_writes=js(a.sure_writes))
 
 
 #: the Access fields of the exact fences (as _Analysis.attached_fences sets them), each
@@ -1686,7 +1705,7 @@ class Machine:
         return () if got is None else tuple(a for a in got if a is not None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Propagation:
     """The actor that moves one CPU's view of one location (compile.CompiledFlush.buffer
     under lkmm): `propagate x to cpu` in traces."""

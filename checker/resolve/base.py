@@ -12,13 +12,14 @@ from __future__ import annotations
 import itertools
 from abc import abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..front import ast
 from .. import model as m
 from ..semantics.primitives import BUILTINS
 from ..base.errors import Echo, Span, SpecError, source_lines
+from ..base.record import record
 
 BASE = "base"
 DEADLOCK = "deadlock"
@@ -67,7 +68,7 @@ def header_comment(source: str) -> str:
     return "\n".join(lines).strip()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ctx:
     """Where an expression or statement is being resolved.
 

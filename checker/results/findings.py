@@ -6,10 +6,10 @@ read the same warnings without importing an engine."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from ..base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StatementCoverage:
     """One statement (step) of one process: how many of its instances ran it, and for a
     condition which outcomes were taken (by the instances together)."""
@@ -31,7 +31,7 @@ class StatementCoverage:
         return tuple(b for b, taken in self.branches if not taken) if self.executed else ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Coverage:
     """What the search recorded for one variant (`note` says why it is None elsewhere)."""
 
@@ -85,7 +85,7 @@ def cross_variant_warnings(results: list[tuple[str, Coverage | None, tuple]]) ->
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Warning_:
     """One coverage or vacuity warning of a run, for text, JSON and SARIF alike."""
 

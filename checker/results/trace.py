@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import builtins
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import model as m
 from ..base.errors import Span
 from ..ir import SlotKind, StateLayout, TASK_STATES
-from ..memory.lkmm import Views
+from ..base.record import record
 
 Value = object  # bool | int | str | tuple (an array) | Members | Buffered (a store buffer)
 
@@ -79,7 +79,7 @@ class Verdict(enum.Enum):
     CHECKER_BUG = "checker bug"  # a Z3 counterexample did not replay through the compiled steps
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Action:
     """One step of a trace: who moved, from which statement, and what changed."""
 
@@ -96,7 +96,7 @@ class Action:
     cpu: int | None = None  # execution contexts: the CPU the step ran on (contexts.step_cpu)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TraceState:
     values: tuple[tuple[str, Value], ...]  # variables in layout order
     pcs: tuple[tuple[str, str], ...]  # process instance -> label name
@@ -108,7 +108,7 @@ class TraceState:
         raise KeyError(name)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Trace:
     """states[0] is initial; actions[i] leads from states[i] to states[i+1].
 
@@ -136,7 +136,7 @@ class Trace:
         return len(self.actions) + (self.failure is not None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Counterexample:
     property: str
     kind: str  # PropertyKind value, or "model error"
@@ -148,7 +148,7 @@ class Counterexample:
     violation: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateSpace:
     """The reachable state graph, decoded for exporters (`--dot-graph` draws it): the
     engine keeps the graph when asked (engines/explicit, graph=True) and run.py
@@ -164,7 +164,7 @@ class StateSpace:
     complete: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Stats:
     states: int = 0
     transitions: int = 0
@@ -187,7 +187,7 @@ class Stats:
     loop_from: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PropertyOutcome:
     property: str
     kind: str
@@ -208,7 +208,7 @@ class PropertyOutcome:
         return (self.verdict is Verdict.VIOLATED) == self.expected_violation
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VariantResult:
     variant: str
     constants: tuple[tuple[str, Value], ...]
@@ -230,7 +230,7 @@ class VariantResult:
     lkmm_left_out: tuple[str, ...] | None = None  # lkmm: the shapes it may leave out (None: not lkmm)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunResult:
     model: str
     file: str
@@ -323,6 +323,8 @@ class StateDecoder:
         views = self.layout.lkmm
         if views is None:
             return []
+        from ..memory.lkmm import Views  # (loaded by the runs under `memory lkmm` only)
+
         assert isinstance(views, Views)  # (StateLayout types it `object`: the IR sits below memory/)
         out: list[tuple[str, Value]] = []
         for cpu in views.cpus:
@@ -374,7 +376,7 @@ class ReplayStatus(enum.Enum):
     DIVERGED = "diverged"  # no step of the process leads to the recorded state
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReplayStep:
     number: int  # 1-based step of the recorded trace
     recorded: Action
@@ -384,7 +386,7 @@ class ReplayStep:
     line: int | None = None  # the statement's line in the replayed model (None: it has no such statement)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReplayResult:
     """A saved trace re-executed against a (possibly edited) model: whether every step is
     still enabled and still reaches the violation, or where and why it diverges."""

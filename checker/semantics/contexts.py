@@ -54,6 +54,7 @@ from typing import Any
 from .. import model as m
 from .primitives import BUILTINS, Arg, Cls, CtxOp
 from ..base.errors import Span, SpecError
+from ..base.record import record
 
 HIDDEN_GLOBALS = m.CONTEXT_GLOBALS
 SCHEDULER = "scheduler"
@@ -70,7 +71,7 @@ GUEST_HALTED = "halted"  # a guest's label where it waits halted in guest mode: 
 SCHED_IN = "sched in"  # the text of a thread's sched-in steps (engines/reduce/footprint.py finds them by it)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class _Thread:
     proc: m.Process
     index: int  # instance
@@ -808,7 +809,7 @@ def _host_only(w: _Where, name: str, span: Span) -> None:
                         f"thread's ('{w.proc.context.vcpu}'): model what the exit does there")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class _Where:
     """The context a statement is lowered in: its process, the CPU it runs on (an
     expression: a thread's `cpu`, a handler's constant or `self`), the thread's preempt

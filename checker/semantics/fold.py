@@ -11,9 +11,9 @@ with `simplify` too, so that a step's footprint names the slots its compiled cod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from .. import model as m
+from ..base.record import record
 
 
 def simplify(x: m.TExpr, inst: int | None) -> m.TExpr:
@@ -101,7 +101,7 @@ def _foldable(*types: m.Type) -> bool:
 
 
 # -- stores
-@dataclass(frozen=True, slots=True)
+@record
 class StoreNeeds:
     """What storing a value into a target takes besides the assignment, in this order."""
 

@@ -17,22 +17,22 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from .. import model as m
 from ..base.errors import Span
 from .primitives import BUILTINS, X86, Arg, Cls, Primitive, Pure, Returns, RmwOp
+from ..base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Load:
     """The value of `loc`."""
     prim: Primitive
     loc: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Store:
     """`loc = value`."""
     prim: Primitive
@@ -40,7 +40,7 @@ class Store:
     value: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Add:
     """`loc = loc + step` (a constant) or `loc = loc + delta` / `- delta` (`negate`)."""
     prim: Primitive
@@ -51,7 +51,7 @@ class Add:
     returns: Returns  # NOTHING, OLD, NEW or NEW_IS_ZERO
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Or:
     """`loc = loc | value`; the old value."""
     prim: Primitive
@@ -60,7 +60,7 @@ class Or:
     returns: Returns
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BitOp:
     """Set or clear bit `nr` of `bits`; the old bit when `returns_old`."""
     prim: Primitive
@@ -70,7 +70,7 @@ class BitOp:
     returns_old: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Xchg:
     """`loc = value`; the old value."""
     prim: Primitive
@@ -78,7 +78,7 @@ class Xchg:
     value: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Cas:
     """If `loc == expect` then `loc = new`; the old value, or whether it succeeded."""
     prim: Primitive
@@ -88,14 +88,14 @@ class Cas:
     success: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TestBit:
     prim: Primitive
     nr: m.TExpr
     bits: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Zero:
     """Whether `x` is 0 (`bitmap_empty`), or not 0 (`nonzero`: anyone on a wait queue)."""
     prim: Primitive
@@ -103,7 +103,7 @@ class Zero:
     nonzero: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MinMax:
     prim: Primitive
     a: m.TExpr
@@ -111,28 +111,28 @@ class MinMax:
     is_min: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Abs:
     """|x|; of a signed fixed-width x, modulo 2**width (the minimum stays itself)."""
     prim: Primitive
     x: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WaitAdd:
     """The running process joins `queue`; its task state becomes INTERRUPTIBLE."""
     prim: Primitive
     queue: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WaitRemove:
     """The running process's task state becomes RUNNING; it leaves `queue`."""
     prim: Primitive
     queue: m.TExpr
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Wake:
     """Waiters of `queue` become RUNNING and leave it: all, or the first in gid order."""
     prim: Primitive

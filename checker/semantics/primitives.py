@@ -16,8 +16,8 @@ ORDER_SUFFIX for the forms a litmus test may use that have no row here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+from ..base.record import record
 
 
 class Arg(Enum):
@@ -145,7 +145,7 @@ class X86(Enum):
     FENCE = "fence"  # mfence (or a locked no-op): waits for an empty buffer
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Primitive:
     name: str
     args: tuple[Arg, ...]

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
 
 from ...backends.python import CompiledModel
 from ...base.safe_text import python_comment as _comment
 from ...ir import StepKind
+from ...base.record import record
 
 #: what a generated loop returns first: the level is done, state j needs the generic
 #: loop, the state limit was reached after state j - 1, or Ctrl-C arrived at state j
@@ -42,7 +42,7 @@ DONE, GENERIC, FULL, INTERRUPTED = 0, 1, 2, 3
 OWNER_MOD = 65521
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopShape:
     """What one generated loop must do besides expanding states; a search needs a new
     loop when any of this changes (an invariant is found violated, say)."""

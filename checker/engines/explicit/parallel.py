@@ -72,13 +72,13 @@ from array import array
 from typing import Protocol
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ...backends.python import CompiledModel
 from ...base.progress import Progress
 from .fastloop import OWNER_MOD
 from .search import (NO_PARENT, OUT_OF_MEMORY, WORD, Exploration, Limits, Reduction, Route, Search, StopSearch,
                      explore_one, rss_bytes, run_levels, states_sums)
+from ...base.record import record
 
 #: below this many states one process is faster: starting workers (choosing the
 #: partition, forking, each writing its level loop) costs a fixed start-up. Since taking
@@ -188,7 +188,7 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
     return again
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Partition:
     """Which worker owns a packed state: `owners[(s & omask) % OWNER_MOD]` (the hot loop
     in search.Search.level computes exactly this). Every state has exactly one owner,

@@ -29,19 +29,19 @@ from typing import TYPE_CHECKING, Protocol
 from ... import ir
 from ...semantics.lower import Cas, lower
 from ... import model as m
-from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_text, step_notes as lkmm_step_notes
 from ...backends.python import (AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                 StoreBufferFull)
 from ...base.progress import Progress
 from ...results.trace import (MEMORY, Action, Counterexample, StateDecoder, StateSpace, Stats, Trace, TraceState,
                                changes, show_value)
 from .fastloop import DONE, FULL, INTERRUPTED, OWNER_MOD, LevelLoopWriter, LoopShape, actor_tables
+from ...base.record import record
 
 if TYPE_CHECKING:
     from ...backends.c import AmpleTables
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Limits:
     max_states: int | None = None
     max_depth: int | None = None
@@ -70,7 +70,7 @@ class UnpackedStates(Sequence):
         return self.unpack(self.packed[i])
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateGraph:
     """The explored state graph, in compact arrays (states are numbered in BFS order).
 
@@ -167,6 +167,8 @@ class TraceBuilder:
         detail = ""
         views = self.cm.views
         if views is not None:  # lkmm: the branch, a failed cmpxchg, which older store a load read
+            from ...memory.lkmm import step_notes as lkmm_step_notes
+
             stale_form = step.name.endswith("_fails")  # the form of a failed cmpxchg that reads its view
             detail = lkmm_step_notes(views, step.gid, step.step.uid, stale_form,
                                      stale_form or self.cas_failed(inst, step.step, before),
@@ -207,6 +209,8 @@ class TraceBuilder:
         ch = changes(b, self.decode(after))
         views = self.cm.views
         if views is not None:  # lkmm: a CPU's view of one location moves one store newer
+            from ...memory.lkmm import Propagation, propagation_text as lkmm_propagation_text
+
             assert isinstance(flush.buffer, Propagation)
             text = lkmm_propagation_text(views, flush.buffer, before, after,
                                          lambda k, raw: show_value(self.decoder.value(k, raw)))

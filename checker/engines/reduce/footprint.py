@@ -13,6 +13,7 @@ from ...semantics.contexts import SCHED_IN
 from ...semantics.fold import simplify
 from ...semantics.primitives import BUILTINS, Arg
 from ...semantics.lower import SAFE_READS, TestBit, WaitAdd, WaitRemove, Wake, lower
+from ...base.record import record
 
 
 # the arguments that a primitive which writes state writes
@@ -33,7 +34,7 @@ def holds(lit: Lit, value: int) -> bool:
     return bool(_TESTS[lit[1]](value, lit[2]))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Footprint:
     """What a step reads and writes (`reads` is everything it may read). In a model
     with execution contexts also (`Analysis.dynamic`): `lits`, the literals among the

@@ -10,6 +10,7 @@ from ... import ir, model as m
 from ...backends.python import (views_of, AssertionViolation, CompiledFlush, CompiledModel, CompiledStep, ModelError,
                                StoreBufferFull)
 from ...semantics.lower import WaitAdd, Wake, lower
+from ...base.record import record
 
 #
 # Which process arrays are interchangeable, decided on the IR. Index sets are joined
@@ -190,7 +191,7 @@ class _SymmetryWalker:
                 self.expr(x)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Domain:
     """Process arrays (and the data arrays indexed with them) whose index k can be
     permuted: `procs` are permuted together, instance k of each with element k of

@@ -11,13 +11,16 @@ No violation up to depth K proves nothing about deeper runs, and is reported as
 loop-free path of K+1 steps exists, every reachable state is within K steps of an
 initial state, and then what was not found at depths 0..K does not exist.
 
-With `rounds` (--rounds), frame k+1 follows frame k by a round (Encoding.round_at):
-each process instance in turn takes one step or idles. Every round is a sequence of
-real steps, which the counterexample lists (and replay checks), and a round may be a
-single step, so K rounds miss nothing K steps reach; depth then counts rounds, the
-first round a property fails at need not give its shortest counterexample, and the
-notes, the limit and the reductions say so. The completeness argument holds for
-rounds as it does for steps: a shortest path of rounds repeats no state.
+With `rounds` = N (--rounds [N]), frame k+1 follows frame k by a round
+(Encoding.round_at): each process instance in turn takes up to N steps in a row, or
+idles. Every round is a sequence of real steps, which the counterexample lists (and
+replay checks), and a round may be a single step, so K rounds miss nothing K steps
+reach (nor any run whose K rounds each give every instance at most N steps in a row);
+depth then counts rounds, the first round a property fails at need not give its
+shortest counterexample, and the notes, the limit and the reductions say so. The
+completeness argument holds for rounds as it does for steps: a shortest path of rounds
+repeats no state. N > 1 is for a process that runs long stretches alone (a vCPU's
+entry path): its stretch takes a few rounds, not one a step.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from ..crosscheck import ReplayMismatch, replay
 from .solver import DEFAULT_TIMEOUT, checked, interrupts_deferred, new_solver
 from .terms import disj
+from ...base.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     """A Z3 engine's answer for one property."""
 
@@ -58,10 +62,10 @@ class SymbolicResult:
 
 class Unrolling:
     """A solver holding init(s0) and T(s0, s1) ... T(s_{k-1}, s_k), grown on demand.
-    With `rounds`, each T is a round (Encoding.round_at): every process instance in
-    turn takes a step or idles, so frame k is reached by k rounds, not k steps."""
+    With `rounds` = N > 0, each T is a round (Encoding.round_at): every process instance
+    in turn takes up to N steps or idles, so frame k is reached by k rounds, not k steps."""
 
-    def __init__(self, enc: Encoding, timeout: float | None, from_initial: bool = True, rounds: bool = False):
+    def __init__(self, enc: Encoding, timeout: float | None, from_initial: bool = True, rounds: int = 0):
         self.enc = enc
         self.solver = new_solver(timeout, enc.ctx)
         self.frames = [enc.frame(0)]
@@ -96,7 +100,7 @@ class Unrolling:
     def _extend_rounds(self, k: int) -> None:
         assert self.from_initial, "rounds are for bmc, from the initial states"
         while len(self.frames) <= k:
-            formulas, after, subs = self.enc.round_at(len(self.frames) - 1, self.frames[-1])
+            formulas, after, subs = self.enc.round_at(len(self.frames) - 1, self.frames[-1], self.rounds)
             self.solver.add(*formulas)
             self.frames.append(after)
             self.sels.append(subs)
@@ -160,7 +164,8 @@ def interruptible(engine):
 
 @interruptible
 def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-        result: SymbolicResult, rounds: bool = False) -> SymbolicResult:
+        result: SymbolicResult, rounds: int = 0) -> SymbolicResult:
+    """`rounds`: 0, a step a frame; N, a round a frame (up to N steps per instance)."""
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     unroll = Unrolling(enc, timeout, rounds=rounds)
@@ -230,7 +235,7 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     complete = complete and not undecided
     result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (stop or (f"{depth} {unit}" if rounds else f"depth {depth}")),
-                         engine="bmc", reductions=(ROUNDS_NOTE,) if rounds else ())
+                         engine="bmc", reductions=(rounds_note(rounds),) if rounds else ())
     return result
 
 
@@ -240,9 +245,12 @@ ROUNDS = "rounds"
 def found_note(k: int, cx: Counterexample) -> str:
     """Where a violation was found, under --rounds: the round, and the steps it took."""
     return f"found at depth {k} ({k} {ROUNDS}, {cx.trace.length} steps)"
-ROUNDS_NOTE = ("rounds (--rounds): depth counts rounds, not steps; in a round every process instance "
-               "in turn takes one step or idles; a counterexample lists its steps, and may be longer "
-               "than the shortest (--engine explicit finds that)")
+def rounds_note(steps: int) -> str:
+    """What depth counts under --rounds N, for the reductions."""
+    turn = "one step" if steps == 1 else f"up to {steps} steps in a row"
+    return (f"rounds (--rounds{'' if steps == 1 else f' {steps}'}): depth counts rounds, not steps; in a round "
+            f"every process instance in turn takes {turn} or idles; a counterexample lists its steps, and may be "
+            "longer than the shortest (--engine explicit finds that)")
 
 
 def no_longer_loop_free_path(unroll: Unrolling, depth: int) -> bool:

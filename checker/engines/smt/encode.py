@@ -47,6 +47,7 @@ from ...ir import (Program, SlotKind, StateLayout, StoreBuffer, OAssert, OAssign
                    StepKind, walk_ops)
 from .solver import new_solver
 from .terms import conj as _and, disj as _or, negate as _not
+from ...base.record import record
 
 FLUSH_PCS = frozenset({0})  # a flush has one place (rounds: Encoding.turn_formula)
 LOOP_UNROLL = 64  # iterations of a `while` inside `atomic` the encoding follows
@@ -788,7 +789,7 @@ class _Temp(_Code):
         self.v: object = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Place:
     cands: list[tuple[int, Any]]  # Evaluator.address: [(slot, condition)]
     t: m.Type
@@ -1032,7 +1033,7 @@ class Transition:
         return self.step.gid
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Turn:
     """An instance's turn in a round, as a template over `cur`, the next values of the
     slots its steps may write (`nxt`) and its selector: value i takes `transitions[i]`,
@@ -1046,7 +1047,7 @@ class Turn:
     formulas: dict[frozenset[int], object]  # pcs -> the formula with only the steps there
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Substep:
     """One turn placed in the unrolling: its selector and the state after it."""
 
@@ -1062,7 +1063,7 @@ class SafetyProperty:
     bad: object  # over `cur`: this state violates it (or a step from it fails it)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LivenessTerms:
     """`always (trigger -> eventually goal)` over `cur` (trigger true for `always
     eventually goal`); `err`: evaluating either raises ModelError."""
@@ -1370,25 +1371,32 @@ class Encoding:
             tt.formulas[pcs] = _and(self.ctx, *parts)
         return tt.formulas[pcs]
 
-    def round_at(self, k: int, frame: list) -> tuple[list, list, list[Substep]]:
-        """Round k from the state `frame`: each process instance in gid order takes one
-        step or idles, from the state the previous one left. Returns the formulas, the
-        state after the round (terms), and each turn's selector and state after it, so
-        that a model expands into the sequence of real steps it stands for."""
+    def round_at(self, k: int, frame: list, steps: int = 1) -> tuple[list, list, list[Substep]]:
+        """Round k from the state `frame`: each process instance in gid order takes up
+        to `steps` steps of its own in a row, or idles, from the state the previous one
+        left. Returns the formulas, the state after the round (terms), and each step's
+        selector and state after it, so that a model expands into the sequence of real
+        steps it stands for."""
         state = list(frame)
         formulas = []
         subs: list[Substep] = []
         for tt in self.turn_templates():
-            sel = z3.BitVec(f"turn{k}:{tt.gid}", tt.sel.size(), self.ctx)
-            after = list(state)
-            for j in tt.nxt:
-                after[j] = z3.Const(f"{k}:{tt.gid}:{self.layout.slots[j].name}", self.sort(j))
-            pairs = list(zip(self.cur, state)) + [(tt.nxt[j], after[j]) for j in tt.nxt] + [(tt.sel, sel)]
-            # before round k the instance took at most k steps
-            pcs = tt.reach[min(k, len(tt.reach) - 1)]
-            formulas.append(z3.substitute(self.turn_formula(tt, pcs), *pairs))
-            subs.append(Substep(sel, tt.transitions, after))
-            state = after
+            idle = len(tt.transitions)
+            before = None
+            for j in range(steps):
+                sel = z3.BitVec(f"turn{k}:{tt.gid}" + (f".{j}" if j else ""), tt.sel.size(), self.ctx)
+                after = list(state)
+                for s in tt.nxt:
+                    after[s] = z3.Const(f"{k}:{tt.gid}:{self.layout.slots[s].name}" + (f".{j}" if j else ""),
+                                        self.sort(s))
+                pairs = list(zip(self.cur, state)) + [(tt.nxt[s], after[s]) for s in tt.nxt] + [(tt.sel, sel)]
+                # before this step the instance took at most k * steps + j steps
+                pcs = tt.reach[min(k * steps + j, len(tt.reach) - 1)]
+                formulas.append(z3.substitute(self.turn_formula(tt, pcs), *pairs))
+                if before is not None:  # a turn's steps come first, its idles after them
+                    formulas.append(z3.Implies(before == idle, sel == idle))
+                subs.append(Substep(sel, tt.transitions, after))
+                state, before = after, sel
         return formulas, state, subs
 
 

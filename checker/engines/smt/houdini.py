@@ -21,7 +21,6 @@ import enum
 import itertools
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import z3
@@ -34,6 +33,7 @@ from ...ir import TASK_STATES, SlotKind
 from ..explicit import Limits, explore
 from .encode import Encoding, slot_interval
 from .terms import conj, disj
+from ...base.record import record
 
 #: a slot with at most this many values is a premise of implications (`x == v -> ...`)
 PREMISE_VALUES = 8
@@ -57,7 +57,7 @@ class Family(enum.Enum):
     REACHED = "reached"  # the control locations seen, and the valuations seen at each
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class Candidate:
     """A guess at an invariant: its text in the spec's names, its Z3 term over the
     encoding's current state, and the same test in Python (cheap on a solver's state)."""
@@ -68,7 +68,7 @@ class Candidate:
     family: Family
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Mined:
     """What one mining search found: the candidates, how many states they were read off,
     whether the search saw every reachable state, and what cut it short (or "")."""

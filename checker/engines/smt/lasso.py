@@ -41,7 +41,7 @@ Spacer's invariant.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import cast
 
 import z3
@@ -55,12 +55,13 @@ from .encode import Encoding, LivenessTerms
 from .houdini import Candidate
 from .pdr import Invariant, Query, certify, clause_count, clauses, invariant_lines, pinned, readable
 from .terms import conj, disj, negate
+from ...base.record import record
 
 #: the monitor's slots, named so that no model slot can share a name (`$` is no identifier)
 AFTER, SAVED = "$after", "$saved"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FairActor:
     """One fairness assumption over the encoding's `cur`: where it is enabled, and the
     step selector's values that move it."""

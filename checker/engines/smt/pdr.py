@@ -38,7 +38,6 @@ the search the lemmas were read off nor on their pruning.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import z3
 
@@ -51,13 +50,14 @@ from .houdini import Candidate, Family, mine
 from .induction import inductive_subset, listed
 from .solver import checked, new_fixedpoint, new_solver, why_unknown
 from .terms import conj, disj, negate
+from ...base.record import record
 
 OVERFLOW = "loop overflow"  # the pseudo-property: an atomic `while` runs past the encoding's unrolling
 #: clauses of an invariant the text output shows; the rest are counted (the certificate checks all)
 SHOWN_CLAUSES = 40
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Invariant:
     """An inductive invariant Spacer found and the certificate re-checked."""
 
@@ -175,7 +175,7 @@ def certify(enc: Encoding, inv, bads: list, timeout: float | None, background=No
     return ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Lemmas:
     """pdr --strengthen's background: the mined candidates kept (jointly inductive),
     their conjunction over the encoding's state, and the notes that say where they came from."""
