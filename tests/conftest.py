@@ -122,7 +122,8 @@ def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):
         import oracle
 
-        session.config.workeroutput["oracle_counts"] = {"herd7": dict(oracle.COUNTS), "pan": dict(oracle.PAN_COUNTS)}
+        session.config.workeroutput["oracle_counts"] = {"herd7": dict(oracle.COUNTS), "pan": dict(oracle.PAN_COUNTS),
+                                                        "asked": sorted(oracle.ASKED)}
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: absent under -p no:xdist
@@ -133,6 +134,7 @@ def pytest_testnodedown(node, error):
     for mine, theirs in ((oracle.COUNTS, counts.get("herd7", {})), (oracle.PAN_COUNTS, counts.get("pan", {}))):
         for k, n in theirs.items():
             mine[k] += n
+    oracle.ASKED.update(counts.get("asked", ()))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -151,3 +153,8 @@ def pytest_terminal_summary(terminalreporter):
     if any(p.values()):
         terminalreporter.write_line(f"pan oracle: {p['live']} twin{'s' * (p['live'] != 1)} checked live, "
                                     f"{p['recorded']} from recordings (TIMERACE_SPIN={oracle.PAN_MODE})")
+    if oracle.UNUSED_MODE == "report":  # (meaningful on a whole-suite run only: see oracle.py)
+        dead = oracle.unread()
+        terminalreporter.write_line(f"oracle recordings no test asked for: {len(dead)} (TIMERACE_ORACLE_UNUSED=report)")
+        for path in dead:
+            terminalreporter.write_line(f"unread recording: {path}")

@@ -11,6 +11,11 @@ runs only when asked, by TIMERACE_HERD7:
 - `record`: herd7 runs and (re)writes the recordings.
 
 The session's summary line counts the comparisons made each way (conftest.py).
+
+**Recordings nothing reads.** With TIMERACE_ORACLE_UNUSED=report the summary also lists
+the files of tests/herd7_recordings/ and tests/pan_recordings/ that no test of the
+session asked for (a twin whose text changed leaves its old recording behind). Only a
+run of the whole suite makes that list mean "dead": `-k` or a few files read only some.
 """
 
 from __future__ import annotations
@@ -39,6 +44,23 @@ if MODE not in ("recorded", "live", "record"):
 
 #: comparisons made from a live herd7 run, from a recording, and skipped for want of one
 COUNTS = {"live": 0, "recorded": 0, "unrecorded": 0}
+UNUSED_MODE = os.environ.get("TIMERACE_ORACLE_UNUSED", "")
+if UNUSED_MODE not in ("", "report"):
+    raise SystemExit(f"TIMERACE_ORACLE_UNUSED={UNUSED_MODE!r}: expected report (or unset)")
+#: the recordings (folder/name) the session's tests asked for, read or (re)written
+ASKED: set[str] = set()
+
+
+def _asked(rec: Path) -> Path:
+    ASKED.add(f"{rec.parent.name}/{rec.name}")
+    return rec
+
+
+def unread() -> list[str]:
+    """The recordings in the two folders no test of this session asked for, as paths
+    from the repository's root."""
+    return sorted(f"tests/{d.name}/{p.name}" for d in (RECORDINGS, PAN_RECORDINGS) if d.is_dir()
+                  for p in d.iterdir() if p.suffix in (".herd7", ".json") and f"{d.name}/{p.name}" not in ASKED)
 
 # herd7 7.56 refuses `spinlock_t l;` in the initial state (its README: leave it out; the
 # lock still works), so herd7 reads each program with those lines removed
@@ -48,7 +70,7 @@ _SPINLOCK_DECL = re.compile(r"^\s*spinlock_t\s+\w+\s*;\s*$\n?", re.M)
 def recording_of(path: Path | None, source: str) -> Path:
     if path is not None:
         return path.with_suffix(".herd7")
-    return RECORDINGS / f"{hashlib.sha256(source.encode()).hexdigest()[:20]}.herd7"
+    return _asked(RECORDINGS / f"{hashlib.sha256(source.encode()).hexdigest()[:20]}.herd7")
 
 
 def _run_herd7(source: str, name: str) -> str:
@@ -120,7 +142,7 @@ def pan_recording_of(text: str) -> Path:
     """Keyed by the twin without its comments: they quote the spec's path and lines,
     which differ between clones and temporary folders, and pan never reads them."""
     program = _COMMENT.sub("", text)
-    return PAN_RECORDINGS / f"{hashlib.sha256(program.encode()).hexdigest()[:20]}.json"
+    return _asked(PAN_RECORDINGS / f"{hashlib.sha256(program.encode()).hexdigest()[:20]}.json")
 
 
 def twin_check(pml: Path, work: Path, optimise: str = "-O0"):

@@ -6,7 +6,8 @@ for an interrupt (its guard's reads of the context state) is caught.
 
 The reduction must treat a raise as dependent on the target CPU's thread steps: a
 pending, unmasked interrupt is taken before that CPU's next process-context step
-(LANGUAGE.md, "When a handler runs"), so a raise disables them."""
+(LANGUAGE.md, "When a handler runs"), so a raise disables them; unless interrupts are
+off there and stay so, which the state-dependent footprints see (engines/reduce/)."""
 
 from __future__ import annotations
 
@@ -109,10 +110,12 @@ def test_a_thread_that_masks_interrupts_keeps_its_outcomes_reduced_and_the_handl
     full, _ = finals(compiled(MASKED), False)
     got, ample = finals(compiled(MASKED), True)
     assert got == full == {(1, 0, 0, 0, 0), (1, 0, 1, 0, 0)}
-    # the device's IPI is in flight until h_delivery[0] makes it pending: that step, always
-    # at its one pc, writes pending_h[0], which every step of p reads, so p is never
-    # independent and gets no ample set (before delivery was a step it got some)
-    assert ample == 0
+    # with interrupts off, p's steps do not read pending_h[0] (their guard's
+    # `irqs_off[0] || !pending_h[0]`), and h[0] cannot enter while p keeps them off: p is
+    # an ample set of its own in the states where the IPI is no longer in flight (state-
+    # dependent footprints; with static ones the delivery's write of pending_h[0] kept p
+    # from ever being one)
+    assert ample == 3
 
 
 def test_a_footprint_blind_to_the_context_state_is_caught(monkeypatch):
@@ -135,6 +138,28 @@ def test_a_footprint_blind_to_the_context_state_is_caught(monkeypatch):
     assert any(not agree(s, "sc")[0] for s in (119, 132))
 
 
+@pytest.mark.parametrize("fault", ["writers", "reach"])
+def test_a_state_dependent_footprint_that_trusts_a_literal_too_far_is_caught(monkeypatch, fault):
+    """Planted faults in the state-dependent footprints: a literal's slot relied on
+    (the delivery's `in_flight_h[0]` while nothing is in flight) without its writers
+    joining the cluster, or with every writer taken to be past its last write. The device
+    may still raise, so before p's local_irq_disable() the reduced search must let the
+    IPI arrive and the handler run (r = 0); with either fault it lets p go first for
+    good, and a generated program misses a final state too."""
+    real = footprint._dynamic
+
+    def planted(an, *args):
+        real(an, *args)
+        if fault == "writers":
+            an.writers = {}
+        else:
+            an.reach = {key: frozenset() for key in an.reach}
+
+    monkeypatch.setattr(footprint, "_dynamic", planted)
+    assert finals(compiled(MASKED), True)[0] == {(1, 0, 1, 0, 0)}
+    assert not agree(15, "sc")[0]
+
+
 # under lkmm the reduction is lazy propagation (--no-por: eager); the small bases only
 SMALL = ("models/csd_wait_ipi.spec", "models/hv_timer_preempt.spec", "models/timer_migration.spec")
 
@@ -151,3 +176,22 @@ def test_shipped_context_models_keep_their_verdicts_with_the_reduction(memory):
                                               progress=False, use_expectations=False, coverage=False))
             got.append({o.property: o.verdict for o in result.variants[0].outcomes})
         assert got[0] == got[1], path
+
+
+def test_the_debugging_aid_says_what_keeps_ample_sets_out(tmp_path, capsys):
+    """scripts/por_why.py on the masked-IPI model: the only state-by-state reason left
+    is the handler's exit, the back edge of its loop (the cycle proviso), in the two
+    states where it runs; the delivery's loop, which consumes what the device gives once,
+    is no back edge; the counts are the reduced search's."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("por_why", ROOT / "scripts" / "por_why.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    f = tmp_path / "masked.spec"
+    f.write_text(MASKED)
+    assert mod.main([str(f)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"{f} base: 16 states, 3 expanded with an ample set", out
+    assert out.splitlines()[1:] == ["      2  h[0]: step `irq exit: h` closes a loop"], out
+    assert mod.main([str(tmp_path / "none.spec")]) == 2

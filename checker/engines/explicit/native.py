@@ -77,7 +77,8 @@ def source_for(cm: CompiledModel, reduction: Reduction | None = None) -> CSource
         if reduction.selects:
             ample = reduction.ample_tables()
             if ample is None:
-                raise Unsupported("this partial-order reduction is the Python loop's (--no-por)")
+                raise Unsupported("this partial-order reduction is the Python loop's: with execution contexts its "
+                                  "ample sets depend on more than the pcs (--no-por)")
     steps, actors = actor_tables(cm)
     by_gid = {inst.gid: inst for inst in cm.instances}
     refs = []

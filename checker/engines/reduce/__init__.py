@@ -64,6 +64,32 @@ By induction on the length of w, the reduced search reaches a violation of the s
 property. Nothing depends on the order of the search, so hash-partitioned workers may
 use the same ample sets.
 
+State-dependent footprints (a model with execution contexts, not under lkmm: the
+context machinery's flags make most steps wait on another actor). A *literal* is a
+conjunct of a step's guard that compares one slot outside every store buffer with a
+constant (`in_flight_H[c]`, `!irqs_off[c]`, `curr[c] == 2`, `preemptions < 1`), reached
+without a conjunct that may fail: where it is false the step is disabled. In a state s
+the cluster grows as above, with three differences. A step of a member that a false
+literal disables is not in A and adds no conflicts; an actor all of whose steps at its
+pc are disabled so is *dormant*: needed by the cluster, it joins neither C nor A. A
+conjunct `lit || e` makes e's reads only where lit is false, so a conflict through them
+counts only there (a thread's `irqs_off[c] || !pending_H[c]`). Each literal relied on
+so (false for a disabled step, true for a dropped read) must keep its value on every
+run of actors outside C: every actor that may still write its slot, from its pc on in
+its control flow, joins as C or as dormant. Then no dormant actor moves on such a run
+(the first to move would need a relied slot written first, by an actor of C, which does
+not move, a dormant one, which is not first, or one that can no longer write it), and
+no relied literal changes, so the argument above goes through: the first move of C is a
+step of A enabled in s, and the rest commute with A. The cycle proviso keeps the back
+edges, except one: a step that loops to its own pc and makes a literal of its guard
+false (a delivery's `in_flight_H = false`, an expiry's `armed_T = false`), whose actor
+writes that slot nowhere else; on a cycle of states through it another actor writes the
+slot back by a step that is no sched-in, so goes round a loop of its own control flow
+and takes a back edge of its own, which counts (its writers must have no such step).
+Under liveness the cluster is the seed alone, and a dormant actor must be one that no
+actor but a dormant one, the seed included, may still wake: it never moves again.
+scripts/por_why.py says, state by state, what keeps ample sets out of a variant.
+
 Liveness (weak fairness, engines/liveness.py): clusters are single instances P whose
 steps at the pc conflict with no other actor at all. On a fair infinite run from s
 the second case needs P enabled forever and never moving, so it arises only for an

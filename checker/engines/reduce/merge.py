@@ -24,7 +24,7 @@ def merge_local_steps(program: ir.Program) -> tuple[ir.Program, int]:
     not hide behind a wait); the pc of u must be a valid end exactly when the chain's
     first pc is, so that a process stuck before the merged step is stuck where it
     would have been. Returns the program and the number of steps merged away."""
-    an = analyse(program)
+    an = analyse(program, dynamic=False)
     layout = program.layout
     procs = []
     merged_count = 0
