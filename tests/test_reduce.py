@@ -89,12 +89,13 @@ def searched(path, config: str):
     is the same search: symmetry "on" reduces exactly as the default "auto" does (it only
     adds notes where it cannot apply), so "both" is the default run; and where no variant
     has symmetric processes, symmetry "on" without partial-order reduction searches what
-    "off" does (test_symmetry_on_without_symmetric_processes_is_the_plain_search)."""
+    "off" does, and partial-order reduction with symmetry "off" what the default run does
+    (test_symmetry_on_without_symmetric_processes_is_the_plain_search)."""
     if config == "both":
         return checked(path)
-    if config == "symmetry" and not any(n.startswith(SYMMETRY_APPLIED) for v in checked(path).variants
-                                        for n in v.stats.reductions):
-        return checked(path, **NONE)
+    if not any(n.startswith(SYMMETRY_APPLIED) for v in checked(path).variants for n in v.stats.reductions):
+        # symmetry left nothing to reduce: "symmetry" is the plain search, "por" the default one
+        return checked(path, **NONE) if config == "symmetry" else checked(path)
     return checked(path, **CONFIGS[config])
 
 
@@ -107,13 +108,17 @@ invariant bounded: x <= 2;
 
 def test_symmetry_on_without_symmetric_processes_is_the_plain_search(tmp_path):
     """What `searched` relies on: on a model with no symmetric processes the same states,
-    verdicts and counterexamples with symmetry on as off; and "both" is the default run,
+    verdicts and counterexamples with symmetry on as off (and with partial-order reduction
+    alone as in the default run); and "both" is the default run,
     also where symmetry applies."""
     plain = ROOT / "models" / "timer_migration.spec"
     on, off = checked(plain, **CONFIGS["symmetry"]), checked(plain, **NONE)
     assert not any(n.startswith(SYMMETRY_APPLIED) for v in on.variants for n in v.stats.reductions)
     assert [(v.variant, v.stats.states, v.outcomes) for v in on.variants] == \
         [(v.variant, v.stats.states, v.outcomes) for v in off.variants]
+    por_alone, default = checked(plain, **CONFIGS["por"]), checked(plain)
+    assert [(v.variant, v.stats.states, v.stats.transitions, v.outcomes) for v in por_alone.variants] == \
+        [(v.variant, v.stats.states, v.stats.transitions, v.outcomes) for v in default.variants]
     sym = tmp_path / "sym.spec"
     sym.write_text(THREE_INCREMENTS)
     for path in (plain, sym):
@@ -154,7 +159,7 @@ def test_every_model_keeps_its_verdicts_with_each_reduction(path, config, unredu
 def test_counterexamples_found_with_reductions_replay(path):
     """Every trace is a run of the model: replayed step by step, it reaches the violation."""
     spec = load(str(path))
-    result = checked(path, **CONFIGS["both"])
+    result = searched(path, "both")
     for v in result.variants:
         cm = compile_variant(spec, v.variant, Options())
         for cx in [o.counterexample for o in v.outcomes] + [v.model_error]:
