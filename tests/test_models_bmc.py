@@ -17,6 +17,15 @@ MODELS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "models"
 BASE_DEPTH = 6  # a modest bound for variants whose properties hold (or fail only deeper)
 MAX_DEPTH = 20  # known violations up to here are reached; beyond it (pi_timer's at 29-38
                 # steps take Z3 minutes each) the engines are compared up to BASE_DEPTH
+#: variants compared to a shallower depth than their deepest known violation: on these
+#: Z3's time grows about threefold from it to that violation (20-30 s of the suite each),
+#: and bmc's agreement at depths 16-20 is kept by fourteen other variants (pi_two_posters,
+#: hv_sw_switch, pi_timer, hlt_if_gating, pi_preempted_target, timer_advance_tuning)
+SHALLOWER = {
+    ("apic_timer_migrate.spec", "restart_always"): 12,  # one_expiry at 19: past migrated at 3
+    ("hv_timer_advance.spec", "unguarded_no_range_check"): 8,  # the u64 deadlock at 16: past 3
+    ("vcpu_preempted_kick.spec", "base_tso"): 15,  # lost_while_preempted at 20: past 8 and 15
+}
 
 
 def _variants():
@@ -37,7 +46,7 @@ def test_bmc_finds_the_known_violations_at_the_explicit_depth(path, variant):
         pytest.skip("the Z3 engines encode sc and x86-TSO; this variant runs under lkmm")
     depths, err, _ = explicit_depths(cm)
     known = [d for d in list(depths.values()) + ([err] if err is not None else []) if d <= MAX_DEPTH]
-    depth = max(known, default=BASE_DEPTH)
+    depth = min(max(known, default=BASE_DEPTH), SHALLOWER.get((os.path.basename(path), variant), MAX_DEPTH))
     exp, got = assert_engines_agree(cm, depth)
     assert {k: v for k, v in exp.items() if v <= depth} == got
 
