@@ -18,7 +18,7 @@ BASE_DEPTH = 6  # a modest bound for variants whose properties hold (or fail onl
 MAX_DEPTH = 20  # known violations up to here are reached; beyond it (pi_timer's at 29-38
                 # steps take Z3 minutes each) the engines are compared up to BASE_DEPTH
 #: variants compared to a shallower depth than their deepest known violation: on these
-#: Z3's time grows about threefold from it to that violation (20-30 s of the suite each),
+#: Z3's time grows three- to tenfold from it to that violation (20-30 s of the suite each),
 #: and bmc's agreement at depths 16-20 is kept by fourteen other variants (pi_two_posters,
 #: hv_sw_switch, pi_timer, hlt_if_gating, pi_preempted_target, timer_advance_tuning)
 SHALLOWER = {
