@@ -85,12 +85,13 @@ def bmc_depths(cm, depth: int) -> tuple[dict[str, int], int | None, object]:
     return depths, err, r
 
 
-def assert_engines_agree(cm, depth: int) -> tuple[dict, dict]:
-    """Explicit BFS finds a violation at d <= depth iff BMC to `depth` does, at the same d.
+def assert_engines_agree(cm, depth: int, explicit: tuple | None = None) -> tuple[dict, dict]:
+    """Explicit BFS finds a violation at d <= depth iff BMC to `depth` does, at the same d
+    (`explicit`: explicit_depths(cm), where the caller has it already).
 
     The explicit search stops at the first model error (depth e), so its answers are
     complete only below e; BMC stops after depth e too."""
-    exp, exp_err, complete = explicit_depths(cm)
+    exp, exp_err, complete = explicit_depths(cm) if explicit is None else explicit
     assert complete
     got, got_err, _ = bmc_depths(cm, depth)
     if exp_err is not None and exp_err <= depth:
