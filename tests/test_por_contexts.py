@@ -2,7 +2,10 @@
 reduced search reaches the final states and verdicts of the unreduced one, on generated
 context programs (hypothesis, small) under sc and x86-TSO and on the shipped context
 models forced to each (and to lkmm, where the reduction is lazy propagation), and a planted footprint that leaves out what makes a thread wait
-for an interrupt (its guard's reads of the context state) is caught.
+for an interrupt (its guard's reads of the context state) is caught. Tiny context models, each with a violation
+the reduced search must keep, catch a conditional read dropped, the cycle proviso lost
+(the ignoring problem: a loop spun for ever while another actor's step waits) and the
+consumption exemption granted where its conditions fail.
 
 The reduction must treat a raise as dependent on the target CPU's thread steps: a
 pending, unmasked interrupt is taken before that CPU's next process-context step
@@ -242,8 +245,18 @@ process p on cpu 0 { loop { atomic { await go; go = false; if (keep) { go = true
 process dev { bad = true; }
 invariant never_bad: !bad;
 """
+# A one-pc loop that consumes its flag in one alternative and gives it back in another:
+# its actor writes the flag twice, so the loop is no consumption (nobody else has to give
+# the flag back, and nobody does).
+SELF_FEED = """model self_feed;
+cpus 2;
+var go: bool = true; var bad: bool = false;
+process p on cpu 0 { loop { choose { atomic { await go; go = false; } } or { atomic { await !go; go = true; } } } }
+process dev { bad = true; }
+invariant never_bad: !bad;
+"""
 TINY = {"poll": (POLL, "deadlock"), "spin": (SPIN, "not_done"), "ping": (PING, "never_bad"),
-        "rearm": (REARM, "never_bad")}
+        "rearm": (REARM, "never_bad"), "self_feed": (SELF_FEED, "never_bad")}
 
 
 def verdicts(text: str, por: bool) -> dict:
