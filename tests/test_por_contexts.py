@@ -2,7 +2,10 @@
 reduced search reaches the final states and verdicts of the unreduced one, on generated
 context programs (hypothesis, small) under sc and x86-TSO and on the shipped context
 models forced to each (and to lkmm, where the reduction is lazy propagation), and a planted footprint that leaves out what makes a thread wait
-for an interrupt (its guard's reads of the context state) is caught.
+for an interrupt (its guard's reads of the context state) is caught. Tiny context models, each with a violation
+the reduced search must keep, catch a conditional read dropped, the cycle proviso lost
+(the ignoring problem: a loop spun for ever while another actor's step waits) and the
+consumption exemption granted where its conditions fail.
 
 The reduction must treat a raise as dependent on the target CPU's thread steps: a
 pending, unmasked interrupt is taken before that CPU's next process-context step
@@ -195,3 +198,113 @@ def test_the_debugging_aid_says_what_keeps_ample_sets_out(tmp_path, capsys):
     assert out.splitlines()[0] == f"{f} base: 16 states, 3 expanded with an ample set", out
     assert out.splitlines()[1:] == ["      2  h[0]: step `irq exit: h` closes a loop"], out
     assert mod.main([str(tmp_path / "none.spec")]) == 2
+
+
+# Tiny context models where a reduction that trusts too much misses a violation.
+# A vCPU polls `stop || ready`: where stop is false the poll reads ready (a conditional
+# read), so the host's `ready = false` must be tried first too; it leaves the vCPU stuck
+# for good (a deadlock).
+POLL = """model poll;
+cpus 2;
+var stop: bool = false;
+var ready: bool = true;
+process vcpu on cpu 0 { await stop || ready; }
+process host on cpu 1 { ready = false; }
+"""
+# The ignoring problem: a vCPU on CPU 0 spins for ever with interrupts toggled, steps of
+# its own that nothing else reads; the IPI to CPU 1 and its handler, which breaks the
+# invariant, are expanded only because the spin's loop closes by a back edge (the cycle
+# proviso).
+SPIN = """model spin;
+cpus 2;
+var done: bool = false;
+interrupt h[2] { done = true; }
+process dev { send_IPI(1, h); }
+process vcpu on cpu 0 { var t: 0..1 = 0; loop { local_irq_disable(); t = 1 - t; local_irq_enable(); } }
+invariant not_done: !done;
+"""
+# Two one-step loops that each consume their own flag and give the other's back: each
+# writer of the other's flag has a consuming loop itself, so neither loop is exempt from
+# the cycle proviso, and the device's step is still taken.
+PING = """model ping;
+cpus 2;
+var a: bool = true; var b: bool = false; var bad: bool = false;
+process p on cpu 0 { loop { atomic { await a; a = false; b = true; } } }
+process q on cpu 1 { loop { atomic { await b; b = false; a = true; } } }
+process dev { bad = true; }
+invariant never_bad: !bad;
+"""
+# A one-step loop that consumes its flag and, in a branch, gives it back at once (an
+# expiry that re-arms itself): no consumption, a back edge like any other. Until this
+# test, `_consuming` read only the body's top-level assignments and exempted it, so the
+# reduced search spun on p for ever and never ran dev (`never_bad` held).
+REARM = """model rearm;
+cpus 2;
+var go: bool = true; var keep: bool = true; var bad: bool = false;
+process p on cpu 0 { loop { atomic { await go; go = false; if (keep) { go = true; } } } }
+process dev { bad = true; }
+invariant never_bad: !bad;
+"""
+# A one-pc loop that consumes its flag in one alternative and gives it back in another:
+# its actor writes the flag twice, so the loop is no consumption (nobody else has to give
+# the flag back, and nobody does).
+SELF_FEED = """model self_feed;
+cpus 2;
+var go: bool = true; var bad: bool = false;
+process p on cpu 0 { loop { choose { atomic { await go; go = false; } } or { atomic { await !go; go = true; } } } }
+process dev { bad = true; }
+invariant never_bad: !bad;
+"""
+TINY = {"poll": (POLL, "deadlock"), "spin": (SPIN, "not_done"), "ping": (PING, "never_bad"),
+        "rearm": (REARM, "never_bad"), "self_feed": (SELF_FEED, "never_bad")}
+
+
+def verdicts(text: str, por: bool) -> dict:
+    from checker.front.parse import parse
+
+    result = check_spec(parse(text, "m.spec"), Options(variants=("base",), por=por, symmetry="off", progress=False,
+                                                       use_expectations=False, coverage=False))
+    return {o.property: o.verdict.value for o in result.variants[0].outcomes}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_tiny_context_models_keep_their_violations_with_the_reduction(name):
+    text, prop = TINY[name]
+    full = verdicts(text, False)
+    assert full[prop] == "violated"
+    assert verdicts(text, True) == full
+
+
+def test_a_conditional_read_dropped_is_caught(monkeypatch):
+    """The planted fault: a conditional read (`lit || e` in a guard) taken as no read
+    at all, even where lit is false: the poll looks independent of the host and goes
+    first for good, and the deadlock is missed."""
+    real = footprint._dynamic
+
+    def planted(an, *args):
+        real(an, *args)
+        an.step_needs = {key: tuple((mask, ()) for mask, _ in row) for key, row in an.step_needs.items()}
+
+    monkeypatch.setattr(footprint, "_dynamic", planted)
+    assert verdicts(POLL, True)["deadlock"] == "holds"
+
+
+@pytest.mark.parametrize("fault", ["every loop consumes", "no back edges"])
+def test_a_cycle_proviso_lost_for_context_models_is_caught(monkeypatch, fault):
+    """The planted faults: `_consuming` exempting every loop from the cycle proviso, or
+    the dynamic path ignoring back edges. The reduced search then spins on the vCPU for
+    ever and never sends the IPI."""
+    if fault == "every loop consumes":
+        monkeypatch.setattr(footprint, "_consuming",
+                            lambda an, gotos, closes: {key: (False,) * len(row) for key, row in closes.items()})
+    else:
+        real = footprint._dynamic
+
+        def planted(an, *args):
+            real(an, *args)
+            an.step_bad = {key: tuple("" if b == "closes a loop" else b for b in row)
+                           for key, row in an.step_bad.items()}
+
+        monkeypatch.setattr(footprint, "_dynamic", planted)
+    assert verdicts(SPIN, True)["not_done"] == "holds"
+    assert verdicts(PING, True)["never_bad"] == "holds"

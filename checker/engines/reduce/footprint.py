@@ -617,7 +617,8 @@ def _consuming(an: Analysis, gotos: dict, closes: dict) -> dict:
     """`closes` without the back edges that consume what another actor must give
     again: a step that loops to its own pc, whose guard has a literal its body makes
     false (`await in_flight_H; in_flight_H = false; ...`: an interrupt's delivery, a
-    timer's expiry), where its actor writes the literal's slot nowhere else. On a cycle
+    timer's expiry) and leaves it so (no later write of the slot in the body, nested or
+    not), where its actor writes the literal's slot nowhere else. On a cycle
     of states through it, another actor writes the slot back, by a step that is no
     sched-in, so that actor goes round a loop of its own control flow and takes a back
     edge of its own, which still counts: the cycle proviso holds without this one.
@@ -633,12 +634,19 @@ def _consuming(an: Analysis, gotos: dict, closes: dict) -> dict:
                     if not closes[(gid, pc)][j] or gotos[(gid, pc)][j] != {pc}:
                         continue
                     col.proc = p.name
-                    made = {}
+                    made: dict = {}  # slot -> the constant the body leaves in it
                     for op in st.body:
                         if isinstance(op, ir.OAssign) and isinstance(op.value, m.Const):
                             k = col.one_slot(op.target, i)
                             if k is not None:
                                 made[k] = int(op.value.value)
+                                continue
+                        # any other write (nested in a branch, by a primitive, at a computed
+                        # index) may give the slot back: `go = false; if (keep) go = true;`
+                        col.reads, col.writes = set(), set()
+                        col.ops([op], i, set())
+                        for w in col.writes:
+                            made.pop(w, None)
                     lit = next((x for x in fp.lits if x[0] in made and not holds(x, made[x[0]])), None)
                     if lit is not None:
                         found[(gid, pc, j)] = lit[0]
