@@ -37,7 +37,7 @@ from ..base.safe_text import python_comment
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, Step, StepKind, builtins_in)
 from ..semantics.fold import simplify, store_needs
-from ..semantics.lower import TextSpelling
+from ..semantics.lower import EmittedSpelling
 from ..base.record import record
 
 #: the widest packed state the C loop takes: the visited set stores state + 1 in 64 bits
@@ -119,6 +119,12 @@ class _Emitter:
     def fresh(self) -> str:
         self.n += 1
         return f"t{self.n}"
+
+    def indented(self, body: Callable[[], None]) -> None:
+        """What `body` emits, one level deeper: a C block's statements."""
+        self.depth += 1
+        body()
+        self.depth -= 1
 
 
 def _p(code: str) -> str:
@@ -386,13 +392,9 @@ class CWriter:
             c = e.fresh()
             e.emit(f"i64 {c} = {self.expr(cond, e, 'v')};")
             e.emit(f"if ({c}) {{")
-            e.depth += 1
-            self.ops(op.then, e)
-            e.depth -= 1
+            e.indented(lambda: self.ops(op.then, e))
             e.emit("} else {")
-            e.depth += 1
-            self.ops(op.orelse, e)
-            e.depth -= 1
+            e.indented(lambda: self.ops(op.orelse, e))
             e.emit("}")
         elif isinstance(op, OWhile):
             n = e.fresh()
@@ -414,9 +416,7 @@ class CWriter:
             e.emit("continue;")
         elif isinstance(op, OInline):
             e.emit(f"do {{  /* inline {_comment(op.name)} */")
-            e.depth += 1
-            self.ops(op.body, e)
-            e.depth -= 1
+            e.indented(lambda: self.ops(op.body, e))
             e.emit("} while (0);")
         elif isinstance(op, OAssert):
             cond = self.simplify(op.cond)
@@ -489,33 +489,17 @@ class CWriter:
                           "    return " + (" && ".join(parts) or "1") + ";", "}", ""])
 
 
-class _Spelled(TextSpelling[Place]):
+class _Spelled(EmittedSpelling[Place, _Emitter]):
     """The core operations in C: a value is an i64 expression, a place a field of the
     packed state `v` (CWriter.address)."""
 
     owner: CWriter
-
-    def __init__(self, owner: CWriter, e: _Emitter, src: str):
-        super().__init__(owner)
-        self.e, self.src = e, src
-
-    def value(self, x: m.TExpr) -> str:
-        return self.owner.expr(x, self.e, self.src)
-
-    def fresh(self) -> str:
-        return self.e.fresh()
 
     def assign(self, tmp: str, code: str) -> None:
         self.e.emit(f"i64 {tmp} = {code};")
 
     def paren(self, code: str) -> str:
         return code  # a value here is already an operand (expr and the operators below parenthesise their own)
-
-    def store(self, loc: m.TExpr, value: m.TExpr) -> None:
-        self.owner.store(loc, value, self.e)
-
-    def store_code(self, loc: m.TExpr, code: str) -> None:
-        self.owner.store_code(loc, code, None, self.e)
 
     def place(self, loc: m.TExpr) -> Place:
         return self.owner.address(loc, self.e, "v")
@@ -528,23 +512,17 @@ class _Spelled(TextSpelling[Place]):
         return self.owner.get_dyn("v", shift, width, lo)
 
     def write(self, place: Place, code: str, const: int | None = None) -> None:
-        self.owner.put(place, code if const is None else f"{const}LL", self.e)
+        self.owner.put(place, code if const is None else self.word(const), self.e)
 
     def note(self, text: str) -> None:
         self.e.emit(f"/* {_comment(text)} */")
 
-    def when(self, cond: str, then: Callable[[], None], note: str | None = None) -> None:
-        self.first([(cond, note, then)])
-
     def first(self, cases: list[tuple[str, str | None, Callable[[], None]]]) -> None:
-        e = self.e
         for i, (cond, note, body) in enumerate(cases):
-            e.emit(f"{'} else if' if i else 'if'} ({cond}) {{" + (f"  /* {_comment(note)} */" if note else ""))
-            e.depth += 1
-            body()
-            e.depth -= 1
+            self.e.emit(f"{'} else if' if i else 'if'} ({cond}) {{" + (f"  /* {_comment(note)} */" if note else ""))
+            self.e.indented(body)
         if cases:
-            e.emit("}")
+            self.e.emit("}")
 
     def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
         assert isinstance(bits.type, m.BitsetT)
@@ -570,21 +548,12 @@ class _Spelled(TextSpelling[Place]):
             _fixed_width(signed)
         return f"absv({x})"  # (bails on INT64_MIN)
 
-    # the operators C writes its own way: i64 values, and arithmetic that bails on overflow
+    # what C writes its own way: i64 values, and arithmetic that bails on overflow
+    def word(self, v: int) -> str:
+        return f"{v}LL"
+
     def group(self, code: str) -> str:
         return f"(i64)({code})"  # a C comparison is an int
-
-    def with_bit(self, x: str, nr: str, set: bool) -> str:
-        return f"({x} | (1LL << {nr}))" if set else f"({x} & ~(1LL << {nr}))"
-
-    def with_mask(self, x: str, mask: int, set: bool) -> str:
-        return f"({x} | {mask}LL)" if set else f"({x} & ~{mask}LL)"
-
-    def has_mask(self, x: str, mask: int) -> str:
-        return f"{x} & {mask}LL"  # (a condition: `if` parenthesises it)
-
-    def or_(self, a: str, b: str) -> str:
-        return f"({a} | {b})"
 
     def plus(self, a: str, step: int) -> str:
         return f"add({a}, {step}LL)"
