@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from .. import model as m
+from ..base.errors import Span
 from ..base.limits import MAX_STEP_LOOP
 from ..base.safe_text import python_comment
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, Step, StepKind, builtins_in)
 from ..semantics.fold import simplify, store_needs
-from ..semantics.lower import (Abs, Add, BitOp, Cas, Core, Load, MinMax, Or, Store, TestBit, WaitAdd, WaitRemove, Wake,
-                               Xchg, Zero, lower)
-from ..semantics.primitives import Returns
+from ..semantics.lower import EmittedSpelling
 from ..base.record import record
 
 #: the widest packed state the C loop takes: the visited set stores state + 1 in 64 bits
@@ -120,9 +120,20 @@ class _Emitter:
         self.n += 1
         return f"t{self.n}"
 
+    def indented(self, body: Callable[[], None]) -> None:
+        """What `body` emits, one level deeper: a C block's statements."""
+        self.depth += 1
+        body()
+        self.depth -= 1
+
 
 def _p(code: str) -> str:
     return code if code.isidentifier() or code.lstrip("-").isdigit() else f"({code})"
+
+
+#: a field of the packed state: (slot, or None when its index is computed; shift code,
+#: width, lower and upper bound)
+Place = tuple[int | None, str, int, int, int]
 
 
 class CWriter:
@@ -144,6 +155,7 @@ class CWriter:
         self.proc: ProcessIR | None = None
         self.inst: int | None = None
         self.bound: dict[int, str] = {}
+        self.direct = False  # (Spelling's switch for a locked primitive under tso: this C is sc only)
 
     # -- fields
     def mask(self, k: int) -> int:
@@ -161,8 +173,8 @@ class CWriter:
         raw = f"(i64)({src} >> ({shift_code}) & {(1 << width) - 1:#x})"
         return f"({raw} + {lo})" if lo else raw
 
-    # -- addresses: (slot or None, shift code, width, lo, hi, name)
-    def address(self, target: m.TExpr, e: _Emitter, src: str) -> tuple[int | None, str, int, int, int]:
+    # -- addresses
+    def address(self, target: m.TExpr, e: _Emitter, src: str) -> Place:
         layout = self.layout
         if isinstance(target, m.Var):
             k = layout.slot_of(target.sym, self.inst)
@@ -196,7 +208,9 @@ class CWriter:
     def index_inline(self, idx: m.TExpr, lo: int, hi: int, e: _Emitter, src: str) -> str:
         """An index as one expression that bails when out of bounds (reads may sit inside
         a quantifier's loop, where a hoisted temporary would not see its variable)."""
-        code = self.expr(idx, e, src)
+        return self.in_bounds(self.expr(idx, e, src), lo, hi, e)
+
+    def in_bounds(self, code: str, lo: int, hi: int, e: _Emitter) -> str:
         tmp = e.fresh()
         return f"({{ i64 {tmp} = {code}; if ({tmp} < {lo} || {tmp} > {hi}) return BAIL; {tmp}; }})"
 
@@ -313,107 +327,10 @@ class CWriter:
         i = self.index_inline(x.index, 0, proc.instances - 1, e, src)
         return self.get_dyn(src, f"{self.shift[base]} + {stride} * {i}", self.width[base], self.lo[base])
 
-    # -- kernel primitives, as their core operations (semantics/lower.py)
+    # -- kernel primitives, as their core operations: semantics/lower.py's Spelling decides
+    # what is read, checked, computed and written, and in which order; _Spelled writes it
     def builtin(self, c: m.Builtin, e: _Emitter, src: str) -> str:
-        return self.core(lower(c), e, src)
-
-    def core(self, k: Core, e: _Emitter, src: str) -> str:
-        if isinstance(k, Load):
-            return self.expr(k.loc, e, src)
-        if isinstance(k, TestBit):
-            nr = self.index_inline(k.nr, 0, _bitset_size(k.bits) - 1, e, src)
-            return f"(({self.expr(k.bits, e, src)} >> {nr}) & 1)"
-        if isinstance(k, Zero):
-            return f"(i64)({self.expr(k.x, e, src)} {'!=' if k.nonzero else '=='} 0)"
-        if isinstance(k, MinMax):
-            a, b = self.expr(k.a, e, src), self.expr(k.b, e, src)
-            return f"{'min2' if k.is_min else 'max2'}({a}, {b})"
-        if isinstance(k, Abs):
-            return f"absv({self.expr(k.x, e, src)})"
-        if isinstance(k, Store):
-            self.store(k.loc, k.value, e)
-            return ""
-        if isinstance(k, (Add, Or)):
-            # read in the Python back end's order: a delta before the location, else after
-            d = self.expr(k.delta, e, "v") if isinstance(k, Add) and k.step is None and k.delta is not None else ""
-            cur_t = e.fresh()
-            e.emit(f"i64 {cur_t} = {self.expr(k.loc, e, 'v')};")
-            if isinstance(k, Or):
-                value = f"({cur_t} | {self.expr(k.value, e, 'v')})"
-            elif k.step is not None:
-                value = f"add({cur_t}, {k.step}LL)"
-            else:
-                value = f"sub({cur_t}, {d})" if k.negate else f"add({cur_t}, {d})"
-            new = e.fresh()
-            e.emit(f"i64 {new} = {value};")
-            self.store_code(k.loc, new, None, e)
-            if k.returns is Returns.NEW_IS_ZERO:
-                return f"(i64)({new} == 0)"
-            return new if k.returns is Returns.NEW else cur_t if k.returns is Returns.OLD else ""
-        if isinstance(k, BitOp):
-            size = _bitset_size(k.bits)
-            nr = e.fresh()
-            e.emit(f"i64 {nr} = {self.expr(k.nr, e, 'v')};")
-            e.emit(f"if ({nr} < 0 || {nr} >= {size}) return BAIL;  /* not a bit of the set */")
-            cur = e.fresh()
-            e.emit(f"i64 {cur} = {self.expr(k.bits, e, 'v')};")
-            old = e.fresh()
-            e.emit(f"i64 {old} = ({cur} >> {nr}) & 1;")
-            new = f"({cur} | (1LL << {nr}))" if k.set else f"({cur} & ~(1LL << {nr}))"
-            self.store_code(k.bits, new, None, e)
-            return old if k.returns_old else ""
-        if isinstance(k, Xchg):
-            old = e.fresh()
-            e.emit(f"i64 {old} = {self.expr(k.loc, e, 'v')};")
-            self.store(k.loc, k.value, e)
-            return old
-        if isinstance(k, Cas):
-            old = e.fresh()
-            e.emit(f"i64 {old} = {self.expr(k.loc, e, 'v')};")
-            expect = self.expr(k.expect, e, "v")
-            e.emit(f"if ({old} == {expect}) {{")
-            e.depth += 1
-            self.store(k.loc, k.new, e)
-            e.depth -= 1
-            e.emit("}")
-            return f"(i64)({old} == {expect})" if k.success else old
-        if isinstance(k, (WaitAdd, WaitRemove)):
-            assert self.proc is not None and self.inst is not None
-            addr = self.address(k.queue, e, "v")
-            gid = self.layout.gid_base[self.proc.name] + self.inst
-            task = self.layout.task_slot[gid]
-            cur = e.fresh()
-            e.emit(f"i64 {cur} = {self.get_dyn('v', addr[1], addr[2], addr[3])};")
-            if isinstance(k, WaitAdd):
-                e.emit(f"/* {_comment(self.proc.instance_name(self.inst))} waits; its task is INTERRUPTIBLE */")
-                self.put(addr, f"({cur} | {1 << gid}LL)", e)
-                self.put(self.slot(task), "1LL", e)
-            else:
-                e.emit(f"/* {_comment(self.proc.instance_name(self.inst))} stops waiting; its task is RUNNING */")
-                self.put(self.slot(task), "0LL", e)
-                self.put(addr, f"({cur} & ~{1 << gid}LL)", e)
-            return ""
-        if isinstance(k, Wake):
-            addr = self.address(k.queue, e, "v")
-            w = e.fresh()
-            e.emit(f"i64 {w} = {self.get_dyn('v', addr[1], addr[2], addr[3])};")
-            sleepers = sorted(self.layout.task_slot.items())
-            for n, (gid, task) in enumerate(sleepers):
-                kw = "if" if k.all or n == 0 else "} else if"
-                e.emit(f"{kw} ({w} & {1 << gid}LL) {{  /* wake {_comment(self.layout.instance_names[gid])} */")
-                e.depth += 1
-                self.put(self.slot(task), "0LL", e)
-                if not k.all:
-                    self.put(addr, f"({w} & ~{1 << gid}LL)", e)
-                e.depth -= 1
-                if k.all:
-                    e.emit("}")
-            if sleepers and not k.all:
-                e.emit("}")
-            if k.all:
-                self.put(addr, "0LL", e)
-            return ""
-        raise Unsupported(f"the kernel primitive {k.prim.name}")
+        return _Spelled(self, e, src).builtin(c) or ""  # "": no value
 
     # -- stores
     def store(self, target: m.TExpr, value: m.TExpr, e: _Emitter) -> None:
@@ -428,10 +345,10 @@ class CWriter:
             code = f"(i64)({code} != 0)"
         self.put(addr, code, e)
 
-    def slot(self, k: int) -> tuple[int | None, str, int, int, int]:
+    def slot(self, k: int) -> Place:
         return k, str(self.shift[k]), self.width[k], self.lo[k], self._hi(k)
 
-    def put(self, addr: tuple[int | None, str, int, int, int], code: str, e: _Emitter) -> None:
+    def put(self, addr: Place, code: str, e: _Emitter) -> None:
         """Write `code` into a field of `v`. Every store is checked, where the Python
         back end checks only what the types do not guarantee: the same outcome, as a
         check that cannot fail never fails."""
@@ -475,13 +392,9 @@ class CWriter:
             c = e.fresh()
             e.emit(f"i64 {c} = {self.expr(cond, e, 'v')};")
             e.emit(f"if ({c}) {{")
-            e.depth += 1
-            self.ops(op.then, e)
-            e.depth -= 1
+            e.indented(lambda: self.ops(op.then, e))
             e.emit("} else {")
-            e.depth += 1
-            self.ops(op.orelse, e)
-            e.depth -= 1
+            e.indented(lambda: self.ops(op.orelse, e))
             e.emit("}")
         elif isinstance(op, OWhile):
             n = e.fresh()
@@ -503,9 +416,7 @@ class CWriter:
             e.emit("continue;")
         elif isinstance(op, OInline):
             e.emit(f"do {{  /* inline {_comment(op.name)} */")
-            e.depth += 1
-            self.ops(op.body, e)
-            e.depth -= 1
+            e.indented(lambda: self.ops(op.body, e))
             e.emit("} while (0);")
         elif isinstance(op, OAssert):
             cond = self.simplify(op.cond)
@@ -578,9 +489,81 @@ class CWriter:
                           "    return " + (" && ".join(parts) or "1") + ";", "}", ""])
 
 
-def _bitset_size(x: m.TExpr) -> int:
-    assert isinstance(x.type, m.BitsetT)
-    return x.type.size
+class _Spelled(EmittedSpelling[Place, _Emitter]):
+    """The core operations in C: a value is an i64 expression, a place a field of the
+    packed state `v` (CWriter.address)."""
+
+    owner: CWriter
+
+    def assign(self, tmp: str, code: str) -> None:
+        self.e.emit(f"i64 {tmp} = {code};")
+
+    def paren(self, code: str) -> str:
+        return code  # a value here is already an operand (expr and the operators below parenthesise their own)
+
+    def place(self, loc: m.TExpr) -> Place:
+        return self.owner.address(loc, self.e, "v")
+
+    def task(self, gid: int) -> Place:
+        return self.owner.slot(self.owner.layout.task_slot[gid])
+
+    def read(self, place: Place) -> str:
+        _, shift, width, lo, _ = place
+        return self.owner.get_dyn("v", shift, width, lo)
+
+    def write(self, place: Place, code: str, const: int | None = None) -> None:
+        self.owner.put(place, code if const is None else self.word(const), self.e)
+
+    def note(self, text: str) -> None:
+        self.e.emit(f"/* {_comment(text)} */")
+
+    def first(self, cases: list[tuple[str, str | None, Callable[[], None]]]) -> None:
+        for i, (cond, note, body) in enumerate(cases):
+            self.e.emit(f"{'} else if' if i else 'if'} ({cond}) {{" + (f"  /* {_comment(note)} */" if note else ""))
+            self.e.indented(body)
+        if cases:
+            self.e.emit("}")
+
+    def bit_in_set(self, nr: str, bits: m.TExpr) -> str:
+        assert isinstance(bits.type, m.BitsetT)
+        return self.owner.in_bounds(nr, 0, bits.type.size - 1, self.e)
+
+    def check_bit(self, nr: str, place: Place, size: int) -> None:
+        self.e.emit(f"if ({nr} < 0 || {nr} >= {size}) return BAIL;  /* not a bit of the set */")
+
+    # fixed-width integers: not written (`expr` refuses them before these are reached)
+    def fits(self, t: m.BitVecT, span: Span) -> None:
+        _fixed_width(t)
+
+    def wrap(self, code: str, t: m.BitVecT) -> str:
+        _fixed_width(t)
+
+    def min_max(self, a: str, b: str, is_min: bool, signed: m.BitVecT | None) -> str:
+        if signed is not None:
+            _fixed_width(signed)
+        return f"{'min2' if is_min else 'max2'}({a}, {b})"
+
+    def abs(self, x: str, signed: m.BitVecT | None) -> str:
+        if signed is not None:
+            _fixed_width(signed)
+        return f"absv({x})"  # (bails on INT64_MIN)
+
+    # what C writes its own way: i64 values, and arithmetic that bails on overflow
+    def word(self, v: int) -> str:
+        return f"{v}LL"
+
+    def group(self, code: str) -> str:
+        return f"(i64)({code})"  # a C comparison is an int
+
+    def plus(self, a: str, step: int) -> str:
+        return f"add({a}, {step}LL)"
+
+    def plus_delta(self, a: str, delta: str, negate: bool) -> str:
+        return f"{'sub' if negate else 'add'}({a}, {delta})"
+
+
+def _fixed_width(t: m.BitVecT) -> NoReturn:
+    raise Unsupported(f"fixed-width integers ({t.describe()})")
 
 
 def predicate_of(prop: m.Property) -> m.TExpr:

@@ -43,7 +43,7 @@ from .. import model as m
 from ..base.errors import Span, SpecError
 from ..semantics.fold import fits_bv, simplify, store_needs
 from ..base.limits import MAX_NESTING, MAX_STEP_LOOP
-from ..semantics.lower import TextSpelling
+from ..semantics.lower import EmittedSpelling
 from ..ir import (OAssert, OAssign, OBarrier, OBreak, OContinue, OEval, OGoto, OIf, OInline, OReturn, OWhile, Op,
                   Program, ProcessIR, SlotKind, StateLayout, Step, StepKind, StoreBuffer)
 from ..base.safe_text import python_comment as _comment
@@ -1087,20 +1087,10 @@ class Compiler:
         return _Spelled(self, e, src).builtin(c) or ""  # "": no value
 
 
-class _Spelled(TextSpelling[_Addr]):
+class _Spelled(EmittedSpelling[_Addr, Emitter]):
     """The core operations as specialised Python: fields of the packed state `v`."""
 
     owner: Compiler
-
-    def __init__(self, owner: Compiler, e: Emitter, src: str):
-        super().__init__(owner)
-        self.e, self.src = e, src
-
-    def value(self, x: m.TExpr) -> str:
-        return self.owner.expr(x, self.e, self.src)
-
-    def fresh(self) -> str:
-        return self.e.fresh()
 
     def assign(self, tmp: str, code: str) -> None:
         self.e.flush()  # `code` may read what was just stored
@@ -1108,12 +1098,6 @@ class _Spelled(TextSpelling[_Addr]):
 
     def paren(self, code: str) -> str:
         return _paren(code)
-
-    def store(self, loc: m.TExpr, value: m.TExpr) -> None:
-        self.owner.store(loc, value, self.e)
-
-    def store_code(self, loc: m.TExpr, code: str) -> None:
-        self.owner.store_code(loc, code, None, self.e)
 
     def place(self, loc: m.TExpr) -> _Addr:
         return self.owner.address(loc, self.e, self.src)
@@ -1130,9 +1114,6 @@ class _Spelled(TextSpelling[_Addr]):
 
     def note(self, text: str) -> None:
         self.e.emit(f"# {_comment(text)}")
-
-    def when(self, cond: str, then: Callable[[], None], note: str | None = None) -> None:
-        self.first([(cond, note, then)])
 
     def first(self, cases: list[tuple[str, str | None, Callable[[], None]]]) -> None:
         e = self.e

@@ -290,9 +290,9 @@ class Spelling(ABC, Generic[C, P]):
     def note(self, text: str) -> None:
         """A comment in the generated code."""
 
-    @abstractmethod
     def when(self, cond: C, then: Callable[[], None], note: str | None = None) -> None:
-        """`if cond: then()`."""
+        """`if cond: then()`: the one case of `first`, unless a back end writes it apart."""
+        self.first([(cond, note, then)])
 
     @abstractmethod
     def first(self, cases: list[tuple[C, str | None, Callable[[], None]]]) -> None:
@@ -517,17 +517,22 @@ class TextSpelling(Spelling[str, P]):
     def equals(self, a: str, b: str, negate: bool = False) -> str:
         return f"{a} {'!=' if negate else '=='} {b}"
 
+    def word(self, v: int) -> str:
+        """A constant among a location's bits (C: a 64-bit literal)."""
+        return str(v)
+
     def bit_of(self, x: str, nr: str) -> str:
         return f"({x} >> {nr}) & 1"
 
     def with_bit(self, x: str, nr: str, set: bool) -> str:
-        return f"{x} | (1 << {nr})" if set else f"{x} & ~(1 << {nr})"
+        one = self.word(1)
+        return f"{x} | ({one} << {nr})" if set else f"{x} & ~({one} << {nr})"
 
     def with_mask(self, x: str, mask: int, set: bool) -> str:
-        return f"{x} | {mask}" if set else f"{x} & ~{mask}"
+        return f"{x} | {self.word(mask)}" if set else f"{x} & ~{self.word(mask)}"
 
     def has_mask(self, x: str, mask: int) -> str:
-        return f"{x} & {mask}"
+        return f"{x} & {self.word(mask)}"
 
     def or_(self, a: str, b: str) -> str:
         return f"{a} | {b}"
@@ -570,3 +575,47 @@ class Writer(Protocol):
 
     @property
     def inst(self) -> int | None: ...
+
+
+class Lines(Protocol):
+    """What `EmittedSpelling` reads of the emitter a step is written into."""
+
+    def fresh(self) -> str: ...
+
+
+E = TypeVar("E", bound=Lines)  # a back end's emitter
+E_in = TypeVar("E_in", bound=Lines, contravariant=True)
+
+
+class StepWriter(Writer, Protocol[E_in]):
+    """A back end that writes a step as statements into an emitter, reading the state
+    as `src` (Python's and C's)."""
+
+    def expr(self, x: m.TExpr, e: E_in, src: str) -> str: ...
+
+    def store(self, target: m.TExpr, value: m.TExpr, e: E_in) -> None: ...
+
+    def store_code(self, target: m.TExpr, code: str, value: m.TExpr | None, e: E_in) -> None: ...
+
+
+class EmittedSpelling(TextSpelling[P], Generic[P, E]):
+    """The pieces the Python and C spellings write alike: their owner's values and
+    stores, the emitter's temporaries."""
+
+    owner: StepWriter[E]
+
+    def __init__(self, owner: StepWriter[E], e: E, src: str):
+        super().__init__(owner)
+        self.e, self.src = e, src
+
+    def value(self, x: m.TExpr) -> str:
+        return self.owner.expr(x, self.e, self.src)
+
+    def fresh(self) -> str:
+        return self.e.fresh()
+
+    def store(self, loc: m.TExpr, value: m.TExpr) -> None:
+        self.owner.store(loc, value, self.e)
+
+    def store_code(self, loc: m.TExpr, code: str) -> None:
+        self.owner.store_code(loc, code, None, self.e)

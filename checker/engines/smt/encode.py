@@ -867,9 +867,6 @@ class _Z3Spelling(Spelling[_Code, _Place]):
     def note(self, text: str) -> None:
         pass
 
-    def when(self, cond: _Code, then: Callable[[], None], note: str | None = None) -> None:
-        self.first([(cond, note, then)])
-
     def first(self, cases: list[tuple[_Code, str | None, Callable[[], None]]]) -> None:
         ev = self.ev
         before, taken, after = ev.g, ev.F, []
