@@ -3,6 +3,7 @@ compiled model and compare the depth at which each property is first violated.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from checker import ir
@@ -71,6 +72,21 @@ def explicit_depths(cm) -> tuple[dict[str, int], int | None, bool]:
     depths = {name: cx.trace.length for name, cx in ex.counterexamples.items()}
     err = ex.model_error.trace.length if ex.model_error is not None else None
     return depths, err, ex.stats.complete or err is not None
+
+
+def run_depths(v) -> tuple[dict[str, int], int | None, bool]:
+    """explicit_depths read off a variant's result of an unreduced `check` search (a
+    VariantResult, shared with other tests): a counterexample's length, and for
+    `reachable P` the steps its note says the witness took (the pipeline keeps no trace
+    of a property that holds); lemmas are Z3's alone."""
+    depths = {o.property: o.counterexample.trace.length for o in v.outcomes
+              if o.counterexample is not None and o.kind not in ("liveness", "lemma")}
+    for o in v.outcomes:
+        reached = re.match(r"reached in (\d+) steps", o.note) if o.kind == "reachable" else None
+        if reached:
+            depths[o.property] = int(reached.group(1))
+    err = v.model_error.trace.length if v.model_error is not None else None
+    return depths, err, v.stats.complete or err is not None
 
 
 def bmc_depths(cm, depth: int) -> tuple[dict[str, int], int | None, object]:

@@ -11,7 +11,8 @@ from checker.cli import main
 from checker.front.parse import parse
 from checker.resolve import variant_names
 
-from agreement import assert_engines_agree, compiled, explicit_depths
+from agreement import assert_engines_agree, compiled, explicit_depths, run_depths
+from shared_runs import checked
 
 MODELS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "models", "*.spec")))
 BASE_DEPTH = 6  # a modest bound for variants whose properties hold (or fail only deeper)
@@ -44,12 +45,23 @@ def test_bmc_finds_the_known_violations_at_the_explicit_depth(path, variant):
     cm = compiled(text, variant, path)
     if cm.program.model.memory == "lkmm":
         pytest.skip("the Z3 engines encode sc and x86-TSO; this variant runs under lkmm")
-    explicit = explicit_depths(cm)
+    # the explicit side: the unreduced search the verdict tests share (test_run_depths_are_the_explicit_depths)
+    explicit = run_depths(next(v for v in checked(path, por=False, symmetry="off").variants if v.variant == variant))
     depths, err, _ = explicit
     known = [d for d in list(depths.values()) + ([err] if err is not None else []) if d <= MAX_DEPTH]
     depth = min(max(known, default=BASE_DEPTH), SHALLOWER.get((os.path.basename(path), variant), MAX_DEPTH))
     exp, got = assert_engines_agree(cm, depth, explicit)  # one explicit search, not two
     assert {k: v for k, v in exp.items() if v <= depth} == got
+
+
+@pytest.mark.parametrize("model", ["vcpu_preempted_kick.spec", "timer_migration.spec"])
+def test_run_depths_are_the_explicit_depths(model):
+    """What the test above relies on: the depths read off the shared unreduced run are the
+    explicit engine's own (violations, `reachable` witnesses, deadlocks, model errors)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "models", model)
+    text = open(path, encoding="utf-8").read()
+    for v in checked(path, por=False, symmetry="off").variants:
+        assert run_depths(v) == explicit_depths(compiled(text, v.variant, path)), v.variant
 
 
 HV = os.path.join(os.path.dirname(__file__), "..", "models", "hv_timer_advance.spec")
