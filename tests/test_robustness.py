@@ -97,7 +97,10 @@ def test_mutated_models(tmp_path, capsys, text):
     assert "Traceback" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("path", SEED_MODELS, ids=os.path.basename)
+# the shipped models are valid by test_models' self-check (every variant, exit 0): here
+# the seed that is not shipped
+@pytest.mark.parametrize("path", [p for p in SEED_MODELS if os.path.dirname(p) != os.path.join(ROOT, "models")],
+                         ids=os.path.basename)
 def test_seed_models_are_valid(tmp_path, path):
     with open(path) as f:
         assert _check(tmp_path, f.read()) != 2
