@@ -62,7 +62,8 @@ def _without_expectations(result: RunResult) -> RunResult:
 
 
 def _key(path, text: bytes, opts: Options, variants: tuple[str, ...]) -> tuple:
-    return str(path), text, repr(dataclasses.replace(opts, variants=())), variants
+    # resolved: `tests/../models/x.spec` and `models/x.spec` are one search
+    return str(Path(path).resolve()), text, repr(dataclasses.replace(opts, variants=())), variants
 
 
 def _complete(result: RunResult) -> bool:
