@@ -62,8 +62,7 @@ def _without_expectations(result: RunResult) -> RunResult:
 
 
 def _key(path, text: bytes, opts: Options, variants: tuple[str, ...]) -> tuple:
-    # resolved: `tests/../models/x.spec` and `models/x.spec` are one search
-    return str(Path(path).resolve()), text, repr(dataclasses.replace(opts, variants=())), variants
+    return str(path), text, repr(dataclasses.replace(opts, variants=())), variants
 
 
 def _complete(result: RunResult) -> bool:

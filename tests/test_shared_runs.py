@@ -29,14 +29,6 @@ def test_a_shared_run_is_the_run_check_spec_makes(tmp_path):
     assert without_seconds(got) == without_seconds(check_spec(load(str(p)), Options(por=False, symmetry="off")))
 
 
-def test_one_file_named_two_ways_is_one_search(tmp_path):
-    (tmp_path / "sub").mkdir()
-    p = tmp_path / "wakeup.spec"
-    p.write_text((MODELS / "wakeup.spec").read_text())
-    assert checked(tmp_path / "sub" / ".." / "wakeup.spec", por=False, symmetry="off") is checked(p, por=False,
-                                                                                                symmetry="off")
-
-
 def test_variants_picked_from_a_whole_run_are_those_of_a_run_of_them_alone(tmp_path):
     """In the order asked for, as check_spec gives them."""
     p = tmp_path / "counter.spec"
