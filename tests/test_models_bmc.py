@@ -14,7 +14,10 @@ from checker.resolve import variant_names
 from agreement import assert_engines_agree, compiled, explicit_depths, run_depths
 from shared_runs import checked
 
-MODELS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "models", "*.spec")))
+# named as the other tests name them (shared_runs keys a search by the path it was given,
+# which its traces' spans carry)
+MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "models")
+MODELS = sorted(glob.glob(os.path.join(MODELS_DIR, "*.spec")))
 BASE_DEPTH = 6  # a modest bound for variants whose properties hold (or fail only deeper)
 MAX_DEPTH = 20  # known violations up to here are reached; beyond it (pi_timer's at 29-38
                 # steps take Z3 minutes each) the engines are compared up to BASE_DEPTH
@@ -58,13 +61,13 @@ def test_bmc_finds_the_known_violations_at_the_explicit_depth(path, variant):
 def test_run_depths_are_the_explicit_depths(model):
     """What the test above relies on: the depths read off the shared unreduced run are the
     explicit engine's own (violations, `reachable` witnesses, deadlocks, model errors)."""
-    path = os.path.join(os.path.dirname(__file__), "..", "models", model)
+    path = os.path.join(MODELS_DIR, model)
     text = open(path, encoding="utf-8").read()
     for v in checked(path, por=False, symmetry="off").variants:
         assert run_depths(v) == explicit_depths(compiled(text, v.variant, path)), v.variant
 
 
-HV = os.path.join(os.path.dirname(__file__), "..", "models", "hv_timer_advance.spec")
+HV = os.path.join(MODELS_DIR, "hv_timer_advance.spec")
 
 
 def test_hv_timer_advance_lemmas_and_the_wrap_around(capsys):
