@@ -53,14 +53,14 @@ def test_bmc_finds_the_known_violations_at_the_explicit_depth(path, variant):
     depths, err, _ = explicit
     known = [d for d in list(depths.values()) + ([err] if err is not None else []) if d <= MAX_DEPTH]
     depth = min(max(known, default=BASE_DEPTH), SHALLOWER.get((os.path.basename(path), variant), MAX_DEPTH))
-    exp, got = assert_engines_agree(cm, depth, explicit)  # one explicit search, not two
+    exp, got = assert_engines_agree(cm, depth, explicit)  # those depths, not a search of its own
     assert {k: v for k, v in exp.items() if v <= depth} == got
 
 
 @pytest.mark.parametrize("model", ["vcpu_preempted_kick.spec", "timer_migration.spec"])
 def test_run_depths_are_the_explicit_depths(model):
     """What the test above relies on: the depths read off the shared unreduced run are the
-    explicit engine's own (violations, `reachable` witnesses, deadlocks, model errors)."""
+    explicit engine's own (violations, deadlocks, `reachable` witnesses)."""
     path = os.path.join(MODELS_DIR, model)
     text = open(path, encoding="utf-8").read()
     for v in checked(path, por=False, symmetry="off").variants:
