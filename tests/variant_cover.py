@@ -2,14 +2,14 @@
 
 The cross-checks of one engine against another on the shipped models (the C loop and
 the generated level loop against the generic one, the recorded coverage against a pass
-over every state) compare code, not verdicts: what they can find wrong is a statement
+over every state, BMC's depths against the explicit search's) compare code, not verdicts: what they can find wrong is a statement
 or branch that one side runs differently. A variant whose every statement and branch
 outcome, under its memory model, some other checked variant also runs adds states to
 search but no code to compare. So a model's cross-checks run a covering set: variants
 chosen, fewest states first, until the statements and branch outcomes they run between
 them are every one that any variant's search runs, under each memory model the file
 uses. A model with few states in all runs every variant. The verdict tests (test_models,
-test_reduce, test_promela, the bmc agreement) still run every variant.
+test_reduce, test_promela) still run every variant.
 """
 
 from __future__ import annotations
