@@ -33,6 +33,7 @@ def test_the_covering_set_runs_what_every_variant_runs(path):
             assert _items(next(v for v in variants if v.variant == name)) - rest, name
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_a_large_model_leaves_variants_out():
     cover = covering_variants(ROOT / "models" / "pi_timer.spec")
     assert 0 < len(cover) < len(checked(ROOT / "models" / "pi_timer.spec").variants)
