@@ -39,8 +39,13 @@ def _padded_terminals(parser: lark.Lark) -> dict:
     return explicit
 
 
-_PARSER = lark.Lark(grammar_text(), parser="lalr")
-GRAMMAR_SPECS = from_lark(_PARSER, explicit=_padded_terminals(_PARSER))
+def _grammar_specs():
+    parser = lark.Lark(grammar_text(), parser="lalr")
+    return from_lark(parser, explicit=_padded_terminals(parser))
+
+
+# built when the test first draws, not at import: every xdist worker imports this module
+GRAMMAR_SPECS = st.deferred(_grammar_specs)
 
 
 def _check(tmp_path, text: str, *extra: str) -> int:
