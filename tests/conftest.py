@@ -59,6 +59,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.tools)
 
 
+def pytest_runtest_setup(item):
+    """shared_runs refuses a search of a shipped model outside that model's group."""
+    import shared_runs
+
+    group = item.get_closest_marker("xdist_group")
+    shared_runs.GROUP = group.args[0] if group is not None and group.args else None
+
+
 @pytest.hookimpl(optionalhook=True)  # an xdist hook, on the controller: absent under -p no:xdist
 def pytest_xdist_node_collection_finished(node, ids):
     """Under `--dist loadgroup`, xdist names a grouped test `NODEID@GROUP` on the worker and

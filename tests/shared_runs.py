@@ -16,12 +16,16 @@ never starts the parallel search). A test that patches the search must call
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from checker.pipeline import CUT_SHORT, NOT_CHECKED, Options, check_spec, load, selected_variants
 from checker.results.trace import RunResult
 
 _RUNS: dict[tuple, RunResult] = {}
+MODELS = Path(__file__).resolve().parent.parent / "models"
+#: the xdist group of the test running now (conftest.pytest_runtest_setup)
+GROUP: str | None = None
 
 
 def checked(path: str | Path, **options) -> RunResult:
@@ -30,6 +34,7 @@ def checked(path: str | Path, **options) -> RunResult:
     model with the same options when one was made (each variant is searched on its
     own, so a variant's result does not depend on the others checked with it), unless
     that run was cut short."""
+    _in_its_group(Path(path))
     opts = Options(**options)
     if opts.workers != 1 or opts.simulate is not None:
         raise ValueError("only single-worker searches are shared (the others depend on timing or a seed)")
@@ -68,3 +73,15 @@ def _key(path, text: bytes, opts: Options, variants: tuple[str, ...]) -> tuple:
 def _complete(result: RunResult) -> bool:
     """No variant went unchecked because an earlier one was interrupted."""
     return all(v.stats.limit not in (*CUT_SHORT, NOT_CHECKED) for v in result.variants)
+
+
+def _in_its_group(path: Path) -> None:
+    """A shipped model's searches are shared by the tests of its xdist group, which one
+    worker runs: a test outside the group searches the model again when it lands on
+    the other worker (a whole model can take ten seconds), unseen. Under xdist, refuse
+    every read from outside the group, whichever worker has the search already, so that
+    the check does not depend on where the test ran."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and path.resolve().parent == MODELS and path.stem != GROUP:
+        raise AssertionError(f"this test reads models/{path.name}'s shared search outside the model's xdist group "
+                             f"({GROUP}): mark it @pytest.mark.xdist_group({path.stem!r}), or name the model in "
+                             f"its parameters (conftest.py)")

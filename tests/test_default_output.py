@@ -89,6 +89,7 @@ def named(title: str) -> set[tuple[str, str]]:
     return out
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_every_expected_violation_named_with_its_race():
     result = run(PI)
     out = format_run(result)
@@ -102,6 +103,7 @@ def test_every_expected_violation_named_with_its_race():
     assert "-+-" not in out and "Trace:" not in out  # those are for unexpected violations and --full
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_same_race_under_one_title():
     heads = titles(format_run(run(PI)))
     assert "stale_expired_deadline: invariant no_early_timer_irq (and no_early_requested_irq): 33 steps" in heads
@@ -110,6 +112,7 @@ def test_same_race_under_one_title():
            "loop back to step 32, repeated for ever" in heads
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_the_table_and_the_titles_count_steps_alike():
     """The table's step count is the title's (issue 32: 32 steps in the table, "31 steps,
     then a 1-step loop" in the title)."""
@@ -123,6 +126,7 @@ def test_the_table_and_the_titles_count_steps_alike():
         assert f" {prop} ({n})" in " ".join(block.group(1).split()), title
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_unexpected_violation_in_both_forms():
     result = run(PI, "base", "stale_expired_deadline", expect=False)
     out = format_run(result)
@@ -133,6 +137,7 @@ def test_unexpected_violation_in_both_forms():
     assert "UNEXPECTED" in out
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_long_table_folds_what_is_as_expected():
     result = run(PI, "base", "hlt_exits", "stale_expired_deadline", "no_kick_hlt_exits", expect=False)
     table = format_run(result, show_traces=False)
@@ -149,6 +154,7 @@ def test_long_table_folds_what_is_as_expected():
     assert len(rows_of(format_run(result, show_traces=False, full=True))) == 4
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_folded_row_names_expected_violations():
     table = format_run(run(PI), show_traces=False)
     assert "\nunpinned_no_kick (sc)\n" in table  # too wide for 100 columns: the name above its row
@@ -158,6 +164,7 @@ def test_folded_row_names_expected_violations():
     assert below == "    violated: timer_wakes_vcpu (32), deadlock (32)"
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_full_shows_every_row_and_trace():
     result = run(PI)
     full = format_run(result, full=True)
@@ -172,6 +179,7 @@ def test_brief_prints_no_race(capsys):
     assert "Counterexample" not in out and "request_not_stranded" in out
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_footer_counts_what_every_variant_says():
     out = format_run(run(PI))
     said = " ".join(out.split())
@@ -221,6 +229,7 @@ def test_sarif_uri_relative_to_a_subfolder(tmp_path, monkeypatch):
     assert where == {"uri": "models/m.spec", "uriBaseId": "SRCROOT"}
 
 
+@pytest.mark.xdist_group("hv_timer_advance")  # reads hv_timer_advance's shared search (shared_runs)
 def test_junit_lemma_message_counts_no_steps(tmp_path):
     """A lemma has no trace: its one-line message said `0 steps`."""
     from checker.export.junit import write_junit

@@ -107,6 +107,7 @@ def test_every_step_of_the_data_is_the_trace_itself(tmp_path):
             assert "memory" in t["columns"], "flushes have a column of their own"
 
 
+@pytest.mark.xdist_group("hv_timer_advance")  # reads hv_timer_advance's shared search (shared_runs)
 def test_each_table_row_opens_its_own_trace():
     """Lemmas' counterexamples (values, no steps) have no pane: every other row points at
     its own trace."""

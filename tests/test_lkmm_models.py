@@ -58,6 +58,7 @@ def test_lkmm_only_barriers_hold_under_sc_and_tso(path, name, tso):
     assert violated(variant(path, name, memory="tso", use_expectations=False)) == tso
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 @pytest.mark.parametrize("name, barrier", [("no_entry_mb_lkmm", "ENTRY_MB"), ("no_kick_mb_lkmm", "KICK_MB"),
                                            ("base_lkmm", "R4_MB")])
 def test_pi_timer_barrier_variants_hold_with_the_barrier(name, barrier):
@@ -71,6 +72,7 @@ def stale_reads(trace):
     return [(i, a) for i, a in enumerate(trace.actions) if "an older store than memory's" in a.detail]
 
 
+@pytest.mark.xdist_group("ipi_fastpath")  # reads ipi_fastpath's shared search (shared_runs)
 def test_no_sync_mb_lkmm_trace_reads_a_stale_pir():
     """E7 read ON = 1, cleared it with an unordered clear_bit, and then read PIR through
     a view P1's store had not reached: nothing is harvested and ON is clear."""
@@ -86,6 +88,7 @@ def test_no_sync_mb_lkmm_trace_reads_a_stale_pir():
     assert all(s.get("owed") and s.get("pir") for s in t.states[t.loop_start:])
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_pi_timer_base_lkmm_trace_consumes_the_request_and_misses_pending():
     """v5.3's R4 (kvm_clear_request) clears the hrtimer's request, and R6 then reads an
     older store of `pending` than memory's: the timer is never injected."""

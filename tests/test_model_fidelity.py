@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from checker.engines.explicit import decoder_for, explore
 from checker.pipeline import Options, compile_variant, load
 from checker.results.trace import Verdict
@@ -29,6 +31,7 @@ def trace(model: str, variant: str, prop: str):
     return o.counterexample.trace
 
 
+@pytest.mark.xdist_group("hv_timer_advance")  # reads hv_timer_advance's shared search (shared_runs)
 def test_unguarded_hv_timer_refuses_the_wrapped_delta_and_falls_back():
     # vmx_set_hv_timer's -ERANGE check refuses the wrapped delta and the sw hrtimer fires
     v = outcomes("hv_timer_advance", "unguarded", "unguarded_no_range_check")
@@ -42,6 +45,7 @@ def test_unguarded_hv_timer_refuses_the_wrapped_delta_and_falls_back():
     assert v["unguarded_no_range_check"]["deadlock"] is Verdict.VIOLATED
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_stale_expired_deadline_trace_is_the_race_described():
     # v4 as posted, HLT in the guest: the early interrupt was posted by the hrtimer
     posted = trace("pi_timer", "v4_stale_posted", "no_early_timer_irq")
@@ -60,18 +64,24 @@ def test_stale_expired_deadline_trace_is_the_race_described():
     assert v["v4_stale_request"]["posted_after_deadline"] is Verdict.HOLDS
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_atomic_entry_hid_the_entry_barrier_under_tso():
     pi = outcomes("pi_timer", "base_tso", "no_entry_mb_tso", "no_entry_mb")
     assert all(x is Verdict.HOLDS for x in pi["base_tso"].values())
     assert pi["no_entry_mb_tso"]["deadlock"] is Verdict.VIOLATED
     assert pi["no_entry_mb_tso"]["timer_wakes_vcpu"] is Verdict.VIOLATED
     assert all(x is Verdict.HOLDS for x in pi["no_entry_mb"].values())  # sc cannot see it
+
+
+@pytest.mark.xdist_group("ipi_fastpath")  # reads ipi_fastpath's shared search (shared_runs)
+def test_atomic_entry_hid_the_entry_barrier_of_the_ipi_fast_path_under_tso():
     ipi = outcomes("ipi_fastpath", "base_tso", "no_entry_mb_tso", "no_entry_mb")
     assert ipi["base_tso"]["ipi_taken"] is Verdict.HOLDS
     assert ipi["no_entry_mb_tso"]["ipi_taken"] is Verdict.VIOLATED
     assert ipi["no_entry_mb"]["ipi_taken"] is Verdict.HOLDS
 
 
+@pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_pi_timer_exit_window_is_reachable():
     # after a VM exit the CPU is in root mode with mode still IN_GUEST_MODE: a
     # notification sent then is latched for the host handler, with ON left set
@@ -86,6 +96,7 @@ def test_pi_timer_exit_window_is_reachable():
     assert all(x is Verdict.HOLDS for x in outcomes("pi_timer", "base", "hlt_exits")["hlt_exits"].values())
 
 
+@pytest.mark.xdist_group("halt_poll")  # reads halt_poll's shared search (shared_runs)
 def test_halt_poll_could_not_tell_the_seed_patch_from_v46():
     v = outcomes("halt_poll", "no_poll", "poll_for_timer")
     assert v["no_poll"]["no_timer_poll_at_zero_halt_poll_ns"] is Verdict.HOLDS

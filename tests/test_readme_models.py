@@ -42,6 +42,7 @@ def test_row_matches_the_checker(path, variants, sc, tso):
     assert (counts["sc"], counts["tso"]) == (sc, tso)
 
 
+@pytest.mark.xdist_group("timer_migration")  # reads timer_migration's shared search (shared_runs)
 def test_memory_overrides_only_what_a_variant_declares_otherwise():
     """What the row test relies on: --memory sc on a variant declared sc is that variant's own search."""
     path = ROOT / "models" / "timer_migration.spec"

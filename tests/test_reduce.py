@@ -107,6 +107,7 @@ invariant bounded: x <= 2;
 """
 
 
+@pytest.mark.xdist_group("timer_migration")  # reads timer_migration's shared search (shared_runs)
 def test_symmetry_on_without_symmetric_processes_is_the_plain_search(tmp_path):
     """What `searched` relies on: on a model with no symmetric processes the same states,
     verdicts and counterexamples with symmetry on as off (and with partial-order reduction

@@ -59,6 +59,7 @@ def test_scenario_header_maps_processes_to_a_kernel_version(name):
         assert re.search(rf"^//\s+{proc}\s", header, re.M), (name, proc)
 
 
+@pytest.mark.xdist_group("timer_reprogram")  # reads timer_reprogram's shared search (shared_runs)
 def test_cancel_without_wait_delivers_after_the_rewrite():
     """hrtimer_try_to_cancel in place of hrtimer_cancel: the callback, already running,
     raises `pending` after the guest's next write was committed (and reset it)."""
@@ -78,6 +79,7 @@ def test_cancel_without_wait_delivers_after_the_rewrite():
         < first(s, "hrtimer", "pending = 1")
 
 
+@pytest.mark.xdist_group("timer_reprogram")  # reads timer_reprogram's shared search (shared_runs)
 def test_pending_not_reset_keeps_the_new_deadline_unarmed():
     r = run("timer_reprogram", "pending_not_reset")
     v = r["pending_not_reset"]
@@ -90,6 +92,7 @@ def test_pending_not_reset_keeps_the_new_deadline_unarmed():
     assert not any("hrtimer_queued = true" in t for p, t in s[second:] if p == "vcpu")
 
 
+@pytest.mark.xdist_group("timer_reprogram")  # reads timer_reprogram's shared search (shared_runs)
 def test_old_deadline_interrupt_may_arrive_after_the_rewrite():
     """KVM's semantics, shown reachable: a posted interrupt of D1 after D2 is written, and
     a request-path expiry dropped by the reset."""
@@ -99,6 +102,7 @@ def test_old_deadline_interrupt_may_arrive_after_the_rewrite():
     assert outcome(base, "cancel_while_callback_spins").verdict == Verdict.HOLDS
 
 
+@pytest.mark.xdist_group("pi_two_posters")  # reads pi_two_posters's shared search (shared_runs)
 def test_sender_on_before_pir_strands_the_ipi():
     """P2 before P1: the target's sync clears ON and finds PIR empty in between."""
     r = run("pi_two_posters", "base", "sender_on_before_pir")
@@ -112,6 +116,7 @@ def test_sender_on_before_pir_strands_the_ipi():
     assert any(on < i < pir for i in cleared)
 
 
+@pytest.mark.xdist_group("pi_two_posters")  # reads pi_two_posters's shared search (shared_runs)
 def test_sync_reading_pir_first_loses_a_coalesced_post():
     r = run("pi_two_posters", "sync_reads_pir_first")
     v = r["sync_reads_pir_first"]
@@ -119,6 +124,7 @@ def test_sync_reading_pir_first_loses_a_coalesced_post():
     assert outcome(v, "device_taken").verdict == Verdict.VIOLATED
 
 
+@pytest.mark.xdist_group("pi_two_posters")  # reads pi_two_posters's shared search (shared_runs)
 def test_wakeup_vector_wakes_a_blocked_target():
     r = run("pi_two_posters", "base", "no_wakeup_vector", "pi_put_ignores_on", "notify_even_if_outstanding")
     assert outcome(r["base"], "woken_by_vector").verdict == Verdict.HOLDS
@@ -141,6 +147,7 @@ def test_pi_timer_v6_has_pi_timer_properties():
     assert v53 == v6
 
 
+@pytest.mark.xdist_group("pi_timer_v6")  # reads pi_timer_v6's shared search (shared_runs)
 def test_v6_direct_injection_and_unblock():
     r = run("pi_timer_v6", "base", "no_direct_inject", "unblock_not_cleared", "no_kick")
     assert all(v == Verdict.HOLDS for v in verdicts(r["base"]).values())
@@ -153,6 +160,7 @@ def test_v6_direct_injection_and_unblock():
     assert outcome(r["no_kick"], "deadlock").verdict == Verdict.VIOLATED
 
 
+@pytest.mark.xdist_group("hv_sw_switch")  # reads hv_sw_switch's shared search (shared_runs)
 def test_hv_timer_fires_twice_without_the_pending_recheck():
     r = run("hv_sw_switch", "base", "no_pending_recheck")
     assert outcome(r["base"], "recheck_cancels_hv").verdict == Verdict.HOLDS
@@ -165,6 +173,7 @@ def test_hv_timer_fires_twice_without_the_pending_recheck():
     assert raised < took < hv < again
 
 
+@pytest.mark.xdist_group("hv_sw_switch")  # reads hv_sw_switch's shared search (shared_runs)
 def test_switch_placement_decides_what_the_poll_sees():
     r = run("hv_sw_switch", "base", "switch_after_poll", "no_switch_before_block")
     assert outcome(r["base"], "timer_caught_in_poll").verdict == Verdict.HOLDS
@@ -173,12 +182,14 @@ def test_switch_placement_decides_what_the_poll_sees():
     assert outcome(r["no_switch_before_block"], "timer_reaches_guest").verdict == Verdict.VIOLATED
 
 
+@pytest.mark.xdist_group("hv_sw_switch")  # reads hv_sw_switch's shared search (shared_runs)
 def test_periodic_hv_expiry_must_rearm():
     r = run("hv_sw_switch", "periodic", "periodic_hv_no_restart")
     assert outcome(r["periodic"], "timer_reaches_guest").verdict == Verdict.HOLDS
     assert outcome(r["periodic_hv_no_restart"], "timer_reaches_guest").verdict == Verdict.VIOLATED
 
 
+@pytest.mark.xdist_group("ipi_fastpath_reenter")  # reads ipi_fastpath_reenter's shared search (shared_runs)
 def test_reenter_without_sync_strands_the_self_ipi():
     """The REENTER loop without sync_pir_to_irr: the self-IPI was posted in the fast path
     (no notification to the running vCPU) and the guest re-entered without it."""
@@ -193,6 +204,7 @@ def test_reenter_without_sync_strands_the_self_ipi():
     assert not any(p == "vcpu" and "pi_ipi = true" in t for p, t in s)
 
 
+@pytest.mark.xdist_group("ipi_fastpath_reenter")  # reads ipi_fastpath_reenter's shared search (shared_runs)
 def test_legacy_reenter_without_exit_check_loses_the_senders_events():
     r = run("ipi_fastpath_reenter", "legacy_apic", "legacy_reenter_without_exit_check")
     assert all(v == Verdict.HOLDS for v in verdicts(r["legacy_apic"]).values())
@@ -259,6 +271,7 @@ def test_xchg_in_a_branch_condition_keeps_its_store():
 # ---- issue 31 -----------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("timer_advance_tuning")  # reads timer_advance_tuning's shared search (shared_runs)
 def test_advance_tuning_takes_a_near_deadline_an_eighth_early():
     """v6.18: a deadline programmed exactly the advance ahead expires at once (W3, no
     hrtimer), X4 lowers the advance by an eighth and X6's capped spin stops that much
@@ -278,6 +291,7 @@ def test_advance_tuning_takes_a_near_deadline_an_eighth_early():
     assert late.trace.states[-1].get("irq_tsc") + 1 == late.trace.states[-1].get("programmed_deadline")
 
 
+@pytest.mark.xdist_group("hlt_if_gating")  # reads hlt_if_gating's shared search (shared_runs)
 def test_gating_unhalts_no_masked_guest_and_posting_needs_no_hlt_in_guest():
     """The posted branch without kvm_hlt_in_guest and v5.3's request path both keep a
     masked guest halted and deliver to an unmasked one; only the request path wakes
@@ -296,6 +310,7 @@ def test_gating_unhalts_no_masked_guest_and_posting_needs_no_hlt_in_guest():
         assert not any("taken = true" in a.text for a in cx.trace.actions), name
 
 
+@pytest.mark.xdist_group("pi_preempted_target")  # reads pi_preempted_target's shared search (shared_runs)
 def test_sn_suppressed_post_is_stranded_without_the_on_recompute():
     """vmx_vcpu_pi_put sets SN, the device posts PIR only, and without c112b5f50232's
     recompute the sched-in leaves ON clear: E7 never harvests the device's vector. The

@@ -10,7 +10,7 @@ import pytest
 
 from checker.pipeline import Options, check_spec, load
 from helpers import MODELS
-from shared_runs import checked
+from shared_runs import MODELS as SHIPPED, checked
 
 
 def without_seconds(result):
@@ -76,3 +76,17 @@ def test_searches_with_workers_are_not_shared(tmp_path):
     """Their notes depend on timing: each test makes its own."""
     with pytest.raises(ValueError, match="single-worker"):
         checked(MODELS / "counter.spec", workers=2)
+
+
+@pytest.mark.xdist_group("csd_wait_ipi")  # reads csd_wait_ipi's shared search
+def test_a_shipped_models_search_is_read_only_in_its_group(monkeypatch):
+    """Under xdist, a test outside models/X's group that reads X's shared search would
+    search X again on the other worker: shared_runs refuses it, before any search."""
+    import shared_runs
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.setattr(shared_runs, "GROUP", "timer_migration")
+    with pytest.raises(AssertionError, match="outside the model's xdist group"):
+        checked(SHIPPED / "csd_wait_ipi.spec")
+    monkeypatch.setattr(shared_runs, "GROUP", "csd_wait_ipi")
+    assert checked(SHIPPED / "csd_wait_ipi.spec").variants

@@ -18,6 +18,7 @@ from shared_runs import checked
 
 ROOT = Path(__file__).resolve().parent.parent
 PI = ROOT / "models" / "pi_timer.spec"
+pytestmark = pytest.mark.xdist_group("pi_timer")  # most tests here read pi_timer's shared search (shared_runs)
 
 
 def pi():
