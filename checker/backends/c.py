@@ -865,6 +865,7 @@ def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premis
     lines += [
         "        if (n == 0 && deadlock) goto generic;  /* the Python loop judges a state without successors */",
         "        int64_t en = 0;",
+        "        if (t->graph && reserve_edges(t, n) < 0) { *jp = j; return NOMEM; }",
         "        for (int i = 0; i < n; i++) {",
         "            int k = via[i];",
         "            u64 id;",
@@ -877,10 +878,11 @@ def _level(actors: Sequence[Actor], gids: Sequence[int], invariants: int, premis
         "            if (r) { if (tr_record(t, j, (u32)k) < 0) { *jp = j; return NOMEM; } }",
         "            if (t->graph) {",
         "                en |= 1LL << GID[k];",
-        "                if (tr_edge(t, id, (u32)k) < 0) { *jp = j; return NOMEM; }",
+        "                t->dst[t->ndst] = id;",
+        "                t->step[t->ndst++] = (u32)k;",
         "            }",
         "        }",
-        "        if (t->graph && (tr_first(t, t->ndst) < 0 || tr_enabled(t, en) < 0)) { *jp = j; return NOMEM; }",
+        "        if (t->graph && state_end(t, en) < 0) { *jp = j; return NOMEM; }",
         *(["        if (am != ALLMASK) t->ample_states++;"] if por else []),
         "        *expanded += 1;",
         "        if (t->count >= max_states && *expanded < t->count) { *jp = j + 1; return FULL; }",
@@ -942,7 +944,7 @@ struct tr {
     u64 *states, *parent;
     u32 *via;
     u64 count, records, cap;
-    u64 *table, *ids;  /* ids: the graph's, each slot's state id (graph mode only) */
+    u64 *table;  /* graph mode: two words a slot, state + 1 and its id (one cache line, not two) */
     u64 size, used, limit;
     int spread;
     u64 transitions, ample_states;
@@ -962,16 +964,15 @@ struct tr *tr_new(int graph) {
     t->size = 1 << 16;
     t->spread = 64 - 16;
     t->limit = t->size * 7 / 10;
-    t->table = calloc(t->size, sizeof(u64));
     t->graph = graph;
+    t->table = calloc(t->size << graph, sizeof(u64));
     if (graph) {
-        t->ids = calloc(t->size, sizeof(u64));
         t->first = calloc(1024, sizeof(u64));
         t->capfirst = 1024;
         t->nfirst = 1;  /* first[0] = 0 */
     }
-    if (!t->table || (graph && (!t->ids || !t->first))) {
-        free(t->table); free(t->ids); free(t->first); free(t);
+    if (!t->table || (graph && !t->first)) {
+        free(t->table); free(t->first); free(t);
         return 0;
     }
     return t;
@@ -979,26 +980,26 @@ struct tr *tr_new(int graph) {
 
 void tr_free(struct tr *t) {
     if (!t) return;
-    free(t->states); free(t->parent); free(t->via); free(t->table); free(t->ids);
+    free(t->states); free(t->parent); free(t->via); free(t->table);
     free(t->first); free(t->dst); free(t->step); free(t->enabled); free(t);
 }
 
 static int grow_table(struct tr *t) {
     u64 size = t->size * 2, mask = size - 1;
     int spread = t->spread - 1;
-    u64 *table = calloc(size, sizeof(u64)), *ids = 0;
+    int g = t->graph;
+    u64 *table = calloc(size << g, sizeof(u64));
     if (!table) return -1;
-    if (t->graph && !(ids = calloc(size, sizeof(u64)))) { free(table); return -1; }
     for (u64 i = 0; i < t->size; i++) {
-        u64 fp = t->table[i];
+        u64 fp = t->table[i << g];
         if (!fp) continue;
         u64 h = (fp * 0x9E3779B97F4A7C15ULL) >> spread;
-        while (table[h]) h = (h + 1) & mask;
-        table[h] = fp;
-        if (ids) ids[h] = t->ids[i];
+        while (table[h << g]) h = (h + 1) & mask;
+        table[h << g] = fp;
+        if (g) table[2 * h + 1] = t->table[2 * i + 1];
     }
-    free(t->table); free(t->ids);
-    t->table = table; t->ids = ids; t->size = size; t->spread = spread; t->limit = size * 7 / 10;
+    free(t->table);
+    t->table = table; t->size = size; t->spread = spread; t->limit = size * 7 / 10;
     return 0;
 }
 
@@ -1018,6 +1019,23 @@ int tr_edge(struct tr *t, u64 dst, u32 k) {
     if (grow((void **)&t->step, &t->capstep, t->ndst + 1, sizeof(u32)) < 0) return -1;
     t->dst[t->ndst] = dst;
     t->step[t->ndst++] = k;
+    return 0;
+}
+
+/* the level loop's own: room for a state's n edges, written in place (no call an edge),
+   and the end of its edges with its actors */
+static inline int reserve_edges(struct tr *t, u64 n) {
+    if (t->ndst + n <= t->capdst && t->ndst + n <= t->capstep) return 0;
+    if (grow((void **)&t->dst, &t->capdst, t->ndst + n, sizeof(u64)) < 0) return -1;
+    return grow((void **)&t->step, &t->capstep, t->ndst + n, sizeof(u32));
+}
+
+static inline int state_end(struct tr *t, int64_t en) {
+    if ((t->nfirst >= t->capfirst && grow((void **)&t->first, &t->capfirst, t->nfirst + 1, sizeof(u64)) < 0)
+        || (t->nenabled >= t->capenabled
+            && grow((void **)&t->enabled, &t->capenabled, t->nenabled + 1, sizeof(int64_t)) < 0)) return -1;
+    t->first[t->nfirst++] = t->ndst;
+    t->enabled[t->nenabled++] = en;
     return 0;
 }
 
@@ -1064,7 +1082,7 @@ static int reserve(struct tr *t, u64 n) {
 int tr_contains(struct tr *t, u64 s) {
     u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
     for (;;) {
-        u64 x = t->table[h];
+        u64 x = t->table[h << t->graph];
         if (x == fp) return 1;
         if (!x) return 0;
         h = (h + 1) & mask;
@@ -1076,14 +1094,14 @@ int tr_contains(struct tr *t, u64 s) {
 static int add_id(struct tr *t, u64 s, u64 *id) {
     u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
     for (;;) {
-        u64 x = t->table[h];
-        if (x == fp) { if (t->graph) *id = t->ids[h]; return 0; }
+        u64 x = t->table[h << t->graph];
+        if (x == fp) { if (t->graph) *id = t->table[2 * h + 1]; return 0; }
         if (!x) break;
         h = (h + 1) & mask;
     }
     if (reserve(t, t->count + 1) < 0) return -1;
-    t->table[h] = fp;
-    if (t->graph) t->ids[h] = t->count;
+    t->table[h << t->graph] = fp;
+    if (t->graph) t->table[2 * h + 1] = t->count;
     *id = t->count;
     t->states[t->count++] = s;
     if (++t->used > t->limit && grow_table(t) < 0) return -1;
@@ -1099,8 +1117,8 @@ int tr_add(struct tr *t, u64 s) {
 int64_t tr_lookup(struct tr *t, u64 s) {
     u64 fp = s + 1, mask = t->size - 1, h = (fp * 0x9E3779B97F4A7C15ULL) >> t->spread;
     for (;;) {
-        u64 x = t->table[h];
-        if (x == fp) return (int64_t)t->ids[h];
+        u64 x = t->table[h << t->graph];
+        if (x == fp) return (int64_t)t->table[2 * h + 1];
         if (!x) return -1;
         h = (h + 1) & mask;
     }

@@ -135,7 +135,7 @@ class _Graph:
         self.n = g.expanded
         self.fair = fair_mask(cm)
         self.names = actor_names(cm)
-        self.builder = TraceBuilder(cm)
+        self._builder: TraceBuilder | None = None
         # fair actions: bits above the actors'; an edge sets its actor's bit and its action's
         base = len(cm.instances) + len(cm.flushes)
         self.actions = fair_actions(cm)
@@ -162,6 +162,13 @@ class _Graph:
         self.native = native if native is not None and native.liveness == len(cm.liveness) and not self.actions \
             and not self.strong and self.fair >> 64 == 0 and _native_arrays(g) else None
         self.stepbits = array("Q", self.step_bits) if self.native is not None else array("Q")
+
+    @property
+    def builder(self) -> TraceBuilder:
+        """Made for the first trace: a property that holds needs none."""
+        if self._builder is None:
+            self._builder = TraceBuilder(self.cm)
+        return self._builder
 
     def en(self, u: int) -> int:
         """The actors and fair actions that could move in state u."""
@@ -196,6 +203,8 @@ class _Graph:
             return self.check_here(prop, trigger, goal, complete, limit)
         assert native is not None
         bad, seeds = marks
+        if not seeds:  # P && !Q holds nowhere: no component to look for, no fairness needed
+            return self.holds(0, complete, limit)
         comp, starved_by, fairs = native.fair_components(n, g.first, g.dst, g.step, g.enabled, self.stepbits,
                                                          self.fair, bad, seeds)
         if not fairs:
@@ -223,6 +232,8 @@ class _Graph:
                                                                      engine="liveness"), msg)
         # R: reachable from a P && !Q state through !Q states (whose steps were all tried),
         # found by the component search itself, which starts from those states
+        if not seeds:  # (as fair_components would find: no component, no fairness needed)
+            return self.holds(0, complete, limit)
         comps, comp_of, starved_by, in_r = self.fair_components(seeds, bad)
         if all(c is None for c in comps):
             return self.holds(starved_by, complete, limit)

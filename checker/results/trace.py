@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+from collections.abc import Callable
 from dataclasses import field
 
 from .. import model as m
@@ -276,6 +277,37 @@ class StateDecoder:
             if sl.kind is SlotKind.PC:
                 assert sl.process is not None, sl  # a pc slot names its process instance
                 self.pc_slots.append((sl.process, i))
+        # `decode`'s plan, decided once: each slot's meaning as one call on its raw value
+        # (a trace decodes every slot of every state: `value`'s tests, made per slot,
+        # were most of a liveness lasso's cost)
+        self.convert: tuple[Callable[[int], Value], ...] = tuple(self._converter(i) for i in range(len(layout.slots)))
+        self._plan: list[tuple[str, int, tuple[int, ...]]] = []  # (name, 0 scalar | 1 array | 2 buffer, slots)
+        for name, slots in self.groups:
+            sl = layout.slots[slots[0]]
+            if sl.kind is SlotKind.BUFFER:
+                self._plan.append((name, 2, slots))
+            elif sl.element is None:
+                self._plan.append((name, 0, slots))
+            else:
+                self._plan.append((name, 1, slots))
+        self._pcs = tuple((proc, self.pc_names[proc], i) for proc, i in self.pc_slots)
+
+    def _converter(self, slot: int) -> Callable[[int], Value]:
+        """Slot's raw value -> its trace value, as `value` says, in one call."""
+        sl = self.layout.slots[slot]
+        t = sl.type
+        if sl.kind is SlotKind.TASK:
+            return TASK_STATES.__getitem__
+        if isinstance(t, m.BoolT):
+            return bool
+        if isinstance(t, m.EnumT):
+            members, n = t.members, len(t.members)
+            return lambda raw: members[raw] if 0 <= raw < n else raw
+        if isinstance(t, m.BitVecT) and t.signed:
+            return lambda raw: m.to_signed(int(raw), t.width)
+        if isinstance(t, (m.IntT, m.BitVecT)):
+            return int
+        return lambda raw: self.value(slot, raw)  # bit sets, wait queues: their members
 
     def value(self, slot: int, raw: int) -> Value:
         sl = self.layout.slots[slot]
@@ -304,17 +336,19 @@ class StateDecoder:
         return Buffered(entries)
 
     def decode(self, state: tuple[int, ...]) -> TraceState:
+        convert = self.convert
         values: list[tuple[str, Value]] = []
-        for name, slots in self.groups:
-            sl = self.layout.slots[slots[0]]
-            if sl.kind is SlotKind.BUFFER:
-                values.append((name, self.buffered(slots, state)))
-            elif sl.element is None:
-                values.append((name, self.value(slots[0], state[slots[0]])))
+        for name, how, at in self._plan:
+            if how == 0:
+                k = at[0]
+                values.append((name, convert[k](state[k])))
+            elif how == 1:
+                values.append((name, tuple([convert[i](state[i]) for i in at])))
             else:
-                values.append((name, tuple(self.value(i, state[i]) for i in slots)))
-        values += self.stale(state)
-        pcs = tuple((proc, self.pc_names[proc][state[i]]) for proc, i in self.pc_slots)
+                values.append((name, self.buffered(at, state)))
+        if self.layout.lkmm is not None:
+            values += self.stale(state)
+        pcs = tuple([(proc, names[state[i]]) for proc, names, i in self._pcs])
         return TraceState(tuple(values), pcs)
 
     def stale(self, state: tuple[int, ...]) -> list[tuple[str, Value]]:

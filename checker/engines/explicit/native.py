@@ -148,7 +148,7 @@ class Library:
         """Liveness property p's marks on the first n `states` (packed, "Q"): whether the
         goal fails in each, and the seeds (where the trigger holds too) in id order;
         None when a predicate bailed (the Python check judges the property)."""
-        bad, seeds, count = array("B", bytes(n)), array("Q", bytes(8 * n)), _u64(0)
+        bad, seeds, count = _zeros("B", n), _zeros("Q", n), _u64(0)
         if self.lib.tr_live_marks(p, n, _address(states), _address(bad), _address(seeds), ctypes.byref(count)):
             return None
         del seeds[count.value:]
@@ -158,7 +158,7 @@ class Library:
                         fair: int, bad: array, seeds: array) -> tuple[array, int, int]:
         """(per state: -1 outside R, 0 in an unfair component, c > 0 in fair component c;
         the fair actors that starved the unfair ones; how many are fair)."""
-        comp, starved = array("i", bytes(4 * n)), _u64(0)
+        comp, starved = _zeros("i", n), _u64(0)
         fairs = self.lib.tr_fair_sccs(n, _address(first), _address(dst), _address(step), _address(enabled),
                                       _address(stepbits), fair, _address(bad), _address(seeds), len(seeds),
                                       _address(comp), ctypes.byref(starved))
@@ -170,12 +170,19 @@ class Library:
              comp: array) -> tuple[int, array, array]:
         """The 0-1 breadth-first search of the shortest stem: (the node found, 2u + phase,
         or -1; each node's parent node and the edge that led there)."""
-        parent, edge = array("q", bytes(16 * n)), array("q", bytes(16 * n))
+        parent, edge = _zeros("q", 2 * n), _zeros("q", 2 * n)
         found = self.lib.tr_stem(n, initial, _address(first), _address(dst), _address(seeds), len(seeds),
                                  _address(comp), _address(parent), _address(edge))
         if found < -1:
             raise MemoryError
         return found, parent, edge
+
+
+def _zeros(typecode: str, n: int) -> array:
+    """n zero items for a C function to fill: a repeat, with no bytes object of the same
+    size made and copied first (array(typecode, bytes(...)) was a good part of a stem's
+    time on 50,000 states)."""
+    return array(typecode, [0]) * n
 
 
 def cache_key(source: CSource, cc: str) -> str:
@@ -474,9 +481,13 @@ class _Enabled:
 
 
 def _column(typecode: str, pointer, n: int, itemsize: int) -> array:
+    """n items of a C array as a Python array: one copy, read in place (string_at would
+    make a bytes object first, a second copy of every column of the graph)."""
     out = array(typecode)
     if n:
-        out.frombytes(ctypes.string_at(pointer, itemsize * n))
+        address = pointer if isinstance(pointer, int) else ctypes.cast(pointer, ctypes.c_void_p).value
+        assert address, "a C column of n > 0 items has an address"
+        out.frombytes((ctypes.c_char * (itemsize * n)).from_address(address))
     return out
 
 
@@ -590,7 +601,7 @@ def _finish(search: Search, lib, t, progress: Progress | None, start: float, rss
     sums = None
     if coverage and not graph:  # the digest of the stored states, as states_sums gives it for Python's
         n = int(lib.tr_count(t))
-        states = array("Q", ctypes.string_at(lib.tr_states(t), 8 * n)) if n else array("Q")
+        states = _column("Q", lib.tr_states(t), n, 8)
         total, squares = sum(states), sum(map(operator.mul, states, states))
         # Fingerprints sums its fingerprints, state + 1
         sums = (n, total + n, squares + 2 * total + n) if hash_compact else (n, total, squares)
