@@ -92,7 +92,7 @@ class LevelLoopWriter:
     def __init__(self, cm: CompiledModel, actor_tables: list[tuple[int, int, tuple]]):
         self.cm = cm
         self.actor_tables = actor_tables  # (shift, mask, (step function, step number) pairs by pc) per actor
-        self.functions = {node.name: node for node in ast.parse(cm.source).body if isinstance(node, ast.FunctionDef)}
+        self._functions: dict[str, ast.FunctionDef] | None = None
         self.cache: dict[LoopShape, Callable] = {}
         self.sources: dict[LoopShape, str] = {}
         self._branches: frozenset[int] | None = None
@@ -100,6 +100,15 @@ class LevelLoopWriter:
         # a step's pasted lines by what they depend on: a search asks for loops of several
         # shapes (premises seen, the ample set on), which mostly paste the same steps again
         self.pasted: dict[tuple, list[str]] = {}
+
+    @property
+    def functions(self) -> dict[str, ast.FunctionDef]:
+        """The step functions' trees, parsed when the first loop is written: every search
+        makes a writer, and most end before they reach the level where it starts."""
+        if self._functions is None:
+            self._functions = {node.name: node for node in ast.parse(self.cm.source).body
+                               if isinstance(node, ast.FunctionDef)}
+        return self._functions
 
     def loop(self, shape: LoopShape) -> Callable:
         fn = self.cache.get(shape)
