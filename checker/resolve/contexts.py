@@ -38,7 +38,7 @@ class Contexts(Shared):
         self.percpu_names = {d.name for d in self.spec.of(ast.VarDecl) if d.percpu}
         # the exits guests make, `vmexit(HLT)`: numbered after the interrupts in `exit_reason`
         self.exit_reasons = []
-        for call in _calls_named(self.spec.items, "vmexit"):
+        for call in _vmexit_calls(self.spec):
             name = call.args[0].name if len(call.args) == 1 and isinstance(call.args[0], ast.Name) else None
             if name is not None and name not in self.interrupt_names and name not in self.exit_reasons:
                 self.exit_reasons.append(name)
@@ -317,6 +317,22 @@ def _calls_named(x, name: str):
             v = getattr(x, f.name)
             if isinstance(v, (tuple, list)) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
                 yield from _calls_named(v, name)
+
+
+def _vmexit_calls(spec: ast.Spec) -> list[ast.Call]:
+    """The spec's `vmexit(...)` calls. Every variant of a spec is resolved from the same
+    parsed Spec, and walking the whole tree each time was a tenth of a large model's
+    resolve, so the walk is made once per Spec object: the cache holds the Spec itself
+    beside its answer, so an entry is used only for that very object."""
+    cached = _VMEXIT_CALLS.get(id(spec))
+    if cached is None or cached[0] is not spec:
+        if len(_VMEXIT_CALLS) >= 8:
+            _VMEXIT_CALLS.clear()
+        cached = _VMEXIT_CALLS[id(spec)] = (spec, list(_calls_named(spec.items, "vmexit")))
+    return cached[1]
+
+
+_VMEXIT_CALLS: dict[int, tuple[ast.Spec, list[ast.Call]]] = {}
 
 
 def has_region(body):
