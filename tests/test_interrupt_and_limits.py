@@ -145,8 +145,8 @@ def _address_space_mib(pid: int) -> int:
 
 
 #: the address space a search may grow by past the probe's measurement before it runs out
-#: (with --workers 2: after two threads' stacks in each worker); a few seconds of search
-HEADROOM_MIB = {1: 24, 2: 40}
+#: (with --workers 2: after two threads' stacks in each worker); a second or two of search
+HEADROOM_MIB = {1: 12, 2: 28}
 
 
 @pytest.mark.parametrize("workers", [1, 2])

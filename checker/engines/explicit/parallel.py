@@ -597,8 +597,11 @@ class _Team:
                 c.put(("exit", None))
             except (OSError, ValueError):
                 pass
+        # a worker that died (killed from outside) leaves its peers waiting on what it
+        # would have sent: they never read the exit command, so they are killed at once
+        lost = any(not p.is_alive() and p.exitcode not in (0, None) for p in self.procs)
         for p in self.procs:
-            p.join(timeout=5)
+            p.join(timeout=0 if lost else 5)
             if p.is_alive():  # stuck: it ignores SIGTERM (_worker_main)
                 p.kill()
                 p.join()
