@@ -35,6 +35,18 @@ TOOL_FILES = frozenset({"test_promela.py", "test_promela_names.py", "test_bench.
                         "test_packaging.py", "test_gates.py"})
 
 
+def pytest_configure(config):
+    """The checker's bytecode, written once before the workers start. An installed
+    `check` has it (pip compiles what it installs); an editable tree under
+    PYTHONDONTWRITEBYTECODE=1 has none, and each worker and each `check` the tests start
+    compiled every module it imported again."""
+    if hasattr(config, "workerinput"):  # a worker: the controller has done it
+        return
+    import compileall
+
+    compileall.compile_dir(ROOT / "checker", quiet=2)  # where the tree is read-only, nothing is written
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """The tiers (README, "Tests"): `models`, a test over a shipped model; `tools`, a test
