@@ -321,9 +321,8 @@ def _calls_named(x, name: str):
 
 def _vmexit_calls(spec: ast.Spec) -> list[ast.Call]:
     """The spec's `vmexit(...)` calls. Every variant of a spec is resolved from the same
-    parsed Spec, and walking the whole tree each time was a tenth of a large model's
-    resolve, so the walk is made once per Spec object: the cache holds the Spec itself
-    beside its answer, so an entry is used only for that very object."""
+    parsed Spec, so the whole-tree walk is made once per Spec object: the cache holds
+    the Spec itself beside its answer, so an entry is used only for that very object."""
     cached = _VMEXIT_CALLS.get(id(spec))
     if cached is None or cached[0] is not spec:
         if len(_VMEXIT_CALLS) >= 8:
