@@ -27,7 +27,7 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
                max_states: int | None = None, max_depth: int | None = None, depth: int | None = None,
                deadlock: bool = True, expectations: bool = True, timeout: float | None = None,
                workers: int = 1, por: bool = True, symmetry: str = "auto",
-               progress: bool = False, rounds: bool | int = False,
+               progress: bool = False, rounds: bool | int = False, stride: int = 1,
                strengthen: bool | int | None = None) -> RunResult:
     """Check the spec in `path`, as `check` does, and return the whole run.
 
@@ -36,7 +36,8 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
     "sc" or "tso" for every variant (`--memory-model`); engine: "explicit" (breadth-first
     search, limited by max_states and max_depth), "bmc" or "induction" (Z3, up to depth,
     default 10; rounds=True: bmc's depth counts rounds, `--rounds`; rounds=N: rounds of up
-    to N steps per process, `--rounds N`), or "pdr"; strengthen (induction, pdr):
+    to N steps per process, `--rounds N`; stride=D: with rounds, look at every D-th
+    round and the last, `--stride D`), or "pdr"; strengthen (induction, pdr):
     True, or a number of explicit states to mine candidate invariants from, as
     `--strengthen [STATES]` does; expectations=False
     ignores `expect violated` (`--no-expect`). workers is
@@ -44,7 +45,7 @@ def check_file(path: str, *, variants: str | Iterable[str] = (), defines: Mappin
     opts = _options(variants=variants, defines=defines, memory_model=memory_model, store_buffer=store_buffer,
                     engine=engine, max_states=max_states, max_depth=max_depth, depth=depth, deadlock=deadlock,
                     expectations=expectations, timeout=timeout, workers=workers, por=por, symmetry=symmetry,
-                    progress=progress, rounds=rounds, strengthen=strengthen)
+                    progress=progress, rounds=rounds, stride=stride, strengthen=strengthen)
     return check_spec(load(path), opts)
 
 
@@ -65,7 +66,7 @@ def diagnostics(text: str, file: str = "<spec>") -> list[SpecError]:
 
 
 def _options(*, variants, defines, memory_model, store_buffer, engine, max_states, max_depth, depth, deadlock,
-             expectations, timeout, workers, por, symmetry, progress, rounds, strengthen) -> Options:
+             expectations, timeout, workers, por, symmetry, progress, rounds, stride, strengthen) -> Options:
     """Options as the command line builds them, refusing what it refuses."""
     if engine not in ENGINES:
         raise SpecError(NOWHERE, f"unknown engine {engine!r}", f"engines: {', '.join(ENGINES)}")
@@ -90,6 +91,11 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
         raise SpecError(NOWHERE, f"rounds must be True, False or a whole number >= 1, not {rounds!r}")
     if rounds and engine != "bmc":
         raise SpecError(NOWHERE, f"rounds is for engine='bmc', not {engine!r}")
+    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+        raise SpecError(NOWHERE, f"stride must be a whole number >= 1, not {stride!r}")
+    if stride > 1 and not rounds:
+        raise SpecError(NOWHERE, "stride is for engine='bmc' with rounds: without rounds a depth does not "
+                                 "cover the ones before it")
     if strengthen is True:
         strengthen = STRENGTHEN_STATES
     if strengthen is False:
@@ -104,7 +110,7 @@ def _options(*, variants, defines, memory_model, store_buffer, engine, max_state
                    use_expectations=expectations, limits=Limits(max_states, max_depth, deadlock),
                    memory=memory_model, store_buffer=store_buffer, progress=progress,
                    engine=Engine(engine), depth=10 if depth is None else depth, timeout=timeout,
-                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry, rounds=int(rounds),
+                   workers=workers, workers_asked=workers != 1, por=por, symmetry=symmetry, rounds=int(rounds), stride=stride,
                    strengthen=strengthen)
 
 

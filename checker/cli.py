@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bmc: each depth is a round, in which every process instance in turn takes up to N steps "
                         "in a row (default 1) or idles, so deep violations are reached in fewer frames; a "
                         "counterexample lists its steps (replayed) and may be longer than the shortest")
+    z.add_argument("--stride", type=_whole_number(1), default=1, metavar="D",
+                   help="bmc --rounds: look for violations only at every D-th round and at the last (a look "
+                        "covers the rounds before it, which may idle), each look a query of its own: deep "
+                        "violations sooner, at the first look past them")
     z.add_argument("--strengthen", type=_whole_number(1), nargs="?", const=STRENGTHEN_STATES, metavar="STATES",
                    help="induction, pdr: first search up to STATES states explicitly (default "
                         f"{STRENGTHEN_STATES:,}), guess invariants from them, and assume the ones k-induction "
@@ -335,6 +339,8 @@ def _outputs(args, parser) -> OutputRequest:
         parser.error("--strengthen is for --engine induction or pdr")
     if args.rounds and args.engine != "bmc":
         parser.error(f"--rounds is for --engine bmc, not {args.engine}")
+    if args.stride > 1 and not args.rounds:
+        parser.error("--stride is for --engine bmc --rounds: without rounds a depth does not cover the ones before it")
     if args.depth is not None and args.engine == "pdr":
         parser.error("--engine pdr has no bound: it takes no --depth")
     if (args.max_states is not None or args.max_depth is not None) and args.engine != "explicit":
@@ -475,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
                        workers=args.workers if args.workers is not None else default_workers(),
                        workers_asked=args.workers is not None, hash_compact=args.hash_compact,
                        engine=Engine(args.engine), depth=10 if args.depth is None else args.depth,
-                       timeout=args.timeout, rounds=args.rounds, strengthen=args.strengthen,
+                       timeout=args.timeout, rounds=args.rounds, stride=args.stride, strengthen=args.strengthen,
                        por=not args.no_por, symmetry=args.symmetry, simulate=_simulation(args),
                        coverage=not args.no_coverage, loop=args.loop)
         if args.promela:

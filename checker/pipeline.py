@@ -58,6 +58,7 @@ class Options:
     timeout: float | None = None  # seconds per Z3 query (None: engines/solver.py's default)
     strengthen: int | None = None  # induction: mine candidate invariants from this many explicit states
     rounds: int = 0  # bmc: N > 0, a frame is a round of up to N steps of every instance (engines/smt/bmc.py)
+    stride: int = 1  # bmc --rounds: look for violations at every D-th round and the last
     por: bool = True  # partial-order reduction (engines/reduce/)
     symmetry: str = SymmetryMode.AUTO  # symmetry reduction: "auto", "on" (and say why not), "off"
     coverage: bool = True  # recorded by the search: dead statements, vacuity (engines/coverage.py)
@@ -531,6 +532,8 @@ def _check_symbolic(cm: CompiledModel, variant: str, opts: Options, lemma_findin
     model = cm.program.model
     run_engine = {"bmc": bmc, "induction": induction, "pdr": pdr}[opts.engine]
     options: dict[str, object] = {"rounds": opts.rounds} if opts.rounds else {}
+    if opts.stride > 1:
+        options["stride"] = opts.stride
     if opts.engine in ("induction", "pdr") and opts.strengthen:
         options["strengthen"] = opts.strengthen
     sym = run_engine(cm, opts.depth, _timeout(opts), opts.limits.check_deadlock, **options)

@@ -21,6 +21,14 @@ shortest counterexample, and the notes, the limit and the reductions say so. The
 completeness argument holds for rounds as it does for steps: a shortest path of rounds
 repeats no state. N > 1 is for a process that runs long stretches alone (a vCPU's
 entry path): its stretch takes a few rounds, not one a step.
+
+With `stride` = D > 1 (--stride D, rounds only), bmc looks for violations only at every
+D-th round and at the last: since a round may be all idle, a run of fewer rounds is one
+of r rounds too, so a look at round r covers every round before it, and "no violation up
+to r rounds" is said only of a round that was looked at. Each look is a query of its own
+to a fresh solver (Z3 then solves it with its non-incremental bit-vector tactics, which
+on deep unrollings answer several times sooner than the incremental solver whose earlier
+unsatisfiable looks a stride skips), and one answer serves every property it violates.
 """
 
 from __future__ import annotations
@@ -72,10 +80,17 @@ class Unrolling:
         self.sels: list = []
         self.from_initial = from_initial
         self.rounds = rounds
+        self.timeout = timeout
+        self.fresh = False  # bmc --stride: each check a query to a new solver
+        self.added: list = []  # what the solver holds, for a fresh one
         if from_initial:
-            self.solver.add(enc.at(enc.init, self.frames[0]))
+            self._add(enc.at(enc.init, self.frames[0]))
         else:
-            self.solver.add(enc.at(enc.domain, self.frames[0]))
+            self._add(enc.at(enc.domain, self.frames[0]))
+
+    def _add(self, *formulas) -> None:
+        self.solver.add(*formulas)
+        self.added.extend(formulas)
 
     def extend(self, k: int) -> None:
         if self.rounds:
@@ -83,13 +98,17 @@ class Unrolling:
         while len(self.frames) <= k:
             f = self.enc.frame(len(self.frames))
             t, sel = self.enc.step_at(len(self.frames) - 1, self.frames[-1], f)
-            self.solver.add(t)
+            self._add(t)
             if not self.from_initial:
-                self.solver.add(self.enc.at(self.enc.domain, f))
+                self._add(self.enc.at(self.enc.domain, f))
             self.frames.append(f)
             self.sels.append(sel)
 
     def check(self, *formulas):
+        if self.fresh:
+            solver = new_solver(self.timeout, self.enc.ctx)
+            solver.add(*self.added, *formulas)
+            return checked(solver)
         self.solver.push()
         for f in formulas:
             self.solver.add(f)
@@ -101,7 +120,7 @@ class Unrolling:
         assert self.from_initial, "rounds are for bmc, from the initial states"
         while len(self.frames) <= k:
             formulas, after, subs = self.enc.round_at(len(self.frames) - 1, self.frames[-1], self.rounds)
-            self.solver.add(*formulas)
+            self._add(*formulas)
             self.frames.append(after)
             self.sels.append(subs)
 
@@ -164,21 +183,27 @@ def interruptible(engine):
 
 @interruptible
 def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bool,
-        result: SymbolicResult, rounds: int = 0) -> SymbolicResult:
-    """`rounds`: 0, a step a frame; N, a round a frame (up to N steps per instance)."""
+        result: SymbolicResult, rounds: int = 0, stride: int = 1) -> SymbolicResult:
+    """`rounds`: 0, a step a frame; N, a round a frame (up to N steps per instance).
+    `stride` D > 1 (rounds only): look at every D-th round and the last, each look a
+    fresh query (module docstring)."""
+    assert stride == 1 or rounds, "a look at depth k covers the depths before it only with rounds (idle turns)"
     start = time.monotonic()
     enc = Encoding(cm, check_deadlock)
     unroll = Unrolling(enc, timeout, rounds=rounds)
+    unroll.fresh = stride > 1
     open_props = list(enc.properties)
     stop: str | None = None
     undecided = False  # a property's own query was unknown: the run is not complete
     reached = -1
     for k in range(depth + 1):
+        if k % stride and k != depth:
+            continue  # not a look: the look at a later round covers this one
         unroll.extend(k)
         frame = unroll.frames[k]
         bads = {p.name: enc.at(p.bad, frame) for p in open_props}
         overflow = enc.at(enc.overflow, frame)
-        r, _, reason = unroll.check(disj(enc.ctx, *bads.values(), overflow))
+        r, first, reason = unroll.check(disj(enc.ctx, *bads.values(), overflow))
         # sat, or unknown: each property asked alone, so that a query that runs out of
         # time leaves only its property undecided (the rest go deeper)
         if r != z3.unsat:
@@ -187,8 +212,10 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
                 stop = (f"an atomic `while` loop runs longer than the encoding unrolls, at depth {k}"
                         if r == z3.sat else f"{reason} at depth {k}")
                 break
+            served = _served(unroll, bads, open_props, overflow, first if r == z3.sat else None) \
+                if unroll.fresh else {}
             for p in list(open_props):
-                r, model, reason = unroll.check(bads[p.name])
+                r, model, reason = served.get(p.name) or unroll.check(bads[p.name])
                 if r == z3.unsat:
                     continue
                 if r == z3.unknown and p.name == MODEL_ERROR:
@@ -235,8 +262,35 @@ def bmc(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     complete = complete and not undecided
     result.stats = Stats(depth=max(reached, 0), seconds=time.monotonic() - start, complete=complete,
                          limit=None if complete else (stop or (f"{depth} {unit}" if rounds else f"depth {depth}")),
-                         engine="bmc", reductions=(rounds_note(rounds),) if rounds else ())
+                         engine="bmc", reductions=(rounds_note(rounds, stride),) if rounds else ())
     return result
+
+
+def _served(unroll: Unrolling, bads: dict, open_props: list, overflow, model=None) -> dict:
+    """With fresh queries (--stride), each deep: the answers for every property the
+    disjunction's models violate, asked again of the rest until it is unsatisfiable, so
+    that a property costs one query rather than one each. Those left out (unknown) are
+    then asked alone by the caller, as without a stride. `model`: the look's own answer,
+    if it was one (overflow is ruled out at that depth by then)."""
+    served: dict = {}
+    rest = [p for p in open_props if p.name != MODEL_ERROR]
+    while rest:
+        if model is None:
+            r, model, _ = unroll.check(disj(unroll.enc.ctx, *(bads[p.name] for p in rest)), z3.Not(overflow))
+        else:
+            r = z3.sat
+        if r == z3.unsat:
+            served.update((p.name, (z3.unsat, None, "")) for p in rest)
+            return served
+        if r != z3.sat:
+            return served
+        hit = [p for p in rest if z3.is_true(model.eval(bads[p.name], model_completion=True))]
+        if not hit:  # the look's answer was a model error: the caller asks each property alone
+            return served
+        served.update((p.name, (z3.sat, model, "")) for p in hit)
+        rest = [p for p in rest if p not in hit]
+        model = None
+    return served
 
 
 ROUNDS = "rounds"
@@ -245,12 +299,16 @@ ROUNDS = "rounds"
 def found_note(k: int, cx: Counterexample) -> str:
     """Where a violation was found, under --rounds: the round, and the steps it took."""
     return f"found at depth {k} ({k} {ROUNDS}, {cx.trace.length} steps)"
-def rounds_note(steps: int) -> str:
-    """What depth counts under --rounds N, for the reductions."""
+
+
+def rounds_note(steps: int, stride: int = 1) -> str:
+    """What depth counts under --rounds N (and where --stride D looked), for the reductions."""
     turn = "one step" if steps == 1 else f"up to {steps} steps in a row"
+    looks = "" if stride == 1 else (f"; --stride {stride}: violations looked for at rounds {stride}, {2 * stride}, ... and the "
+                                    "last, each look covering the rounds before it")
     return (f"rounds (--rounds{'' if steps == 1 else f' {steps}'}): depth counts rounds, not steps; in a round "
             f"every process instance in turn takes {turn} or idles; a counterexample lists its steps, and may be "
-            "longer than the shortest (--engine explicit finds that)")
+            f"longer than the shortest (--engine explicit finds that){looks}")
 
 
 def no_longer_loop_free_path(unroll: Unrolling, depth: int) -> bool:
