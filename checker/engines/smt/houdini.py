@@ -115,6 +115,7 @@ class Miner:
         self.out: list[Candidate] = []
         self.seen: set[str] = set()
         self.family = Family.VALUES  # of the candidates being made
+        self.atoms: dict[tuple[int, int], Any] = {}
 
     def candidates(self) -> list[Candidate]:
         n = len(self.columns)
@@ -259,7 +260,7 @@ class Miner:
             where = " && ".join(self.atom_text(p, v) for p, v in zip(pcs, c))
             premise = conj(ctx, *[self.atom(p, v) for p, v in zip(pcs, c)])
             vals = sorted(at[c])
-            concl = disj(ctx, *[conj(ctx, *[self.atom(y, w) for y, w in zip(others, val)]) for val in vals])
+            concl = disj(ctx, *[self.all_of([self.atom(y, w) for y, w in zip(others, val)]) for val in vals])
             shown = ("{" + ", ".join("(" + ", ".join(self.shown(y, w) for y, w in zip(others, val)) + ")"
                                      for val in vals) + "}") if len(vals) <= 3 else f"one of {len(vals)} valuations seen"
             self.add(f"({where}) -> ({names}) in {shown}" if pcs else f"({names}) in {shown}",
@@ -321,7 +322,22 @@ class Miner:
         return z3.BitVecVal(v, self.enc.cur[j].size(), self.enc.ctx)
 
     def atom(self, j: int, v: int):
-        return self.enc.cur[j] == self.const(j, v)
+        """`slot j == v`, made once per slot and value (a state set's candidate repeats
+        each atom for every valuation, and the Python API's term building dominates)."""
+        key = (j, v)
+        t = self.atoms.get(key)
+        if t is None:
+            t = self.atoms[key] = self.enc.cur[j] == self.const(j, v)
+        return t
+
+    def all_of(self, terms: list):
+        """And of atoms (never the constants true or false) through one C call: the
+        Python API's coercions cost more than Z3 over thousands of valuations."""
+        if len(terms) == 1:
+            return terms[0]
+        ctx = self.enc.ctx
+        args = (z3.Ast * len(terms))(*[t.as_ast() for t in terms])
+        return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(terms), args), ctx)
 
     def ge(self, j: int, v: int):
         x = self.enc.cur[j]
