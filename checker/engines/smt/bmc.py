@@ -26,9 +26,9 @@ With `stride` = D > 1 (--stride D, rounds only), bmc looks for violations only a
 D-th round and at the last: since a round may be all idle, a run of fewer rounds is one
 of r rounds too, so a look at round r covers every round before it, and "no violation up
 to r rounds" is said only of a round that was looked at. Each look is a query of its own
-to a fresh solver (Z3 then solves it with its non-incremental bit-vector tactics, which
-on deep unrollings answer several times sooner than the incremental solver whose earlier
-unsatisfiable looks a stride skips), and one answer serves every property it violates.
+to a fresh solver (so Z3 may use its non-incremental bit-vector tactics; the looks a
+stride skips are the unsatisfiable ones on the way, each dearer than the one before),
+and one answer serves every property it violates.
 """
 
 from __future__ import annotations
