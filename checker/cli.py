@@ -170,9 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     perf = p.add_argument_group("speed and memory")
     perf.add_argument("--workers", type=_whole_number(1), metavar="N", default=None,
                       help="processes that share the search, each state owned by one of them through a few "
-                           "slots that seldom change (default: the number of cores; a small search, or one that "
-                           "needs the whole graph (liveness, --dot-graph) or --max-states, runs in one process, "
-                           "and says so when --workers was given; bench/README.md has measurements)")
+                           "slots that seldom change (default: the cores that are free; a small search, one the "
+                           "native loop takes (--loop auto: C in one process is faster), or one that needs the "
+                           "whole graph (liveness, --dot-graph) or --max-states, runs in one process, and says "
+                           "so when --workers was given; bench/README.md has measurements)")
     perf.add_argument("--hash-compact", action="store_true",
                       help="store a 64-bit fingerprint per state instead of the state: less memory; "
                            "'holds' then holds with an estimated collision probability, which is printed")

@@ -305,6 +305,29 @@ def test_the_counts_of_a_bench_model(tmp_path, monkeypatch, capsys):
     assert f"the native level loop (C) took over at depth {depth}, after {states:,} states" in capsys.readouterr().out
 
 
+def test_workers_wait_for_the_native_loop_and_start_where_it_cannot_run(monkeypatch):
+    """--loop auto with two workers (the default on an idle 2-core machine): while the
+    native loop may still take over no worker starts (C in one process outruns the
+    Python loop on both cores), so it takes over and says why the workers did not run;
+    where it cannot (no compiler), the workers start as before. Same states each way."""
+    from checker.engines.explicit import parallel
+
+    spec = load(str(ROOT / "bench/models/kvm_vcpus.spec"))
+    cm = compile_variant(spec, "base", Options(defines={"N": "2"}))
+    library_for(cm)  # in the cache: the switch is at once
+    one = explore(cm)
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 2_000)  # workers would start long before the switch
+    monkeypatch.setattr(explicit, "NATIVE_FROM", 10_000)
+    auto = explore(cm, loop="auto", workers=2)
+    assert auto.stats.loop == "native" and auto.stats.workers == 1
+    assert auto.stats.loop_from[1] >= 10_000 and "outruns 2 Python workers" in auto.stats.workers_note
+    assert _comparable(replace(auto, stats=replace(auto.stats, workers_note=""))) == _comparable(one)
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    python = explore(cm, loop="auto", workers=2)
+    assert python.stats.loop == "python" and python.stats.workers == 2, python.stats.workers_note
+    assert python.stats.states == one.stats.states and "no C compiler" in python.stats.notes[-1]
+
+
 def test_what_the_c_loop_does_not_take_runs_in_python_and_says_why(monkeypatch):
     cm = compiled("""
 model m;

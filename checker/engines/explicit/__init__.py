@@ -177,14 +177,18 @@ class Switch:
             return False
         return self.library is not None
 
+    def may_take_over(self) -> bool:
+        """The native loop is not ruled out (yet): explore_parallel starts no worker while so."""
+        return not self.why
+
     def take_over(self, level: list[int], first_id: int, depth: int, progress: Progress | None, start: float,
                   rss: int | None) -> Exploration:
         assert self.search is not None and self.library is not None
         from .native import take_over
 
         found = take_over(self.search, level, first_id, depth, self.library, progress, start, rss)
-        note = f"the native loop took over at depth {depth}, before workers would have started" \
-            if self.workers > 1 else ""
+        note = f"the native loop took over at depth {depth}: C in one process outruns {self.workers} " \
+            "Python workers" if self.workers > 1 else ""
         found.stats = replace(found.stats, loop="native", loop_from=(depth, first_id + len(level)), workers_note=note)
         return found
 
@@ -203,7 +207,7 @@ def _explore_auto(cm: CompiledModel, limits: Limits, progress: Progress | None, 
     NATIVE_FROM states has its C built meanwhile by a child process, and moves to the
     native loop at the first level boundary where the library is ready (native.take_over),
     with the same states in the same order, so the same verdicts and counterexamples;
-    with workers, unless they started first (explore_parallel asks the switch first).
+    with workers too (explore_parallel starts them only once the native loop is ruled out).
     A search over before that never waits for a compiler: its build finishes into the
     cache for the next search of the variant (Ctrl-C stops it)."""
     why = not_searched_natively(cm, reduction, graph)  # (the compiler is looked for by the switch)

@@ -104,6 +104,8 @@ class Handover(Protocol):
 
     def __call__(self, level: list[int], depth: int) -> bool: ...
 
+    def may_take_over(self) -> bool: ...
+
     def take_over(self, level: list[int], first_id: int, depth: int, progress: Progress | None, start: float,
                   rss: int | None) -> Exploration: ...
 
@@ -112,7 +114,10 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
                      reduction: Reduction | None, workers: int, coverage: bool = False,
                      switch: Handover | None = None) -> Exploration:
     """`switch` (--loop auto, explicit.Switch): asked at each level boundary before the
-    workers are; where it says so, the native loop takes over (`switch.take_over`)."""
+    workers are; where it says so, the native loop takes over (`switch.take_over`), and
+    no worker starts while it still may: the C loop in one process searches several
+    times faster than the Python loop on every core (bench/README.md, "time 2w"), so
+    the workers are for the searches it cannot take (tso, lkmm, ..., or a failed build)."""
     start = time.monotonic()
     rss = rss_bytes()
     search = Search(cm, limits, False, hash_compact, reduction, coverage=coverage)
@@ -136,7 +141,12 @@ def explore_parallel(cm: CompiledModel, limits: Limits, progress: Progress | Non
         return not note and search.count >= start_from and len(level) >= LEVEL_FROM and growing
 
     def until(level: list[int], depth: int) -> bool:
-        return (switch is not None and switch(level, depth)) or big_enough(level, depth)
+        if switch is not None:
+            if switch(level, depth):
+                return True
+            if switch.may_take_over():  # one process in C outruns the Python workers: they wait for its verdict
+                return False
+        return big_enough(level, depth)
 
     level, first_id, depth = run_levels(search, search.add_initial(), 0, 0, progress, until=until)
     if level and switch is not None and switch.library is not None:
