@@ -161,3 +161,15 @@ def test_startup_bench_reports_the_least_cpu_of_its_runs(capsys, tmp_path):
     assert re.fullmatch(r"  CPU, least of 1: \d+\.\d{3} s   \(python -c pass: \d+\.\d{3} s\)", lines[1]), lines
     figures = json.loads(out.read_text())
     assert figures["cpu_s"] > figures["python_cpu_s"] > 0 and "instructions" not in figures
+
+
+def test_coverage_bench_compares_runs_with_and_without_coverage(capsys):
+    """One run each way on a small shipped variant: a row with both CPU figures and their
+    ratio (the figures are the bench's; the test checks the row is made of them)."""
+    assert _load_bench("coverage_cost").main(["--repeats", "1", "models/timer_migration.spec:base",
+                                              *(["--check", CHECK[0]] if len(CHECK) == 1 else [])]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["target", "default", "--no-coverage", "ratio"]
+    name, with_cov, without, ratio = row.split()
+    assert name == "models/timer_migration.spec:base" and float(with_cov) > 0 and float(without) > 0
+    assert abs(float(ratio) - float(with_cov) / float(without)) < 0.01

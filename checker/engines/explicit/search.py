@@ -893,13 +893,15 @@ class Search:
 
     def _check_premises(self, s: int) -> None:
         """Mark the premises that hold in s; once one has, it is no longer evaluated."""
+        held = False
         for fn, n in self.premises:
             try:
                 if fn(s):
-                    self.held[n] = True
+                    self.held[n] = held = True
             except ModelError:  # e.g. an index out of range: the property reports its own
                 pass
-        self.premises = [x for x in self.premises if not self.held[x[1]]]
+        if held:  # (most states change nothing: the list is not rebuilt for them)
+            self.premises = [x for x in self.premises if not self.held[x[1]]]
 
     def _check_final(self, s: int, i: int) -> None:
         if not self.at_final(s):
