@@ -36,6 +36,7 @@ from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from .houdini import Candidate, Family, Mined, mine
+from .solver import checked, new_solver
 from .terms import conj, negate
 
 CTI_KIND = "counterexample to induction"
@@ -230,6 +231,20 @@ class Split:
         return self.deadline is not None and time.monotonic() > self.deadline
 
 
+def ask(step: Unrolling, fresh: bool, *formulas):
+    """`step.check(*formulas)`; `fresh`, the same query to a new solver holding what the
+    step solver holds. After a timeout the step solver's own state slows what follows:
+    on timer_reprogram a half of the timed-out query took over 20 s in it, 8 s in a new
+    solver (and each eighth 2 to 4 s)."""
+    if not fresh:
+        return step.check(*formulas)
+    solver = new_solver(step.timeout, step.enc.ctx)
+    solver.add(*step.solver.assertions())
+    solver.push()  # (incremental, as the step solver: faster here than one query without push)
+    solver.add(*formulas)
+    return checked(solver)
+
+
 def step_refuted(step: Unrolling, k: int, lits: list, open_c: list[Candidate], groups: list[list[Candidate]],
                  cands: Candidates, split: Split) -> tuple[set[int], list[list[Candidate]]]:
     """One round of Houdini's step case for the open candidates, all assumed through
@@ -240,7 +255,7 @@ def step_refuted(step: Unrolling, k: int, lits: list, open_c: list[Candidate], g
     drops every open candidate it falsifies (`cands.falsified` over the whole list, not
     only the group). An `unsat` shows the group holds under the current assumptions. An
     `unknown` (the query timed out) splits the group in two, each half asked in turn
-    with the same per-query timeout; a single candidate that is unknown is dropped (with
+    with the same per-query timeout, from then on each query in a new solver (`ask`); a single candidate that is unknown is dropped (with
     a note). From the first timeout on, `split` bounds the time: past it every open
     candidate is dropped, with a note (those shown this round were shown assuming the
     rest). The groups are kept from round to round (asking them is as sound as asking
@@ -262,7 +277,7 @@ def step_refuted(step: Unrolling, k: int, lits: list, open_c: list[Candidate], g
                                  f"timed out, took longer than {SPLIT_BUDGET} timeouts ({split.budget:g} s)")
             return {id(c) for c in open_c}, []
         group = todo.pop()
-        r, model, reason = step.check(*lits, any_of([bads[index[id(c)]] for c in group]))
+        r, model, reason = ask(step, split.deadline is not None, *lits, any_of([bads[index[id(c)]] for c in group]))
         if r == z3.sat:
             drop = cands.falsified(model, frames[k + 1], open_c, bads)
             return {id(open_c[n]) for n in drop}, done + [group] + list(reversed(todo))

@@ -193,10 +193,11 @@ def mined_lemmas(cm: CompiledModel, enc: Encoding, states: int, check_deadlock: 
     found = mine(cm, enc, states, check_deadlock)
     kept, dropped = inductive_subset(enc, found, timeout) if found.candidates else ([], [])
     head = f"pdr --strengthen: {found.describe()}"
+    why = [f"  (candidates {why})" for why in dropped]  # (a timeout is no refutation: say so)
     if not kept:
-        return Lemmas((), None, (f"{head}; none is inductive, so Spacer is given none",))
+        return Lemmas((), None, (f"{head}; none is kept as inductive, so Spacer is given none", *why))
     lines = [f"{head}; {len(kept)} jointly inductive, given to Spacer and part of every invariant "
-             "it certifies:", *listed(kept), *[f"  (candidates {why})" for why in dropped]]
+             "it certifies:", *listed(kept), *why]
     # with the slots' types (Encoding.domain): a candidate that a slot's type already
     # implies is not made, but Spacer's states are bit-vectors that could break it
     reached = [c for c in found.candidates if c.family is Family.REACHED]
