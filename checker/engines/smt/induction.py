@@ -21,7 +21,9 @@ pass its own base case at every depth (a path falsifying it drops it for good) a
 step case assuming all that are kept; those that survive at k are proved invariants of
 every reachable state, so they are assumed on every frame from then on, the new one
 included, and the properties are tried again under them. The proof never rests on the
-mining: a candidate the search got wrong fails its base or its step case.
+mining: a candidate the search got wrong fails its base or its step case. A step query
+over many candidates that times out is split into halves, each in a new solver, rather
+than dropping them all (`step_refuted`); a candidate no query decides is not assumed.
 """
 
 from __future__ import annotations

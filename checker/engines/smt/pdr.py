@@ -32,7 +32,9 @@ and `Reach(s) && L(s) && bad(s) -> false`, so Spacer never has to rule out a sta
 excludes. Every reachable state satisfies L (it holds initially and is closed under
 every step), so this is the same question; and the certificate re-checks `I && L`, the
 invariant Spacer found together with every mined lemma, so a proof rests neither on
-the search the lemmas were read off nor on their pruning.
+the search the lemmas were read off nor on their pruning. The lemmas' own initial and
+step cases are certified once per run; a certificate's step query that times out is
+split over the invariant's conjuncts (`leaves`), as Houdini splits its own.
 """
 
 from __future__ import annotations
