@@ -257,10 +257,10 @@ def step_refuted(step: Unrolling, k: int, lits: list, open_c: list[Candidate], g
     drops every open candidate it falsifies (`cands.falsified` over the whole list, not
     only the group). An `unsat` shows the group holds under the current assumptions. An
     `unknown` (the query timed out) splits the group in two, each half asked in turn
-    with the same per-query timeout, from then on each query in a new solver (`ask`); a single candidate that is unknown is dropped (with
-    a note). From the first timeout on, `split` bounds the time: past it every open
-    candidate is dropped, with a note (those shown this round were shown assuming the
-    rest). The groups are kept from round to round (asking them is as sound as asking
+    with the same per-query timeout, from then on each query in a new solver (`ask`);
+    a single candidate that is unknown is dropped (with a note). From the first timeout
+    on, `split` bounds the time: past it every open candidate is dropped, with a note
+    (those shown this round were shown assuming the rest). The groups are kept from round to round (asking them is as sound as asking
     their union, and a group that timed out would likely time out again).
 
     Soundness: a round that drops nothing asked a partition of the open candidates, each
