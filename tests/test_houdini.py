@@ -4,8 +4,9 @@ engines/smt/houdini.py and the Houdini loop of engines/smt/induction.py).
 A model plain k-induction cannot prove and the strengthened one proves at k = 0 (pinned);
 a bounded mining's false guesses are dropped by the induction itself; the strengthened
 engine agrees with a complete explicit search on generated specs, every invariant it kept
-holding in every reachable state; and a Houdini that keeps a candidate its step case
-refutes makes that agreement fail."""
+holding in every reachable state; a Houdini that keeps a candidate its step case
+refutes makes that agreement fail; and a step query that times out is split, keeping
+what is inductive and dropping what is not (or what no query could decide)."""
 
 import pytest
 import z3
@@ -17,7 +18,7 @@ from checker.engines.explicit import explore
 from checker.engines.smt import induction as induction_module
 from checker.engines.smt.encode import Encoding
 from checker.engines.smt.houdini import Family, Miner, mine
-from checker.engines.smt.induction import induction
+from checker.engines.smt.induction import Candidates, induction, inductive_subset
 from checker.results.trace import Verdict
 from test_engines_agree import models
 
@@ -115,6 +116,92 @@ def test_a_houdini_that_keeps_a_refuted_candidate_fails_the_agreement(monkeypatc
     monkeypatch.setattr(induction_module, "any_of", lambda bads: z3.BoolVal(False, bads[0].ctx))
     with pytest.raises(AssertionError, match="explicit: violated"):
         assert_strengthened_agrees(cm, depth=0, states=6)
+
+
+TIMED_OUT = "the solver timed out (raise --timeout)"
+
+
+def time_out_step_queries(monkeypatch, alone: tuple[str, ...] = ()) -> list[int]:
+    """Make the step case's solver answer unknown (as at a timeout) to every query over
+    more than one candidate, and to those of `alone` (texts) asked alone; the list
+    returned counts the unknowns."""
+    joint: list = []
+    named: list = []
+    unknowns = [0]
+    any_of, bad, ask = induction_module.any_of, Candidates.bad, induction_module.ask
+
+    def recording_any_of(bads):
+        t = any_of(bads)
+        if len(bads) > 1:
+            joint.append(t)
+        return t
+
+    def recording_bad(self, c, frames, i):
+        t = bad(self, c, frames, i)
+        if c.text in alone:
+            named.append(t)
+        return t
+
+    def timing_out(step, fresh, *formulas):
+        if any(formulas[-1].eq(t) for t in joint + named):
+            unknowns[0] += 1
+            return z3.unknown, None, TIMED_OUT
+        return ask(step, fresh, *formulas)
+
+    monkeypatch.setattr(induction_module, "any_of", recording_any_of)
+    monkeypatch.setattr(Candidates, "bad", recording_bad)
+    monkeypatch.setattr(induction_module, "ask", timing_out)
+    return unknowns
+
+
+def test_a_timed_out_step_query_is_split_and_the_candidates_kept(monkeypatch):
+    """Every joint step query times out: its halves, down to single candidates, are asked
+    instead, and the three invariants still prove `y_small` at k = 0."""
+    cm = compiled(STAIRS)
+    unknowns = time_out_step_queries(monkeypatch)
+    r = induction(cm, 2, strengthen=1000)
+    assert unknowns[0] >= 2  # the 3 candidates, then the half of 2
+    assert r.findings["y_small"].verdict is Verdict.PROVED
+    assert [c.text for c in r.invariants] == ["(x, y) in one of 6 valuations seen", "x <= 5", "y <= 5"]
+    assert not any("not assumed" in line for line in r.stats.notes)
+
+
+def test_a_split_step_case_keeps_what_the_joint_one_keeps_and_drops_the_rest(monkeypatch):
+    """Mined from 6 states, `x <= 1` is not inductive: with every joint query timing out
+    the split still finds the step that falsifies it, and Houdini ends at the same set."""
+    cm = compiled(COUNTER.format(top=4, inv="x <= 4"))
+    enc = Encoding(cm)
+    mined = mine(cm, enc, 6)
+    joint, _ = inductive_subset(enc, mined, 60)
+    unknowns = time_out_step_queries(monkeypatch)
+    enc = Encoding(cm)
+    split, dropped = inductive_subset(enc, mine(cm, enc, 6), 60)
+    assert unknowns[0] > 0 and not dropped
+    assert [c.text for c in split] == [c.text for c in joint]
+    assert "x <= 1" in {c.text for c in mined.candidates} and "x <= 1" not in {c.text for c in split}
+
+
+def test_a_single_candidate_the_solver_cannot_decide_is_dropped_alone(monkeypatch):
+    """`y <= 5` times out even alone: it is dropped with a note, and the other two are kept
+    (they are inductive without it)."""
+    cm = compiled(STAIRS)
+    time_out_step_queries(monkeypatch, alone=("y <= 5",))
+    enc = Encoding(cm)
+    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    assert [c.text for c in kept] == ["(x, y) in one of 6 valuations seen", "x <= 5"]
+    assert dropped == [f"1 not assumed at k = 0: {TIMED_OUT} in its step case (y <= 5)"]
+
+
+def test_the_split_is_bounded(monkeypatch):
+    """Past the split's budget (none here) every open candidate is dropped, with why."""
+    cm = compiled(STAIRS)
+    time_out_step_queries(monkeypatch)
+    monkeypatch.setattr(induction_module, "SPLIT_BUDGET", 0)
+    enc = Encoding(cm)
+    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    assert kept == []
+    assert dropped == ["3 not assumed at k = 0: their step case, split after the solver timed out, "
+                       "took longer than 0 timeouts (0 s)"]
 
 
 def test_python_tests_agree_with_the_z3_terms():

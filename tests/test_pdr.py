@@ -78,6 +78,34 @@ def test_the_certificate_refuses_what_is_not_an_inductive_invariant():
     assert certify(enc, enc.T, [z3.BoolVal(False, enc.ctx)], 10) == ""
 
 
+def test_a_certificate_step_query_that_times_out_is_split(monkeypatch):
+    """The step query over an invariant's conjuncts times out whenever it asks more than
+    one: asked one by one they still certify the mined lemmas, still refuse a lemma a
+    step leaves, and a conjunct undecided alone leaves the invariant not re-checked."""
+    from checker.engines.smt import pdr as engine
+
+    cm = compiled(COUNTER.format(top=4, inv="x != 3"))
+    enc = Encoding(cm)
+    kept, _ = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    lemmas = z3.And(*[c.holds for c in kept])
+    bad = z3.BoolVal(False, enc.ctx)
+    real, unknowns = engine.checked, [0]
+    alone: list = []
+
+    def timing_out(s):
+        last = s.assertions()[-1]
+        if (z3.is_or(last) and len(last.children()) > 1) or any(last.eq(t) for t in alone):
+            unknowns[0] += 1
+            return z3.unknown, None, "the solver timed out (raise --timeout)"
+        return real(s)
+
+    monkeypatch.setattr(engine, "checked", timing_out)
+    assert len(kept) > 1 and certify(enc, enc.T, [bad], 10, lemmas) == "" and unknowns[0] > 0
+    assert certify(enc, enc.T, [bad], 10, z3.And(lemmas, x_at_most_two(enc).holds)) == "a step leaves it"
+    alone.append(z3.Not(z3.substitute(kept[0].holds, *zip(enc.cur, enc.nxt))))
+    assert certify(enc, enc.T, [bad], 10, lemmas) == "not re-checked: the solver timed out (raise --timeout)"
+
+
 def test_a_model_error_stops_the_run_as_the_explicit_search_stops():
     text = """model err;
 var x: 0..3 = 0;

@@ -21,7 +21,9 @@ pass its own base case at every depth (a path falsifying it drops it for good) a
 step case assuming all that are kept; those that survive at k are proved invariants of
 every reachable state, so they are assumed on every frame from then on, the new one
 included, and the properties are tried again under them. The proof never rests on the
-mining: a candidate the search got wrong fails its base or its step case.
+mining: a candidate the search got wrong fails its base or its step case. A step query
+over many candidates that times out is split into halves, each in a new solver, rather
+than dropping them all (`step_refuted`); a candidate no query decides is not assumed.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from .houdini import Candidate, Family, Mined, mine
+from .solver import checked, new_solver
 from .terms import conj, negate
 
 CTI_KIND = "counterexample to induction"
@@ -165,12 +168,11 @@ def joint_step(enc: Encoding, step: Unrolling, k: int, props: list[SafetyPropert
     """Houdini at k: the properties and open candidates that are k-inductive together.
     Everything still in the set is assumed on frames 0..k (through one flag each, so a
     round drops members without re-adding the rest); a candidate is dropped when some
-    step falsifies it at k+1 (one query for all of them, each model dropping every
-    candidate it falsifies), a property when its own query is not unsat; repeated until
-    nothing fails. Sound with the base cases: no member can be the first to fail."""
+    step falsifies it at k+1 (`step_refuted`: each model drops every candidate it
+    falsifies), a property when its own query is not unsat; repeated until nothing
+    fails. Sound with the base cases: no member can be the first to fail."""
     ctx = enc.ctx
     frames = step.frames
-    new = frames[k + 1]
     props = list(props)
     open_c = list(cands.open)
     flags: dict[int, object] = {}
@@ -185,22 +187,19 @@ def joint_step(enc: Encoding, step: Unrolling, k: int, props: list[SafetyPropert
             held = [negate(cands.bad(item, frames, i)) for i in range(k + 1)]
         step.solver.add(z3.Implies(flag, conj(ctx, *held)))
     try:
+        groups: list[list[Candidate]] = [open_c]
+        split = Split(step.timeout)
         while True:
             lits = [flags[id(x)] for x in [*props, *open_c]]
             if open_c:
-                bads = [cands.bad(c, frames, k + 1) for c in open_c]
-                r, model, reason = step.check(*lits, any_of(bads))
-                if r == z3.sat:
-                    drop = cands.falsified(model, new, open_c, bads)
-                    open_c = [c for n, c in enumerate(open_c) if n not in drop]
-                    continue
-                if r == z3.unknown:  # dropping candidates only weakens what is assumed
-                    cands.dropped.append(f"{len(open_c)} not assumed at k = {k}: {reason} in their step case")
-                    open_c = []
+                drop, groups = step_refuted(step, k, lits, open_c, groups, cands, split)
+                if drop:
+                    open_c = [c for c in open_c if id(c) not in drop]
+                    groups = [kept for g in groups if (kept := [c for c in g if id(c) not in drop])]
                     continue
             failing = []
             for p in props:
-                r, model, reason = step.check(*lits, enc.at(p.bad, new))
+                r, model, reason = step.check(*lits, enc.at(p.bad, frames[k + 1]))
                 if r == z3.sat:
                     ctis[p.name] = (model, k + 1, p)
                     failing.append(p)
@@ -212,6 +211,88 @@ def joint_step(enc: Encoding, step: Unrolling, k: int, props: list[SafetyPropert
             props = [p for p in props if p not in failing]
     finally:
         step.solver.pop()
+
+
+#: the wall time one Houdini step case may spend once a query timed out (splitting it),
+#: in per-query timeouts; past it the candidates still open are dropped
+SPLIT_BUDGET = 10
+
+
+class Split:
+    """The bound on one step case's split queries: it starts at the first timeout."""
+
+    def __init__(self, timeout: float | None):
+        self.budget = None if timeout is None else SPLIT_BUDGET * timeout
+        self.deadline: float | None = None
+
+    def start(self) -> None:
+        if self.deadline is None and self.budget is not None:
+            self.deadline = time.monotonic() + self.budget
+
+    def over(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+
+def ask(step: Unrolling, fresh: bool, *formulas):
+    """`step.check(*formulas)`; `fresh`, the same query to a new solver holding what the
+    step solver holds. After a timeout the step solver's own state slows what follows:
+    on timer_reprogram a half of the timed-out query took over 20 s in it, 8 s in a new
+    solver (and each eighth 2 to 4 s)."""
+    if not fresh:
+        return step.check(*formulas)
+    solver = new_solver(step.timeout, step.enc.ctx)
+    solver.add(*step.solver.assertions())
+    solver.push()  # (incremental, as the step solver: faster here than one query without push)
+    solver.add(*formulas)
+    return checked(solver)
+
+
+def step_refuted(step: Unrolling, k: int, lits: list, open_c: list[Candidate], groups: list[list[Candidate]],
+                 cands: Candidates, split: Split) -> tuple[set[int], list[list[Candidate]]]:
+    """One round of Houdini's step case for the open candidates, all assumed through
+    `lits`: the ids of the candidates to drop (none: every one holds at k+1 after any
+    step from frames where all of them held), and the groups to ask next round.
+
+    Each group's `bads` is asked as one disjunction. A `sat` ends the round: the model
+    drops every open candidate it falsifies (`cands.falsified` over the whole list, not
+    only the group). An `unsat` shows the group holds under the current assumptions. An
+    `unknown` (the query timed out) splits the group in two, each half asked in turn
+    with the same per-query timeout, from then on each query in a new solver (`ask`);
+    a single candidate that is unknown is dropped (with a note). From the first timeout
+    on, `split` bounds the time: past it every open candidate is dropped, with a note
+    (those shown this round were shown assuming the rest). The groups are kept from round to round (asking them is as sound as asking
+    their union, and a group that timed out would likely time out again).
+
+    Soundness: a round that drops nothing asked a partition of the open candidates, each
+    part unsat under the assumption of all of them, so together they are closed under
+    every step (with their base cases, invariants). A drop only weakens what is
+    assumed, so the groups already answered unsat must be asked again: the caller
+    restarts the round, and Houdini's fixpoint is over the final set."""
+    frames = step.frames
+    bads = [cands.bad(c, frames, k + 1) for c in open_c]
+    index = {id(c): n for n, c in enumerate(open_c)}
+    todo = list(reversed(groups))  # a stack: the first group on top
+    done: list[list[Candidate]] = []
+    while todo:
+        if split.over():  # what was shown this round rests on the rest: all are dropped
+            cands.dropped.append(f"{len(open_c)} not assumed at k = {k}: their step case, split after the solver "
+                                 f"timed out, took longer than {SPLIT_BUDGET} timeouts ({split.budget:g} s)")
+            return {id(c) for c in open_c}, []
+        group = todo.pop()
+        r, model, reason = ask(step, split.deadline is not None, *lits, any_of([bads[index[id(c)]] for c in group]))
+        if r == z3.sat:
+            drop = cands.falsified(model, frames[k + 1], open_c, bads)
+            return {id(open_c[n]) for n in drop}, done + [group] + list(reversed(todo))
+        if r == z3.unsat:
+            done.append(group)
+        else:
+            split.start()
+            if len(group) == 1:  # dropping candidates only weakens what is assumed
+                cands.dropped.append(f"1 not assumed at k = {k}: {reason} in its step case ({group[0].text})")
+                return {id(group[0])}, done + list(reversed(todo))
+            half = len(group) // 2
+            todo += [group[half:], group[:half]]
+    return set(), done
 
 
 @interruptible

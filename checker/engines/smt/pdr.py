@@ -32,7 +32,9 @@ and `Reach(s) && L(s) && bad(s) -> false`, so Spacer never has to rule out a sta
 excludes. Every reachable state satisfies L (it holds initially and is closed under
 every step), so this is the same question; and the certificate re-checks `I && L`, the
 invariant Spacer found together with every mined lemma, so a proof rests neither on
-the search the lemmas were read off nor on their pruning.
+the search the lemmas were read off nor on their pruning. The lemmas' own initial and
+step cases are certified once per run; a certificate's step query that times out is
+split over the invariant's conjuncts (`leaves`), as Houdini splits its own.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from .houdini import Candidate, Family, mine
-from .induction import inductive_subset, listed
+from .induction import SPLIT_BUDGET, inductive_subset, listed
 from .solver import checked, new_fixedpoint, new_solver, why_unknown
 from .terms import conj, disj, negate
 from ...base.record import record
@@ -152,18 +154,25 @@ def ground_states(proof, reach) -> list[list]:
     return out
 
 
-def certify(enc: Encoding, inv, bads: list, timeout: float | None, background=None) -> str:
+def certify(enc: Encoding, inv, bads: list, timeout: float | None, background=None, closed: bool = False) -> str:
     """Why `inv` (and the `background` invariant Spacer was given, if any) is not an
     inductive invariant excluding every one of `bads` (empty: it is), decided by a
-    solver that never saw Spacer's clauses."""
+    solver that never saw Spacer's clauses. `closed`: the first two queries (initial,
+    step) were already answered for this `inv` and `background`, only the bad states are
+    asked. A step query the solver cannot decide is split (`leaves`)."""
     ctx = enc.ctx
     if background is not None:
         inv = conj(ctx, inv, background)
-    s = new_solver(timeout, ctx, logic=None if quantified(inv) else "QF_BV")
-    nxt = z3.substitute(inv, *zip(enc.cur, enc.nxt))
-    for what, query in (("an initial state falsifies it", conj(ctx, enc.init, negate(inv))),
-                        ("a step leaves it", conj(ctx, inv, enc.trans, negate(nxt))),
-                        ("a state it allows is bad", conj(ctx, inv, disj(ctx, *bads)))):
+    logic = None if quantified(inv) else "QF_BV"
+    s = new_solver(timeout, ctx, logic=logic)
+    queries = [("an initial state falsifies it", conj(ctx, enc.init, negate(inv))), ("a step leaves it", None),
+               ("a state it allows is bad", conj(ctx, inv, disj(ctx, *bads)))]
+    for what, query in queries[2:] if closed else queries:
+        if query is None:
+            why = leaves(enc, inv, timeout, logic)
+            if why:
+                return why
+            continue
         s.push()
         s.add(query)
         r, _, reason = checked(s)
@@ -172,6 +181,49 @@ def certify(enc: Encoding, inv, bads: list, timeout: float | None, background=No
             return what
         if r == z3.unknown:
             return f"not re-checked: {reason}"
+    return ""
+
+
+def conjuncts(t) -> list:
+    """The conjuncts of `t`, nested Ands flattened."""
+    if z3.is_and(t):
+        return [x for c in t.children() for x in conjuncts(c)]
+    return [t]
+
+
+def leaves(enc: Encoding, inv, timeout: float | None, logic: str | None) -> str:
+    """Why a step can leave `inv` ("a step leaves it"; empty: none can): one query for
+    all of its conjuncts at the next state. When that times out, the conjuncts are split
+    in halves, each half asked in a new solver (after a timeout the old one is slower),
+    and split again at a timeout, for at most SPLIT_BUDGET query timeouts: no step
+    falsifies any conjunct iff none falsifies one of each part. A conjunct still
+    undecided alone, or the budget spent, leaves `inv` not re-checked. (pdr --strengthen's
+    196 lemmas of timer_reprogram: the whole query exceeds 20 s, the halves take 8 and 6 s.)"""
+    ctx = enc.ctx
+    todo = [conjuncts(inv)]
+    deadline = None
+    solver = None
+    while todo:
+        if deadline is not None and time.monotonic() > deadline:
+            return (f"not re-checked: its step case, split after the solver timed out, took longer than "
+                    f"{SPLIT_BUDGET} timeouts")
+        group = todo.pop()
+        if solver is None or deadline is not None:
+            solver = new_solver(timeout, ctx, logic=logic)
+            solver.add(inv, enc.trans)
+        solver.push()
+        solver.add(disj(ctx, *[negate(z3.substitute(c, *zip(enc.cur, enc.nxt))) for c in group]))
+        r, _, reason = checked(solver)
+        solver.pop()
+        if r == z3.sat:
+            return "a step leaves it"
+        if r == z3.unknown:
+            if len(group) == 1 or timeout is None:
+                return f"not re-checked: {reason}"
+            if deadline is None:
+                deadline = time.monotonic() + SPLIT_BUDGET * timeout
+            half = len(group) // 2
+            todo += [group[half:], group[:half]]
     return ""
 
 
@@ -193,10 +245,11 @@ def mined_lemmas(cm: CompiledModel, enc: Encoding, states: int, check_deadlock: 
     found = mine(cm, enc, states, check_deadlock)
     kept, dropped = inductive_subset(enc, found, timeout) if found.candidates else ([], [])
     head = f"pdr --strengthen: {found.describe()}"
+    why = [f"  (candidates {why})" for why in dropped]  # (a timeout is no refutation: say so)
     if not kept:
-        return Lemmas((), None, (f"{head}; none is inductive, so Spacer is given none",))
+        return Lemmas((), None, (f"{head}; none is kept as inductive, so Spacer is given none", *why))
     lines = [f"{head}; {len(kept)} jointly inductive, given to Spacer and part of every invariant "
-             "it certifies:", *listed(kept), *[f"  (candidates {why})" for why in dropped]]
+             "it certifies:", *listed(kept), *why]
     # with the slots' types (Encoding.domain): a candidate that a slot's type already
     # implies is not made, but Spacer's states are bit-vectors that could break it
     reached = [c for c in found.candidates if c.family is Family.REACHED]
@@ -229,6 +282,7 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
     invariants: list[Invariant] = []
     stop: str | None = None
     errors_open = ""
+    lemmas_closed: str | None = None  # why the lemmas alone are not certified inductive ("": they are)
     # the overflow and model errors first: a path to either stops the run (as the explicit
     # search stops at a model error); then each property in its own query
     pending = sorted(open_props, key=lambda p: (p.name != OVERFLOW, p.name != MODEL_ERROR))
@@ -236,7 +290,10 @@ def pdr(cm: CompiledModel, depth: int, timeout: float | None, check_deadlock: bo
         p = pending.pop(0)
         t0 = time.monotonic()
         given = background  # what the invariant found is certified with
-        if background is not None and not certify(enc, z3.BoolVal(True, enc.ctx), [p.bad], timeout, background):
+        if background is not None and lemmas_closed is None:  # once: the lemmas' own initial and step cases
+            lemmas_closed = certify(enc, z3.BoolVal(True, enc.ctx), [], timeout, background)
+        if background is not None and not lemmas_closed and not certify(
+                enc, z3.BoolVal(True, enc.ctx), [p.bad], timeout, background, closed=True):
             r, answer, reason = z3.unsat, z3.BoolVal(True, enc.ctx), ""  # the lemmas alone prove it
         else:
             r, answer, reason = search.ask(p.bad)
