@@ -1171,6 +1171,12 @@ u64 tr_state(struct tr *t, u64 i) { return t->states[i]; }
 u64 tr_parent(struct tr *t, u64 i) { return t->parent[i]; }
 u32 tr_via(struct tr *t, u64 i) { return t->via[i]; }
 u64 *tr_states(struct tr *t) { return t->states; }
+/* the stored states' sum and sum of squares, modulo 2^64 (search.states_sums, DIGEST_MASK) */
+void tr_sums(struct tr *t, u64 *out) {
+    u64 total = 0, squares = 0;
+    for (u64 i = 0; i < t->count; i++) { total += t->states[i]; squares += t->states[i] * t->states[i]; }
+    out[0] = total; out[1] = squares;
+}
 u64 *tr_marks(struct tr *t) { return t->marks; }
 u64 tr_transitions(struct tr *t) { return t->transitions; }
 u64 tr_ample_states(struct tr *t) { return t->ample_states; }

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import operator
 import os
 import signal
 import subprocess
@@ -118,6 +117,7 @@ class Library:
                 ("tr_count", _u64, (_ptr,)), ("tr_records", _u64, (_ptr,)), ("tr_state", _u64, (_ptr, _u64)),
                 ("tr_parent", _u64, (_ptr, _u64)), ("tr_via", _u32, (_ptr, _u64)),
                 ("tr_states", ctypes.POINTER(_u64), (_ptr,)), ("tr_marks", ctypes.POINTER(_u64), (_ptr,)),
+                ("tr_sums", None, (_ptr, ctypes.POINTER(_u64))),
                 ("tr_transitions", _u64, (_ptr,)), ("tr_ample_states", _u64, (_ptr,)), ("tr_truncate", None, (_ptr, _u64)),
                 ("tr_load", ctypes.c_int, (_ptr, _u64, _ptr, _ptr, _ptr)),
                 ("tr_load_graph", ctypes.c_int, (_ptr, _u64, _ptr, _u64, _ptr, _ptr, _u64, _ptr)),
@@ -601,8 +601,9 @@ def _finish(search: Search, lib, t, progress: Progress | None, start: float, rss
     sums = None
     if coverage and not graph:  # the digest of the stored states, as states_sums gives it for Python's
         n = int(lib.tr_count(t))
-        states = _column("Q", lib.tr_states(t), n, 8)
-        total, squares = sum(states), sum(map(operator.mul, states, states))
+        out = (_u64 * 2)()
+        lib.tr_sums(t, out)  # modulo 2^64, as the digest reads them
+        total, squares = out[0], out[1]
         # Fingerprints sums its fingerprints, state + 1
         sums = (n, total + n, squares + 2 * total + n) if hash_compact else (n, total, squares)
     return search.exploration(seconds, memory, 1, "", sums)

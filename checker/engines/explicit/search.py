@@ -986,7 +986,8 @@ class Search:
         result = Exploration(stats)
         if self.marks is not None:
             result.marks, result.held = tuple(zip(self.steps, self.marks)), tuple(self.held)
-            result.digest = hash(sums if sums is not None else states_sums(self.states if self.graph else self.seen))
+            sums = sums if sums is not None else states_sums(self.states if self.graph else self.seen)
+            result.digest = hash(tuple(x & DIGEST_MASK for x in sums))
         builder = TraceBuilder(self.cm)
         if self.graph:
             expanded = len(self.enabled)
@@ -1017,10 +1018,16 @@ class Search:
         return builder.trace(states, steps, failure=failure), states[-1]
 
 
+#: the stored states' digest keeps its sums modulo 2^64: the native loop adds them up
+#: in C as u64 (a pass in Python over its table cost more than the coverage it serves)
+DIGEST_MASK = (1 << 64) - 1
+
+
 def states_sums(states) -> tuple[int, int, int]:
     """(number, sum, sum of squares) of a set of packed states (a set, a list, or
     `Fingerprints`): each a pass in C, and additive over disjoint sets (parallel
-    workers). Two variants with the same sums have, but by accident, the same states."""
+    workers), also modulo 2^64 (`DIGEST_MASK`, how the digest reads them). Two variants
+    with the same sums have, but by accident, the same states."""
     if isinstance(states, Fingerprints):
         n, states = states.count, states.table  # free slots are 0, which adds nothing
     else:
