@@ -49,7 +49,7 @@ from ...results.trace import Stats, Verdict
 from .bmc import Finding, SymbolicResult, Unrolling, counterexample, interruptible
 from .encode import MODEL_ERROR, Encoding, SafetyProperty
 from .houdini import Candidate, Family, mine
-from .induction import SPLIT_BUDGET, inductive_subset, listed
+from .induction import SPLIT_BUDGET, Split, inductive_subset, listed
 from .solver import checked, new_fixedpoint, new_solver, why_unknown
 from .terms import conj, disj, negate
 from ...base.record import record
@@ -201,14 +201,14 @@ def leaves(enc: Encoding, inv, timeout: float | None, logic: str | None) -> str:
     196 lemmas of timer_reprogram: the whole query exceeds 20 s, the halves take 8 and 6 s.)"""
     ctx = enc.ctx
     todo = [conjuncts(inv)]
-    deadline = None
+    split = Split(timeout)  # the bound Houdini's split has
     solver = None
     while todo:
-        if deadline is not None and time.monotonic() > deadline:
+        if split.over():
             return (f"not re-checked: its step case, split after the solver timed out, took longer than "
                     f"{SPLIT_BUDGET} timeouts")
         group = todo.pop()
-        if solver is None or deadline is not None:
+        if solver is None or split.deadline is not None:
             solver = new_solver(timeout, ctx, logic=logic)
             solver.add(inv, enc.trans)
         solver.push()
@@ -220,8 +220,7 @@ def leaves(enc: Encoding, inv, timeout: float | None, logic: str | None) -> str:
         if r == z3.unknown:
             if len(group) == 1 or timeout is None:
                 return f"not re-checked: {reason}"
-            if deadline is None:
-                deadline = time.monotonic() + SPLIT_BUDGET * timeout
+            split.start()
             half = len(group) // 2
             todo += [group[half:], group[:half]]
     return ""
