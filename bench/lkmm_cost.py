@@ -18,6 +18,7 @@ import json
 import time
 from pathlib import Path
 
+from checker.base.shipped import model_file
 from checker.pipeline import Options, check_spec, load
 from checker.engines.explicit import Limits
 from checker.results.trace import Verdict
@@ -54,7 +55,7 @@ def main() -> None:
     ap.add_argument("--max-states", type=int, default=1_000_000)
     ap.add_argument("--json", help="write every measurement here")
     args = ap.parse_args()
-    paths = [ROOT / "models" / (m if m.endswith(".spec") else m + ".spec") for m in args.models] \
+    paths = [Path(model_file(m)) for m in args.models] \
         or sorted((ROOT / "models").glob("*.spec"))
     rows = {}
     print("| model | sc | x86-TSO | lkmm | lkmm / tso states |")

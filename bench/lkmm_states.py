@@ -25,6 +25,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from checker.base.shipped import model_file
 from checker.engines import reduce
 from checker.engines.explicit import Limits, explore
 from checker.ir import SlotKind
@@ -84,7 +85,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=12, help="groups to print per model")
     args = ap.parse_args()
     for m in args.models:
-        line, total, rows = profile(ROOT / "models" / (m if m.endswith(".spec") else m + ".spec"), args.max_states)
+        line, total, rows = profile(Path(model_file(m)), args.max_states)
         print(line)
         for n, g in rows[:args.top]:
             if n:

@@ -21,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from checker.base.shipped import model_file
 from checker.pipeline import Options, check_spec, load
 from checker.results.trace import VariantResult, Verdict
 
@@ -97,7 +98,7 @@ def main() -> None:
     ap.add_argument("models", nargs="*", help="model names (default: every models/*.spec)")
     ap.add_argument("--json", help="write every row here")
     args = ap.parse_args()
-    paths = [ROOT / "models" / (m if m.endswith(".spec") else m + ".spec") for m in args.models] \
+    paths = [Path(model_file(m)) for m in args.models] \
         or sorted((ROOT / "models").glob("*.spec"))
     rows: list[dict] = []
     print("| model | variant | label | sc | x86-TSO | lkmm |")

@@ -457,11 +457,10 @@ def main(argv: list[str] | None = None) -> int:
         return _list_models()
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not os.path.exists(args.file):
-        from .base.shipped import shipped_model
+    if not os.path.exists(args.file):  # (the shipped models' module only then: start-up)
+        from .base.shipped import model_file
 
-        if (shipped := shipped_model(args.file)) is not None:
-            args.file = str(shipped)  # `check pi_timer`: the model shipped with timerace
+        args.file = model_file(args.file)  # `check pi_timer`: the model shipped with timerace
     req = _outputs(args, parser)
     problems = path_problems(req, (args.file,)) + _promela_problems(args.promela, args.file)
     if problems:

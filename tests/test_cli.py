@@ -138,3 +138,14 @@ def test_workers_default_to_the_free_cores():
     assert free_cores(2, 9.5) == 1  # a busy machine: one, never none
     assert free_cores(8, 3.2) == 5
     assert free_cores(4, -1.0) == 4  # never more than there are
+
+
+def test_a_file_argument_is_a_path_or_a_shipped_models_name(tmp_path):
+    """`check ARG` and the bench scripts read the same file (base.shipped.model_file)."""
+    from checker.base.shipped import model_file, shipped_model
+
+    here = tmp_path / "pi_timer.spec"
+    here.write_text("model x;\n")
+    assert model_file(str(here)) == str(here)  # an existing path, unchanged
+    assert model_file("pi_timer") == str(shipped_model("pi_timer")) and model_file("pi_timer").endswith(".spec")
+    assert model_file("no_such_model") == "no_such_model"  # reading it reports it missing

@@ -3,7 +3,6 @@ checker.models in a wheel), so that an installed `check pi_timer` has an example
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 SUFFIX = ".spec"
@@ -11,6 +10,8 @@ SUFFIX = ".spec"
 
 def models_dir() -> Path | None:
     """The folder of the shipped models, or None when the install carries none."""
+    from importlib import resources  # (only to find a shipped model: start-up)
+
     try:
         root = resources.files("checker.models")
     except ModuleNotFoundError:
@@ -32,3 +33,12 @@ def shipped_model(name: str) -> Path | None:
     if "/" in name or "\\" in name:
         return None
     return shipped_models().get(name.removesuffix(SUFFIX))
+
+
+def model_file(arg: str) -> str:
+    """What `check ARG` reads: ARG itself (unchanged, as messages print it) when it
+    exists, else the shipped model it names, else ARG (reading it reports it missing)."""
+    if Path(arg).exists():
+        return arg
+    shipped = shipped_model(arg)
+    return arg if shipped is None else str(shipped)
