@@ -68,7 +68,9 @@ _SPINLOCK_DECL = re.compile(r"^\s*spinlock_t\s+\w+\s*;\s*$\n?", re.M)
 
 
 def recording_of(path: Path | None, source: str) -> Path:
-    if path is not None:
+    """Beside a file of the repository; under a hash of its text for anything else (a
+    generated program, one of the kernel's files, which are not vendored)."""
+    if path is not None and path.resolve().is_relative_to(ROOT):
         return path.with_suffix(".herd7")
     return _asked(RECORDINGS / f"{hashlib.sha256(source.encode()).hexdigest()[:20]}.herd7")
 
