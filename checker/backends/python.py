@@ -184,12 +184,25 @@ def views_of(layout: StateLayout) -> lkmm_machine.Views | None:
 
 
 def packing_of(layout) -> Packing:
-    """Bit fields for every slot, in layout order, each as narrow as its type allows."""
+    """Bit fields for every slot, in layout order, each as narrow as its type allows;
+    but the lkmm machine's slots (last, `memory.lkmm.extend`) are a byte each from a
+    byte boundary when they all fit in one (lkmm.Machine then reads and writes its part
+    of a state as bytes, in C, rather than field by field: fast, at a few hundred bytes
+    more a state)."""
+    bounds = [_slot_bounds(layout, k) for k in range(len(layout.slots))]
+    machine = [k for k, sl in enumerate(layout.slots) if sl.kind is SlotKind.VIEW]
+    uniform = 0
+    if machine and all(bounds[k][0] == 0 for k in machine):
+        widest = max((hi - lo).bit_length() for lo, hi in (bounds[k] for k in machine))
+        uniform = 8 if widest <= 8 else 0
     shift, width, los, his = [], [], [], []
     at = 0
-    for k in range(len(layout.slots)):
-        lo, hi = _slot_bounds(layout, k)
+    for k, (lo, hi) in enumerate(bounds):
         w = (hi - lo).bit_length()
+        if uniform and k >= machine[0]:
+            w = uniform
+            if k == machine[0]:
+                at = -(-at // 8) * 8
         shift.append(at)
         width.append(w)
         los.append(lo)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from dataclasses import field, replace
 from enum import Enum
+from operator import lshift, sub
 
 from .. import model as m
 from ..semantics.primitives import BUILTINS, Arg, Cls, FenceKind, Order
@@ -65,7 +66,10 @@ from ..base.record import record
 
 #: the default number of messages a location keeps
 DEFAULT_HISTORY = 2
-_MEMO = 1 << 14  # machine parts kept decoded / encoded (a bound on the memo's memory)
+_MEMO = 1 << 14  # machine parts kept decoded, dead views by pcs (a bound on the memo's memory)
+_EFFECTS = 1 << 17  # steps' effects on the machine kept (Machine.step; a bound on their memory)
+_PARTS = 1 << 16  # distinct machine parts those effects name
+_FAILED, _FULL = "failed", "full"  # a memoised effect: the other form ran, or a store waits
 MAX_ACTORS = 62  # process instances and propagation actors: the engine's enabled masks are 63 bits
 
 
@@ -1322,7 +1326,27 @@ class Machine:
         # fewer distinct machine parts occur than states: both directions are memoised.
         self.prefix = [0] * self.first
         self.decoded: dict[int, tuple[int, ...]] = {}
-        self.encoded: dict[tuple[int, ...], int] = {}
+        self.shifts = tuple(sh for _, sh, _, _ in self.machine_fields)
+        self.offsets = tuple(lo for *_, lo in self.machine_fields) if any(lo for *_, lo in self.machine_fields) \
+            else None
+        # a byte a slot from a byte boundary (backends/python.packing_of): the part is the
+        # packed state's bytes, converted in C; else field by field
+        self.bytewise = {packing.width[k] for k in mine} == {8} and self.base % 8 == 0 and self.offsets is None
+        self.n_bytes = len(mine)
+        # A step's effect on the machine depends on the machine's part of the state, the
+        # tracked memory before and after, what the step stored, the pcs after it (dead
+        # views) and, with interrupts, the slots `raising` reads: `step` and `propagate`
+        # memoise it by those few integers, the parts by a number each (`parts`), so a
+        # step that recurs decodes and encodes nothing. All of it is dropped together
+        # when it grows past its bound (`_fresh`).
+        self.memory_mask = 0
+        for _, sh, mk, _ in self.memory_fields:
+            self.memory_mask |= mk << sh
+        self.effects: dict[tuple, object] = {}
+        self.substitutions: dict[tuple[int, int], tuple[int, int]] = {}
+        self.part_ids: dict[int, int] = {}
+        self.parts: list[int] = []
+        self.wrapped = 0  # a number per wrapped step function: its memo entries' key
         self.lags = tuple(views.lag_fields(j) for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
         self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
@@ -1337,45 +1361,77 @@ class Machine:
         self.pc_mask = (1 << (packing.shift[pcs[-1]] + packing.width[pcs[-1]] - self.pc_shift)) - 1 if pcs else 0
         self.dead: dict[int, tuple[tuple[int, int], ...]] = {}
 
-    def load(self, s: int) -> list:
-        """The machine's slots and the tracked memory of packed state s, by slot number
-        (the other slots read 0: only the compiled step reads them, from s)."""
-        hi = s >> self.base
+    def _decode(self, hi: int) -> tuple[int, ...] | bytes:
+        """The machine's slots, from the machine's part of a packed state (s >> base)."""
+        if self.bytewise:  # (in C: no memo)
+            return hi.to_bytes(self.n_bytes, "little")
         mine = self.decoded.get(hi)
         if mine is None:
             if len(self.decoded) >= _MEMO:
                 self.decoded.clear()
             mine = self.decoded[hi] = tuple((hi >> sh & mk) + lo for _, sh, mk, lo in self.machine_fields)
-        t = self.prefix + list(mine)
+        return mine
+
+    def load(self, s: int) -> list:
+        """The machine's slots and the tracked memory of packed state s, by slot number
+        (the other slots read 0: only the compiled step reads them, from s)."""
+        t = self.prefix + list(self._decode(s >> self.base))
         for k, sh, mk, lo in self.memory_fields:
             t[k] = (s >> sh & mk) + lo
         return t
 
-    def save(self, s: int, t: list) -> int:
-        """Packed state s with the tracked memory taken from t and the machine's slots
-        from t normalised (normalise reads and writes the machine's slots only)."""
-        key = s >> self.pc_shift & self.pc_mask
+    def raw(self, t: list) -> int:
+        """The machine's slots of t packed as they are (not yet canonical): the machine's
+        part of a state, before `settle`. (The fields do not overlap, so their sum is
+        their union; map and sum run in C.)"""
+        mine = t[self.first:]
+        if self.bytewise:
+            return int.from_bytes(bytes(mine), "little")
+        fields = mine if self.offsets is None else map(sub, mine, self.offsets)
+        return sum(map(lshift, fields, self.shifts))
+
+    def memory_of(self, t: list) -> int:
+        """The tracked memory of t, as the bits of a packed state."""
+        out = 0
+        for k, sh, _, lo in self.memory_fields:
+            out |= (t[k] - lo) << sh
+        return out
+
+    def part(self, hi: int) -> int:
+        """The number of machine part `hi` (a number each, for the memos' keys)."""
+        i = self.part_ids.get(hi)
+        if i is None:
+            i = self.part_ids[hi] = len(self.parts)
+            self.parts.append(hi)
+        return i
+
+    def _fresh(self) -> None:
+        """Drop every memo that names parts by number, once one outgrows its bound (only
+        between two steps: no number is held then)."""
+        if len(self.effects) >= _EFFECTS or len(self.parts) >= _PARTS or len(self.substitutions) >= _EFFECTS:
+            self.effects.clear()
+            self.substitutions.clear()
+            self.part_ids.clear()
+            self.parts.clear()
+
+    def settle(self, r: int, t: list) -> int:
+        """The number of t's machine part made canonical in successor r: the view slots
+        no instance may read again from its pc in r dead (dead_at), then normalise."""
+        key = r >> self.pc_shift & self.pc_mask
         dead = self.dead.get(key)
         if dead is None:
             if len(self.dead) >= _MEMO:
                 self.dead.clear()
-            dead = self.dead[key] = self.dead_at(s)
+            dead = self.dead[key] = self.dead_at(r)
         for f, x in dead:
             t[f] = x
-        s &= self.low
-        for k, sh, mk, lo in self.memory_fields:
-            s = s & ~(mk << sh) | (t[k] - lo) << sh
-        mine = tuple(t[self.first:])
-        hi = self.encoded.get(mine)
-        if hi is None:
-            if len(self.encoded) >= _MEMO:
-                self.encoded.clear()
-            self.normalise(t)
-            hi = 0
-            for (_, sh, _, lo), x in zip(self.machine_fields, t[self.first:]):
-                hi |= (x - lo) << sh
-            self.encoded[mine] = hi
-        return s | hi << self.base
+        self.normalise(t)  # (reads and writes the machine's slots only)
+        return self.part(self.raw(t))
+
+    def save(self, s: int, t: list) -> int:
+        """Packed state s with the tracked memory taken from t and the machine's slots
+        from t made canonical."""
+        return (s & self.low & ~self.memory_mask) | self.memory_of(t) | self.parts[self.settle(s, t)] << self.base
 
     def dead_at(self, s: int) -> tuple[tuple[int, int], ...]:
         """(slot, canonical value) of every view slot no instance may read again from its
@@ -1550,8 +1606,8 @@ class Machine:
                    if on and f is not None]
         flags = [f for f in (ba, aa, al) if f is not None]
 
-        def run(s):
-            t = self.load(s)
+        def before(t: list) -> None:
+            """The fences and joins ahead of the access (they read the machine's slots only)."""
             if fenced or any(t[f] for f in pending):
                 self.mb(t, c)
                 for f in flags:  # a full fence subsumes every pending one
@@ -1572,22 +1628,22 @@ class Machine:
                     self.join_into(t, c.rel, locs[j].views[0])
             for j in acc.rmw:
                 t[c.cur[j]] = 0
-            view = s
+
+        def substitution(t: list) -> tuple[int, int]:
+            """(bits to clear, bits to set): the stale values the step's loads read, put in
+            place of the newest ones for the compiled step."""
+            clear = put = 0
             for j in acc.view_reads:
                 lag = t[c.cur[j]]
                 if lag:
                     _, sh, mk, lo = fields[j]
-                    view = view & ~(mk << sh) | (t[locs[j].old[lag - 1]] - lo) << sh
-            r = inner(view)
-            if r is None:
-                return None
-            stored = r >> marks
-            r &= mask
+                    clear |= mk << sh
+                    put |= (t[locs[j].old[lag - 1]] - lo) << sh
+            return clear, put
+
+        def after(t: list, s: int, r: int, stored: int) -> None:
+            """What the access publishes and what its loads observed (t after `before`)."""
             written = [j for j, loc in enumerate(locs) if stored >> loc.slot & 1]
-            if failure and any(stored >> k & 1 for k in conditional):
-                # that was a success, which reads the newest message: the other variant (a
-                # location only this CPU touches is not tracked, but its store is marked too)
-                return None
             for j in acc.view_reads:
                 self.observe(t, c, j, t[c.cur[j]])
             for j in acc.rmw:
@@ -1612,9 +1668,69 @@ class Machine:
                 t[ba] = 1
             if signals:
                 self.raising(t, c, gid, s, r, stored, signals, acc)
-            return self.save(r, t)
+
+        # the memo's key: this function's number, the machine's part's, the tracked memory
+        # before and after, what was stored, the slots `raising` reads (interrupts) and
+        # the pcs after the step (dead views)
+        form = self.wrapped = self.wrapped + 1
+        base, low, memory = self.base, self.low, self.memory_mask
+        seen = self._signal_mask(signals, c)
+        pcs_at, pcs_mask = self.pc_shift, self.pc_mask
+        effects: dict[tuple, object] = self.effects
+        substitutions, parts = self.substitutions, self.parts
+
+        def run(s):
+            self._fresh()
+            part = self.part(s >> base)
+            sub = substitutions.get((form, part))
+            if sub is None:
+                t = self.load(s)
+                before(t)
+                sub = substitutions[(form, part)] = substitution(t)
+            r = inner(s & ~sub[0] | sub[1])
+            if r is None:
+                return None
+            stored = r >> marks
+            r &= mask
+            key = (form, part, s & memory, r & memory, stored, s & seen, r & seen, r >> pcs_at & pcs_mask)
+            effect = effects.get(key)
+            if effect is None:
+                if failure and any(stored >> k & 1 for k in conditional):
+                    # that was a success, which reads the newest message: the other form (a
+                    # location only this CPU touches is not tracked, but its store is marked too)
+                    effect = _FAILED
+                else:
+                    t = self.load(s)
+                    before(t)
+                    try:
+                        after(t, s, r, stored)
+                        effect = (self.memory_of(t), self.settle(r, t))
+                    except self.full:
+                        effect = _FULL
+                effects[key] = effect
+            if effect is _FAILED:
+                return None
+            if effect is _FULL:
+                raise self.full()
+            assert isinstance(effect, tuple)
+            return (r & low & ~memory) | effect[0] | parts[effect[1]] << base
 
         return run
+
+    def _signal_mask(self, signals: tuple[Signal, ...], c: CpuViews) -> int:
+        """The bits of every slot `raising` (and `timer_base`) reads, in a state before or
+        after a step that may raise or take `signals` on CPU c; 0 without signals."""
+        if not signals:
+            return 0
+        slots = {sig.pending for sig in signals} | {k for sig in signals for k in sig.raised + sig.flight}
+        slots |= {sig.pc for sig in signals if sig.pc >= 0}
+        g = self.v.guest.get(c.gid)
+        if g is not None:
+            slots.add(g)
+        out = 0
+        for k in slots:
+            out |= self.width_mask[k] << self.shift[k]
+        return out
 
     def steps(self, inner, gid: int, uid: int, name: str) -> list:
         """(name, packed function) of each form of one compiled step under the machine."""
@@ -1685,6 +1801,11 @@ class Machine:
             if storing:
                 writers.append((sh, mk, storing))
         lazy = self.v.lazy
+        base, keep = self.base, self.low
+        form = self.wrapped = self.wrapped + 1
+        pcs_at, pcs_mask = self.pc_shift, self.pc_mask
+        effects: dict[tuple, object] = self.effects
+        parts = self.parts
 
         def run(s):
             lag = (s >> cur_sh & cur_mk) + cur_lo
@@ -1693,9 +1814,15 @@ class Machine:
             if lazy and not any((s >> sh & mk) in at for sh, mk, at in users) and (
                     lag < none - 1 or not any((s >> sh & mk) in at for sh, mk, at in writers)):
                 return None
-            t = self.load(s)
-            t[cur] -= 1
-            return self.save(s, t)
+            self._fresh()
+            key = (form, self.part(s >> base), s >> pcs_at & pcs_mask)
+            moved = effects.get(key)
+            if moved is None:
+                t = self.load(s)
+                t[cur] -= 1
+                moved = effects[key] = self.settle(s, t)
+            assert isinstance(moved, int)
+            return (s & keep) | parts[moved] << base
 
         return run
 
