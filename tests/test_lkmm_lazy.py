@@ -146,3 +146,32 @@ def test_generated_programs_keep_their_liveness_verdicts_lazily(text):
     eager = check_spec(spec, Options(por=False, coverage=False, use_expectations=False))
     lazy = check_spec(spec, Options(por=True, coverage=False, use_expectations=False))
     assert _verdicts(lazy) == _verdicts(eager), text
+
+
+# ------------------------------------------------ normalising only what a step changed
+
+def _packed_states(text: str, variant: str, incremental: bool, monkeypatch) -> set:
+    from checker.memory import lkmm
+
+    monkeypatch.setattr(lkmm.Machine, "incremental", incremental)
+    program = ir.build(resolve(parse(text, "m.spec"), variant, memory="lkmm"))
+    ex = explore(compile_program(program), graph=True)
+    assert ex.stats.complete
+    return set(ex.graph.states.packed)
+
+
+@pytest.mark.parametrize("path,variant", SHIPPED, ids=[f"{Path(p).stem}-{v}" for p, v in SHIPPED])
+def test_normalising_what_a_step_changed_is_normalising_everything(path, variant, monkeypatch):
+    """Machine.settle re-normalises only the locations whose slots a step changed (the
+    rest were canonical): the very same states, machine's slots included, as normalising
+    every location after every step."""
+    text = (ROOT / path).read_text()
+    assert _packed_states(text, variant, True, monkeypatch) == _packed_states(text, variant, False, monkeypatch)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(text=programs())
+def test_generated_programs_normalise_the_same_incrementally(text, monkeypatch):
+    assert _packed_states(text, "base", True, monkeypatch) == _packed_states(text, "base", False, monkeypatch), text

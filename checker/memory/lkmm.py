@@ -69,7 +69,9 @@ DEFAULT_HISTORY = 2
 _MEMO = 1 << 14  # machine parts kept decoded, dead views by pcs (a bound on the memo's memory)
 _EFFECTS = 1 << 17  # steps' effects on the machine kept (Machine.step; a bound on their memory)
 _PARTS = 1 << 16  # distinct machine parts those effects name
-_FAILED, _FULL = "failed", "full"  # a memoised effect: the other form ran, or a store waits
+_FAILED, _FULL = "failed", "full"
+_NONZERO = bytes([0] + [1] * 255)  # bytes.translate: which bytes are not 0
+_READER, _LAG, _HISTORY = "reader", "lag", "history"  # a machine slot's roles for normalise (Machine.roles)  # a memoised effect: the other form ran, or a store waits
 MAX_ACTORS = 62  # process instances and propagation actors: the engine's enabled masks are 63 bits
 
 
@@ -1300,6 +1302,9 @@ class Machine:
     state as the compiled ones do. `unpack`/`pack` are the compiled model's; the inner
     step functions mark every global slot they store to in the bits from `marks` up."""
 
+    #: normalise only the locations a step changed (settle); False: every location, always
+    incremental = True
+
     def __init__(self, views: Views, layout: StateLayout, packing, marks: int, full: type[Exception]):
         self.v = views
         self.marks = marks
@@ -1346,12 +1351,23 @@ class Machine:
         self.substitutions: dict[tuple[int, int], tuple[int, int]] = {}
         self.part_ids: dict[int, int] = {}
         self.parts: list[int] = []
+        self.canonical: set[int] = set()  # the parts `settle` made (not the initial state's)
         self.wrapped = 0  # a number per wrapped step function: its memo entries' key
         self.lags = tuple(views.lag_fields(j) for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
         self.reading = tuple(tuple(cpu.cur[j] for cpu in views.cpus if cpu.gid in loc.readers)
                              for j, loc in enumerate(views.locations))
         self.constraints = tuple(tuple(f for f in self.lags[j] if f not in self.reading[j]) for j in range(self.n))
+        # per byte of the part (a machine slot), what normalising makes of it: per location,
+        # READER (a reader's current view of it: the oldest message read may move), LAG (a
+        # constraint on it, checked against that), HISTORY (one of its older messages)
+        roles: list[list[tuple[int, str]]] = [[] for _ in mine]
+        for j, loc in enumerate(views.locations):
+            for role, slots in ((_READER, self.reading[j]), (_LAG, self.constraints[j]),
+                                (_HISTORY, loc.old + tuple(x for row in loc.views + loc.strong for x in row))):
+                for f in slots:
+                    roles[f - self.first].append((j, role))
+        self.roles = tuple(tuple(r) for r in roles)
         # dead view slots (Views.live), by the instances' pcs, which are neighbouring bit fields
         self.users = tuple((packing.shift[slot], packing.mask(slot), packing.lo[slot], table)
                            for slot, table in views.live.values())
@@ -1405,6 +1421,11 @@ class Machine:
             self.parts.append(hi)
         return i
 
+    def _canonical(self, hi: int) -> int:
+        i = self.part(hi)
+        self.canonical.add(i)
+        return i
+
     def _fresh(self) -> None:
         """Drop every memo that names parts by number, once one outgrows its bound (only
         between two steps: no number is held then)."""
@@ -1413,10 +1434,13 @@ class Machine:
             self.substitutions.clear()
             self.part_ids.clear()
             self.parts.clear()
+            self.canonical.clear()
 
-    def settle(self, r: int, t: list) -> int:
+    def settle(self, r: int, t: list, was: int | None = None) -> int:
         """The number of t's machine part made canonical in successor r: the view slots
-        no instance may read again from its pc in r dead (dead_at), then normalise."""
+        no instance may read again from its pc in r dead (dead_at), then normalise.
+        `was`: the canonical part t was made from, so that only the locations whose
+        slots differ from it are normalised again (bytewise parts only)."""
         key = r >> self.pc_shift & self.pc_mask
         dead = self.dead.get(key)
         if dead is None:
@@ -1425,8 +1449,49 @@ class Machine:
             dead = self.dead[key] = self.dead_at(r)
         for f, x in dead:
             t[f] = x
-        self.normalise(t)  # (reads and writes the machine's slots only)
-        return self.part(self.raw(t))
+        if was is None or not self.bytewise or not self.incremental:
+            self.normalise(t)  # (reads and writes the machine's slots only)
+            return self._canonical(self.raw(t))
+        now = self.raw(t)
+        changed = ((now ^ was).to_bytes(self.n_bytes, "little")).translate(_NONZERO)
+        # a location none of whose slots changed was canonical in `was` and stays so (what
+        # normalising another writes into its slots is NONE, which it keeps); of one whose
+        # readers' views did not change, only the changed lags are checked again
+        redo: dict[int, list[int] | None] = {}  # location -> the lags to check (None: all)
+        history: set[int] = set()
+        first, roles = self.first, self.roles
+        i = changed.find(1)
+        while i >= 0:
+            for j, role in roles[i]:
+                if role is _LAG:
+                    lags = redo.setdefault(j, [])
+                    if lags is not None:
+                        lags.append(i + first)
+                elif role is _READER:
+                    redo[j] = None
+                else:
+                    history.add(j)
+                    redo.setdefault(j, [])
+            i = changed.find(1, i + 1)
+        if not redo:
+            return self._canonical(now)
+        none = self.none
+        every = self.v.locations
+        for j in sorted(redo):
+            loc = every[j]
+            lags = redo[j]
+            oldest = max((t[f] for f in self.reading[j]), default=0)
+            for f in self.constraints[j] if lags is None else lags:
+                if t[f] >= oldest:
+                    t[f] = none
+            if lags is None or j in history:
+                for k in range(oldest + 1, none):
+                    t[loc.old[k - 1]] = self.lo[loc.old[k - 1]]
+                    for f in loc.views[k]:
+                        t[f] = none
+                    for f in loc.strong[k]:
+                        t[f] = none
+        return self._canonical(self.raw(t))
 
     def save(self, s: int, t: list) -> int:
         """Packed state s with the tracked memory taken from t and the machine's slots
@@ -1486,9 +1551,14 @@ class Machine:
         store shifts every lag on its location alike, so a constraint at or past the
         oldest message any reader reads now is met by every reader for ever: it is
         NONE. Equal behaviours are then equal states."""
+        self.normalise_at(t, range(self.n))
+
+    def normalise_at(self, t: list, locations) -> None:
+        """`normalise` on the given locations only (in increasing order)."""
         none = self.none
-        v = self.v
-        for j, loc in enumerate(v.locations):
+        every = self.v.locations
+        for j in locations:
+            loc = every[j]
             oldest = max((t[f] for f in self.reading[j]), default=0)
             for f in self.constraints[j]:
                 if t[f] >= oldest:
@@ -1677,7 +1747,7 @@ class Machine:
         seen = self._signal_mask(signals, c)
         pcs_at, pcs_mask = self.pc_shift, self.pc_mask
         effects: dict[tuple, object] = self.effects
-        substitutions, parts = self.substitutions, self.parts
+        substitutions, parts, canonical = self.substitutions, self.parts, self.canonical
 
         def run(s):
             self._fresh()
@@ -1704,7 +1774,7 @@ class Machine:
                     before(t)
                     try:
                         after(t, s, r, stored)
-                        effect = (self.memory_of(t), self.settle(r, t))
+                        effect = (self.memory_of(t), self.settle(r, t, s >> base if part in canonical else None))
                     except self.full:
                         effect = _FULL
                 effects[key] = effect
@@ -1815,12 +1885,13 @@ class Machine:
                     lag < none - 1 or not any((s >> sh & mk) in at for sh, mk, at in writers)):
                 return None
             self._fresh()
-            key = (form, self.part(s >> base), s >> pcs_at & pcs_mask)
+            part = self.part(s >> base)
+            key = (form, part, s >> pcs_at & pcs_mask)
             moved = effects.get(key)
             if moved is None:
                 t = self.load(s)
                 t[cur] -= 1
-                moved = effects[key] = self.settle(s, t)
+                moved = effects[key] = self.settle(s, t, s >> base if part in self.canonical else None)
             assert isinstance(moved, int)
             return (s & keep) | parts[moved] << base
 
