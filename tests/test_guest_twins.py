@@ -10,6 +10,11 @@ have the same verdicts in both.
   target`, its HLT a `vmexit(HLT)`); tests/twins/ipi_fastpath_hand.spec is the file it
   was before (a `cpu` variable, latched IPIs, a process for what the CPU does in guest
   mode).
+- tests/twins/pi_timer_ctx.spec writes models/pi_timer.spec (the exitless timer, v5.3)
+  with `guest_enter()`, its guest's exits (`vmexit(MSR_WRITE)`, `vmexit(HLT)`, a
+  `halted` label with HLT in the guest), the `posted` notification vector, the
+  reschedule IPI as an interrupt and the lapic hrtimer as a timed `hrtimer ... on cpu 1
+  clock guest_tsc`; here the shipped model is the hand-encoded side.
 
 The hand-encoded side of each pair is checked without the constructs, so it is an
 oracle for them. The shipped models' runs are the ones other tests make
@@ -28,6 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more steps with contexts)
     ("models/vcpu_requests.spec", "tests/twins/vcpu_requests_hand.spec", "twin", 2),
     ("models/ipi_fastpath.spec", "tests/twins/ipi_fastpath_hand.spec", "twin", None),
+    # pi_timer: the shipped model hand-encodes; the twin adds the VM entry, the exit's own
+    # step after the guest's vmexit, E15, the exit dispatch, the IPI's delivery and its
+    # host handler's entry and exit, the hrtimer's expiry apart from its callback's entry
+    ("models/pi_timer.spec", "tests/twins/pi_timer_ctx.spec", "shipped", 10),
 ]
 
 
@@ -55,7 +64,7 @@ def test_the_guest_mode_twins_have_the_same_verdicts(shipped, twin, hand, extra)
     if extra is None:
         return
     # the same shortest interleavings, with at most the steps the hand encoding leaves
-    # implicit (vcpu_requests: E4's local_irq_disable() and the VM entry)
+    # implicit (vcpu_requests: E4's local_irq_disable() and the VM entry; pi_timer: see PAIRS)
     for variant in plain:
         for prop, (_, steps) in plain[variant].items():
             ctx_steps = ctx[variant][prop][1]
