@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more steps with contexts)
     ("models/vcpu_requests.spec", "tests/twins/vcpu_requests_hand.spec", "twin", 2),
     ("models/ipi_fastpath.spec", "tests/twins/ipi_fastpath_hand.spec", "twin", None),
-    ("models/halt_poll.spec", "tests/twins/halt_poll_ctx.spec", "shipped", 9),  # the expiry, irq entry, re-arm, irq exit, arming, VM entry/exit, schedule() off its CPU
+    ("models/halt_poll.spec", "tests/twins/halt_poll_ctx.spec", "shipped", 9),  # waker_no_mb_lkmm 11 -> 20: arming, schedule() off its CPU, each expiry + irq entry, the lasso's re-arm + irq exit
 ]
 
 
