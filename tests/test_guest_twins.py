@@ -15,6 +15,9 @@ have the same verdicts in both.
   `halted` label with HLT in the guest), the `posted` notification vector, the
   reschedule IPI as an interrupt and the lapic hrtimer as a timed `hrtimer ... on cpu 1
   clock guest_tsc`; here the shipped model is the hand-encoded side.
+- tests/twins/halt_poll_ctx.spec writes models/halt_poll.spec with the vCPU thread on
+  CPU 0, the lapic timer as a re-arming `hrtimer ... on cpu 1` and the HLT exit as the
+  guest's `vmexit(HLT)`; the shipped model is the hand-encoded side.
 
 The hand-encoded side of each pair is checked without the constructs, so it is an
 oracle for them. The shipped models' runs are the ones other tests make
@@ -37,6 +40,9 @@ PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more step
     # step after the guest's vmexit, E15, the exit dispatch, the IPI's delivery and its
     # host handler's entry and exit, the hrtimer's expiry apart from its callback's entry
     ("models/pi_timer.spec", "tests/twins/pi_timer_ctx.spec", "shipped", 10),
+    # halt_poll: waker_no_mb_lkmm 11 -> 20: the arming, schedule() off its CPU, each expiry
+    # and its irq entry, the lasso's re-arm and irq exit
+    ("models/halt_poll.spec", "tests/twins/halt_poll_ctx.spec", "shipped", 9),
 ]
 
 
