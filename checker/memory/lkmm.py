@@ -1352,6 +1352,8 @@ class Machine:
         self.part_ids: dict[int, int] = {}
         self.parts: list[int] = []
         self.canonical: set[int] = set()  # the parts `settle` made (not the initial state's)
+        self.tracked_marks = sum(1 << loc.slot for loc in views.locations)
+        self.written: dict[int, int] = {}  # a step's store marks on tracked locations -> their memory bits
         self.wrapped = 0  # a number per wrapped step function: its memo entries' key
         self.lags = tuple(views.lag_fields(j) for j in range(self.n))
         # per location, the readers' current views, and every other lag field on it
@@ -1739,15 +1741,16 @@ class Machine:
             if signals:
                 self.raising(t, c, gid, s, r, stored, signals, acc)
 
-        # the memo's key: this function's number, the machine's part's, the tracked memory
-        # before and after, what was stored, the slots `raising` reads (interrupts) and
-        # the pcs after the step (dead views)
+        # the memo's key: this function's number, the machine's part's, what was stored and
+        # the stored locations' values before and after, the slots `raising` reads
+        # (interrupts) and the pcs after the step (dead views)
         form = self.wrapped = self.wrapped + 1
         base, low, memory = self.base, self.low, self.memory_mask
         seen = self._signal_mask(signals, c)
         pcs_at, pcs_mask = self.pc_shift, self.pc_mask
         effects: dict[tuple, object] = self.effects
         substitutions, parts, canonical = self.substitutions, self.parts, self.canonical
+        written, tracked = self.written, self.tracked_marks
 
         def run(s):
             self._fresh()
@@ -1762,7 +1765,10 @@ class Machine:
                 return None
             stored = r >> marks
             r &= mask
-            key = (form, part, s & memory, r & memory, stored, s & seen, r & seen, r >> pcs_at & pcs_mask)
+            wrote = written.get(stored & tracked)
+            if wrote is None:
+                wrote = written[stored & tracked] = self._written(stored)
+            key = (form, part, s & wrote, r & wrote, stored, s & seen, r & seen, r >> pcs_at & pcs_mask)
             effect = effects.get(key)
             if effect is None:
                 if failure and any(stored >> k & 1 for k in conditional):
@@ -1774,7 +1780,7 @@ class Machine:
                     before(t)
                     try:
                         after(t, s, r, stored)
-                        effect = (self.memory_of(t), self.settle(r, t, s >> base if part in canonical else None))
+                        effect = self.settle(r, t, s >> base if part in canonical else None)
                     except self.full:
                         effect = _FULL
                 effects[key] = effect
@@ -1782,10 +1788,20 @@ class Machine:
                 return None
             if effect is _FULL:
                 raise self.full()
-            assert isinstance(effect, tuple)
-            return (r & low & ~memory) | effect[0] | parts[effect[1]] << base
+            assert isinstance(effect, int)
+            # the tracked memory: the stores' new values (r's), the rest as it was (s's: r
+            # has the stale values the loads read there)
+            return (r & low & ~memory) | (s & memory & ~wrote) | (r & wrote) | parts[effect] << base
 
         return run
+
+    def _written(self, stored: int) -> int:
+        """The bits of the tracked locations whose store marks are set in `stored`."""
+        out = 0
+        for loc, (_, sh, mk, _) in zip(self.v.locations, self.memory_fields):
+            if stored >> loc.slot & 1:
+                out |= mk << sh
+        return out
 
     def _signal_mask(self, signals: tuple[Signal, ...], c: CpuViews) -> int:
         """The bits of every slot `raising` (and `timer_base`) reads, in a state before or
