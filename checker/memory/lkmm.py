@@ -1477,22 +1477,7 @@ class Machine:
             i = changed.find(1, i + 1)
         if not redo:
             return self._canonical(now)
-        none = self.none
-        every = self.v.locations
-        for j in sorted(redo):
-            loc = every[j]
-            lags = redo[j]
-            oldest = max((t[f] for f in self.reading[j]), default=0)
-            for f in self.constraints[j] if lags is None else lags:
-                if t[f] >= oldest:
-                    t[f] = none
-            if lags is None or j in history:
-                for k in range(oldest + 1, none):
-                    t[loc.old[k - 1]] = self.lo[loc.old[k - 1]]
-                    for f in loc.views[k]:
-                        t[f] = none
-                    for f in loc.strong[k]:
-                        t[f] = none
+        self.normalise_at(t, redo, history)
         return self._canonical(self.raw(t))
 
     def save(self, s: int, t: list) -> int:
@@ -1553,24 +1538,28 @@ class Machine:
         store shifts every lag on its location alike, so a constraint at or past the
         oldest message any reader reads now is met by every reader for ever: it is
         NONE. Equal behaviours are then equal states."""
-        self.normalise_at(t, range(self.n))
+        self.normalise_at(t, dict.fromkeys(range(self.n)))
 
-    def normalise_at(self, t: list, locations) -> None:
-        """`normalise` on the given locations only (in increasing order)."""
+    def normalise_at(self, t: list, redo: dict[int, list[int] | None], history: set[int] | None = None) -> None:
+        """`normalise` on the locations of `redo` (in increasing order): of each, the lags
+        `redo` lists (None: every lag); its history is dropped past the oldest message
+        read where every lag is checked or the location is in `history`."""
         none = self.none
         every = self.v.locations
-        for j in locations:
+        for j in sorted(redo):
             loc = every[j]
+            lags = redo[j]
             oldest = max((t[f] for f in self.reading[j]), default=0)
-            for f in self.constraints[j]:
+            for f in self.constraints[j] if lags is None else lags:
                 if t[f] >= oldest:
                     t[f] = none
-            for i in range(oldest + 1, none):
-                t[loc.old[i - 1]] = self.lo[loc.old[i - 1]]
-                for f in loc.views[i]:
-                    t[f] = none
-                for f in loc.strong[i]:
-                    t[f] = none
+            if lags is None or (history is not None and j in history):
+                for k in range(oldest + 1, none):
+                    t[loc.old[k - 1]] = self.lo[loc.old[k - 1]]
+                    for f in loc.views[k]:
+                        t[f] = none
+                    for f in loc.strong[k]:
+                        t[f] = none
 
     def store(self, t: list, c: CpuViews, j: int, value: int, acc: Access):
         """Append a message to location j's history: the new newest."""
