@@ -374,6 +374,8 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
          'lateness is at most MAX_TSC - 1 ticks, so the advance never passes NS_MAX'),
     ],
     'timer_reprogram.spec': [
+        ('vcpu: `if (pir)` never takes its else branch',
+         'one vector: ON is set only with PIR (P1 and P2 are one step, R6 sets both), so a sync that found ON finds PIR'),
         ('vcpu: `if (pending == 0)` never takes its else branch',
          'the reset just above leaves pending 0 and a waited-for callback cannot raise it again: set only where the reset is off (pending_not_reset) or overlapped (cancel_without_wait)'),
         ('hrtimer: `if (pending == 0)` never takes its else branch',
