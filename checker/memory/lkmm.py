@@ -1327,8 +1327,8 @@ class Machine:
         self.machine_fields = tuple((k, packing.shift[k] - self.base, packing.mask(k), packing.lo[k]) for k in mine)
         self.memory_fields = tuple((loc.slot, packing.shift[loc.slot], packing.mask(loc.slot), packing.lo[loc.slot])
                                    for loc in views.locations)
-        # Decoding the machine's part field by field is most of a step's cost, and far
-        # fewer distinct machine parts occur than states: both directions are memoised.
+        # where the part is not bytes (a slot wider than a byte, an offset), decoding it
+        # field by field is memoised: far fewer distinct parts occur than states
         self.prefix = [0] * self.first
         self.decoded: dict[int, tuple[int, ...]] = {}
         self.shifts = tuple(sh for _, sh, _, _ in self.machine_fields)
@@ -1338,12 +1338,12 @@ class Machine:
         # packed state's bytes, converted in C; else field by field
         self.bytewise = {packing.width[k] for k in mine} == {8} and self.base % 8 == 0 and self.offsets is None
         self.n_bytes = len(mine)
-        # A step's effect on the machine depends on the machine's part of the state, the
-        # tracked memory before and after, what the step stored, the pcs after it (dead
-        # views) and, with interrupts, the slots `raising` reads: `step` and `propagate`
-        # memoise it by those few integers, the parts by a number each (`parts`), so a
-        # step that recurs decodes and encodes nothing. All of it is dropped together
-        # when it grows past its bound (`_fresh`).
+        # A step's effect on the machine depends on the machine's part of the state, what
+        # the step stored and the stored locations' values before and after, the pcs
+        # after it (dead views) and, with interrupts, the slots `raising` reads: `step`
+        # and `propagate` memoise it by those few integers, the parts by a number each
+        # (`parts`), so a step that recurs decodes and encodes nothing. All of it is
+        # dropped together when it grows past its bound (`_fresh`).
         self.memory_mask = 0
         for _, sh, mk, _ in self.memory_fields:
             self.memory_mask |= mk << sh
@@ -1408,13 +1408,6 @@ class Machine:
         fields = mine if self.offsets is None else map(sub, mine, self.offsets)
         return sum(map(lshift, fields, self.shifts))
 
-    def memory_of(self, t: list) -> int:
-        """The tracked memory of t, as the bits of a packed state."""
-        out = 0
-        for k, sh, _, lo in self.memory_fields:
-            out |= (t[k] - lo) << sh
-        return out
-
     def part(self, hi: int) -> int:
         """The number of machine part `hi` (a number each, for the memos' keys)."""
         i = self.part_ids.get(hi)
@@ -1424,6 +1417,7 @@ class Machine:
         return i
 
     def _canonical(self, hi: int) -> int:
+        """`part`, for a part `settle` made canonical."""
         i = self.part(hi)
         self.canonical.add(i)
         return i
@@ -1479,11 +1473,6 @@ class Machine:
             return self._canonical(now)
         self.normalise_at(t, redo, history)
         return self._canonical(self.raw(t))
-
-    def save(self, s: int, t: list) -> int:
-        """Packed state s with the tracked memory taken from t and the machine's slots
-        from t made canonical."""
-        return (s & self.low & ~self.memory_mask) | self.memory_of(t) | self.parts[self.settle(s, t)] << self.base
 
     def dead_at(self, s: int) -> tuple[tuple[int, int], ...]:
         """(slot, canonical value) of every view slot no instance may read again from its
