@@ -204,6 +204,77 @@ def test_the_split_is_bounded(monkeypatch):
                        "took longer than 0 timeouts (0 s)"]
 
 
+def time_out_base_queries(monkeypatch, alone: tuple[str, ...] = ()) -> list[int]:
+    """Make the base case's queries (from the initial states) answer unknown, as at a
+    timeout, when they ask more than one candidate, or one of `alone` (texts) alone; the
+    list returned counts the unknowns."""
+    joint: list = []
+    named: list = []
+    unknowns = [0]
+    any_of, bad, ask = induction_module.any_of, Candidates.bad, induction_module.ask
+
+    def recording_any_of(bads):
+        t = any_of(bads)
+        if len(bads) > 1:
+            joint.append(t)
+        return t
+
+    def recording_bad(self, c, frames, i):
+        t = bad(self, c, frames, i)
+        if c.text in alone:
+            named.append(t)
+        return t
+
+    def timing_out(unrolling, fresh, *formulas):
+        if unrolling.from_initial and any(formulas[0].eq(t) for t in joint + named):
+            unknowns[0] += 1
+            return z3.unknown, None, TIMED_OUT
+        return ask(unrolling, fresh, *formulas)
+
+    monkeypatch.setattr(induction_module, "any_of", recording_any_of)
+    monkeypatch.setattr(Candidates, "bad", recording_bad)
+    monkeypatch.setattr(induction_module, "ask", timing_out)
+    return unknowns
+
+
+def test_a_timed_out_base_query_is_split_and_the_candidates_kept(monkeypatch):
+    """Every base-case query over more than one candidate times out: the halves, down to
+    single candidates, are asked instead, and Houdini keeps what it keeps without
+    timeouts (until the split, one unknown base case dropped them all)."""
+    cm = compiled(STAIRS)
+    enc = Encoding(cm)
+    plain, _ = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    unknowns = time_out_base_queries(monkeypatch)
+    enc = Encoding(cm)
+    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    assert unknowns[0] >= 2 and not dropped
+    assert [c.text for c in kept] == [c.text for c in plain] == ["(x, y) in one of 6 valuations seen", "x <= 5",
+                                                                "y <= 5"]
+
+
+def test_a_candidate_whose_base_case_the_solver_cannot_decide_is_dropped_alone(monkeypatch):
+    """`y <= 5`'s base case times out even alone: it is dropped with a note, the other two
+    are kept."""
+    cm = compiled(STAIRS)
+    time_out_base_queries(monkeypatch, alone=("y <= 5",))
+    enc = Encoding(cm)
+    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    assert [c.text for c in kept] == ["(x, y) in one of 6 valuations seen", "x <= 5"]
+    assert dropped == [f"1 dropped unproved: {TIMED_OUT} in its base case at depth 0 (y <= 5)"]
+
+
+def test_the_base_case_split_is_bounded(monkeypatch):
+    """Past the split's budget (none here) the candidates not yet shown are dropped, with why."""
+    cm = compiled(STAIRS)
+    time_out_base_queries(monkeypatch)
+    monkeypatch.setattr(induction_module, "SPLIT_BUDGET", 0)
+    enc = Encoding(cm)
+    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
+    assert kept == []
+    assert dropped == ["3 dropped unproved: their base case at depth 0, split after the solver timed out, "
+                       "took longer than 0 timeouts (0 s)"]
+
+
 def test_python_tests_agree_with_the_z3_terms():
     """Each candidate's Python test (used to read a solver's state) and its Z3 term agree
     on the states it was mined from and on states it was not (every valuation in range)."""

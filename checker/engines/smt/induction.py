@@ -88,23 +88,43 @@ class Candidates:
         return out or {n for n, b in enumerate(bads) if z3.is_true(model.eval(b, model_completion=True))}
 
     def prune_base(self, base: Unrolling, k: int) -> None:
-        """Drop every open candidate that some path of k steps from an initial state falsifies."""
+        """Drop every open candidate that some path of k steps from an initial state
+        falsifies. The open candidates are asked as one disjunction; a `sat` drops what
+        its path falsifies and the rest is asked again. An `unknown` (a timeout) splits
+        the group in halves, each asked in a new solver (`ask`), as the step case does
+        (`step_refuted`); a single candidate still unknown is dropped, with a note, and
+        past `Split`'s budget every candidate not yet shown is. Sound: a base case
+        assumes no candidate, so a group's `unsat` holds for each of its members
+        whatever becomes of the others, and a candidate is kept only from such a group."""
         ok_overflow = negate(self.enc.at(self.enc.overflow, base.frames[k]))
-        while self.open:
-            bads = [self.bad(c, base.frames, k) for c in self.open]
-            r, model, reason = base.check(any_of(bads), ok_overflow)
+        split = Split(base.timeout)
+        todo = [list(self.open)] if self.open else []  # a stack of groups
+        kept: set[int] = set()
+        while todo:
+            if split.over():
+                left = sum(len(g) for g in todo)
+                self.dropped.append(f"{left} dropped unproved: their base case at depth {k}, split after the "
+                                    f"solver timed out, took longer than {SPLIT_BUDGET} timeouts ({split.budget:g} s)")
+                break
+            group = todo.pop()
+            bads = [self.bad(c, base.frames, k) for c in group]
+            r, model, reason = ask(base, split.deadline is not None, any_of(bads), ok_overflow)
             if r == z3.unsat:
-                return
-            if r == z3.unknown:  # not assumed without its base case
-                self.drop_all(f"{reason} in their base case at depth {k}")
-                return
-            drop = self.falsified(model, base.frames[k], self.open, bads)
-            self.open = [c for n, c in enumerate(self.open) if n not in drop]
-
-    def drop_all(self, why: str) -> None:
-        if self.open:
-            self.dropped.append(f"{len(self.open)} dropped unproved: {why}")
-        self.open = []
+                kept.update(id(c) for c in group)
+            elif r == z3.sat:
+                drop = self.falsified(model, base.frames[k], group, bads)
+                rest = [c for n, c in enumerate(group) if n not in drop]
+                if rest:
+                    todo.append(rest)
+            else:  # not assumed without its base case
+                split.start()
+                if len(group) == 1:
+                    self.dropped.append(f"1 dropped unproved: {reason} in its base case at depth {k} "
+                                        f"({group[0].text})")
+                else:
+                    half = len(group) // 2
+                    todo += [group[half:], group[:half]]
+        self.open = [c for c in self.open if id(c) in kept]
 
     def assume(self, solver: z3.Solver, frames: list, indices, which: list[Candidate] | None = None) -> None:
         """Assert the proved candidates (or `which` of them) on the frames at `indices`."""
