@@ -6,15 +6,19 @@ tso partial-order reduction and symmetry where they apply; under lkmm lazy propa
 dead views kept canonical and partial-order reduction of the steps the machine leaves
 alone): distinct states, CPU seconds of the search, and the properties that do not hold.
 A cell whose search stopped at `--max-states` says so. The machine is usually shared:
-the seconds are CPU time of this process, repeat a run before quoting one.
+the seconds are CPU time of this process, repeat a run before quoting one. With
+`--memory` each cell runs in a process of its own, and adds that process's peak
+resident memory (`check`'s start-up included: about 30 MB of it).
 
-    python bench/lkmm_cost.py [--max-states N] [--json OUT] [MODEL...]
+    python bench/lkmm_cost.py [--max-states N] [--memory] [--json OUT] [MODEL...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,8 +44,26 @@ def measure(path: Path, memory: str, max_states: int) -> dict:
             "incomplete": sorted(o.property for o in v.outcomes if o.verdict is Verdict.INCOMPLETE)}
 
 
+#: one cell in a child process: `measure`'s dict with the child's peak RSS, as JSON
+CHILD = """import json, resource, sys
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+from lkmm_cost import measure
+got = measure(Path({path!r}), {memory!r}, {max_states!r})
+got["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(json.dumps(got))
+"""
+
+
+def measure_apart(path: Path, memory: str, max_states: int) -> dict:
+    """`measure` in a process of its own, with its peak resident memory (MB)."""
+    code = CHILD.format(bench=str(ROOT / "bench"), path=str(path), memory=memory, max_states=max_states)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def cell(got: dict) -> str:
-    text = f"{got['states']:,} / {got['seconds']:.1f} s"
+    text = f"{got['states']:,} / {got['seconds']:.1f} s" + (f" / {got['peak_mb']} MB" if "peak_mb" in got else "")
     if not got["complete"]:
         text += " (stopped: not finished)"
     if got["violated"]:
@@ -54,6 +76,7 @@ def main() -> None:
     ap.add_argument("models", nargs="*", help="model file names (default: every models/*.spec)")
     ap.add_argument("--max-states", type=int, default=1_000_000)
     ap.add_argument("--json", help="write every measurement here")
+    ap.add_argument("--memory", action="store_true", help="each cell in a process of its own, with its peak memory")
     args = ap.parse_args()
     paths = [Path(model_file(m)) for m in args.models] \
         or sorted((ROOT / "models").glob("*.spec"))
@@ -61,7 +84,8 @@ def main() -> None:
     print("| model | sc | x86-TSO | lkmm | lkmm / tso states |")
     print("|---|---:|---:|---:|---:|")
     for path in paths:
-        row = {mem: measure(path, mem, args.max_states) for mem in MEMORIES}
+        run = measure_apart if args.memory else measure
+        row = {mem: run(path, mem, args.max_states) for mem in MEMORIES}
         rows[path.name] = row
         ratio = row["lkmm"]["states"] / max(row["tso"]["states"], 1)
         print(f"| `models/{path.name}` | " + " | ".join(cell(row[mem]) for mem in MEMORIES) + f" | {ratio:.2f} |",

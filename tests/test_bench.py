@@ -173,3 +173,16 @@ def test_coverage_bench_compares_runs_with_and_without_coverage(capsys):
     name, with_cov, without, ratio = row.split()
     assert name == "models/timer_migration.spec:base" and float(with_cov) > 0 and float(without) > 0
     assert abs(float(ratio) - float(with_cov) / float(without)) < 0.01
+
+
+def test_lkmm_cost_bench_measures_each_cell_apart_with_its_memory(capsys, monkeypatch):
+    """`--memory`: each cell in a process of its own, states / CPU / peak MB; the states
+    are csd_wait_ipi's base under sc, x86-TSO and lkmm (the figures are the bench's)."""
+    monkeypatch.setattr(sys, "argv", ["lkmm_cost.py", "--memory", "csd_wait_ipi"])
+    _load_bench("lkmm_cost").main()
+    row = capsys.readouterr().out.splitlines()[-1]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "`models/csd_wait_ipi.spec`"
+    got = [re.fullmatch(r"([\d,]+) / \d+\.\d s / (\d+) MB", c) for c in cells[1:4]]
+    assert all(got), cells
+    assert [g.group(1) for g in got] == ["16", "23", "30"] and all(int(g.group(2)) > 10 for g in got)
