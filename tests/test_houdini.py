@@ -121,93 +121,10 @@ def test_a_houdini_that_keeps_a_refuted_candidate_fails_the_agreement(monkeypatc
 TIMED_OUT = "the solver timed out (raise --timeout)"
 
 
-def time_out_step_queries(monkeypatch, alone: tuple[str, ...] = ()) -> list[int]:
-    """Make the step case's solver answer unknown (as at a timeout) to every query over
-    more than one candidate, and to those of `alone` (texts) asked alone; the list
-    returned counts the unknowns."""
-    joint: list = []
-    named: list = []
-    unknowns = [0]
-    any_of, bad, ask = induction_module.any_of, Candidates.bad, induction_module.ask
-
-    def recording_any_of(bads):
-        t = any_of(bads)
-        if len(bads) > 1:
-            joint.append(t)
-        return t
-
-    def recording_bad(self, c, frames, i):
-        t = bad(self, c, frames, i)
-        if c.text in alone:
-            named.append(t)
-        return t
-
-    def timing_out(step, fresh, *formulas):
-        if any(formulas[-1].eq(t) for t in joint + named):
-            unknowns[0] += 1
-            return z3.unknown, None, TIMED_OUT
-        return ask(step, fresh, *formulas)
-
-    monkeypatch.setattr(induction_module, "any_of", recording_any_of)
-    monkeypatch.setattr(Candidates, "bad", recording_bad)
-    monkeypatch.setattr(induction_module, "ask", timing_out)
-    return unknowns
-
-
-def test_a_timed_out_step_query_is_split_and_the_candidates_kept(monkeypatch):
-    """Every joint step query times out: its halves, down to single candidates, are asked
-    instead, and the three invariants still prove `y_small` at k = 0."""
-    cm = compiled(STAIRS)
-    unknowns = time_out_step_queries(monkeypatch)
-    r = induction(cm, 2, strengthen=1000)
-    assert unknowns[0] >= 2  # the 3 candidates, then the half of 2
-    assert r.findings["y_small"].verdict is Verdict.PROVED
-    assert [c.text for c in r.invariants] == ["(x, y) in one of 6 valuations seen", "x <= 5", "y <= 5"]
-    assert not any("not assumed" in line for line in r.stats.notes)
-
-
-def test_a_split_step_case_keeps_what_the_joint_one_keeps_and_drops_the_rest(monkeypatch):
-    """Mined from 6 states, `x <= 1` is not inductive: with every joint query timing out
-    the split still finds the step that falsifies it, and Houdini ends at the same set."""
-    cm = compiled(COUNTER.format(top=4, inv="x <= 4"))
-    enc = Encoding(cm)
-    mined = mine(cm, enc, 6)
-    joint, _ = inductive_subset(enc, mined, 60)
-    unknowns = time_out_step_queries(monkeypatch)
-    enc = Encoding(cm)
-    split, dropped = inductive_subset(enc, mine(cm, enc, 6), 60)
-    assert unknowns[0] > 0 and not dropped
-    assert [c.text for c in split] == [c.text for c in joint]
-    assert "x <= 1" in {c.text for c in mined.candidates} and "x <= 1" not in {c.text for c in split}
-
-
-def test_a_single_candidate_the_solver_cannot_decide_is_dropped_alone(monkeypatch):
-    """`y <= 5` times out even alone: it is dropped with a note, and the other two are kept
-    (they are inductive without it)."""
-    cm = compiled(STAIRS)
-    time_out_step_queries(monkeypatch, alone=("y <= 5",))
-    enc = Encoding(cm)
-    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
-    assert [c.text for c in kept] == ["(x, y) in one of 6 valuations seen", "x <= 5"]
-    assert dropped == [f"1 not assumed at k = 0: {TIMED_OUT} in its step case (y <= 5)"]
-
-
-def test_the_split_is_bounded(monkeypatch):
-    """Past the split's budget (none here) every open candidate is dropped, with why."""
-    cm = compiled(STAIRS)
-    time_out_step_queries(monkeypatch)
-    monkeypatch.setattr(induction_module, "SPLIT_BUDGET", 0)
-    enc = Encoding(cm)
-    kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
-    assert kept == []
-    assert dropped == ["3 not assumed at k = 0: their step case, split after the solver timed out, "
-                       "took longer than 0 timeouts (0 s)"]
-
-
-def time_out_base_queries(monkeypatch, alone: tuple[str, ...] = ()) -> list[int]:
-    """Make the base case's queries (from the initial states) answer unknown, as at a
-    timeout, when they ask more than one candidate, or one of `alone` (texts) alone; the
-    list returned counts the unknowns."""
+def time_out_queries(monkeypatch, alone: tuple[str, ...] = (), base: bool = False) -> list[int]:
+    """Make the step case's solver (`base`: the base case's, from the initial states)
+    answer unknown (as at a timeout) to every query over more than one candidate, and to
+    those of `alone` (texts) asked alone; the list returned counts the unknowns."""
     joint: list = []
     named: list = []
     unknowns = [0]
@@ -226,7 +143,9 @@ def time_out_base_queries(monkeypatch, alone: tuple[str, ...] = ()) -> list[int]
         return t
 
     def timing_out(unrolling, fresh, *formulas):
-        if unrolling.from_initial and any(formulas[0].eq(t) for t in joint + named):
+        # the step case asks its disjunction last (after the assumptions), the base case first
+        asked = formulas[0] if base else formulas[-1]
+        if unrolling.from_initial == base and any(asked.eq(t) for t in joint + named):
             unknowns[0] += 1
             return z3.unknown, None, TIMED_OUT
         return ask(unrolling, fresh, *formulas)
@@ -237,6 +156,33 @@ def time_out_base_queries(monkeypatch, alone: tuple[str, ...] = ()) -> list[int]
     return unknowns
 
 
+def test_a_timed_out_step_query_is_split_and_the_candidates_kept(monkeypatch):
+    """Every joint step query times out: its halves, down to single candidates, are asked
+    instead, and the three invariants still prove `y_small` at k = 0."""
+    cm = compiled(STAIRS)
+    unknowns = time_out_queries(monkeypatch)
+    r = induction(cm, 2, strengthen=1000)
+    assert unknowns[0] >= 2  # the 3 candidates, then the half of 2
+    assert r.findings["y_small"].verdict is Verdict.PROVED
+    assert [c.text for c in r.invariants] == ["(x, y) in one of 6 valuations seen", "x <= 5", "y <= 5"]
+    assert not any("not assumed" in line for line in r.stats.notes)
+
+
+def test_a_split_step_case_keeps_what_the_joint_one_keeps_and_drops_the_rest(monkeypatch):
+    """Mined from 6 states, `x <= 1` is not inductive: with every joint query timing out
+    the split still finds the step that falsifies it, and Houdini ends at the same set."""
+    cm = compiled(COUNTER.format(top=4, inv="x <= 4"))
+    enc = Encoding(cm)
+    mined = mine(cm, enc, 6)
+    joint, _ = inductive_subset(enc, mined, 60)
+    unknowns = time_out_queries(monkeypatch)
+    enc = Encoding(cm)
+    split, dropped = inductive_subset(enc, mine(cm, enc, 6), 60)
+    assert unknowns[0] > 0 and not dropped
+    assert [c.text for c in split] == [c.text for c in joint]
+    assert "x <= 1" in {c.text for c in mined.candidates} and "x <= 1" not in {c.text for c in split}
+
+
 def test_a_timed_out_base_query_is_split_and_the_candidates_kept(monkeypatch):
     """Every base-case query over more than one candidate times out: the halves, down to
     single candidates, are asked instead, and Houdini keeps what it keeps without
@@ -244,7 +190,7 @@ def test_a_timed_out_base_query_is_split_and_the_candidates_kept(monkeypatch):
     cm = compiled(STAIRS)
     enc = Encoding(cm)
     plain, _ = inductive_subset(enc, mine(cm, enc, 1000), 60)
-    unknowns = time_out_base_queries(monkeypatch)
+    unknowns = time_out_queries(monkeypatch, base=True)
     enc = Encoding(cm)
     kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
     assert unknowns[0] >= 2 and not dropped
@@ -252,27 +198,34 @@ def test_a_timed_out_base_query_is_split_and_the_candidates_kept(monkeypatch):
                                                                 "y <= 5"]
 
 
-def test_a_candidate_whose_base_case_the_solver_cannot_decide_is_dropped_alone(monkeypatch):
-    """`y <= 5`'s base case times out even alone: it is dropped with a note, the other two
-    are kept."""
+@pytest.mark.parametrize("base, note", [
+    (False, f"1 not assumed at k = 0: {TIMED_OUT} in its step case (y <= 5)"),
+    (True, f"1 dropped unproved: {TIMED_OUT} in its base case at depth 0 (y <= 5)")], ids=["step", "base"])
+def test_a_single_candidate_the_solver_cannot_decide_is_dropped_alone(monkeypatch, base, note):
+    """`y <= 5` times out even alone (in the step case, or in the base case): it is
+    dropped with a note, and the other two are kept (they are inductive without it)."""
     cm = compiled(STAIRS)
-    time_out_base_queries(monkeypatch, alone=("y <= 5",))
+    time_out_queries(monkeypatch, alone=("y <= 5",), base=base)
     enc = Encoding(cm)
     kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
     assert [c.text for c in kept] == ["(x, y) in one of 6 valuations seen", "x <= 5"]
-    assert dropped == [f"1 dropped unproved: {TIMED_OUT} in its base case at depth 0 (y <= 5)"]
+    assert dropped == [note]
 
 
-def test_the_base_case_split_is_bounded(monkeypatch):
-    """Past the split's budget (none here) the candidates not yet shown are dropped, with why."""
+@pytest.mark.parametrize("base, note", [
+    (False, "3 not assumed at k = 0: their step case, split after the solver timed out, took longer than 0 "
+            "timeouts (0 s)"),
+    (True, "3 dropped unproved: their base case at depth 0, split after the solver timed out, took longer than 0 "
+           "timeouts (0 s)")], ids=["step", "base"])
+def test_the_split_is_bounded(monkeypatch, base, note):
+    """Past the split's budget (none here) every candidate not yet shown is dropped, with why."""
     cm = compiled(STAIRS)
-    time_out_base_queries(monkeypatch)
+    time_out_queries(monkeypatch, base=base)
     monkeypatch.setattr(induction_module, "SPLIT_BUDGET", 0)
     enc = Encoding(cm)
     kept, dropped = inductive_subset(enc, mine(cm, enc, 1000), 60)
     assert kept == []
-    assert dropped == ["3 dropped unproved: their base case at depth 0, split after the solver timed out, "
-                       "took longer than 0 timeouts (0 s)"]
+    assert dropped == [note]
 
 
 def test_python_tests_agree_with_the_z3_terms():
