@@ -14,6 +14,7 @@ the compiler turns that into "enabled only when this CPU's buffer is empty".
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 import sys
@@ -858,3 +859,85 @@ def plain_stores(step: Step) -> Iterator[m.VarSym]:
         sym = _plain_store_target(op)
         if sym is not None:
             yield sym
+
+
+# ---- dead values ----------------------------------------------------------------
+
+
+def mentions(x: object, sym: m.VarSym) -> bool:
+    """Whether an expression, an op or a property reads or writes `sym` anywhere."""
+    if isinstance(x, (m.Var, m.Elem, m.LocalOf)) and x.sym == sym:
+        return True
+    if isinstance(x, tuple):
+        return any(mentions(y, sym) for y in x)
+    if isinstance(x, (m.TExpr, Op, m.Property)):
+        return any(mentions(getattr(x, f.name), sym) for f in dataclasses.fields(x)
+                   if f.name not in ("span", "type", "sym"))
+    return False
+
+
+def forget_dead(proc: ProcessIR, sym: m.VarSym) -> ProcessIR:
+    """Dead-variable reduction for one scalar local of `proc`, as SPIN's: on each step
+    into a pc from which every path overwrites `sym` before reading it, set it back to
+    its initial value, so that states which differ only in a value nobody will read are
+    one state. The caller guarantees that no other process and no property mentions it.
+
+    At a dead pc `sym` then always holds its initial value (the initial state has it,
+    every step into a dead pc from a live one or that writes `sym` resets it, and a step
+    from a dead pc that does not write it leaves it), so only those steps get the reset
+    and a step that changed nothing still changes nothing."""
+    (init,) = sym.init
+    if not isinstance(init, tuple) or len(init) != 1:
+        return proc  # `any` initial value: no single value to forget to
+    reset = OAssign(m.Var(sym.span, sym.type, sym), m.Const(sym.span, sym.type, init[0]))
+
+    def kills(st: Step) -> bool:  # writes sym first, on every path, reading nothing of it before
+        if mentions(st.guard, sym):
+            return False
+        for op in st.body:
+            if isinstance(op, OAssign) and isinstance(op.target, m.Var) and op.target.sym == sym:
+                return not mentions(op.value, sym)
+            if mentions(op, sym) or isinstance(op, OGoto):
+                return False
+        return False
+
+    def targets(st: Step) -> set[int]:
+        return {op.pc for op in walk_ops(st.body) if isinstance(op, OGoto)}
+
+    kill = {st.uid: kills(st) for st in proc.steps}
+    use = {st.uid: not kill[st.uid] and (mentions(st.guard, sym) or mentions(st.body, sym)) for st in proc.steps}
+    live = [False] * len(proc.steps_at)
+    changed = True
+    while changed:  # least fixpoint: live at a pc if some step there reads it, or passes it on
+        changed = False
+        for pc, at in enumerate(proc.steps_at):
+            if not live[pc] and any(use[st.uid] or (not kill[st.uid] and any(live[t] for t in targets(st)))
+                                    for st in at):
+                live[pc] = changed = True
+
+    def forgetting(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+        out: list[Op] = []
+        for op in ops:
+            if isinstance(op, OGoto) and not live[op.pc]:
+                out += [reset, op]
+            elif isinstance(op, OIf):
+                out.append(dataclasses.replace(op, then=forgetting(op.then), orelse=forgetting(op.orelse)))
+            elif isinstance(op, (OWhile, OInline)):
+                out.append(dataclasses.replace(op, body=forgetting(op.body)))
+            else:
+                out.append(op)
+        return tuple(out)
+
+    remade: dict[int, Step] = {}
+    for pc, at in enumerate(proc.steps_at):
+        for st in at:
+            if live[pc] or kill[st.uid] or mentions(st.body, sym):
+                remade[st.uid] = dataclasses.replace(st, body=forgetting(st.body))
+    if not remade:
+        return proc
+
+    def again(st: Step) -> Step:
+        return remade.get(st.uid, st)
+
+    return dataclasses.replace(proc, steps_at=tuple(tuple(again(st) for st in at) for at in proc.steps_at),
+                               steps=tuple(again(st) for st in proc.steps))

@@ -383,15 +383,15 @@ HALT_POLL = {
     "no_wake_on_expiry": (1274, Verdict.VIOLATED),
 }
 IPI_FASTPATH = {
-    "base": (1320, Verdict.HOLDS),
-    "v5_kick": (8839, Verdict.HOLDS),
-    "legacy_apic": (2242, Verdict.HOLDS),
-    "no_notification": (229, Verdict.VIOLATED),
-    "no_wakeup": (1016, Verdict.VIOLATED),
-    "sync_before_mode": (1301, Verdict.VIOLATED),
-    "base_tso": (1688, Verdict.HOLDS),
-    "no_entry_mb_tso": (1750, Verdict.VIOLATED),
-    "no_entry_mb": (1292, Verdict.HOLDS),
+    "base": (1154, Verdict.HOLDS),
+    "v5_kick": (6811, Verdict.HOLDS),
+    "legacy_apic": (1556, Verdict.HOLDS),
+    "no_notification": (175, Verdict.VIOLATED),
+    "no_wakeup": (861, Verdict.VIOLATED),
+    "sync_before_mode": (1154, Verdict.VIOLATED),
+    "base_tso": (1494, Verdict.HOLDS),
+    "no_entry_mb_tso": (1557, Verdict.VIOLATED),
+    "no_entry_mb": (1135, Verdict.HOLDS),
 }
 
 

@@ -863,6 +863,21 @@ def finish(model: m.Model, procs: tuple[Any, ...], ir: ModuleType) -> tuple[Any,
             pir = dataclasses.replace(pir, steps_at=tuple(tuple(fenced(st) for st in at) for at in pir.steps_at),
                                       steps=tuple(fenced(st) for st in pir.steps))
         out.append(pir)
+    return _forget_exit_reasons(model, tuple(out), ir)
+
+
+def _forget_exit_reasons(model: m.Model, procs: tuple[Any, ...], ir: ModuleType) -> tuple[Any, ...]:
+    """A thread's `exit_reason` is written at each VM exit and read by the exit's
+    dispatch (`vm_exit_by`); between the dispatch and the next exit it tells apart states
+    that behave alike, so it is forgotten there (`ir.forget_dead`), unless a property or
+    another process reads it."""
+    out = list(procs)
+    for i, p in enumerate(model.processes):
+        sym = next((v for v in p.locals if v.name == EXIT_REASON), None)
+        if sym is None or any(ir.mentions(prop, sym) for prop in model.properties) \
+                or any(ir.mentions((st.guard, st.body), sym) for j, q in enumerate(procs) if j != i for st in q.steps):
+            continue
+        out[i] = ir.forget_dead(procs[i], sym)
     return tuple(out)
 
 
