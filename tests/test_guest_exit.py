@@ -220,3 +220,32 @@ def test_a_process_whose_code_folds_away_has_a_twin_pan_accepts(tmp_path):
         "process timer { fired = true; if (WAKE) virr = true; }", "process timer { if (WAKE) virr = true; }"))
     ours, untranslated, differences = agreement(spec, tmp_path)
     assert untranslated == [] and differences == {"base": [], "lost_wakeup": []}, differences
+
+
+GUEST_END = """model g;
+cpus 2;
+var done: bool = false;
+interrupt reschedule[2] { skip; }
+guest os of vcpu { vmexit(HLT); }
+process vcpu on cpu 0 {
+  local_irq_disable();
+  guest_enter();
+  local_irq_enable();
+  done = true;
+}
+invariant hollow: done -> os@end;
+invariant meant: done -> vcpu@end || !os@end;
+"""
+
+
+def test_a_property_on_a_guests_end_is_warned_since_a_guest_may_stop_anywhere():
+    """`os@end` is true at every pc of a guest but a `halted` one, its first included
+    (LANGUAGE.md): a property on it says nothing about how far the guest got."""
+    from checker.front.parse import parse
+    from checker.resolve import resolve
+    model = resolve(parse(GUEST_END, "g.spec"), "base")
+    hits = [(line, msg) for line, msg in model.warnings if "@end' holds wherever" in msg]
+    assert [line for line, _ in hits] == [12, 13]
+    assert all("'os@end'" in msg and "os@LABEL" in msg for _, msg in hits)
+    thread_only = GUEST_END.replace("invariant hollow: done -> os@end;\n", "").replace(" || !os@end", "")
+    assert not [m for _, m in resolve(parse(thread_only, "g.spec"), "base").warnings if "holds wherever" in m]

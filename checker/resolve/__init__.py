@@ -27,7 +27,7 @@ from .base import BASE, DEFAULT_STORE_BUFFER, MEMORY_MODELS, RESERVED_TYPES, hea
 from .declarations import Declarations
 from .expressions import Expressions
 from .inlines import Inlines
-from .statements import Statements, fair_end_traps
+from .statements import Statements, fair_end_traps, guest_end_reads
 from .types import Types
 from .variants import Variants, parse_defines
 
@@ -183,6 +183,7 @@ class _Resolver(Declarations, Variants, Types, Statements, Inlines, Expressions,
             globals=tuple(self.globals.values()),
             processes=processes, properties=properties, expected_violations=expected,
             header=header_comment(spec.source), lemmas=tuple(self.lemmas),
-            store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties),
+            store_buffer=store_buffer, warnings=self._unread_locals(processes) + fair_end_traps(processes, properties)
+            + guest_end_reads(processes, properties),
             task_states_read=frozenset(self.task_syms), cpus=self.cpus, preemptions=self.preemptions,
             exit_reasons=tuple(self.exit_reasons))
