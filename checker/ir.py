@@ -876,6 +876,23 @@ def mentions(x: object, sym: m.VarSym) -> bool:
     return False
 
 
+def before_gotos(ops: tuple[Op, ...], pcs: set[int] | frozenset[int], extra: tuple[Op, ...]) -> tuple[Op, ...]:
+    """`ops` with `extra` run just before every jump into one of `pcs`, wherever the jump
+    sits in the step's body."""
+    out: list[Op] = []
+    for op in ops:
+        if isinstance(op, OGoto) and op.pc in pcs:
+            out += [*extra, op]
+        elif isinstance(op, OIf):
+            out.append(dataclasses.replace(op, then=before_gotos(op.then, pcs, extra),
+                                           orelse=before_gotos(op.orelse, pcs, extra)))
+        elif isinstance(op, (OWhile, OInline)):
+            out.append(dataclasses.replace(op, body=before_gotos(op.body, pcs, extra)))
+        else:
+            out.append(op)
+    return tuple(out)
+
+
 def forget_dead(proc: ProcessIR, sym: m.VarSym) -> ProcessIR:
     """Dead-variable reduction for one scalar local of `proc`, as SPIN's: on each step
     into a pc from which every path overwrites `sym` before reading it, set it back to
@@ -915,24 +932,12 @@ def forget_dead(proc: ProcessIR, sym: m.VarSym) -> ProcessIR:
                                     for st in at):
                 live[pc] = changed = True
 
-    def forgetting(ops: tuple[Op, ...]) -> tuple[Op, ...]:
-        out: list[Op] = []
-        for op in ops:
-            if isinstance(op, OGoto) and not live[op.pc]:
-                out += [reset, op]
-            elif isinstance(op, OIf):
-                out.append(dataclasses.replace(op, then=forgetting(op.then), orelse=forgetting(op.orelse)))
-            elif isinstance(op, (OWhile, OInline)):
-                out.append(dataclasses.replace(op, body=forgetting(op.body)))
-            else:
-                out.append(op)
-        return tuple(out)
-
+    dead = {pc for pc, on in enumerate(live) if not on}
     remade: dict[int, Step] = {}
     for pc, at in enumerate(proc.steps_at):
         for st in at:
             if live[pc] or kill[st.uid] or mentions(st.body, sym):
-                remade[st.uid] = dataclasses.replace(st, body=forgetting(st.body))
+                remade[st.uid] = dataclasses.replace(st, body=before_gotos(st.body, dead, (reset,)))
     if not remade:
         return proc
 

@@ -896,17 +896,6 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
     end_pcs = {pc for pc, at in enumerate(pir.steps_at) if not at}
     free = ir.OAssign(low.at(low.curr, cpu), _c(0, span))
 
-    def frees(ops):
-        res = []
-        for op in ops:
-            if isinstance(op, ir.OGoto) and op.pc in end_pcs:
-                res += [free, op]
-            elif isinstance(op, ir.OIf):
-                res.append(dataclasses.replace(op, then=tuple(frees(op.then)), orelse=tuple(frees(op.orelse))))
-            else:
-                res.append(op)
-        return res
-
     asleep_sym = next((v for v in p.locals if v.name == "asleep"), None)
     asleep = m.Var(span, m.BOOL, asleep_sym) if asleep_sym is not None else None
     count_sym = next((v for v in p.locals if v.name == "preempt_count"), None)
@@ -925,7 +914,7 @@ def _thread(low: _Lowering, model: m.Model, p: m.Process, pir: Any, ir: ModuleTy
     guest = low.guest_of.get(p.name)
     for st in pir.steps:
         guard = here if st.guard is None else _and(here, st.guard)
-        body = undrain + tuple(frees(st.body))
+        body = undrain + ir.before_gotos(st.body, end_pcs, (free,))
         fence = st.fence
         if texts.get((p.name, st.span)) == VM_EXIT:  # taken exactly when an interrupt is due here
             guard = _and(_eq(low.at(low.curr, cpu), me), _not(low.at(low.in_irq, cpu)), st.guard)
