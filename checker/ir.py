@@ -866,14 +866,7 @@ def plain_stores(step: Step) -> Iterator[m.VarSym]:
 
 def mentions(x: object, sym: m.VarSym) -> bool:
     """Whether an expression, an op or a property reads or writes `sym` anywhere."""
-    if isinstance(x, (m.Var, m.Elem, m.LocalOf)) and x.sym == sym:
-        return True
-    if isinstance(x, tuple):
-        return any(mentions(y, sym) for y in x)
-    if isinstance(x, (m.TExpr, Op, m.Property)):
-        return any(mentions(getattr(x, f.name), sym) for f in dataclasses.fields(x)
-                   if f.name not in ("span", "type", "sym"))
-    return False
+    return any(isinstance(t, (m.Var, m.Elem, m.LocalOf)) and t.sym == sym for t in m.terms(x))
 
 
 def before_gotos(ops: tuple[Op, ...], pcs: set[int] | frozenset[int], extra: tuple[Op, ...]) -> tuple[Op, ...]:

@@ -6,6 +6,7 @@ constants (and so ranges, array sizes and process counts) may differ between var
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import field
 
@@ -530,6 +531,20 @@ def expires_name(timer: str) -> str:
 def timer_cpu_name(timer: str) -> str:
     """The CPU whose clock base queues hrtimer `timer` (`hrtimer NAME[N] pinned`)."""
     return f"cpu_{timer}"
+
+
+def terms(x: object):
+    """Every expression inside `x` (an expression, a property, an IR op, or a tuple of
+    them), `x` itself first: what a check that looks for one kind of term walks."""
+    if isinstance(x, tuple):
+        for y in x:
+            yield from terms(y)
+    elif dataclasses.is_dataclass(x) and not isinstance(x, (type, VarSym, Span)):
+        if isinstance(x, TExpr):
+            yield x
+        for f in dataclasses.fields(x):
+            if f.name not in ("span", "type", "sym"):
+                yield from terms(getattr(x, f.name))
 
 
 def walk_statements(body: tuple[RStmt, ...]):

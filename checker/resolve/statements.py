@@ -261,23 +261,10 @@ def guest_end_reads(processes, properties) -> tuple[tuple[int, str], ...]:
     out = []
     for prop in properties:
         for x in (prop.cond, prop.trigger, prop.goal):
-            for at in _ats(x):
-                if at.process in guests and at.label == "end":
+            for at in m.terms(x):
+                if isinstance(at, m.At) and at.process in guests and at.label == "end":
                     out.append((at.span.line,
                                 f"{prop.name}: '{at.process}@end' holds wherever the guest {at.process} is not "
                                 f"halted, before it has run at all too (a guest may stop at any pc); to say "
                                 f"how far it got, put a label there (`{at.process}@LABEL`) or set a ghost flag"))
     return tuple(out)
-
-
-def _ats(x) -> list:
-    """The `P@label` terms inside an expression."""
-    if isinstance(x, m.At):
-        return [x] + _ats(x.index)
-    if isinstance(x, tuple):
-        return [a for y in x for a in _ats(y)]
-    if isinstance(x, m.TExpr):
-        return [a for f in dataclasses.fields(x) if f.name not in ("span", "type", "sym")
-                for a in _ats(getattr(x, f.name))]
-    return []
-
