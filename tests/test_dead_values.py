@@ -34,7 +34,7 @@ def _search(text: str, variant: str, memory: str | None, forget: bool, monkeypat
 CASES = [("tests/twins/pi_timer_ctx.spec", "base", None), ("tests/twins/pi_timer_ctx.spec", "hlt_exits", None),
          ("tests/twins/pi_timer_ctx.spec", "unpinned_no_kick", None),
          ("tests/twins/pi_timer_ctx.spec", "base_tso", "tso"),
-         ("tests/twins/halt_poll_ctx.spec", "base", None), ("models/ipi_fastpath.spec", "base", None),
+         ("models/halt_poll.spec", "base", None), ("models/ipi_fastpath.spec", "base", None),
          ("models/vcpu_requests.spec", "base", None), ("models/apic_timer_migrate.spec", "base", None)]
 
 
