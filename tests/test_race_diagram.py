@@ -4,6 +4,7 @@ with up to four processes, long statements wrapped rather than cut."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from checker.export.text import race_diagram, wrap_cell
 from checker.results.trace import Action, Trace, TraceState
@@ -55,3 +56,29 @@ def test_a_failing_step_and_a_loop_are_marked():
     assert text.splitlines()[-1].strip() == "** FAILS **"
     text = race_diagram(dataclasses.replace(t, loop_start=1))
     assert "~~~ loop: the steps below repeat forever ~~~" in text and "~~~ back to step 2 ~~~" in text
+
+
+def test_more_than_four_processes_on_cpus_get_a_column_per_cpu():
+    """A model with execution contexts moves a thread, its guest, handlers, expiries and
+    IPIs in flight: one column per CPU then, as kernel commit messages draw races, each
+    step named by its process, the actors on no CPU in `other`."""
+    procs = ["vcpu", "os", "apic_timer", "posted_intr", "clock", "apic_timer_expiry"]
+    cpus = {"vcpu": 0, "os": 0, "posted_intr": 0, "apic_timer": 1, "clock": None, "apic_timer_expiry": None}
+    s0 = TraceState((("x", 0),), tuple((p, "line1") for p in procs))
+    acts = tuple(Action(p, None, "f();", "line1", "line2", (("x", 1),), cpu=cpus[p]) for p in procs)
+    text = race_diagram(Trace((s0,) * (len(acts) + 1), acts), 80)
+    lines = text.splitlines()
+    assert lines[0].split() == ["CPU", "0", "|", "CPU", "1", "|", "other"]
+    assert max(len(line) for line in lines) <= 80
+    cells = {}  # step -> (column, text)
+    for line in lines[2:]:
+        head, _, rest = line.partition(" ")
+        if head.isdigit():
+            cols = [c.strip() for c in re.split(r" \|(?: |$)", rest)]
+            cells[int(head)] = next((k, c) for k, c in enumerate(cols) if c)
+    assert cells == {1: (0, "vcpu: f();"), 2: (0, "os: f();"), 3: (1, "apic_timer: f();"),
+                     4: (0, "posted_intr: f();"), 5: (2, "clock: f();"), 6: (2, "apic_timer_expiry: f();")}
+    # four processes keep a column each, and without CPUs so do more
+    assert "CPU 0" not in race_diagram(Trace((s0,) * 5, acts[:4]), 100)
+    no_cpus = tuple(dataclasses.replace(a, cpu=None) for a in acts)
+    assert race_diagram(Trace((s0,) * 7, no_cpus), 200).splitlines()[0].split(" | ")[0].strip() == "vcpu"

@@ -22,7 +22,7 @@ from ..base.safe_text import printable
 from ..results.trace import RunResult, VariantResult, Verdict, show_value
 from .files import counterexamples, describe, file_stem, race_key, shape, write_text
 from .mermaid import diagram_for
-from .text import format_counterexample, race_diagram, race_lines, race_runs, violation_lines
+from .text import columns_are_cpus, format_counterexample, race_diagram, race_lines, race_runs, violation_lines
 
 MEMORY_NAMES = {"sc": "sequential consistency", "tso": "x86-TSO (per-CPU store buffers)"}
 ENGINE_NAMES = {"explicit": "explicit-state breadth-first search (every counterexample is a shortest one)"}
@@ -144,6 +144,10 @@ def _stats(result: RunResult, timing: bool) -> list[str]:
     return _table(rows)
 
 
+def _diagram_title(t) -> str:
+    return f"Race diagram (one column per {'CPU' if columns_are_cpus(t) else 'process'}, time going down):"
+
+
 def _fence(text: str, lang: str) -> list[str]:
     ticks = "```"
     while ticks in text:
@@ -173,13 +177,13 @@ def _counterexample(result: RunResult, v: VariantResult, cx, expected: bool, lin
     if same is not None:
         out += [f"The same steps as `{same[0]}`: {same[1]} above.", ""]
     elif detail == "full":
-        out += ["Race diagram (one column per process, time going down):", ""]
+        out += [_diagram_title(cx.trace), ""]
         out += _fence(race_diagram(cx.trace), "text")
         out += ["", "Sequence diagram:", ""]
         out += _fence(diagram_for(result, v.variant, cx), "mermaid")
         out += [""]
     elif detail == "diagram":
-        out += ["Race diagram (one column per process, time going down):", ""]
+        out += [_diagram_title(cx.trace), ""]
         out += _fence(race_diagram(cx.trace), "text") + [""]
     elif detail == "race":
         out += _fence(race_lines(cx.trace), "text")

@@ -13,16 +13,16 @@ import textwrap
 from ...base.safe_text import printable
 from ..files import counterexamples, race_key
 from ...results.trace import Counterexample, ReplayResult, ReplayStatus, RunResult
-from .race import race_diagram, race_lines, race_runs
+from .race import columns_are_cpus, race_diagram, race_lines, race_runs
 from .table import MAX_WARNING_LINES, coverage_lines, footer, header, history_notes, summary_table, verdict_word
 from .trace import compact_counterexample, format_counterexample, format_trace, violation_lines
 from .words import BOTH, COMPACT, DIAGRAM, TRACE, effect_text
 from .wrap import wrap_cell, wrapped
 
 #: the package's face: what the other exporters, the command line and the tests use
-__all__ = ["BOTH", "COMPACT", "DIAGRAM", "MAX_WARNING_LINES", "TRACE", "compact_counterexample", "coverage_lines",
-           "effect_text", "footer", "format_counterexample", "format_replay", "format_run", "format_trace", "header",
-           "history_notes", "race_diagram", "race_lines", "race_runs", "summary_table", "verdict_word",
+__all__ = ["BOTH", "COMPACT", "DIAGRAM", "MAX_WARNING_LINES", "TRACE", "columns_are_cpus", "compact_counterexample",
+           "coverage_lines", "effect_text", "footer", "format_counterexample", "format_replay", "format_run",
+           "format_trace", "header", "history_notes", "race_diagram", "race_lines", "race_runs", "summary_table", "verdict_word",
            "violation_lines", "wrap_cell", "wrapped"]
 
 
@@ -79,9 +79,10 @@ def format_replay(r: ReplayResult, spec_file: str, width: int = 100) -> str:
     wheres = [f"line {st.line}" if st.line else (f"was line {st.recorded.span.line}" if st.recorded.span else "")
               for st in r.steps]
     wherew = max(map(len, wheres), default=0)
+    procw = max([10] + [len(st.recorded.process) for st in r.steps])
     for st, where in zip(r.steps, wheres):
         a = st.recorded
-        head = f"  {str(st.number).rjust(numw)}. {a.process:<10} {where:<{wherew}} "
+        head = f"  {str(st.number).rjust(numw)}. {a.process:<{procw}} {where:<{wherew}} "
         mark = f"  [{marks[st.status]}]"
         room = max(20, width - len(head) - len(mark))
         text = a.text if len(a.text) <= room else a.text[: room - 3] + "..."

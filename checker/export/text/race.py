@@ -14,27 +14,29 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     """One column per process that takes a step, time going down; each step shows the
     statement and, below it, what it changed. Stores made visible by a TSO flush sit in
     `memory`. Long statements wrap inside their column (at spaces, else after
-    punctuation), so the diagram stays within `width` for up to four processes."""
-    acting = [a.process for a in t.actions] + ([t.failure.process] if t.failure else [])
-    declared = [p for p, _ in t.states[0].pcs]
-    procs = [p for p in declared if p in acting]
-    procs += sorted({p for p in acting if p not in declared and p != MEMORY})
-    idle = [p for p in declared if p not in procs]
-    # tso: flushes, and stores still buffered at the end, sit in the `memory` column
-    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
-    pending_lines = [] if not pending or t.loop_start is not None else pending_text(pending)
-    if MEMORY in acting or pending_lines:
-        procs.append(MEMORY)
-    if not procs:  # nothing moved (a violation in the initial state): show everyone
-        procs, idle = declared or ["-"], []
+    punctuation), so the diagram stays within `width` for up to four processes. Where
+    more move in a model with execution contexts (threads, handlers, a guest, expiries
+    and IPIs in flight), there is one column per CPU instead, as kernel
+    commit messages draw races, each step named by its process, and one `other` column
+    for the actors that run on no CPU."""
+    procs, idle, pending_lines, cpus = _columns(t)
     last = t.length + (1 if t.failure else 0)
     numw = len(str(max(last, 1)))
-    ncol = len(procs)
     sep = " | "
     steps = list(t.actions) + ([t.failure] if t.failure else [])
-    wants = [max([len(p)] + [max(len(on_cpu(a) + a.text), 5 + len(_effects(a))) for a in steps if a.process == p]
+
+    def lane(a) -> str:
+        if not cpus:
+            return a.process
+        return MEMORY if a.process == MEMORY else _OTHER if a.cpu is None else f"CPU {a.cpu}"
+
+    def head(a) -> str:
+        return f"{a.process}: " if cpus else on_cpu(a)
+
+    ncol = len(procs)
+    wants = [max([len(p)] + [max(len(head(a) + a.text), 5 + len(_effects(a))) for a in steps if lane(a) == p]
                  + ([len(x) + 2 for x in pending_lines] if p == MEMORY else [])) for p in procs]
-    colws = share_columns(wants, width - numw - 1 - len(sep) * (ncol - 1), 16)
+    colws = share_columns(wants, width - numw - 1 - len(sep) * (ncol - 1), _LEAST)
     lead = " " * (numw + 1)
 
     def row(num: str, col: int, text_lines: list[str]) -> list[str]:
@@ -54,22 +56,23 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
     for i, a in enumerate(t.actions):
         if t.loop_start is not None and i == t.loop_start:
             lines.append(banner("~~~ loop: the steps below repeat forever ~~~"))
-        colw = colws[procs.index(a.process)]
+        colw = colws[procs.index(lane(a))]
         if compact:
-            body = [clip(on_cpu(a) + " ".join(a.text.split()) + (f" -> {_effects(a)}" if _effects(a) else "")
+            body = [clip(head(a) + " ".join(a.text.split()) + (f" -> {_effects(a)}" if _effects(a) else "")
                          + (f" => {a.detail}" if a.detail else ""), colw)]
         else:
-            body = wrap_cell(on_cpu(a) + a.text, colw, rest="  ") + _said(a, colw)
+            body = wrap_cell(head(a) + a.text, colw, rest="  ") + _said(a, colw)
             if _effects(a):
                 body += wrap_cell(_effects(a), colw, first="  -> ", rest="     ")
-        lines += row(f"{i + 1}", procs.index(a.process), body)
+        lines += row(f"{i + 1}", procs.index(lane(a)), body)
     if t.failure is not None:
         a = t.failure
-        colw = colws[procs.index(a.process)]
-        body = wrap_cell(a.text, colw, rest="  ") + _said(a, colw) + ["  ** FAILS **"]
+        colw = colws[procs.index(lane(a))]
+        text = head(a) + a.text if cpus else a.text  # (by process: the column names it)
+        body = wrap_cell(text, colw, rest="  ") + _said(a, colw) + ["  ** FAILS **"]
         if compact:
-            body = [clip(" ".join(a.text.split()), colw - 7) + " FAILS"]
-        lines += row(f"{t.length + 1}", procs.index(a.process), body)
+            body = [clip(" ".join(text.split()), colw - 7) + " FAILS"]
+        lines += row(f"{t.length + 1}", procs.index(lane(a)), body)
     if t.loop_start is not None and t.loop_start == t.length:
         lines.append(banner("~~~ the run stays here for ever ~~~"))
     elif t.loop_start is not None:
@@ -80,8 +83,41 @@ def race_diagram(t: Trace, width: int = 100, compact: bool = False) -> str:
                                                      else wrap_cell(pl, colw, "  ", "    "))]
         lines += row("", procs.index(MEMORY), body)
     if idle:
-        lines.append(f"{lead}(no step taken by: {', '.join(idle)})")
+        lines += wrap_cell(f"(no step taken by: {', '.join(idle)})", width, lead, lead + " ")
     return "\n".join(lines)
+
+
+def _columns(t: Trace) -> tuple[list[str], list[str], list[str], bool]:
+    """A diagram's columns (the processes that move, or the CPUs), the processes that
+    take no step, the stores still pending at the end, and whether the columns are CPUs."""
+    acting = [a.process for a in t.actions] + ([t.failure.process] if t.failure else [])
+    declared = [p for p, _ in t.states[0].pcs]
+    procs = [p for p in declared if p in acting]
+    procs += sorted({p for p in acting if p not in declared and p != MEMORY})
+    idle = [p for p in declared if p not in procs]
+    # tso: flushes, and stores still buffered at the end, sit in the `memory` column
+    pending = [(k, v) for k, v in t.states[-1].values if isinstance(v, Buffered) and v]
+    pending_lines = [] if not pending or t.loop_start is not None else pending_text(pending)
+    if MEMORY in acting or pending_lines:
+        procs.append(MEMORY)
+    if not procs:  # nothing moved (a violation in the initial state): show everyone
+        return declared or ["-"], [], pending_lines, False
+    steps = list(t.actions) + ([t.failure] if t.failure else [])
+    if len(procs) <= _LANES or all(a.cpu is None for a in steps):
+        return procs, idle, pending_lines, False
+    on = {a.cpu for a in steps if a.process != MEMORY}
+    cpus = [f"CPU {c}" for c in sorted(c for c in on if c is not None)] + ([_OTHER] if None in on else [])
+    return cpus + ([MEMORY] if MEMORY in procs else []), idle, pending_lines, True
+
+
+def columns_are_cpus(t: Trace) -> bool:
+    """Whether `race_diagram` draws this trace with a column per CPU (else per process)."""
+    return _columns(t)[3]
+
+
+_LEAST = 16  # the narrowest column of a race diagram
+_LANES = 4  # the most processes a diagram gives a column each (more: a column per CPU)
+_OTHER = "other"  # a diagram by CPU: the column of the actors on no CPU (time, expiries, IPIs in flight)
 
 
 def race_lines(t: Trace, width: int = 100) -> str:

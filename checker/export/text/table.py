@@ -320,7 +320,7 @@ def final_state_notes(result: RunResult) -> list[str]:
 
 def search_notes(result: RunResult) -> list[str]:
     """How the search ran, where that is news: several workers (or why not, when they
-    were asked for), memory per state on big searches, --hash-compact's odds, and the
+    were asked for), memory per state on big searches that grew it, --hash-compact's odds, and the
     level loop when --loop chose one."""
     lines = []
     for v in result.variants:
@@ -329,8 +329,9 @@ def search_notes(result: RunResult) -> list[str]:
             lines.append(f"{v.variant}: {st.workers_note or f'{st.workers} workers'}")
         elif st.workers_note:
             lines.append(f"{v.variant}: one worker: {st.workers_note}")
-        if st.bytes_per_state is not None and st.states >= 10_000:
-            lines.append(f"{v.variant}: memory {max(st.bytes_per_state, 0):,.0f} bytes per stored state "
+        # a search that reused memory an earlier variant's freed grew by nothing: no figure
+        if st.bytes_per_state is not None and st.bytes_per_state > 0 and st.states >= 10_000:
+            lines.append(f"{v.variant}: memory {st.bytes_per_state:,.0f} bytes per stored state "
                          f"(resident memory the search grew by, over {st.states:,} states)")
         if st.collision_probability is not None:
             p = st.collision_probability

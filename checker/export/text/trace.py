@@ -140,10 +140,12 @@ def format_trace(t: Trace, width: int = 100) -> str:
     for chunk in textwrap.wrap(pcs, width - 6) or [""]:
         lines.append("      " + chunk)
     numw = len(str(max(t.length, 1)))
+    # the process column fits the longest name that moves (a generated expiry or delivery)
+    procw = min(max([10] + [len(who(a)) for a in t.actions + ((t.failure,) if t.failure else ())]), 20)
     for i, a in enumerate(t.actions, 1):
         if t.loop_start is not None and i - 1 == t.loop_start:
             lines.append(f"  {'-' * 8} loop starts here; the steps below repeat forever {'-' * 8}")
-        lines.append(_action_line(i, numw, a, width))
+        lines.append(_action_line(i, numw, a, width, procw))
         lines += _explained(a, numw, width)
         for chunk in _wrap_assignments(list(a.changes), width - 8 - numw):
             lines.append(" " * (6 + numw) + chunk)
@@ -153,7 +155,7 @@ def format_trace(t: Trace, width: int = 100) -> str:
         lines.append(f"  {'-' * 8} {loop_back(t)} {'-' * 8}")
     if t.failure is not None:
         a = t.failure
-        lines.append(_action_line(t.length + 1, numw, a, width) + "   <-- fails here")
+        lines.append(_action_line(t.length + 1, numw, a, width, procw) + "   <-- fails here")
         lines += _explained(a, numw, width)
     return "\n".join(lines)
 
@@ -184,12 +186,12 @@ def violation_lines(cx: Counterexample, width: int = 100) -> list[str]:
     return lines
 
 
-def _action_line(i: int, numw: int, a, width: int) -> str:
+def _action_line(i: int, numw: int, a, width: int, procw: int = 10) -> str:
     """`  3. vcpu  pi_timer.spec:120 [inline]  statement`, the statement wrapped at token
     boundaries (never cut) under itself, however long the spec's path is."""
     where = f"{printable(os.path.basename(a.span.file))}:{a.span.line}" if a.span else ""
     ctx = f" [{a.inline}]" if a.inline else ""
-    head = f"  {str(i).rjust(numw)}. {who(a):<10} " + (f"{where}{ctx}  " if where or ctx else "")
+    head = f"  {str(i).rjust(numw)}. {who(a):<{procw}} " + (f"{where}{ctx}  " if where or ctx else "")
     if len(head) > width // 2:  # a long process name or path: the statement goes below
         return head.rstrip() + "\n" + "\n".join(wrap_cell(a.text, width, " " * (6 + numw), " " * (8 + numw)))
     return "\n".join(wrap_cell(a.text, width, head, " " * (len(head) + 2)))
