@@ -339,13 +339,27 @@ def test_narrow_states_start_their_probes_all_over_a_big_table():
 
 
 def test_memory_per_state_is_reported(philosophers, capsys, workers_from_20k):
-    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "1", "--no-por",
-                 "--no-symmetry"]) == 0
-    assert "base: memory " in capsys.readouterr().out
-    assert main([str(philosophers), "--variant", "base", "--brief", "--workers", "2", "--no-por",
-                 "--no-symmetry", "--loop", "python"]) == 0  # (auto: the C loop, once built, runs alone)
-    out = capsys.readouterr().out
-    assert "base: 2 workers from depth" in out and "bytes per stored state" in out
+    """The search measures the resident memory it grew by; the note gives it per stored
+    state where it grew (a process that already holds the memory, as a test worker after
+    other searches may, grows by nothing, and a note of 0 bytes would say nothing)."""
+    import dataclasses
+
+    from checker.export.text.table import search_notes
+
+    for workers, loop in ((1, []), (2, ["--loop", "python"])):  # (auto: the C loop, once built, runs alone)
+        result = check_spec(load(str(philosophers)), Options(variants=("base",), workers=workers, por=False,
+                                                             symmetry="off", workers_asked=workers > 1))
+        st = result.variants[0].stats
+        assert st.bytes_per_state is not None and st.states > 10_000
+        notes = " ".join(search_notes(result))
+        assert ("base: memory " in notes) is (st.bytes_per_state > 0)
+        assert main([str(philosophers), "--variant", "base", "--brief", "--workers", str(workers), "--no-por",
+                     "--no-symmetry", *loop]) == 0
+        assert (workers == 1) is ("base: 2 workers from depth" not in capsys.readouterr().out)
+    grew, none = (dataclasses.replace(result, variants=(dataclasses.replace(
+        result.variants[0], stats=dataclasses.replace(st, bytes_per_state=b)),)) for b in (120.0, 0.0))
+    assert "base: memory 120 bytes per stored state" in " ".join(search_notes(grew))
+    assert "bytes per stored state" not in " ".join(search_notes(none))
 
 
 def test_small_models_fall_back_to_one_worker_and_say_so(capsys):
