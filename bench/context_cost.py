@@ -9,7 +9,6 @@ without contexts, as the model was written before it used them: what the constru
 cost over the hand encoding.
 
     python bench/context_cost.py            # prints the Markdown table
-    python bench/context_cost.py --twins    # the hand-encoded models beside their context twins
 """
 
 from __future__ import annotations
@@ -23,10 +22,8 @@ from checker.results.trace import Verdict
 ROOT = Path(__file__).resolve().parent.parent
 TWINS = {"models/vcpu_requests.spec": "tests/twins/vcpu_requests_hand.spec",  # a context model: its hand-encoded twin
          "models/ipi_fastpath.spec": "tests/twins/ipi_fastpath_hand.spec",
-         "models/halt_poll.spec": "tests/twins/halt_poll_hand.spec"}
-#: hand-encoded shipped models and their twins written with the constructs: too big for
-#: the suite's check of the README's first table, so in a table of their own (`--twins`)
-CONTEXT_TWINS = {"models/pi_timer.spec": "tests/twins/pi_timer_ctx.spec"}
+         "models/halt_poll.spec": "tests/twins/halt_poll_hand.spec",
+         "models/pi_timer.spec": "tests/twins/pi_timer_hand.spec"}
 MEMORIES = ("sc", "tso", "lkmm")
 
 
@@ -63,19 +60,10 @@ def rows():
         yield (hand, f"no (`{Path(shipped).stem}` hand-encoded)") + tuple(cell(hand, mm) for mm in MEMORIES)
 
 
-def twin_rows():
-    """(model, contexts, sc, tso, lkmm) of each hand-encoded shipped model, then its twin."""
-    for shipped, twin in CONTEXT_TWINS.items():
-        yield (shipped, "no (hand-encoded)") + tuple(cell(shipped, mm) for mm in MEMORIES)
-        yield (twin, f"yes (`{Path(shipped).stem}` with the constructs)") + tuple(cell(twin, mm) for mm in MEMORIES)
-
-
 def main() -> int:
-    import sys
-
     print("| model | contexts | sc | x86-TSO | lkmm |")
     print("|---|---|---:|---:|---:|")
-    for r in (twin_rows() if "--twins" in sys.argv[1:] else rows()):
+    for r in rows():
         print(f"| `{r[0]}` | " + " | ".join(r[1:]) + " |")
     return 0
 

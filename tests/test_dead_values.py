@@ -31,9 +31,9 @@ def _search(text: str, variant: str, memory: str | None, forget: bool, monkeypat
             len(ex.graph.states))
 
 
-CASES = [("tests/twins/pi_timer_ctx.spec", "base", None), ("tests/twins/pi_timer_ctx.spec", "hlt_exits", None),
-         ("tests/twins/pi_timer_ctx.spec", "unpinned_no_kick", None),
-         ("tests/twins/pi_timer_ctx.spec", "base_tso", "tso"),
+CASES = [("models/pi_timer.spec", "base", None), ("models/pi_timer.spec", "hlt_exits", None),
+         ("models/pi_timer.spec", "unpinned_no_kick", None),
+         ("models/pi_timer.spec", "base_tso", "tso"),
          ("models/halt_poll.spec", "base", None), ("models/ipi_fastpath.spec", "base", None),
          ("models/vcpu_requests.spec", "base", None), ("models/apic_timer_migrate.spec", "base", None)]
 
@@ -49,7 +49,7 @@ def test_forgetting_a_dead_exit_reason_loses_no_state_and_no_violation(path, var
 
 
 def test_the_exit_dispatch_of_the_pi_timer_twin_forgets_its_reason(monkeypatch):
-    text = (ROOT / "tests/twins/pi_timer_ctx.spec").read_text()
+    text = (ROOT / "models/pi_timer.spec").read_text()
     *_, full_n = _search(text, "base", None, False, monkeypatch)
     *_, kept_n = _search(text, "base", None, True, monkeypatch)
     assert kept_n < full_n * 0.8  # between the dispatch and the next exit the reason is gone

@@ -10,11 +10,12 @@ have the same verdicts in both.
   target`, its HLT a `vmexit(HLT)`); tests/twins/ipi_fastpath_hand.spec is the file it
   was before (a `cpu` variable, latched IPIs, a process for what the CPU does in guest
   mode).
-- tests/twins/pi_timer_ctx.spec writes models/pi_timer.spec (the exitless timer, v5.3)
-  with `guest_enter()`, its guest's exits (`vmexit(MSR_WRITE)`, `vmexit(HLT)`, a
-  `halted` label with HLT in the guest), the `posted` notification vector, the
-  reschedule IPI as an interrupt and the lapic hrtimer as a timed `hrtimer ... on cpu 1
-  clock guest_tsc`; here the shipped model is the hand-encoded side.
+- models/pi_timer.spec (the exitless timer, v5.3) writes guest mode with
+  `guest_enter()`, its guest's exits (`vmexit(MSR_WRITE)`, `vmexit(HLT)`, a `halted`
+  label with HLT in the guest), the `posted` notification vector, the reschedule IPI as
+  an interrupt and the lapic hrtimer as a timed `hrtimer ... on cpu 1 clock guest_tsc`;
+  tests/twins/pi_timer_hand.spec is the file it was before (the `guest` choice and the
+  exits in the vcpu process, latched IPIs, a plain hrtimer process).
 - models/halt_poll.spec writes the vCPU thread on CPU 0, the lapic timer as a re-arming
   `hrtimer ... on cpu 1` and the HLT exit as the guest's `vmexit(HLT)`;
   tests/twins/halt_poll_hand.spec is the file it was before (an `await` for the timer,
@@ -40,7 +41,7 @@ PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more step
     # pi_timer: the shipped model hand-encodes; the twin adds the VM entry, the exit's own
     # step after the guest's vmexit, E15, the exit dispatch, the IPI's delivery and its
     # host handler's entry and exit, the hrtimer's expiry apart from its callback's entry
-    ("models/pi_timer.spec", "tests/twins/pi_timer_ctx.spec", "shipped", 10),
+    ("models/pi_timer.spec", "tests/twins/pi_timer_hand.spec", "twin", 10),
     # halt_poll: waker_no_mb_lkmm 11 -> 20: the arming, schedule() off its CPU, each expiry
     # and its irq entry, the lasso's re-arm and irq exit
     ("models/halt_poll.spec", "tests/twins/halt_poll_hand.spec", "twin", 9),

@@ -264,7 +264,7 @@ def test_a_shipped_model_has_no_diagnostics_and_its_labels_resolve(client):
                                                             "text": text}})
     assert client.diagnostics(uri, 1) == []
     got = client.request("textDocument/definition", {"textDocument": {"uri": uri},
-                                                     "position": _at(text, "vcpu@timer_irq", 6)})
+                                                     "position": _at(text, "os@timer_irq", 4)})
     assert got["range"]["start"] == _at(text, "\ntimer_irq:", 1)
 
 

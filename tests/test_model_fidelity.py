@@ -50,13 +50,13 @@ def test_stale_expired_deadline_trace_is_the_race_described():
     # v4 as posted, HLT in the guest: the early interrupt was posted by the hrtimer
     posted = trace("pi_timer", "v4_stale_posted", "no_early_timer_irq")
     texts = [(a.process, a.text) for a in posted.actions]
-    assert any(p == "hrtimer" and "test_and_set_bit(LOCAL_TIMER_VECTOR, pir)" in x for p, x in texts)
+    assert any(p == "apic_timer" and "test_and_set_bit(LOCAL_TIMER_VECTOR, pir)" in x for p, x in texts)
     assert posted.states[-1].get("via_request") is False
     # v4 as posted, HLT exits: nothing is posted; R6 injected it from `pending`
     req = trace("pi_timer", "v4_stale_request", "no_early_timer_irq")
     texts = [(a.process, a.text) for a in req.actions]
-    assert any(p == "hrtimer" and x.startswith("atomic_inc(pending)") for p, x in texts)
-    assert not any(p == "hrtimer" and "pir)" in x for p, x in texts)
+    assert any(p == "apic_timer" and x.startswith("atomic_inc(pending)") for p, x in texts)
+    assert not any(p == "apic_timer" and "pir)" in x for p, x in texts)
     assert req.states[-1].get("via_request") is True
     v = outcomes("pi_timer", "v4_stale_posted", "v4_stale_request")
     assert v["v4_stale_posted"]["no_early_requested_irq"] is Verdict.HOLDS
@@ -83,14 +83,18 @@ def test_atomic_entry_hid_the_entry_barrier_of_the_ipi_fast_path_under_tso():
 
 @pytest.mark.xdist_group("pi_timer")  # reads pi_timer's shared search (shared_runs)
 def test_pi_timer_exit_window_is_reachable():
-    # after a VM exit the CPU is in root mode with mode still IN_GUEST_MODE: a
-    # notification sent then is latched for the host handler, with ON left set
+    # after a VM exit the CPU is in root mode with mode still IN_GUEST_MODE (the thread
+    # at E13, interrupts off): a notification sent then is pending for the host handler,
+    # with ON left set
+    text = (MODELS / "pi_timer.spec").read_text()
+    e13 = f"line{next(i for i, line in enumerate(text.splitlines(), 1) if '// E13 (smp_wmb)' in line)}"
     cm = compile_variant(load(str(MODELS / "pi_timer.spec")), "base", Options())
     d = decoder_for(cm)
     states = [d.decode(s) for s in explore(cm, graph=True).graph.states]
     window = [s for s in states
-              if dict(s.pcs)["vcpu"].startswith("e13_") and s.get("mode") == "IN_GUEST_MODE"
-              and s.get("pi_ipi") and "POSTED_INTR_ON" in s.get("pi_desc")]
+              if dict(s.pcs)["vcpu"] == e13 and s.get("guest_mode")[0] is False and s.get("irqs_off")[0]
+              and s.get("mode") == "IN_GUEST_MODE"
+              and s.get("pending_posted_intr") and "POSTED_INTR_ON" in s.get("pi_desc")]
     assert window
     # and the vCPU still takes the timer: ON is synced at the next E7 or in kvm_vcpu_block
     assert all(x is Verdict.HOLDS for x in outcomes("pi_timer", "base", "hlt_exits")["hlt_exits"].values())

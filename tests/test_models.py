@@ -40,30 +40,30 @@ def test_there_is_a_model():
 
 # variant -> distinct states (explicit engine, defaults of the model, no reductions)
 PI_TIMER_STATES = {
-    "base": 4276,
-    "hlt_exits": 7288,
-    "kick_without_wake": 6066,
-    "no_kick_hlt_exits": 4406,
-    "unpinned_no_kick": 2452,
-    "stale_expired_deadline": 5719,
-    "v4_stale_posted": 2215,
-    "v4_stale_request": 6447,
-    "posted_without_wait": 4662,
-    "no_kick_no_wake": 3645,
-    "post_any_mode": 1646,
-    "post_any_mode_timer_fn": 1673,
-    "post_any_mode_timer_fn_hlt_exits": 2693,
-    "post_any_mode_timer_fn_hlt_exits_hlt_cond": 5233,
-    "post_any_mode_timer_fn_hlt_exits_no_p3_kick": 1946,
-    "base_tso": 7020,
-    "hlt_exits_tso": 11373,
-    "no_entry_mb_tso": 8584,
-    "no_entry_mb": 3939,
-    "no_kick_mb_tso": 11359,
-    "base_lkmm": 5359,
-    "r4_mb_lkmm": 18688,
-    "no_entry_mb_lkmm": 3787,
-    "no_kick_mb_lkmm": 12795,
+    "base": 8889,
+    "hlt_exits": 14166,
+    "kick_without_wake": 11607,
+    "no_kick_hlt_exits": 7894,
+    "unpinned_no_kick": 4656,
+    "stale_expired_deadline": 12966,
+    "v4_stale_posted": 4952,
+    "v4_stale_request": 13348,
+    "posted_without_wait": 9913,
+    "no_kick_no_wake": 6984,
+    "post_any_mode": 3421,
+    "post_any_mode_timer_fn": 3448,
+    "post_any_mode_timer_fn_hlt_exits": 5359,
+    "post_any_mode_timer_fn_hlt_exits_hlt_cond": 9766,
+    "post_any_mode_timer_fn_hlt_exits_no_p3_kick": 3748,
+    "base_tso": 12495,
+    "hlt_exits_tso": 19590,
+    "no_entry_mb_tso": 14884,
+    "no_entry_mb": 8321,
+    "no_kick_mb_tso": 19568,
+    "base_lkmm": 10521,
+    "r4_mb_lkmm": 31593,
+    "no_entry_mb_lkmm": 7009,
+    "no_kick_mb_lkmm": 19159,
 }
 
 
@@ -89,7 +89,8 @@ def test_pi_timer_base_holds_everything(pi_timer):
         "no_early_timer_irq": Verdict.HOLDS, "posted_after_deadline": Verdict.HOLDS,
         "expired_timer_not_posted": Verdict.HOLDS, "timer_irq_once": Verdict.HOLDS,
         "no_early_posted_irq": Verdict.HOLDS, "no_early_requested_irq": Verdict.HOLDS,
-        "timer_wakes_vcpu": Verdict.HOLDS, "deadlock": Verdict.HOLDS}
+        "timer_wakes_vcpu": Verdict.HOLDS, "deadlock": Verdict.HOLDS,
+        "scheduling_while_atomic": Verdict.HOLDS}  # the built-in check of a thread that sleeps
 
 
 def violations(variant) -> set[str]:
@@ -125,14 +126,16 @@ def counterexample(result, variant, prop):
 def test_story_a_vcpu_halted_in_the_guest_misses_the_request(pi_timer):
     t = counterexample(pi_timer, "unpinned_no_kick", "deadlock")
     last = t.states[-1]
-    assert dict(last.pcs)["vcpu"] == "guest"
-    assert last.get("guest_hlt") is True and last.get("mode") == "IN_GUEST_MODE"
+    # the thread is in guest mode (its pc while guest_enter() runs), the guest halted there
+    assert dict(last.pcs)["vcpu"] == "end_guest" and dict(last.pcs)["os"] == "halted"
+    assert last.get("guest_mode") == (True, False) and last.get("mode") == "IN_GUEST_MODE"
     assert last.get("pending") == 1 and "KVM_REQ_PENDING_TIMER" in last.get("requests")
     # the hrtimer saw the vCPU outside guest mode, then the vCPU passed its E8 check
     # before the request was made
     texts = [(a.process, a.text) for a in t.actions]
     e8 = [i for i, (p, x) in enumerate(texts) if p == "vcpu" and x.startswith("if (mode == EXITING_GUEST_MODE")]
-    request = next(i for i, (p, x) in enumerate(texts) if p == "hrtimer" and x.startswith("set_bit(KVM_REQ_PENDING_TIMER"))
+    request = next(i for i, (p, x) in enumerate(texts)
+                   if p == "apic_timer" and x.startswith("set_bit(KVM_REQ_PENDING_TIMER"))
     assert e8 and e8[-1] < request
     assert not any("cmpxchg" in x for _, x in texts)  # no kick
 
@@ -140,11 +143,11 @@ def test_story_a_vcpu_halted_in_the_guest_misses_the_request(pi_timer):
 def test_story_b_the_posted_path_reads_a_stale_expired_tscdeadline(pi_timer):
     t = counterexample(pi_timer, "stale_expired_deadline", "posted_after_deadline")
     last = t.states[-1]
-    assert dict(last.pcs)["hrtimer"] == "post"
+    assert dict(last.pcs)["apic_timer"] == "post"
     assert last.get("guest_tsc") < last.get("programmed_deadline")
     assert not any("expired_tscdeadline = tscdeadline" in a.text for a in t.actions)
     early = counterexample(pi_timer, "stale_expired_deadline", "no_early_timer_irq").states[-1]
-    assert dict(early.pcs)["vcpu"] == "timer_irq"
+    assert dict(early.pcs)["os"] == "timer_irq"
     assert early.get("guest_tsc") < early.get("programmed_deadline")
 
 
@@ -165,9 +168,9 @@ SECTION_9_BREAKAGES = {
         "      vmx_sync_pir_to_irr();                                  // E7\n",
         "      vmx_sync_pir_to_irr();\n"
         "      mode = IN_GUEST_MODE;\n"),
-    # item 4: interrupts disabled only after the last check
+    # item 4: interrupts disabled only after the last check (and before the VM entry)
     "irq_off_after_checks": (
-        "      atomic { kick_ipi = false; pi_ipi = false; }            // E4 local_irq_disable\n",
+        "      local_irq_disable();                                    // E4\n",
         ""),
     # D1: the entry does not look at vcpu->requests
     "no_request_check": (
@@ -182,21 +185,21 @@ def test_breaking_a_section_9_rule_loses_the_interrupt(name):
     text = PI_TIMER.read_text()
     assert old in text, "the model changed: update this mutation"
     text = text.replace(old, new, 1)
-    if name == "irq_off_after_checks":  # the latched IPIs are now dropped after E8
+    if name == "irq_off_after_checks":  # interrupts go off after E8, just before the entry
         anchor = "        // vmx_vcpu_run: V2 kvm_wait_lapic_expire"
         assert anchor in text
-        text = text.replace(anchor, "        atomic { kick_ipi = false; pi_ipi = false; }\n" + anchor, 1)
+        text = text.replace(anchor, "        local_irq_disable();\n" + anchor, 1)
     result = check_spec(parse(text, "mutant.spec"), Options(variants=("base",)))
     assert violations(result.variants[0]) == {"deadlock", "timer_wakes_vcpu"}
 
 
 def test_setting_mode_before_irq_off_is_harmless():
     # KVM-SEMANTICS.md 9, item 4: harmless as long as every check follows IRQ-off.
-    old = ("      atomic { kick_ipi = false; pi_ipi = false; }            // E4 local_irq_disable\n"
+    old = ("      local_irq_disable();                                    // E4\n"
            "      mode = IN_GUEST_MODE;                                   // E5 a plain store\n")
     text = PI_TIMER.read_text()
     assert old in text
-    text = text.replace(old, "      mode = IN_GUEST_MODE;\n      atomic { kick_ipi = false; pi_ipi = false; }\n", 1)
+    text = text.replace(old, "      mode = IN_GUEST_MODE;\n      local_irq_disable();\n", 1)
     result = check_spec(parse(text, "mutant.spec"), Options(variants=("base", "hlt_exits")))
     assert all(not violations(v) for v in result.variants)
 
@@ -210,9 +213,9 @@ def test_story_a_as_liveness_the_vcpu_keeps_running_in_the_guest(pi_timer):
     t = counterexample(pi_timer, "unpinned_no_kick", "timer_wakes_vcpu")
     assert t.loop_start is not None and t.loop_start < t.length
     loop = t.states[t.loop_start:]
-    assert all(dict(s.pcs)["vcpu"] == "guest" and s.get("mode") == "IN_GUEST_MODE" for s in loop)
-    assert all(s.get("guest_hlt") is False and "KVM_REQ_PENDING_TIMER" in s.get("requests") for s in loop)
-    assert {a.process for a in t.actions[t.loop_start:]} == {"vcpu"}
+    assert all(dict(s.pcs)["vcpu"] == "end_guest" and s.get("mode") == "IN_GUEST_MODE" for s in loop)
+    assert all(dict(s.pcs)["os"] != "halted" and "KVM_REQ_PENDING_TIMER" in s.get("requests") for s in loop)
+    assert {a.process for a in t.actions[t.loop_start:]} == {"os"}  # the guest runs, nothing exits
     assert not any("cmpxchg" in a.text for a in t.actions)  # no kick
 
 
@@ -246,7 +249,7 @@ def test_1d_a_blocked_vcpu_always_wakes_when_the_timer_is_posted(pi_timer):
         v = by_variant(pi_timer)[variant]
         assert {o.property: o.verdict for o in v.outcomes}["timer_wakes_vcpu"] is Verdict.HOLDS
     # with the condition (v4 as posted) and HLT exits on, the timer is never posted
-    assert not any(dict(s.pcs)["hrtimer"] == "post" for s in _states("post_any_mode_timer_fn_hlt_exits_hlt_cond"))
+    assert not any(dict(s.pcs)["apic_timer"] == "post" for s in _states("post_any_mode_timer_fn_hlt_exits_hlt_cond"))
     # and the answer rests on P3's kick: without it the posted vCPU sleeps for ever
     t = counterexample(pi_timer, "post_any_mode_timer_fn_hlt_exits_no_p3_kick", "timer_wakes_vcpu")
     last = t.states[-1]

@@ -91,8 +91,11 @@ def test_notes_are_said_once():
 
 def test_a_tso_fold_reads_in_order():
     """A run that buffers two stores to `mode` names both, oldest first, so that the
-    flush of the older one that follows reads in order."""
-    out = format_run(pi())
+    flush of the older one that follows reads in order. (The hand-encoded pi_timer's
+    race has such a run; in the shipped model's the first store is flushed before the VM
+    entry, and the second buffered after the exit.)"""
+    out = format_run(checked(ROOT / "tests" / "twins" / "pi_timer_hand.spec", progress=False,
+                             variants=("no_entry_mb_tso",)))
     block = out[out.index("no_entry_mb_tso: liveness timer_wakes_vcpu"):]
     flat = " ".join(block.split())
     assert "-> mode=IN_GUEST_MODE, mode=OUTSIDE_GUEST_MODE (buffered)" in flat
@@ -102,4 +105,4 @@ def test_a_tso_fold_reads_in_order():
 def test_an_lkmm_fold_puts_stale_reads_after_the_new_values():
     out = format_run(pi())
     block = " ".join(out[out.index("base_lkmm: liveness timer_wakes_vcpu"):].split())
-    assert "-> mode=IN_GUEST_MODE, vcpu.armed=true; hrtimer still reads mode=OUTSIDE_GUEST_MODE" in block
+    assert "-> mode=IN_GUEST_MODE, guest_mode=[true, false]; cpu1 still reads mode=OUTSIDE_GUEST_MODE" in block
