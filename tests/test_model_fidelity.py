@@ -106,3 +106,24 @@ def test_halt_poll_could_not_tell_the_seed_patch_from_v46():
     assert v["no_poll"]["no_timer_poll_at_zero_halt_poll_ns"] is Verdict.HOLDS
     assert v["poll_for_timer"]["no_timer_poll_at_zero_halt_poll_ns"] is Verdict.VIOLATED
     assert v["poll_for_timer"]["timer_wakes_vcpu"] is Verdict.HOLDS
+
+
+@pytest.mark.xdist_group("halt_poll_grow")  # reads halt_poll_grow's shared search (shared_runs)
+def test_halt_poll_grow_answers_why_the_adaptive_poll_misses_the_tick():
+    """Paolo's question on seed 001: with v4.6's halt_poll_ns_shrink = 0 a long halt sets
+    halt_poll_ns to 0 and the next halt only grows it to 10us, so the halt just before
+    the tick that follows an idle halt sleeps, for ever in base's lasso; two short halts
+    in a row are polled, and the seed patch polls the near one at halt_poll_ns = 0."""
+    t = trace("halt_poll_grow", "base", "near_tick_polled")
+    loop = t.states[t.loop_start:]
+    near = [s for s in loop if s.get("remaining") == 1 and dict(s.pcs)["vcpu"] == "block"]
+    assert near and all(s.get("halt_poll_ns") == 0 for s in near)  # at its poll: nothing to poll with
+    assert {s.get("halt_poll_ns") for s in loop} == {0, 2}  # grown to 10us, shrunk to 0 by the long halt
+    assert not any(s.get("near_caught") for s in loop)
+    v = outcomes("halt_poll_grow", "two_halts", "any_halts", "poll_for_timer", "v612", "v612_any_halts")
+    assert v["two_halts"]["near_tick_polled"] is Verdict.HOLDS
+    assert v["any_halts"]["no_poll_after_long_halt"] is Verdict.HOLDS  # in every sequence of halts
+    assert v["poll_for_timer"]["near_tick_polled"] is Verdict.HOLDS
+    assert v["poll_for_timer"]["no_poll_after_long_halt"] is Verdict.VIOLATED
+    assert v["v612"]["near_tick_polled"] is Verdict.VIOLATED  # halving 10us: 5us, below grow_start
+    assert v["v612_any_halts"]["no_poll_after_long_halt"] is Verdict.VIOLATED  # 20us halves to 10us

@@ -57,6 +57,14 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
         ('os: `atomic { if (virr) { virr = false; owed = false; } vmexit(HLT); }` is never executed',
          'posted_check_ignores_pi: the vCPU never enters the guest (see runnable)'),
     ],
+    'halt_poll_grow.spec': [
+        ("base_tso: the same reachable states as base (7): does the variant's setting change anything?",
+         'one thread, which reads its own buffered stores: the same states as base'),
+        ("poll_for_timer_tso: the same reachable states as poll_for_timer (7): does the variant's setting change anything?",
+         'one thread: the same states as poll_for_timer'),
+        ("v612: the same reachable states as base (7): does the variant's setting change anything?",
+         'halving 10us gives 5us, below grow_start, so 0: the same states as base (the finding)'),
+    ],
     'hlt_if_gating.spec': [
         ('vcpu: `if (pending != 0)` never takes its then branch',
          'the posted branch never raises pending; only pending_timer_unhalts unhalts on it'),
