@@ -23,7 +23,7 @@ from pathlib import Path
 
 from checker.base.shipped import model_file
 from checker.pipeline import Options, check_spec, load
-from checker.results.trace import VariantResult, Verdict
+from checker.results.trace import RunResult, VariantResult, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -71,10 +71,12 @@ def cell(got: dict | None) -> str:
     return text
 
 
-def model_rows(path: Path) -> list[dict]:
-    """One model: every variant checked with its expectations, grouped into designs."""
+def model_rows(path: Path, result: RunResult | None = None) -> list[dict]:
+    """One model: every variant checked with its expectations (or `result`, that
+    search made already: the tests pass theirs), grouped into designs."""
     labels, _ = model_labels(path)
-    result = check_spec(load(str(path)), Options(progress=False, coverage=False))
+    if result is None:
+        result = check_spec(load(str(path)), Options(progress=False))
     designs: dict[str, dict] = {}
     for v in result.variants:
         name = design_of(v.variant, v.memory)
@@ -93,6 +95,12 @@ def label_cell(row: dict) -> str:
     return "; ".join(([first] if first else []) + rest)
 
 
+def row_line(row: dict) -> str:
+    """The row as the README's table has it."""
+    return (f"| {row['model']} | `{row['design']}` | {label_cell(row).replace('|', '/')} | "
+            + " | ".join(cell(row.get(m)) for m in MEMORIES) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", help="model names (default: every models/*.spec)")
@@ -106,8 +114,7 @@ def main() -> None:
     for path in paths:
         for row in model_rows(path):
             rows.append(row)
-            print(f"| {row['model']} | `{row['design']}` | {label_cell(row).replace('|', '/')} | "
-                  + " | ".join(cell(row.get(m)) for m in MEMORIES) + " |", flush=True)
+            print(row_line(row), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     unexpected = sum(bool(row[m]["unexpected"]) for row in rows for m in MEMORIES if m in row)

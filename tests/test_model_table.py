@@ -85,3 +85,18 @@ def test_a_tso_model_groups_its_sc_twins(table, tmp_path):
     assert table.label_cell(rows["fixed"]) == "mutation: the same under sc; tso: mutation: a store"
     assert rows["fixed"]["sc"]["variant"] == "fixed_sc" and rows["fixed"]["tso"]["variant"] == "fixed"
     assert rows["fixed"]["sc"]["violated"][0]["property"] == "zero"
+
+
+SHIPPED = sorted((ROOT / "models").glob("*.spec"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_the_readme_table_is_what_the_checker_finds(table, path):
+    """The README's model table, a model at a time, is bench/model_table.py's rows from
+    the model's shared search (its xdist group's): the label, each memory model's
+    verdicts with the steps of each violation, and the states."""
+    from shared_runs import checked
+
+    readme = (ROOT / "README.md").read_text().splitlines()
+    got = [table.row_line(row) for row in table.model_rows(path, checked(path))]
+    assert [line for line in readme if line.startswith(f"| {path.stem} | `")] == got
