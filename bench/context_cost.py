@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TWINS = {"models/vcpu_requests.spec": "tests/twins/vcpu_requests_hand.spec",  # a context model: its hand-encoded twin
          "models/ipi_fastpath.spec": "tests/twins/ipi_fastpath_hand.spec",
          "models/halt_poll.spec": "tests/twins/halt_poll_hand.spec",
-         "models/pi_timer.spec": "tests/twins/pi_timer_hand.spec"}
+         "models/pi_timer.spec": "tests/twins/pi_timer_hand.spec",
+         "models/pi_timer_v6.spec": "tests/twins/pi_timer_v6_hand.spec"}
 MEMORIES = ("sc", "tso", "lkmm")
 
 

@@ -55,7 +55,8 @@ def test_scenario_header_maps_processes_to_a_kernel_version(name):
     header = text.split("\nmodel ", 1)[0]
     assert re.search(r"Version: .*v(5|6)\.", header), name
     assert "Processes, and each step with the" in header, name
-    for proc in re.findall(r"^(?:unfair )?process (\w+)", text, re.M):
+    contexts = r"^(?:unfair )?(?:process|guest|interrupt|hrtimer) (\w+)"  # every context, not only threads
+    for proc in re.findall(contexts, text, re.M):
         assert re.search(rf"^//\s+{proc}\s", header, re.M), (name, proc)
 
 
@@ -157,8 +158,10 @@ def test_v6_direct_injection_and_unblock():
     assert outcome(r["no_direct_inject"], "timer_wakes_vcpu").verdict == Verdict.HOLDS
     lasso = outcome(r["unblock_not_cleared"], "timer_wakes_vcpu").counterexample.trace
     loop = [a for a in lasso.actions[lasso.loop_start:]]
-    # every entry in the loop aborts at E8: the loop never reaches VM entry
-    assert loop and not any(a.pc_to == "guest" for a in loop)
+    # every entry in the loop aborts at E8: the loop never reaches VM entry, the guest never runs
+    e8 = [a for a in loop if a.text.startswith("if (mode == EXITING_GUEST_MODE")]
+    assert e8 and all(a.detail.startswith("taken") for a in e8)
+    assert not any(a.process == "os" or a.text.startswith("VM entry") for a in loop)
     assert outcome(r["no_kick"], "deadlock").verdict == Verdict.VIOLATED
 
 
