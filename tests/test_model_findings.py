@@ -382,10 +382,10 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
          'vacuous with HLT exits (hlt_exits, no_kick_hlt_exits): nothing is posted'),
     ],
     'pi_two_posters.spec': [
-        ('target: `if (halted)` never takes its else branch',
-         'nothing kicks the target (a notification is handled in non-root mode): only HLT leaves the guest'),
-        ('target_cpu: `atomic { await wakeup_ipi; wakeup_ipi = false; if (on_list && on) { if (rcuwait_active(wait)) vector_woke = true; rcuwait_wake_up(wait); } }` is never executed',
-         'no_wakeup_vector never switches NV, so nothing sends the wake-up vector (its bug)'),
+        ('wakeup: `atomic { if (on_list && on) { if (rcuwait_active(wait)) vector_woke = true; rcuwait_wake_up(wait); } }` is never executed',
+         'no_wakeup_vector: see wakeup above'),
+        ('target: `if (vm_exit_by(HLT))` never takes its else branch',
+         'nothing else exits (a notification is handled in guest mode, the wake-up vector is sent only while the target blocks): only HLT leaves the guest'),
     ],
     'timer_advance_tuning.spec': [
         ('hrtimer: `if (atomic_read(pending) != 0)` never takes its then branch',
