@@ -23,6 +23,9 @@ have the same verdicts in both.
   guest, and vmx_vcpu_pi_put/pi_load as `on sched_out`/`on sched_in`;
   tests/twins/pi_two_posters_hand.spec is the file it was before (a `cpu` variable,
   latched IPIs, a process for the pCPU).
+- models/ipi_fastpath_reenter.spec writes the sender's CPU with guest_enter(), the fast
+  path after its guest's `vmexit(MSR_WRITE)` and the re-entry as guest_enter() again;
+  tests/twins/ipi_fastpath_reenter_hand.spec is the file it was before.
 - models/halt_poll.spec writes the vCPU thread on CPU 0, the lapic timer as a re-arming
   `hrtimer ... on cpu 1` and the HLT exit as the guest's `vmexit(HLT)`;
   tests/twins/halt_poll_hand.spec is the file it was before (an `await` for the timer,
@@ -57,6 +60,8 @@ PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more step
     # pi_two_posters: no bound on the steps, as ipi_fastpath: the hand twin's guest loop
     # tests `cpu == NON_ROOT` in a step of its own, so some lassos are shorter here
     ("models/pi_two_posters.spec", "tests/twins/pi_two_posters_hand.spec", "twin", None),
+    # ipi_fastpath_reenter: the same (its hand twin's `while (cpu == NON_ROOT)` too)
+    ("models/ipi_fastpath_reenter.spec", "tests/twins/ipi_fastpath_reenter_hand.spec", "twin", None),
 ]
 
 
