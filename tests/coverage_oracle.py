@@ -11,7 +11,7 @@ from checker.ir import StepKind
 from checker.results.findings import Coverage
 
 
-def analyse(cm: CompiledModel, max_states: int = 200_000) -> Coverage | None:
+def analyse(cm: CompiledModel, max_states: int = 400_000) -> Coverage | None:
     """Coverage of compiled variant cm over every reachable state, or None past max_states."""
     model = cm.program.model
     questions = coverage._triggers(model)

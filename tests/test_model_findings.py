@@ -386,7 +386,7 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {
          'nothing else exits (a notification is handled in guest mode, the wake-up vector is sent only while the target blocks): only HLT leaves the guest'),
     ],
     'timer_advance_tuning.spec': [
-        ('hrtimer: `if (atomic_read(pending) != 0)` never takes its then branch',
+        ('apic_timer: `if (atomic_read(pending) != 0)` never takes its then branch',
          'kept as the kernel has it: one deadline per run, so pending is never already set'),
         ('vcpu: `if (atomic_read(pending) != 0)` never takes its then branch',
          'kept as the kernel has it: one deadline per run, so pending is never already set'),
