@@ -56,12 +56,22 @@ def cell(path: str, memory: str) -> str:
     return f"{v.stats.states:,} ({ample}{plain.stats.states:,} without POR{verdict})"
 
 
+def paths() -> list[str]:
+    """The table's models in row order: the context models, then the hand-encoded twins."""
+    return context_models() + list(TWINS.values())
+
+
+def row(path: str) -> tuple[str, ...]:
+    """(model, contexts, sc, tso, lkmm) of one model of the table."""
+    twin_of = {hand: shipped for shipped, hand in TWINS.items()}
+    contexts = f"no (`{Path(twin_of[path]).stem}` hand-encoded)" if path in twin_of else "yes"
+    return (path, contexts) + tuple(cell(path, mm) for mm in MEMORIES)
+
+
 def rows():
     """(model, contexts, sc, tso, lkmm) per row, the hand-encoded twins last."""
-    for path in context_models():
-        yield (path, "yes") + tuple(cell(path, mm) for mm in MEMORIES)
-    for shipped, hand in TWINS.items():
-        yield (hand, f"no (`{Path(shipped).stem}` hand-encoded)") + tuple(cell(hand, mm) for mm in MEMORIES)
+    for path in paths():
+        yield row(path)
 
 
 def main() -> int:
