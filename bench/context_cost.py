@@ -27,7 +27,8 @@ TWINS = {"models/vcpu_requests.spec": "tests/twins/vcpu_requests_hand.spec",  # 
          "models/pi_timer_v6.spec": "tests/twins/pi_timer_v6_hand.spec",
          "models/pi_two_posters.spec": "tests/twins/pi_two_posters_hand.spec",
          "models/ipi_fastpath_reenter.spec": "tests/twins/ipi_fastpath_reenter_hand.spec",
-         "models/timer_advance_tuning.spec": "tests/twins/timer_advance_tuning_hand.spec"}
+         "models/timer_advance_tuning.spec": "tests/twins/timer_advance_tuning_hand.spec",
+         "models/hv_sw_switch.spec": "tests/twins/hv_sw_switch_hand.spec"}
 MEMORIES = ("sc", "tso", "lkmm")
 
 

@@ -30,6 +30,10 @@ have the same verdicts in both.
   a guest waiting at `halted` for its timer, the kick's reschedule IPI as an interrupt
   and the lapic hrtimer timed on the guest TSC on CPU 1;
   tests/twins/timer_advance_tuning_hand.spec is the file it was before.
+- models/hv_sw_switch.spec writes the vCPU thread on CPU 0 with guest_enter(), the
+  preemption-timer and HLT exits as its guest's `vmexit`s, the kick's reschedule IPI as
+  an interrupt and apic_timer_fn as an hrtimer on CPU 1; tests/twins/hv_sw_switch_hand.spec
+  is the file it was before.
 - models/halt_poll.spec writes the vCPU thread on CPU 0, the lapic timer as a re-arming
   `hrtimer ... on cpu 1` and the HLT exit as the guest's `vmexit(HLT)`;
   tests/twins/halt_poll_hand.spec is the file it was before (an `await` for the timer,
@@ -68,6 +72,9 @@ PAIRS = [  # (shipped, twin, which one hand-encodes, at most this many more step
     ("models/ipi_fastpath_reenter.spec", "tests/twins/ipi_fastpath_reenter_hand.spec", "twin", None),
     # timer_advance_tuning: E15, the expiry apart from its callback, the IPI's delivery
     ("models/timer_advance_tuning.spec", "tests/twins/timer_advance_tuning_hand.spec", "twin", 5),
+    # hv_sw_switch: no_pending_recheck 57 -> 66: E15, the exits' own steps, the expiry apart
+    # from its callback's entry and exit, T7's smp_mb, R6's atomic_set(pending, 0) apart
+    ("models/hv_sw_switch.spec", "tests/twins/hv_sw_switch_hand.spec", "twin", 9),
 ]
 
 

@@ -171,10 +171,10 @@ def test_hv_timer_fires_twice_without_the_pending_recheck():
     assert outcome(r["base"], "recheck_cancels_hv").verdict == Verdict.HOLDS
     cx = outcome(r["no_pending_recheck"], "one_shot_fires_once").counterexample
     s = steps(cx)
-    raised = first(s, "hrtimer", "pending = 1")
-    took = first(s, "vcpu", "taken = min(taken + 1, 2)", start=raised)
-    hv = first(s, "hv_timer", "hv_exit = true", start=took)
-    again = first(s, "vcpu", "taken = min(taken + 1, 2)", start=hv)
+    raised = first(s, "apic_timer", "pending = 1")
+    took = first(s, "os", "taken = min(taken + 1, 2)", start=raised)
+    hv = first(s, "os", "vmexit(PREEMPTION_TIMER)", start=took)
+    again = first(s, "os", "taken = min(taken + 1, 2)", start=hv)
     assert raised < took < hv < again
 
 
